@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Creates (or refreshes) the project's virtualenv in .venv with taskq and its
+# development tools installed. Idempotent: a second run with an unchanged
+# pyproject.toml does nothing.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$root/.venv"
+python=${TASKQ_PYTHON:-python3}
+stamp="$venv/.taskq-installed"
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "bootstrap: taskq needs Python >= 3.11; $python is $("$python" -V 2>&1)" >&2
+    exit 1
+fi
+if [ ! -x "$venv/bin/python" ]; then
+    echo "bootstrap: creating $venv" >&2
+    "$python" -m venv "$venv"
+fi
+if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
+    echo "bootstrap: installing taskq and its dev tools into $venv" >&2
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev]"
+    touch "$stamp"
+fi

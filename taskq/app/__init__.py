@@ -1,0 +1,1 @@
+"""The console: a Textual view of the cluster, queues, workers and jobs."""

@@ -1,0 +1,129 @@
+"""Bringing a store's schema up to date, once, even when processes race.
+
+Migrations are ``sql/migrations/NNNN_name.sql`` files applied in order. Each
+is applied as one atomic batch whose first statement records its version in
+``taskq_migrations`` (primary key). When two processes start together, the
+second one's batch fails on that key before any DDL runs and rolls back whole:
+it then knows the migration is in place. ``sql/schema.sql`` is what all
+migrations together produce; a test holds the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from importlib import resources
+
+from taskq import errors
+from taskq.broker import queries
+from taskq.broker.store import Consistency, Statement, Store
+
+_UNKNOWN_OUTCOME_TRIES = 3
+_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+def split_statements(script: str) -> list[str]:
+    """Split an SQL script into statements, respecting strings and trigger bodies."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statement = _strip_comments(pending).strip().rstrip(";").strip()
+            if statement:
+                statements.append(statement)
+            pending = ""
+    if _strip_comments(pending).strip():
+        raise ValueError(f"unterminated SQL statement: {pending.strip()[:80]!r}")
+    return statements
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+
+
+def load_migrations() -> list[Migration]:
+    """Every migration shipped with this taskq, in version order."""
+    folder = resources.files("taskq.broker") / "sql" / "migrations"
+    found: list[Migration] = []
+    for entry in folder.iterdir():
+        match = _FILE_NAME.match(entry.name)
+        if not match:
+            continue
+        found.append(
+            Migration(
+                version=int(match.group(1)),
+                name=match.group(2),
+                statements=tuple(split_statements(entry.read_text(encoding="utf-8"))),
+            )
+        )
+    found.sort(key=lambda migration: migration.version)
+    versions = [migration.version for migration in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise errors.MigrationError(f"migration versions are not 1..N without gaps: {versions}")
+    return found
+
+
+def applied_versions(store: Store) -> set[int]:
+    rows = store.query(
+        Statement(queries.query("migration_list")), consistency=Consistency.LINEARIZABLE
+    )
+    return {int(row["version"]) for row in rows}
+
+
+def migrate(store: Store) -> list[int]:
+    """Apply every pending migration; return the versions this call applied.
+
+    Safe to call from many processes at once: each migration is applied by
+    exactly one of them, and the others see it as already applied.
+    """
+    migrations = load_migrations()
+    store.execute([Statement(queries.query("migration_table_create"))], idempotent=True)
+    done = applied_versions(store)
+    newest_known = migrations[-1].version if migrations else 0
+    if done and max(done) > newest_known:
+        raise errors.MigrationError(
+            f"the store's schema is at version {max(done)}, newer than this taskq "
+            f"knows ({newest_known}); upgrade taskq"
+        )
+    applied: list[int] = []
+    for migration in migrations:
+        if migration.version in done:
+            continue
+        if _apply(store, migration):
+            applied.append(migration.version)
+    return applied
+
+
+def _apply(store: Store, migration: Migration) -> bool:
+    """Apply one migration; False when another process applied it first."""
+    record = Statement(
+        queries.query("migration_record"),
+        {"version": migration.version, "name": migration.name},
+    )
+    batch = [record, *(Statement(sql) for sql in migration.statements)]
+    label = f"{migration.version:04d}_{migration.name}"
+    for _ in range(_UNKNOWN_OUTCOME_TRIES):
+        try:
+            store.execute(batch)
+        except errors.ConstraintViolation as exc:
+            if exc.index == 0:
+                return False
+            raise errors.MigrationError(f"migration {label} failed: {exc}") from exc
+        except errors.StatementError as exc:
+            raise errors.MigrationError(f"migration {label} failed: {exc}") from exc
+        except errors.OutcomeUnknown:
+            # The batch may have committed; its version row says whether it did.
+            if migration.version in applied_versions(store):
+                return True
+            continue
+        return True
+    raise errors.MigrationError(f"migration {label}: the store's answer stayed unknown")

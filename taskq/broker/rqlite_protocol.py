@@ -1,0 +1,179 @@
+"""rqlite's HTTP protocol as plain functions: request bodies in, typed outcomes out.
+
+rqlite reports trouble on three channels, and each is read here:
+
+* the HTTP status (401 bad credentials, 503 when the node knows no leader,
+  5xx for failures inside the node);
+* a top-level ``"error"`` in the JSON body, which concerns the whole request
+  (for instance leadership lost while committing: the write may or may not
+  have been applied);
+* an ``"error"`` in one statement's result (syntax, constraint), after which
+  a transactional request is rolled back whole.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taskq import errors
+from taskq.broker.http_plan import HttpReply, SendFailure, SendStage
+from taskq.broker.store import NodeInfo, Row, Statement, StatementResult
+
+# Phrases rqlite uses when a node refused a request before applying anything.
+_NOT_APPLIED_PHRASES = (
+    "not leader",
+    "leader not found",
+    "no leader",
+    "not ready",
+    "no such host",
+    "connection refused",
+)
+_CONSTRAINT_PHRASES = ("constraint failed", "unique constraint", "not null constraint")
+
+
+class Verdict(enum.Enum):
+    """What the transport should do with an answer."""
+
+    OK = "ok"  # parsed; done
+    RETRY_SAFE = "retry_safe"  # nothing was applied: another node or a later try is safe
+    UNKNOWN = "unknown"  # maybe applied: resend only what is idempotent
+    FAIL = "fail"  # a definite error: raise it
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    results: list[StatementResult] | None = None
+    error: errors.StoreError | None = None
+    leader_hint: str | None = None
+    message: str = ""
+
+
+def statements_body(statements: Sequence[Statement]) -> list[list[Any]]:
+    """The JSON body rqlite expects: ``[[sql, {named params}], ...]``."""
+    return [
+        [statement.sql, dict(statement.params)] if statement.params else [statement.sql]
+        for statement in statements
+    ]
+
+
+def classify(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -> Outcome:
+    """Read all three error channels of one answer and decide what it means."""
+    if isinstance(feedback, SendFailure):
+        verdict = Verdict.RETRY_SAFE if feedback.stage is SendStage.NOT_SENT else Verdict.UNKNOWN
+        return Outcome(verdict, message=feedback.message)
+    reply = feedback
+    if reply.status in (401, 403):
+        return Outcome(
+            Verdict.FAIL,
+            error=errors.StoreAuthError(
+                f"rqlite refused the credentials (HTTP {reply.status}): {reply.text.strip()}"
+            ),
+        )
+    if reply.status in (301, 302, 307, 308):
+        return Outcome(
+            Verdict.RETRY_SAFE,
+            leader_hint=_base_of(reply.headers.get("location", "")),
+            message=f"redirected to {reply.headers.get('location', '?')}",
+        )
+    body_error = _top_level_error(reply)
+    if reply.status == 503 or (body_error and _names_no_leader(body_error)):
+        return Outcome(Verdict.RETRY_SAFE, message=body_error or f"HTTP 503: {reply.text.strip()}")
+    if reply.status >= 400 or body_error:
+        return Outcome(
+            Verdict.UNKNOWN, message=body_error or f"HTTP {reply.status}: {reply.text.strip()}"
+        )
+    results = reply.data.get("results") if isinstance(reply.data, dict) else None
+    if not isinstance(results, list):
+        return Outcome(Verdict.UNKNOWN, message=f"unexpected answer: {reply.text[:200]!r}")
+    for index, result in enumerate(results):
+        if isinstance(result, dict) and result.get("error"):
+            text = sql[index] if index < len(sql) else ""
+            return Outcome(Verdict.FAIL, error=statement_error(str(result["error"]), index, text))
+    return Outcome(Verdict.OK, results=[parse_result(result) for result in results])
+
+
+def statement_error(message: str, index: int, sql: str) -> errors.StatementError:
+    if any(phrase in message.lower() for phrase in _CONSTRAINT_PHRASES):
+        return errors.ConstraintViolation(message, index=index, sql=sql)
+    return errors.StatementError(message, index=index, sql=sql)
+
+
+def parse_result(result: Any) -> StatementResult:
+    """One entry of ``results`` (associative form) as a :class:`StatementResult`."""
+    if not isinstance(result, dict):
+        return StatementResult()
+    rows: list[Row] = []
+    if "rows" in result:
+        rows = [dict(row) for row in result["rows"] or []]
+    elif "values" in result:
+        columns = result.get("columns") or []
+        rows = [dict(zip(columns, values, strict=False)) for values in result["values"] or []]
+    last_insert_id = result.get("last_insert_id")
+    return StatementResult(
+        rows=rows,
+        rows_affected=int(result.get("rows_affected") or 0),
+        last_insert_id=int(last_insert_id) if last_insert_id is not None else None,
+    )
+
+
+def parse_nodes(data: Any, *, tls: bool) -> list[NodeInfo]:
+    """The answer of ``/nodes?ver=2`` as :class:`NodeInfo` records."""
+    raw = data.get("nodes") if isinstance(data, dict) else data
+    if isinstance(raw, dict):  # older form: a map keyed by node id
+        raw = [dict(value, id=key) for key, value in raw.items()]
+    nodes: list[NodeInfo] = []
+    for item in raw or []:
+        nodes.append(
+            NodeInfo(
+                id=str(item.get("id", "")),
+                address=api_base(str(item.get("api_addr", "")), tls=tls),
+                reachable=bool(item.get("reachable", False)),
+                leader=bool(item.get("leader", False)),
+                voter=bool(item.get("voter", True)),
+                error=str(item.get("error", "")),
+            )
+        )
+    return nodes
+
+
+def parse_status(data: Any) -> tuple[str, str]:
+    """The raft state and the version string from a node's ``/status``."""
+    if not isinstance(data, dict):
+        return "", ""
+    store = data.get("store") or {}
+    raft = store.get("raft") or {}
+    build = data.get("build") or {}
+    return str(raft.get("state", "")), str(build.get("version", ""))
+
+
+def api_base(api_addr: str, *, tls: bool) -> str:
+    """A node's advertised API address as a base URL."""
+    if not api_addr:
+        return ""
+    if "://" in api_addr:
+        return api_addr.rstrip("/")
+    return f"{'https' if tls else 'http'}://{api_addr}"
+
+
+def _base_of(url: str) -> str | None:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def _top_level_error(reply: HttpReply) -> str:
+    if isinstance(reply.data, dict) and reply.data.get("error"):
+        return str(reply.data["error"])
+    if reply.status >= 400 and reply.data is None:
+        return reply.text.strip()
+    return ""
+
+
+def _names_no_leader(message: str) -> bool:
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in _NOT_APPLIED_PHRASES)

@@ -1,0 +1,163 @@
+"""The embedded store: one SQLite file shared by the processes of one machine.
+
+WAL mode lets readers proceed while one writer commits; ``busy_timeout``
+makes a writer wait for the lock instead of failing at once, so workers, the
+console and scripts can share the file. Every batch runs under
+``BEGIN IMMEDIATE`` so it takes the write lock before reading anything, which
+rules out the upgrade deadlock of a deferred transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio.to_thread
+
+from taskq import errors
+from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
+
+_CONSTRAINT_CODES = {
+    "SQLITE_CONSTRAINT",
+    "SQLITE_CONSTRAINT_UNIQUE",
+    "SQLITE_CONSTRAINT_PRIMARYKEY",
+    "SQLITE_CONSTRAINT_NOTNULL",
+    "SQLITE_CONSTRAINT_CHECK",
+    "SQLITE_CONSTRAINT_FOREIGNKEY",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteOptions:
+    """Tuning of the embedded store, settable in the store URL's query string."""
+
+    busy_timeout_ms: int = 10_000
+    # FULL keeps an acknowledged job through a power cut; NORMAL only through a crash.
+    synchronous: str = "FULL"
+
+
+class SqliteStore:
+    """A :class:`taskq.broker.store.Store` over a local SQLite file."""
+
+    def __init__(self, path: str | Path, options: SqliteOptions | None = None) -> None:
+        self.path = Path(path).expanduser()
+        self.options = options or SqliteOptions()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection, guarded by a lock, serves every thread of this
+        # process: the async entry points run the same code in a worker thread.
+        self._lock = threading.Lock()
+        self._conn = self._connect()
+
+    @property
+    def url(self) -> str:
+        return f"sqlite://{self.path}"
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.options.busy_timeout_ms / 1000,
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self.options.busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.options.synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise errors.StoreUnavailable(f"cannot open SQLite store {self.path}: {exc}") from exc
+        return conn
+
+    def execute(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        # A local transaction either commits or rolls back: its outcome is
+        # never unknown, so ``idempotent`` changes nothing here.
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise _wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
+            results: list[StatementResult] = []
+            for index, statement in enumerate(statements):
+                try:
+                    cursor = conn.execute(statement.sql, dict(statement.params))
+                    rows = [dict(row) for row in cursor.fetchall()]
+                except sqlite3.Error as exc:
+                    conn.execute("ROLLBACK")
+                    raise _wrap(exc, index=index, sql=statement.sql) from exc
+                results.append(
+                    StatementResult(
+                        rows=rows,
+                        rows_affected=max(cursor.rowcount, 0),
+                        last_insert_id=cursor.lastrowid,
+                    )
+                )
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise _wrap(exc, index=len(statements), sql="COMMIT") from exc
+            return results
+
+    async def execute_async(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        return await anyio.to_thread.run_sync(
+            lambda: self.execute(statements, idempotent=idempotent)
+        )
+
+    def query(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        # One file on one machine: every read already sees every committed write.
+        with self._lock:
+            try:
+                cursor = self._conn.execute(statement.sql, dict(statement.params))
+                return [dict(row) for row in cursor.fetchall()]
+            except sqlite3.Error as exc:
+                raise _wrap(exc, index=0, sql=statement.sql) from exc
+
+    async def query_async(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        return await anyio.to_thread.run_sync(
+            lambda: self.query(statement, consistency=consistency)
+        )
+
+    def nodes(self) -> list[NodeInfo]:
+        return [
+            NodeInfo(
+                id="embedded",
+                address=str(self.path),
+                reachable=self.path.exists(),
+                leader=True,
+                raft_state="embedded (no replication)",
+                version=f"SQLite {sqlite3.sqlite_version}",
+            )
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+def _wrap(exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
+    """Translate a sqlite3 error into taskq's hierarchy, once, at this edge."""
+    message = str(exc)
+    code = getattr(exc, "sqlite_errorname", "")
+    if isinstance(exc, sqlite3.IntegrityError) or code in _CONSTRAINT_CODES:
+        return errors.ConstraintViolation(message, index=index, sql=sql)
+    if isinstance(exc, sqlite3.OperationalError) and code in {"SQLITE_BUSY", "SQLITE_LOCKED"}:
+        return errors.StoreUnavailable(f"SQLite store is locked by another process: {message}")
+    if isinstance(exc, sqlite3.OperationalError) and code in {"SQLITE_CANTOPEN", "SQLITE_IOERR"}:
+        return errors.StoreUnavailable(f"SQLite store cannot be used: {message}")
+    return errors.StatementError(message, index=index, sql=sql)

@@ -1,0 +1,118 @@
+"""The narrow interface every job store implements, and the records it speaks in.
+
+A store does two things: apply a list of parameterised statements atomically
+(one transaction, one request), and answer one read at a chosen consistency.
+Each has a blocking and an awaitable entry point; implementations share one
+code path behind both, so no operation is written twice.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+SqlValue: TypeAlias = str | int | float | bytes | None
+Row: TypeAlias = dict[str, Any]
+Params: TypeAlias = Mapping[str, SqlValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement with named parameters (``:name`` in the text)."""
+
+    sql: str
+    params: Params = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StatementResult:
+    """What one statement of a batch produced.
+
+    ``rows`` holds the rows of a SELECT or of a write with RETURNING;
+    ``rows_affected`` counts the rows a write changed.
+    """
+
+    rows: list[Row] = field(default_factory=list)
+    rows_affected: int = 0
+    last_insert_id: int | None = None
+
+
+class Consistency(enum.StrEnum):
+    """How fresh a read must be.
+
+    ``NONE`` reads the local copy of whichever node answers (may be stale);
+    ``WEAK`` asks the node that believes it leads (stale only across a
+    leadership change); ``LINEARIZABLE`` is confirmed by a quorum, so it sees
+    every write acknowledged before it. The embedded store is always
+    linearizable.
+    """
+
+    NONE = "none"
+    WEAK = "weak"
+    LINEARIZABLE = "linearizable"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """One member of the store as seen from the client."""
+
+    id: str
+    address: str
+    reachable: bool
+    leader: bool
+    voter: bool = True
+    raft_state: str = ""
+    version: str = ""
+    error: str = ""
+
+
+class Store(Protocol):
+    """A job store: SQLite semantics, atomic batches, reads at a consistency."""
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked."""
+        ...
+
+    def execute(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        """Apply ``statements`` in one transaction; all of them or none.
+
+        ``idempotent`` tells a replicated store that applying the batch twice
+        has the same effect as once, so it may resend it when the outcome of
+        a first try is unknown. Raises a :class:`taskq.errors.StoreError`.
+        """
+        ...
+
+    async def execute_async(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        """Awaitable form of :meth:`execute`."""
+        ...
+
+    def query(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        """Run one read and return its rows as dicts keyed by column name."""
+        ...
+
+    async def query_async(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        """Awaitable form of :meth:`query`."""
+        ...
+
+    def nodes(self) -> list[NodeInfo]:
+        """Describe the members of the store (one entry for an embedded store)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...
+
+    async def aclose(self) -> None:
+        """Awaitable form of :meth:`close`, for stores used from async code."""
+        ...

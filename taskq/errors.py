@@ -1,0 +1,60 @@
+"""The one exception root of taskq and its families.
+
+Each class carries its meaning in its docstring; drivers' errors are wrapped
+once, at the edge that talks to them, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class TaskqError(Exception):
+    """Something went wrong in taskq."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigError(TaskqError):
+    """The configuration (a file, a store URL or an environment variable) is invalid."""
+
+
+class StoreError(TaskqError):
+    """The job store could not carry out a request."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot take the request now, and nothing was applied; it is safe to retry.
+
+    Raised when no node is reachable, no leader is elected yet, or a local
+    database stays locked past its busy timeout.
+    """
+
+
+class OutcomeUnknown(StoreError):
+    """A write was sent but its outcome is unknown: it may or may not have been applied.
+
+    Raised when the connection broke or timed out after the request was sent,
+    or when the leader lost leadership while committing. Resending is only
+    safe for writes that are idempotent by construction.
+    """
+
+
+class StoreAuthError(StoreError):
+    """The store refused the credentials (or their absence)."""
+
+
+class StatementError(StoreError):
+    """The store rejected a statement (syntax, constraint); the whole batch was rolled back."""
+
+    def __init__(self, message: str, *, index: int = 0, sql: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+        self.sql = sql
+
+
+class ConstraintViolation(StatementError):
+    """A statement broke a constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY)."""
+
+
+class MigrationError(StoreError):
+    """The store's schema could not be brought up to date."""

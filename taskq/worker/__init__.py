@@ -1,0 +1,1 @@
+"""The worker: runs jobs in resource-limited child processes (built on the broker's API)."""

@@ -1,0 +1,40 @@
+"""Fixtures shared by every tier: stores of both kinds, and a real rqlite cluster."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taskq.broker.connect import open_store
+from taskq.broker.store import Store
+from tests.support.rqlite_cluster import RqliteCluster, running_cluster
+
+
+@pytest.fixture(scope="session")
+def rqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RqliteCluster]:
+    """One 3-node cluster for the session; tests that kill nodes start their own."""
+    with running_cluster(tmp_path_factory.mktemp("rqlite-shared")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "rqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated store of each kind: a fresh SQLite file, or the shared cluster."""
+    if request.param == "sqlite":
+        opened = open_store(f"sqlite://{tmp_path / 'taskq.db'}")
+    else:
+        cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+        opened = open_store(cluster.url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def table() -> str:
+    """A table name no other test uses, so tests can share one cluster."""
+    return f"t_{uuid.uuid4().hex[:12]}"

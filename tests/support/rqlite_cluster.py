@@ -1,0 +1,245 @@
+"""A real rqlite cluster on loopback for tests: started here, stopped by pid.
+
+Nothing here imitates rqlite: it runs the ``rqlited`` binary that
+``scripts/install_rqlite.sh`` provides (found through ``TASKQ_RQLITED``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_HINT = (
+    "rqlited is missing: run scripts/install_rqlite.sh (it builds rqlited into the "
+    "cache and prints its path), or set TASKQ_RQLITED to an rqlited binary"
+)
+
+
+class RqlitedMissing(RuntimeError):
+    """Raised (never skipped) when a test needs rqlited and none is installed."""
+
+
+def find_rqlited() -> str:
+    """The rqlited binary to test against, or a loud failure naming the installer."""
+    configured = os.environ.get("TASKQ_RQLITED")
+    if configured and os.access(configured, os.X_OK):
+        return configured
+    try:
+        out = (
+            subprocess.run(
+                [str(REPO / "scripts" / "install_rqlite.sh")],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            .stdout.strip()
+            .splitlines()
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        raise RqlitedMissing(f"{INSTALL_HINT}\n{str(detail).strip()[-2000:]}") from exc
+    if out and os.access(out[-1], os.X_OK):
+        return out[-1]
+    raise RqlitedMissing(INSTALL_HINT)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@dataclass
+class RqliteNode:
+    node_id: str
+    http_port: int
+    raft_port: int
+    data_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def http_addr(self) -> str:
+        return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def raft_addr(self) -> str:
+        return f"127.0.0.1:{self.raft_port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.http_addr}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+@dataclass
+class RqliteCluster:
+    """N rqlited processes bootstrapping together on free loopback ports."""
+
+    binary: str
+    root: Path
+    size: int = 3
+    extra_args: list[str] = field(default_factory=list)
+    nodes: list[RqliteNode] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        ports = free_ports(2 * self.size)
+        for index in range(self.size):
+            node_dir = self.root / f"node{index + 1}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            self.nodes.append(
+                RqliteNode(
+                    node_id=f"node{index + 1}",
+                    http_port=ports[2 * index],
+                    raft_port=ports[2 * index + 1],
+                    data_dir=node_dir / "data",
+                    log_path=node_dir / "rqlited.log",
+                )
+            )
+
+    @property
+    def url(self) -> str:
+        return "rqlite://" + ",".join(node.http_addr for node in self.nodes)
+
+    def start(self, timeout: float = 60.0) -> None:
+        for node in self.nodes:
+            self.start_node(node)
+        self.wait_for_leader(timeout=timeout)
+
+    def start_node(self, node: RqliteNode) -> None:
+        join = ",".join(other.raft_addr for other in self.nodes)
+        args = [
+            self.binary,
+            "-node-id",
+            node.node_id,
+            "-http-addr",
+            node.http_addr,
+            "-raft-addr",
+            node.raft_addr,
+            "-bootstrap-expect",
+            str(self.size),
+            "-join",
+            join,
+            "-join-interval",
+            "250ms",
+            "-join-attempts",
+            "120",
+            "-raft-election-timeout",
+            "500ms",
+            "-raft-heartbeat-timeout",
+            "500ms",
+            *self.extra_args,
+            str(node.data_dir),
+        ]
+        log = node.log_path.open("ab")
+        try:
+            node.process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        finally:
+            log.close()
+
+    def kill_node(self, node: RqliteNode, sig: int = signal.SIGKILL) -> None:
+        if node.process is None:
+            return
+        if node.process.poll() is None:
+            os.kill(node.process.pid, sig)
+            try:
+                node.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(node.process.pid, signal.SIGKILL)
+                node.process.wait(timeout=15)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            self.kill_node(node, signal.SIGTERM)
+
+    def status(self, node: RqliteNode) -> dict[str, object] | None:
+        try:
+            with urllib.request.urlopen(f"{node.base_url}/status", timeout=2) as response:
+                data: dict[str, object] = json.load(response)
+                return data
+        except (OSError, urllib.error.URLError, ValueError):
+            return None
+
+    def leader(self) -> RqliteNode | None:
+        """The live node whose own raft state is Leader, if exactly one claims it."""
+        leaders = []
+        for node in self.nodes:
+            if not node.alive:
+                continue
+            status = self.status(node)
+            store = status.get("store", {}) if status else {}
+            raft = store.get("raft", {}) if isinstance(store, dict) else {}
+            if isinstance(raft, dict) and raft.get("state") == "Leader":
+                leaders.append(node)
+        return leaders[0] if len(leaders) == 1 else None
+
+    def wait_for_leader(self, timeout: float = 30.0) -> RqliteNode:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leader = self.leader()
+            if leader is not None and self._ready(leader):
+                return leader
+            for node in self.nodes:
+                if node.process is not None and node.process.poll() not in (None, 0, -9, -15):
+                    raise RuntimeError(f"rqlited {node.node_id} exited:\n{self.log_tail(node)}")
+            time.sleep(0.1)
+        raise TimeoutError(
+            f"no rqlite leader within {timeout}s; logs:\n"
+            + "\n".join(self.log_tail(node) for node in self.nodes)
+        )
+
+    def _ready(self, node: RqliteNode) -> bool:
+        try:
+            with urllib.request.urlopen(f"{node.base_url}/readyz", timeout=2) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def log_tail(self, node: RqliteNode, lines: int = 20) -> str:
+        try:
+            text = node.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return f"[{node.node_id}: no log]"
+        return f"[{node.node_id}]\n" + "\n".join(text)
+
+
+@contextmanager
+def running_cluster(
+    root: Path, size: int = 3, extra_args: list[str] | None = None
+) -> Iterator[RqliteCluster]:
+    """Start a cluster and stop every one of its processes on exit, even on failure."""
+    cluster = RqliteCluster(
+        binary=find_rqlited(), root=root, size=size, extra_args=extra_args or []
+    )
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        for node in cluster.nodes:
+            cluster.kill_node(node, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)

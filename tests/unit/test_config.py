@@ -1,0 +1,41 @@
+from pathlib import Path
+
+import pytest
+
+from taskq import errors
+from taskq.config import load_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_example_config_parses() -> None:
+    config = load_config(REPO / "config.example.toml")
+    assert config.store_url == "sqlite:///tmp/taskq-example.db"
+
+
+def test_missing_default_config_is_fine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("TASKQ_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert load_config().store_url is None
+
+
+def test_named_config_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(errors.ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("[stroe]\nurl = 'x'\n", "unknown section [stroe]"),
+        ("[store]\nulr = 'x'\n", "unknown key(s) ulr in [store]"),
+        ("[store]\nurl = 3\n", "url must be a string"),
+        ("[store\nurl = 'x'\n", "not valid TOML"),
+    ],
+)
+def test_typos_are_named(tmp_path: Path, text: str, complaint: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(errors.ConfigError) as caught:
+        load_config(path)
+    assert complaint in str(caught.value)

@@ -1,0 +1,110 @@
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from taskq import errors
+from taskq.broker import migrations
+from taskq.broker.migrations import load_migrations, migrate, split_statements
+from taskq.broker.queries import read_sql_file
+from taskq.broker.sqlite_store import SqliteStore
+
+
+def _schema_of(path: Path) -> set[tuple[str, str, str]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master "
+            "WHERE name NOT LIKE 'sqlite_%' AND name != 'taskq_migrations'"
+        ).fetchall()
+    return {(kind, name, " ".join(sql.split())) for kind, name, sql in rows}
+
+
+def test_migrations_produce_exactly_schema_sql(tmp_path: Path) -> None:
+    migrated = tmp_path / "migrated.db"
+    store = SqliteStore(migrated)
+    migrate(store)
+    store.close()
+    direct = tmp_path / "direct.db"
+    with sqlite3.connect(direct) as conn:
+        for statement in split_statements(read_sql_file("schema.sql")):
+            conn.execute(statement)
+    assert _schema_of(migrated) == _schema_of(direct)
+    assert _schema_of(migrated)
+
+
+def test_migrate_is_applied_once(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    first = migrate(store)
+    second = migrate(store)
+    assert first == [m.version for m in load_migrations()]
+    assert second == []
+    store.close()
+
+
+def _migrate_in_child(
+    path: str,
+    barrier: "multiprocessing.synchronize.Barrier",
+    out: "multiprocessing.Queue[list[int]]",
+) -> None:
+    store = SqliteStore(path)
+    barrier.wait(timeout=30)
+    out.put(migrate(store))
+    store.close()
+
+
+def test_concurrent_processes_apply_each_migration_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "race.db")
+    context = multiprocessing.get_context("spawn")
+    workers = 4
+    barrier = context.Barrier(workers)
+    out: multiprocessing.Queue[list[int]] = context.Queue()
+    processes = [
+        context.Process(target=_migrate_in_child, args=(path, barrier, out)) for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        applied = [out.get(timeout=60) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+    every_version = sorted(v for result in applied for v in result)
+    assert every_version == [m.version for m in load_migrations()]
+    assert all(process.exitcode == 0 for process in processes)
+
+
+def test_store_newer_than_code_is_refused(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "t.db")
+    migrate(store)
+    with sqlite3.connect(tmp_path / "t.db") as conn:
+        conn.execute("INSERT INTO taskq_migrations VALUES (999, 'future', 0)")
+    with pytest.raises(errors.MigrationError, match="newer than this taskq"):
+        migrate(store)
+    store.close()
+
+
+def test_split_statements_keeps_semicolons_in_strings_and_triggers() -> None:
+    script = """
+    -- a comment; with a semicolon
+    CREATE TABLE t (a TEXT DEFAULT 'x;y');
+    CREATE TRIGGER tr AFTER INSERT ON t BEGIN
+        UPDATE t SET a = 'z'; DELETE FROM t WHERE a = ';';
+    END;
+    """
+    statements = split_statements(script)
+    assert len(statements) == 2
+    assert statements[0].startswith("CREATE TABLE t")
+    assert statements[1].endswith("END")
+
+
+def test_unterminated_statement_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unterminated"):
+        split_statements("CREATE TABLE t (a)")
+
+
+def test_migration_versions_have_no_gaps() -> None:
+    versions = [m.version for m in migrations.load_migrations()]
+    assert versions == list(range(1, len(versions) + 1))

@@ -1,0 +1,32 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from taskq.broker import queries
+
+PACKAGE = Path(__file__).resolve().parents[2] / "taskq"
+
+
+def test_parse_blocks_splits_on_headers() -> None:
+    blocks = queries.parse_blocks("-- intro\n-- name: a\nSELECT 1;\n\n-- name: b_2\nSELECT\n  2\n")
+    assert blocks == {"a": "SELECT 1", "b_2": "SELECT\n  2"}
+
+
+def test_duplicate_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="defined twice"):
+        queries.parse_blocks("-- name: a\nSELECT 1\n-- name: a\nSELECT 2\n")
+
+
+def test_unknown_name_fails_loudly() -> None:
+    with pytest.raises(KeyError, match="no SQL block named 'nope'"):
+        queries.query("nope")
+
+
+def test_every_name_the_code_uses_exists() -> None:
+    used: set[str] = set()
+    for source in PACKAGE.rglob("*.py"):
+        used |= set(re.findall(r"queries\.query\(\s*\"([a-z0-9_]+)\"", source.read_text()))
+    assert used, "expected the package to look up named queries"
+    missing = used - set(queries.all_queries())
+    assert not missing
