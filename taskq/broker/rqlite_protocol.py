@@ -25,6 +25,8 @@ from taskq.broker.store import NodeInfo, Row, Statement, StatementResult
 # Phrases rqlite uses when a node refused a request before applying anything.
 _NOT_APPLIED_PHRASES = (
     "not leader",
+    "not the leader",
+    "leadership transfer in progress",
     "leader not found",
     "no leader",
     "not ready",

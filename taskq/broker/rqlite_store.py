@@ -68,8 +68,16 @@ class ClusterView:
 class RqliteStore:
     """A :class:`taskq.broker.store.Store` over an rqlite cluster."""
 
-    def __init__(self, target: RqliteTarget, *, display_url: str | None = None) -> None:
+    def __init__(
+        self,
+        target: RqliteTarget,
+        *,
+        display_url: str | None = None,
+        transport: httpx.MockTransport | None = None,
+    ) -> None:
         self.target = target
+        # Tests hand in an httpx.MockTransport to script the cluster's answers.
+        self._transport = transport
         self._display_url = mask_password(display_url or ",".join(target.base_urls()))
         self.cluster = ClusterView(nodes=list(target.base_urls()))
         self._sync_client: httpx.Client | None = None
@@ -90,12 +98,15 @@ class RqliteStore:
             verify = False
         elif self.target.ca_file:
             verify = ssl.create_default_context(cafile=self.target.ca_file)
-        return {
+        options: dict[str, object] = {
             "auth": auth,
             "verify": verify,
             "timeout": httpx.Timeout(self.target.timeout, connect=min(self.target.timeout, 2.0)),
             "follow_redirects": False,
         }
+        if self._transport is not None:
+            options["transport"] = self._transport
+        return options
 
     def _sync(self) -> httpx.Client:
         if self._sync_client is None:
