@@ -19,7 +19,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
     echo "bootstrap: installing taskq and its dev tools into $venv" >&2
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[dev]"
+    log="$venv/pip-install.log"
+    if ! { "$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip &&
+        "$venv/bin/python" -m pip install --disable-pip-version-check -e "$root[dev]"; } >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "bootstrap: pip install failed; the whole log is $log" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi

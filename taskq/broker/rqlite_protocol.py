@@ -22,16 +22,18 @@ from taskq import errors
 from taskq.broker.http_plan import HttpReply, SendFailure, SendStage
 from taskq.broker.store import NodeInfo, Row, Statement, StatementResult
 
-# Phrases rqlite uses when a node refused a request before applying anything.
+# Top-level errors after which nothing was applied, as rqlite 10.2 words them:
+# a follower that could not reach the leader to forward (it failed to dial),
+# or a node that was not, or no longer, the leader before it proposed the
+# write. "leadership lost while committing log", a connection reset after
+# forwarding, or a deadline are absent on purpose: those writes may have been
+# applied (rqlite applied them in most observed cases).
 _NOT_APPLIED_PHRASES = (
+    "leader not found",
     "not leader",
     "not the leader",
     "leadership transfer in progress",
-    "leader not found",
-    "no leader",
-    "not ready",
-    "no such host",
-    "connection refused",
+    "dial tcp",
 )
 _CONSTRAINT_PHRASES = ("constraint failed", "unique constraint", "not null constraint")
 

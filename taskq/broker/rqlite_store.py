@@ -173,7 +173,11 @@ class RqliteStore:
             yield from self._discover_leader()
         for attempt in range(self.target.retries + 1):
             node = self.cluster.write_target()
-            feedback = yield HttpCall("POST", node, "/db/request", params, body)
+            # /db/execute, not /db/request: in rqlite 10.2 a transactional
+            # /db/request that meets a statement which fails to prepare (a
+            # syntax error, an unknown column) commits the other statements;
+            # /db/execute rolls the whole batch back on any error.
+            feedback = yield HttpCall("POST", node, "/db/execute", params, body)
             assert feedback is not None
             outcome = protocol.classify(feedback, sql=sql)
             if outcome.verdict is Verdict.OK:

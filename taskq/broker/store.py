@@ -79,7 +79,11 @@ class Store(Protocol):
     def execute(
         self, statements: Sequence[Statement], *, idempotent: bool = False
     ) -> list[StatementResult]:
-        """Apply ``statements`` in one transaction; all of them or none.
+        """Apply write ``statements`` in one transaction; all of them or none.
+
+        Rows come back from statements with a RETURNING clause (kept on one
+        line: rqlite recognises it by the text ``returning `` with a space);
+        reads belong in :meth:`query`.
 
         ``idempotent`` tells a replicated store that applying the batch twice
         has the same effect as once, so it may resend it when the outcome of

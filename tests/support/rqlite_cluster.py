@@ -6,6 +6,7 @@ Nothing here imitates rqlite: it runs the ``rqlited`` binary that
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -103,6 +105,7 @@ class RqliteCluster:
     root: Path
     size: int = 3
     extra_args: list[str] = field(default_factory=list)
+    credentials: tuple[str, str] | None = None
     nodes: list[RqliteNode] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -130,27 +133,21 @@ class RqliteCluster:
         self.wait_for_leader(timeout=timeout)
 
     def start_node(self, node: RqliteNode) -> None:
-        join = ",".join(other.raft_addr for other in self.nodes)
+        # A single node bootstraps alone; a cluster's nodes wait for each other.
+        joining: list[str] = []
+        if self.size > 1:
+            join = ",".join(other.raft_addr for other in self.nodes)
+            joining = ["-bootstrap-expect", str(self.size), "-join", join]
+            joining += ["-join-interval", "250ms", "-join-attempts", "120"]
+        # Shorter raft timeouts than the defaults (1 s) make failover tests quicker.
+        timeouts = ["-raft-election-timeout", "500ms", "-raft-heartbeat-timeout", "500ms"]
         args = [
             self.binary,
-            "-node-id",
-            node.node_id,
-            "-http-addr",
-            node.http_addr,
-            "-raft-addr",
-            node.raft_addr,
-            "-bootstrap-expect",
-            str(self.size),
-            "-join",
-            join,
-            "-join-interval",
-            "250ms",
-            "-join-attempts",
-            "120",
-            "-raft-election-timeout",
-            "500ms",
-            "-raft-heartbeat-timeout",
-            "500ms",
+            *("-node-id", node.node_id),
+            *("-http-addr", node.http_addr),
+            *("-raft-addr", node.raft_addr),
+            *joining,
+            *timeouts,
             *self.extra_args,
             str(node.data_dir),
         ]
@@ -177,13 +174,36 @@ class RqliteCluster:
         for node in self.nodes:
             self.kill_node(node, signal.SIGTERM)
 
+    def _get(self, node: RqliteNode, path: str) -> urllib.request.Request:
+        request = urllib.request.Request(f"{node.base_url}{path}")
+        if self.credentials:
+            token = base64.b64encode(":".join(self.credentials).encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        return request
+
     def status(self, node: RqliteNode) -> dict[str, object] | None:
         try:
-            with urllib.request.urlopen(f"{node.base_url}/status", timeout=2) as response:
+            with urllib.request.urlopen(self._get(node, "/status"), timeout=2) as response:
                 data: dict[str, object] = json.load(response)
                 return data
         except (OSError, urllib.error.URLError, ValueError):
             return None
+
+    def local_rows(self, node: RqliteNode, sql: str) -> list[dict[str, object]] | None:
+        """Rows of ``sql`` read from ``node``'s own copy (level none), or None if it fails."""
+        query = urllib.parse.urlencode({"q": sql, "level": "none", "associative": ""})
+        try:
+            with urllib.request.urlopen(
+                self._get(node, f"/db/query?{query}"), timeout=2
+            ) as response:
+                data = json.load(response)
+        except (OSError, urllib.error.URLError, ValueError):
+            return None
+        result = data["results"][0]
+        if "error" in result:
+            return None
+        rows: list[dict[str, object]] = result.get("rows", [])
+        return rows
 
     def leader(self) -> RqliteNode | None:
         """The live node whose own raft state is Leader, if exactly one claims it."""
@@ -215,7 +235,7 @@ class RqliteCluster:
 
     def _ready(self, node: RqliteNode) -> bool:
         try:
-            with urllib.request.urlopen(f"{node.base_url}/readyz", timeout=2) as response:
+            with urllib.request.urlopen(self._get(node, "/readyz"), timeout=2) as response:
                 return bool(response.status == 200)
         except (OSError, urllib.error.URLError):
             return False
@@ -230,11 +250,18 @@ class RqliteCluster:
 
 @contextmanager
 def running_cluster(
-    root: Path, size: int = 3, extra_args: list[str] | None = None
+    root: Path,
+    size: int = 3,
+    extra_args: list[str] | None = None,
+    credentials: tuple[str, str] | None = None,
 ) -> Iterator[RqliteCluster]:
     """Start a cluster and stop every one of its processes on exit, even on failure."""
     cluster = RqliteCluster(
-        binary=find_rqlited(), root=root, size=size, extra_args=extra_args or []
+        binary=find_rqlited(),
+        root=root,
+        size=size,
+        extra_args=extra_args or [],
+        credentials=credentials,
     )
     try:
         cluster.start()

@@ -99,7 +99,7 @@ def test_request_carries_statements_params_and_transaction_flag() -> None:
         captured.append(request)
         return httpx.Response(200, json=OK_WRITE)
 
-    cluster.answers["/db/request"] = [capture]
+    cluster.answers["/db/execute"] = [capture]
     _store(cluster).execute([INSERT])
     [request] = captured
     assert "transaction" in request.url.params
@@ -118,7 +118,7 @@ def test_dead_leader_fails_over_to_the_new_one() -> None:
 
 def test_no_leader_yet_is_retried_and_then_succeeds() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(503, None),
         lambda request: httpx.Response(503, text="leader not found"),
     ]
@@ -129,7 +129,7 @@ def test_no_leader_yet_is_retried_and_then_succeeds() -> None:
 
 def test_leadership_lost_while_committing_is_unknown_and_not_resent() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(200, {"error": "leadership lost while committing log"})
     ]
     with pytest.raises(errors.OutcomeUnknown, match="leadership lost"):
@@ -139,7 +139,7 @@ def test_leadership_lost_while_committing_is_unknown_and_not_resent() -> None:
 
 def test_idempotent_write_is_resent_after_an_unknown_outcome() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(200, {"error": "leadership lost while committing log"})
     ]
     [result] = _store(cluster).execute([INSERT], idempotent=True)
@@ -149,7 +149,7 @@ def test_idempotent_write_is_resent_after_an_unknown_outcome() -> None:
 
 def test_timeout_after_sending_is_unknown() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [_raise(httpx.ReadTimeout)]
+    cluster.answers["/db/execute"] = [_raise(httpx.ReadTimeout)]
     with pytest.raises(errors.OutcomeUnknown, match="ReadTimeout"):
         _store(cluster).execute([INSERT])
     assert len(cluster.posts()) == 1
@@ -157,14 +157,14 @@ def test_timeout_after_sending_is_unknown() -> None:
 
 def test_not_the_leader_refusal_is_safe_to_resend() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [_reply(200, {"error": "node is not the leader"})]
+    cluster.answers["/db/execute"] = [_reply(200, {"error": "node is not the leader"})]
     _store(cluster).execute([INSERT])
     assert len(cluster.posts()) == 2
 
 
 def test_statement_error_names_its_index_and_is_not_retried() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(
             200,
             {"results": [{"rows_affected": 1}, {"error": "UNIQUE constraint failed: t.name"}]},
@@ -179,7 +179,7 @@ def test_statement_error_names_its_index_and_is_not_retried() -> None:
 
 def test_syntax_error_is_a_plain_statement_error() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(200, {"results": [{"error": 'near "SELEC": syntax error'}]})
     ]
     with pytest.raises(errors.StatementError) as caught:
@@ -189,7 +189,7 @@ def test_syntax_error_is_a_plain_statement_error() -> None:
 
 def test_bad_credentials_fail_at_once() -> None:
     cluster = FakeCluster()
-    cluster.answers["/db/request"] = [lambda request: httpx.Response(401)]
+    cluster.answers["/db/execute"] = [lambda request: httpx.Response(401)]
     with pytest.raises(errors.StoreAuthError):
         _store(cluster).execute([INSERT])
     assert len(cluster.posts()) == 1
@@ -203,7 +203,7 @@ def test_basic_auth_is_sent() -> None:
         headers.append(request.headers.get("authorization", ""))
         return httpx.Response(200, json=OK_WRITE)
 
-    cluster.answers["/db/request"] = [capture]
+    cluster.answers["/db/execute"] = [capture]
     _store(cluster, "rqlite://bob:s3cret@a:4001,b:4001,c:4001").execute([INSERT])
     assert headers == ["Basic " + base64.b64encode(b"bob:s3cret").decode()]
 
@@ -217,7 +217,7 @@ def test_unreachable_cluster_gives_up_after_bounded_tries() -> None:
 
 def test_redirect_points_at_the_leader() -> None:
     cluster = FakeCluster(leader=A)
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         lambda request: httpx.Response(301, headers={"Location": f"{C}/db/request?transaction"})
     ]
     _store(cluster).execute([INSERT])
@@ -243,7 +243,7 @@ def test_reads_are_retried_even_when_the_outcome_is_unknown() -> None:
 
 def test_async_driver_makes_the_same_decisions() -> None:
     cluster = FakeCluster(leader=A)
-    cluster.answers["/db/request"] = [
+    cluster.answers["/db/execute"] = [
         _reply(200, {"error": "leadership lost while committing log"})
     ]
     store = _store(cluster)
