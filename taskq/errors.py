@@ -18,6 +18,26 @@ class ConfigError(TaskqError):
     """The configuration (a file, a store URL or an environment variable) is invalid."""
 
 
+class InvalidJob(TaskqError, ValueError):
+    """A job was refused before anything was written (bad payload, options or result)."""
+
+
+class JobFailed(TaskqError):
+    """The job ended without succeeding; ``job`` carries its state and error."""
+
+    def __init__(self, message: str, *, job: object = None) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class JobNotFound(TaskqError, LookupError):
+    """No job has that id (it may have been pruned)."""
+
+
+class ResultTimeout(TaskqError, TimeoutError):
+    """The job did not finish within the time the caller would wait."""
+
+
 class StoreError(TaskqError):
     """The job store could not carry out a request."""
 

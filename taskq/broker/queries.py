@@ -1,8 +1,8 @@
 """Named SQL blocks, loaded once from the package's ``sql/`` files.
 
 A file holds blocks each headed by a line ``-- name: block_name``; a block
-runs until the next header. Lookups of unknown names fail loudly, and a test
-checks every name the code uses exists.
+runs until the next header, and its comment lines are dropped. Lookups of
+unknown names fail loudly, and a test checks every name the code uses exists.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ def parse_blocks(text: str) -> dict[str, str]:
         name = header.group(1)
         if name in blocks:
             raise ValueError(f"SQL block {name!r} is defined twice")
-        blocks[name] = text[header.end() : end].strip().rstrip(";").strip()
+        # Comment lines document the file; they are not sent to the store.
+        lines = text[header.end() : end].splitlines()
+        body = "\n".join(line for line in lines if not line.lstrip().startswith("--"))
+        blocks[name] = body.strip().rstrip(";").strip()
     return blocks
 
 

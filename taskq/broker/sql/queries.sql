@@ -1,7 +1,24 @@
 -- Named queries of the broker. Each block is headed `-- name: <name>` and is
--- looked up by that name. Times are unix seconds as REAL, taken from the
--- store's clock: julianday('now') is rewritten by the rqlite node that
--- receives the write, so every replica stores the same value.
+-- looked up by that name.
+--
+-- Time. Every time is unix seconds (REAL) on the store's clock. A batch that
+-- needs the time starts with `clock_tick`, which writes the clock's reading
+-- (or an injected :now) into the single row of taskq_clock; its other
+-- statements read `(SELECT now FROM taskq_clock)` and never mention 'now'.
+-- rqlite rewrites julianday('now') into a literal on the node that receives
+-- the write, so every replica stores the same value, but in rqlite 10.2 it
+-- does not rewrite 'now' inside a subquery, and an UPDATE or DELETE whose
+-- time is rewritten loses its RETURNING rows. Reading the clock row avoids
+-- both. Resolution on rqlite is 1e-6 day (86 ms).
+--
+-- RETURNING stays on the same line as its first column: rqlite recognises it
+-- by the text "returning " followed by a space.
+--
+-- Every LIMIT in a write follows an ORDER BY that ends in a unique column, so
+-- every replica picks the same rows.
+
+-- name: clock_tick
+UPDATE taskq_clock SET now = COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0) WHERE id = 1
 
 -- name: migration_table_create
 CREATE TABLE IF NOT EXISTS taskq_migrations (
@@ -16,3 +33,318 @@ SELECT version, name, applied_at FROM taskq_migrations ORDER BY version
 -- name: migration_record
 INSERT INTO taskq_migrations (version, name, applied_at)
 VALUES (:version, :name, (julianday('now') - 2440587.5) * 86400.0)
+
+-- name: job_enqueue
+INSERT INTO jobs (
+    queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
+    idempotency_key, submitter, created_at
+)
+SELECT
+    json_extract(spec.value, '$.queue'),
+    json_extract(spec.value, '$.kind'),
+    json_extract(spec.value, '$.payload'),
+    json_extract(spec.value, '$.priority'),
+    COALESCE(
+        json_extract(spec.value, '$.run_at'),
+        (SELECT now FROM taskq_clock) + json_extract(spec.value, '$.delay')
+    ),
+    json_extract(spec.value, '$.max_attempts'),
+    json_extract(spec.value, '$.timeout'),
+    json_extract(spec.value, '$.limits'),
+    json_extract(spec.value, '$.labels'),
+    json_extract(spec.value, '$.key'),
+    json_extract(spec.value, '$.submitter'),
+    (SELECT now FROM taskq_clock)
+FROM json_each(:specs) AS spec
+WHERE true
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING id, idempotency_key
+
+-- name: job_ids_by_key
+SELECT id, idempotency_key FROM jobs
+WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
+
+-- name: job_claim
+-- {candidates} is one job_claim_candidates branch per queue of the worker:
+-- each reads its queue's claim index in order and stops after :limit rows,
+-- so a claim costs the same with a million queued jobs as with a thousand.
+UPDATE jobs SET
+    state = 'running',
+    attempts = attempts + 1,
+    worker_id = :worker_id,
+    lease_token = :claim_token || '.' || id,
+    lease_until = (SELECT now FROM taskq_clock) + :lease_seconds,
+    started_at = (SELECT now FROM taskq_clock),
+    cancel_requested = 0,
+    progress = NULL,
+    progress_message = NULL
+WHERE id IN (
+    SELECT id FROM ({candidates})
+    ORDER BY priority DESC, run_at, id
+    LIMIT :limit
+)
+RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until
+
+-- name: job_claim_candidates
+SELECT * FROM (
+    SELECT id, priority, run_at FROM jobs
+    WHERE state = 'queued' AND queue = :queue_{n}
+        AND run_at <= (SELECT now FROM taskq_clock)
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = :queue_{n} AND paused = 1)
+        AND NOT EXISTS (
+            SELECT 1 FROM json_each(jobs.labels) AS needed
+            WHERE needed.value NOT IN (SELECT value FROM json_each(:labels))
+        )
+    ORDER BY priority DESC, run_at, id
+    LIMIT :limit
+)
+
+-- name: execution_start
+INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at)
+SELECT id, attempts, worker_id, lease_token, started_at FROM jobs
+WHERE state = 'running' AND worker_id = :worker_id
+    AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
+
+-- name: job_claimed_by_token
+SELECT id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until
+FROM jobs
+WHERE state = 'running' AND worker_id = :worker_id
+    AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
+ORDER BY priority DESC, run_at, id
+
+-- name: job_heartbeat
+UPDATE jobs SET lease_until = (SELECT now FROM taskq_clock) + :lease_seconds
+WHERE state = 'running' AND worker_id = :worker_id AND cancel_requested = 0
+    AND lease_token IN (SELECT value FROM json_each(:tokens))
+RETURNING id, lease_token, lease_until
+
+-- name: execution_finish
+UPDATE executions SET
+    finished_at = (SELECT now FROM taskq_clock),
+    outcome = :outcome,
+    exit_code = :exit_code,
+    signal = :signal,
+    peak_rss_bytes = :peak_rss_bytes,
+    cpu_seconds = :cpu_seconds,
+    log_tail = :log_tail,
+    error = :error
+WHERE lease_token = :lease_token AND finished_at IS NULL
+    AND EXISTS (
+        SELECT 1 FROM jobs
+        WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+    )
+
+-- name: job_complete
+UPDATE jobs SET
+    state = 'succeeded',
+    result = :result,
+    error = NULL,
+    finished_at = (SELECT now FROM taskq_clock),
+    lease_until = NULL
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+RETURNING id, state
+
+-- name: job_fail
+UPDATE jobs SET
+    state = CASE
+        WHEN :retryable = 0 THEN 'failed'
+        WHEN attempts >= max_attempts THEN 'dead'
+        ELSE 'queued'
+    END,
+    run_at = CASE
+        WHEN :retryable = 1 AND attempts < max_attempts
+        THEN (SELECT now FROM taskq_clock)
+            + MIN(:backoff_cap, :backoff_base * (1 << MIN(attempts - 1, 30))) * :jitter
+        ELSE run_at
+    END,
+    finished_at = CASE
+        WHEN :retryable = 1 AND attempts < max_attempts THEN NULL
+        ELSE (SELECT now FROM taskq_clock)
+    END,
+    error = :error,
+    lease_until = NULL
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+RETURNING id, state
+
+-- name: job_release
+UPDATE jobs SET
+    state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' END,
+    attempts = CASE WHEN cancel_requested = 1 THEN attempts ELSE attempts - 1 END,
+    finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
+    run_at = (SELECT now FROM taskq_clock),
+    lease_until = NULL
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+RETURNING id, state
+
+-- name: job_progress
+UPDATE jobs SET progress = :progress, progress_message = :message
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+RETURNING id
+
+-- name: job_cancel_queued
+UPDATE jobs SET state = 'cancelled', finished_at = (SELECT now FROM taskq_clock)
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+RETURNING id
+
+-- name: job_cancel_running
+UPDATE jobs SET cancel_requested = 1
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running'
+RETURNING id
+
+-- name: job_retry
+UPDATE jobs SET
+    state = 'queued',
+    run_at = (SELECT now FROM taskq_clock),
+    max_attempts = MAX(max_attempts, attempts + 1),
+    finished_at = NULL,
+    cancel_requested = 0,
+    lease_until = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('failed', 'dead', 'cancelled')
+RETURNING id
+
+-- name: execution_expire
+UPDATE executions SET finished_at = (SELECT now FROM taskq_clock), outcome = 'lease_expired'
+WHERE finished_at IS NULL AND lease_token IN (
+    SELECT lease_token FROM jobs
+    WHERE state = 'running' AND lease_until < (SELECT now FROM taskq_clock)
+)
+
+-- name: job_requeue_expired
+UPDATE jobs SET
+    state = CASE
+        WHEN cancel_requested = 1 THEN 'cancelled'
+        WHEN attempts >= max_attempts THEN 'dead'
+        ELSE 'queued'
+    END,
+    finished_at = CASE
+        WHEN cancel_requested = 1 OR attempts >= max_attempts THEN (SELECT now FROM taskq_clock)
+    END,
+    run_at = (SELECT now FROM taskq_clock),
+    lease_until = NULL,
+    error = json_object(
+        'type', 'LeaseExpired',
+        'message', 'the lease of worker ' || COALESCE(worker_id, '?') || ' expired'
+    )
+WHERE state = 'running' AND lease_until < (SELECT now FROM taskq_clock)
+RETURNING id, state
+
+-- name: execution_prune
+DELETE FROM executions WHERE job_id IN (
+    SELECT id FROM jobs
+    WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
+        AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
+    ORDER BY finished_at, id
+    LIMIT :limit
+)
+
+-- name: job_prune
+DELETE FROM jobs WHERE id IN (
+    SELECT id FROM jobs
+    WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
+        AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
+    ORDER BY finished_at, id
+    LIMIT :limit
+)
+RETURNING id
+
+-- name: job_get
+SELECT * FROM jobs WHERE id = :id
+
+-- name: job_list
+SELECT * FROM jobs
+WHERE id < :before
+    AND (:queue IS NULL OR queue = :queue)
+    AND (:submitter IS NULL OR submitter = :submitter)
+ORDER BY id DESC LIMIT :limit
+
+-- name: job_list_by_state
+SELECT * FROM jobs
+WHERE state = :state AND id < :before
+    AND (:queue IS NULL OR queue = :queue)
+    AND (:submitter IS NULL OR submitter = :submitter)
+ORDER BY id DESC LIMIT :limit
+
+-- name: job_list_by_worker
+SELECT * FROM jobs
+WHERE id IN (SELECT job_id FROM executions WHERE worker_id = :worker_id) AND id < :before
+    AND (:state IS NULL OR state = :state)
+    AND (:queue IS NULL OR queue = :queue)
+    AND (:submitter IS NULL OR submitter = :submitter)
+ORDER BY id DESC LIMIT :limit
+
+-- name: job_list_by_submitter
+SELECT * FROM jobs
+WHERE submitter = :submitter AND id < :before
+    AND (:state IS NULL OR state = :state)
+    AND (:queue IS NULL OR queue = :queue)
+ORDER BY id DESC LIMIT :limit
+
+-- name: job_counts
+SELECT queue, state, n FROM job_counts WHERE n > 0
+
+-- name: execution_list_by_job
+SELECT * FROM executions WHERE job_id = :job_id ORDER BY id
+
+-- name: execution_list_by_worker
+SELECT * FROM executions WHERE worker_id = :worker_id AND id < :before
+ORDER BY id DESC LIMIT :limit
+
+-- name: queue_set_paused
+INSERT INTO queues (name, paused, updated_at)
+VALUES (:queue, :paused, (SELECT now FROM taskq_clock))
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+
+-- name: queue_list
+SELECT name, paused FROM queues
+
+-- name: worker_register
+INSERT INTO workers (
+    id, name, host, pid, queues, labels, slots, running, state, started_at, heartbeat_at
+)
+VALUES (
+    :worker_id, :name, :host, :pid, :queues, :labels, :slots, 0, 'active',
+    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock)
+)
+ON CONFLICT (id) DO UPDATE SET
+    name = excluded.name, host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    labels = excluded.labels, slots = excluded.slots, running = 0, state = 'active',
+    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+
+-- name: worker_heartbeat
+UPDATE workers SET
+    heartbeat_at = (SELECT now FROM taskq_clock),
+    running = :running,
+    state = CASE WHEN state = 'lost' THEN 'active' ELSE state END
+WHERE id = :worker_id
+
+-- name: worker_set_state
+UPDATE workers SET state = :state, heartbeat_at = (SELECT now FROM taskq_clock)
+WHERE id = :worker_id
+
+-- name: worker_mark_lost
+UPDATE workers SET state = 'lost'
+WHERE state IN ('active', 'draining')
+    AND heartbeat_at < (SELECT now FROM taskq_clock) - :grace_seconds
+RETURNING id
+
+-- name: worker_prune
+DELETE FROM workers
+WHERE state IN ('stopped', 'lost')
+    AND heartbeat_at < (SELECT now FROM taskq_clock) - :retention_seconds
+RETURNING id
+
+-- name: worker_list
+SELECT * FROM workers ORDER BY name, id
+
+-- name: leader_attempt_elect
+INSERT INTO leader (name, holder, expires_at)
+VALUES (:name, :holder, (SELECT now FROM taskq_clock) + :ttl_seconds)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leader.holder = excluded.holder OR leader.expires_at < (SELECT now FROM taskq_clock)
+RETURNING holder
+
+-- name: leader_resign
+DELETE FROM leader WHERE name = :name AND holder = :holder
+
+-- name: leader_get
+SELECT name, holder, expires_at FROM leader WHERE name = :name

@@ -1,0 +1,273 @@
+"""The Python API for scripts: submit jobs, wait for results, look around.
+
+``Client`` blocks; ``AsyncClient`` awaits. Both build their requests with
+the same functions and run the same operation plans, so each method of
+either is one line that hands a plan to its runner.
+"""
+
+from __future__ import annotations
+
+import builtins
+import getpass
+import re
+import socket
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from taskq import errors
+from taskq.broker import operations, plan
+from taskq.broker.connect import open_store
+from taskq.broker.operations import CancelResult
+from taskq.broker.records import Execution, Job, JobSpec, JobState, PayloadKind, QueueStats
+from taskq.broker.store import Store
+
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def default_submitter() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def call_spec(
+    target: str,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    queue: str = "default",
+    priority: int = 0,
+    delay: float = 0.0,
+    run_at: float | None = None,
+    max_attempts: int = 3,
+    timeout: float | None = None,
+    limits: dict[str, Any] | None = None,
+    labels: Iterable[str] = (),
+    idempotency_key: str | None = None,
+    submitter: str = "",
+) -> JobSpec:
+    """A job that calls ``target`` ("pkg.module:function") with JSON arguments."""
+    if not isinstance(target, str) or not _TARGET.match(target):
+        raise errors.InvalidJob(f"target must look like 'package.module:function', got {target!r}")
+    return JobSpec(
+        kind=PayloadKind.CALL,
+        payload={"target": target, "args": list(args), "kwargs": dict(kwargs or {})},
+        queue=queue,
+        priority=priority,
+        delay=delay,
+        run_at=run_at,
+        max_attempts=max_attempts,
+        timeout=timeout,
+        limits=dict(limits or {}),
+        labels=tuple(labels),
+        idempotency_key=idempotency_key,
+        submitter=submitter,
+    )
+
+
+def _finished_result(job: Job) -> Any:
+    if job.state is JobState.SUCCEEDED:
+        return job.result
+    error = job.error or {}
+    detail = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip(": ")
+    raise errors.JobFailed(
+        f"job {job.id} ended {job.state.value} after {job.attempts} attempt(s)"
+        + (f": {detail}" if detail else ""),
+        job=job,
+    )
+
+
+class JobHandle:
+    """A submitted job: its id, and shortcuts to ask about it."""
+
+    def __init__(self, client: Client, job_id: int) -> None:
+        self.client = client
+        self.id = job_id
+
+    def __repr__(self) -> str:
+        return f"JobHandle(id={self.id})"
+
+    def status(self) -> JobState:
+        """The job's state now."""
+        return self.client.get(self.id).state
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
+        return _finished_result(self.client.wait(self.id, timeout=timeout))
+
+    def cancel(self) -> CancelResult:
+        """Cancel the job (at once when queued, at the next heartbeat when running)."""
+        return self.client.cancel(self.id)
+
+
+class AsyncJobHandle:
+    """A submitted job, for async code."""
+
+    def __init__(self, client: AsyncClient, job_id: int) -> None:
+        self.client = client
+        self.id = job_id
+
+    def __repr__(self) -> str:
+        return f"AsyncJobHandle(id={self.id})"
+
+    async def status(self) -> JobState:
+        """The job's state now."""
+        return (await self.client.get(self.id)).state
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
+        return _finished_result(await self.client.wait(self.id, timeout=timeout))
+
+    async def cancel(self) -> CancelResult:
+        """Cancel the job (at once when queued, at the next heartbeat when running)."""
+        return await self.client.cancel(self.id)
+
+
+class _ClientBase:
+    def __init__(
+        self,
+        store_url: str | None = None,
+        *,
+        config_path: str | Path | None = None,
+        store: Store | None = None,
+        submitter: str | None = None,
+    ) -> None:
+        self.store = store if store is not None else open_store(store_url, config_path=config_path)
+        self.submitter = submitter if submitter is not None else default_submitter()
+
+    def _spec(self, target: str, args: Sequence[Any], options: dict[str, Any]) -> JobSpec:
+        options.setdefault("submitter", self.submitter)
+        return call_spec(target, args, **options)
+
+
+class Client(_ClientBase):
+    """A blocking client: ``taskq.Client()`` uses the default store (see README)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def submit(self, target: str, *args: Any, **options: Any) -> JobHandle:
+        """Enqueue ``target(*args)``; options are those of :func:`call_spec`."""
+        [job_id] = plan.run(self.store, operations.job_enqueue([self._spec(target, args, options)]))
+        return JobHandle(self, job_id)
+
+    def submit_many(self, specs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Enqueue many jobs in one request (build them with :func:`call_spec`)."""
+        ids = plan.run(self.store, operations.job_enqueue(specs))
+        return [JobHandle(self, job_id) for job_id in ids]
+
+    def get(self, job_id: int) -> Job:
+        """The job, or :class:`taskq.errors.JobNotFound`."""
+        job = plan.run(self.store, operations.job_get(job_id))
+        if job is None:
+            raise errors.JobNotFound(f"no job with id {job_id}")
+        return job
+
+    def wait(self, job_id: int, *, timeout: float | None = None) -> Job:
+        """Wait until the job finishes, whatever its outcome."""
+        return plan.run(self.store, operations.job_wait(job_id, timeout=timeout))
+
+    def list(self, **filters: Any) -> builtins.list[Job]:
+        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`."""
+        return plan.run(self.store, operations.job_list(**filters))
+
+    def executions(self, job_id: int) -> builtins.list[Execution]:
+        """Every attempt at a job, oldest first."""
+        return plan.run(self.store, operations.execution_list(job_id=job_id))
+
+    def stats(self) -> builtins.list[QueueStats]:
+        """Counts per state of every queue."""
+        return plan.run(self.store, operations.job_counts())
+
+    def cancel(self, *job_ids: int) -> CancelResult:
+        """Cancel jobs: queued ones at once, running ones at their next heartbeat."""
+        return plan.run(self.store, operations.job_cancel(job_ids))
+
+    def retry(self, *job_ids: int) -> builtins.list[int]:
+        """Queue failed, dead or cancelled jobs again."""
+        return plan.run(self.store, operations.job_retry(job_ids))
+
+    def pause(self, queue: str) -> None:
+        """Stop workers from claiming the queue's jobs."""
+        plan.run(self.store, operations.queue_set_paused(queue, True))
+
+    def resume(self, queue: str) -> None:
+        """Let workers claim the queue's jobs again."""
+        plan.run(self.store, operations.queue_set_paused(queue, False))
+
+
+class AsyncClient(_ClientBase):
+    """The same client for async code."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
+
+    async def submit(self, target: str, *args: Any, **options: Any) -> AsyncJobHandle:
+        """Enqueue ``target(*args)``; options are those of :func:`call_spec`."""
+        op = operations.job_enqueue([self._spec(target, args, options)])
+        [job_id] = await plan.run_async(self.store, op)
+        return AsyncJobHandle(self, job_id)
+
+    async def submit_many(self, specs: Sequence[JobSpec]) -> list[AsyncJobHandle]:
+        """Enqueue many jobs in one request (build them with :func:`call_spec`)."""
+        ids = await plan.run_async(self.store, operations.job_enqueue(specs))
+        return [AsyncJobHandle(self, job_id) for job_id in ids]
+
+    async def get(self, job_id: int) -> Job:
+        """The job, or :class:`taskq.errors.JobNotFound`."""
+        job = await plan.run_async(self.store, operations.job_get(job_id))
+        if job is None:
+            raise errors.JobNotFound(f"no job with id {job_id}")
+        return job
+
+    async def wait(self, job_id: int, *, timeout: float | None = None) -> Job:
+        """Wait until the job finishes, whatever its outcome."""
+        return await plan.run_async(self.store, operations.job_wait(job_id, timeout=timeout))
+
+    async def list(self, **filters: Any) -> builtins.list[Job]:
+        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`."""
+        return await plan.run_async(self.store, operations.job_list(**filters))
+
+    async def executions(self, job_id: int) -> builtins.list[Execution]:
+        """Every attempt at a job, oldest first."""
+        return await plan.run_async(self.store, operations.execution_list(job_id=job_id))
+
+    async def stats(self) -> builtins.list[QueueStats]:
+        """Counts per state of every queue."""
+        return await plan.run_async(self.store, operations.job_counts())
+
+    async def cancel(self, *job_ids: int) -> CancelResult:
+        """Cancel jobs: queued ones at once, running ones at their next heartbeat."""
+        return await plan.run_async(self.store, operations.job_cancel(job_ids))
+
+    async def retry(self, *job_ids: int) -> builtins.list[int]:
+        """Queue failed, dead or cancelled jobs again."""
+        return await plan.run_async(self.store, operations.job_retry(job_ids))
+
+    async def pause(self, queue: str) -> None:
+        """Stop workers from claiming the queue's jobs."""
+        await plan.run_async(self.store, operations.queue_set_paused(queue, True))
+
+    async def resume(self, queue: str) -> None:
+        """Let workers claim the queue's jobs again."""
+        await plan.run_async(self.store, operations.queue_set_paused(queue, False))

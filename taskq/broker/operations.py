@@ -1,0 +1,735 @@
+"""The broker's operations: the only module that builds SQL statements.
+
+Each operation is a plan (see :mod:`taskq.broker.plan`): it yields one atomic
+batch or read at a time, and the sync or async runner carries it out. Names
+put the entity first (``job_claim``, ``worker_heartbeat``). Every operation
+that depends on time takes ``now`` (unix seconds) for tests; left ``None``,
+the store's clock decides.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import secrets
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taskq import errors
+from taskq.broker import queries
+from taskq.broker.plan import Op, Read, Sleep, Write
+from taskq.broker.records import (
+    AttemptReport,
+    ClaimedJob,
+    Execution,
+    Fenced,
+    Job,
+    JobSpec,
+    JobState,
+    Lease,
+    PayloadKind,
+    QueueStats,
+    WorkerInfo,
+)
+from taskq.broker.store import Consistency, Row, Statement
+
+_NEVER = 2**62  # keyset start: larger than any job id
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Retry delays: ``base * 2**(attempt-1)``, capped, times a random jitter factor."""
+
+    base: float = 1.0
+    cap: float = 3600.0
+    jitter: float = 0.25
+
+    def factor(self) -> float:
+        return 1.0 + random.uniform(-self.jitter, self.jitter)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """Which of a worker's leases were extended, and which are gone."""
+
+    kept: frozenset[Lease]
+    lost: frozenset[Lease]
+
+
+# -- encoding ---------------------------------------------------------------
+
+
+def to_json(value: Any, what: str) -> str:
+    """Encode ``value`` as JSON or raise :class:`taskq.errors.InvalidJob` saying why."""
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise errors.InvalidJob(
+            f"{what} must be JSON (lists, dicts, str, numbers, bools, None): {exc}"
+        ) from exc
+
+
+def _from_json(text: Any) -> Any:
+    return json.loads(text) if isinstance(text, str) else text
+
+
+def _clock(now: float | None) -> Statement:
+    return Statement(queries.query("clock_tick"), {"now": now})
+
+
+def _ids_param(ids: Sequence[int]) -> str:
+    return json.dumps([int(job_id) for job_id in ids])
+
+
+# -- enqueue ----------------------------------------------------------------
+
+
+def validate_spec(spec: JobSpec) -> dict[str, Any]:
+    """Check one job and return the row the enqueue statement reads; raises InvalidJob."""
+    if not spec.queue or not isinstance(spec.queue, str):
+        raise errors.InvalidJob("queue must be a non-empty string")
+    if spec.max_attempts < 1:
+        raise errors.InvalidJob(f"max_attempts must be at least 1, got {spec.max_attempts}")
+    if spec.timeout is not None and not spec.timeout > 0:
+        raise errors.InvalidJob(f"timeout must be positive seconds, got {spec.timeout}")
+    if not math.isfinite(spec.delay) or spec.delay < 0:
+        raise errors.InvalidJob(f"delay must be zero or positive seconds, got {spec.delay}")
+    if spec.run_at is not None and not math.isfinite(spec.run_at):
+        raise errors.InvalidJob(f"run_at must be a finite unix time, got {spec.run_at}")
+    if not all(isinstance(label, str) and label for label in spec.labels):
+        raise errors.InvalidJob(f"labels must be non-empty strings, got {list(spec.labels)!r}")
+    kind = PayloadKind(spec.kind)
+    return {
+        "queue": spec.queue,
+        "kind": kind.value,
+        "payload": to_json(spec.payload, "the payload"),
+        "priority": int(spec.priority),
+        "run_at": spec.run_at,
+        "delay": float(spec.delay),
+        "max_attempts": int(spec.max_attempts),
+        "timeout": spec.timeout,
+        "limits": to_json(spec.limits, "limits"),
+        "labels": to_json(sorted(set(spec.labels)), "labels"),
+        "key": spec.idempotency_key or f"auto:{uuid.uuid4().hex}",
+        "submitter": spec.submitter,
+    }
+
+
+def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[list[int]]:
+    """Enqueue jobs in one request; return their ids in order.
+
+    A job whose idempotency key is already stored is not enqueued again: its
+    existing id is returned. Every job carries a key (a random one when the
+    caller gave none), so the batch is safe to resend after an unknown outcome.
+    """
+    rows = [validate_spec(spec) for spec in specs]
+    if not rows:
+        return []
+    statement = Statement(queries.query("job_enqueue"), {"specs": to_json(rows, "jobs")})
+    results = yield Write([_clock(now), statement], idempotent=True)
+    ids = {row["idempotency_key"]: int(row["id"]) for row in results[1].rows}
+    missing = sorted({row["key"] for row in rows} - set(ids))
+    if missing:
+        found = yield Read(
+            Statement(queries.query("job_ids_by_key"), {"keys": json.dumps(missing)}),
+            Consistency.LINEARIZABLE,
+        )
+        ids.update({row["idempotency_key"]: int(row["id"]) for row in found})
+    return [ids[row["key"]] for row in rows]
+
+
+# -- claim and leases ---------------------------------------------------------
+
+
+def _claim_sql(queue_count: int) -> str:
+    branch = queries.query("job_claim_candidates")
+    candidates = "\nUNION ALL\n".join(branch.format(n=index) for index in range(queue_count))
+    return queries.query("job_claim").format(candidates=candidates)
+
+
+def _claimed(row: Row) -> ClaimedJob:
+    return ClaimedJob(
+        lease=Lease(job_id=int(row["id"]), token=str(row["lease_token"])),
+        kind=PayloadKind(row["kind"]),
+        payload=_from_json(row["payload"]),
+        queue=str(row["queue"]),
+        attempt=int(row["attempts"]),
+        max_attempts=int(row["max_attempts"]),
+        timeout=row["timeout"],
+        limits=_from_json(row["limits"]) or {},
+        lease_until=float(row["lease_until"]),
+    )
+
+
+def job_claim(
+    worker_id: str,
+    queues: Sequence[str],
+    *,
+    limit: int,
+    lease_seconds: float,
+    labels: Sequence[str] = (),
+    now: float | None = None,
+) -> Op[list[ClaimedJob]]:
+    """Claim up to ``limit`` runnable jobs of ``queues`` for one worker, in one request.
+
+    Jobs come in claim order (priority, then run_at, then id), skip paused
+    queues and jobs that need labels the worker lacks, get a lease token new
+    for this claim, and get an execution row in the same batch. When the
+    outcome is unknown, a linearizable read of this claim's token finds what
+    was claimed, so no attempt is lost or doubled.
+    """
+    if limit < 1 or not queues:
+        return []
+    unique_queues = list(dict.fromkeys(queues))
+    claim_token = secrets.token_hex(8)
+    params: dict[str, Any] = {
+        "worker_id": worker_id,
+        "claim_token": claim_token,
+        "lease_seconds": float(lease_seconds),
+        "labels": json.dumps(sorted(set(labels))),
+        "limit": int(limit),
+    }
+    params.update({f"queue_{index}": queue for index, queue in enumerate(unique_queues)})
+    token_params = {"worker_id": worker_id, "claim_token": claim_token}
+    batch = [
+        _clock(now),
+        Statement(_claim_sql(len(unique_queues)), params),
+        Statement(queries.query("execution_start"), token_params),
+    ]
+    try:
+        results = yield Write(batch)
+    except errors.OutcomeUnknown:
+        rows = yield Read(
+            Statement(queries.query("job_claimed_by_token"), token_params),
+            Consistency.LINEARIZABLE,
+        )
+        return [_claimed(row) for row in rows]
+    claimed = [_claimed(row) for row in results[1].rows]
+    claimed.sort(key=lambda job: job.lease.job_id)
+    return claimed
+
+
+def job_heartbeat(
+    worker_id: str,
+    leases: Sequence[Lease],
+    *,
+    lease_seconds: float,
+    now: float | None = None,
+) -> Op[HeartbeatResult]:
+    """Extend every lease the worker still holds, in one statement; report the lost ones.
+
+    A lease is lost when its job was requeued after expiry (the token changed)
+    or a cancel was requested: the worker must stop that job.
+    """
+    tokens = json.dumps([lease.token for lease in leases])
+    batch = [
+        _clock(now),
+        Statement(
+            queries.query("job_heartbeat"),
+            {"worker_id": worker_id, "tokens": tokens, "lease_seconds": float(lease_seconds)},
+        ),
+        Statement(
+            queries.query("worker_heartbeat"), {"worker_id": worker_id, "running": len(leases)}
+        ),
+    ]
+    results = yield Write(batch, idempotent=True)
+    kept_tokens = {str(row["lease_token"]) for row in results[1].rows}
+    kept = frozenset(lease for lease in leases if lease.token in kept_tokens)
+    return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept)
+
+
+def _execution_finish(lease: Lease, report: AttemptReport, error: str | None) -> Statement:
+    return Statement(
+        queries.query("execution_finish"),
+        {
+            "job_id": lease.job_id,
+            "lease_token": lease.token,
+            "outcome": report.outcome,
+            "exit_code": report.exit_code,
+            "signal": report.signal,
+            "peak_rss_bytes": report.peak_rss_bytes,
+            "cpu_seconds": report.cpu_seconds,
+            "log_tail": report.log_tail,
+            "error": error,
+        },
+    )
+
+
+def _fenced(batch: list[Statement], lease: Lease) -> Op[Fenced]:
+    """Run a batch whose last statement is fenced by ``lease``; say if it was accepted.
+
+    An unknown outcome is resolved by reading the job: if it left ``running``
+    under our token, the report landed; if it is still running under our
+    token, nothing landed and the batch is sent again; otherwise the lease
+    is gone.
+    """
+    for _ in range(3):
+        try:
+            results = yield Write(batch)
+        except errors.OutcomeUnknown:
+            rows = yield Read(
+                Statement(queries.query("job_get"), {"id": lease.job_id}), Consistency.LINEARIZABLE
+            )
+            if not rows or rows[0]["lease_token"] != lease.token:
+                return Fenced.LEASE_LOST
+            if rows[0]["state"] != JobState.RUNNING:
+                return Fenced.ACCEPTED
+            continue
+        return Fenced.ACCEPTED if results[-1].rows else Fenced.LEASE_LOST
+    raise errors.OutcomeUnknown(f"the report on job {lease.job_id} could not be confirmed")
+
+
+def job_complete(
+    lease: Lease,
+    result: Any,
+    report: AttemptReport | None = None,
+    *,
+    now: float | None = None,
+) -> Op[Fenced]:
+    """Record success and the result, if ``lease`` still holds the job."""
+    encoded = to_json(result, "the result")
+    report = report or AttemptReport(outcome="succeeded")
+    batch = [
+        _clock(now),
+        _execution_finish(lease, report, None),
+        Statement(
+            queries.query("job_complete"),
+            {"job_id": lease.job_id, "lease_token": lease.token, "result": encoded},
+        ),
+    ]
+    return (yield from _fenced(batch, lease))
+
+
+def job_fail(
+    lease: Lease,
+    error: dict[str, Any],
+    report: AttemptReport | None = None,
+    *,
+    retryable: bool = True,
+    backoff: Backoff = Backoff(),
+    now: float | None = None,
+) -> Op[Fenced]:
+    """Record a failed attempt: retry later with exponential backoff, or dead when spent.
+
+    ``error`` holds at least ``type`` and ``message`` (and often a
+    ``traceback``). A non-retryable error ends the job as ``failed`` at once.
+    """
+    encoded = to_json(error, "the error")
+    report = report or AttemptReport(outcome="error")
+    batch = [
+        _clock(now),
+        _execution_finish(lease, report, encoded),
+        Statement(
+            queries.query("job_fail"),
+            {
+                "job_id": lease.job_id,
+                "lease_token": lease.token,
+                "error": encoded,
+                "retryable": int(retryable),
+                "backoff_base": backoff.base,
+                "backoff_cap": backoff.cap,
+                "jitter": backoff.factor(),
+            },
+        ),
+    ]
+    return (yield from _fenced(batch, lease))
+
+
+def job_release(
+    lease: Lease, report: AttemptReport | None = None, *, now: float | None = None
+) -> Op[Fenced]:
+    """Give a job back without counting the attempt (a draining worker).
+
+    A job with a cancel request becomes ``cancelled`` instead: this is also
+    how a worker acknowledges a cancel it acted on.
+    """
+    report = report or AttemptReport(outcome="released")
+    batch = [
+        _clock(now),
+        _execution_finish(lease, report, None),
+        Statement(
+            queries.query("job_release"), {"job_id": lease.job_id, "lease_token": lease.token}
+        ),
+    ]
+    return (yield from _fenced(batch, lease))
+
+
+def job_progress(lease: Lease, progress: float, message: str = "") -> Op[Fenced]:
+    """Record how far a running job got (0..1) and a short message."""
+    if not 0.0 <= progress <= 1.0:
+        raise errors.InvalidJob(f"progress must be between 0 and 1, got {progress}")
+    statement = Statement(
+        queries.query("job_progress"),
+        {
+            "job_id": lease.job_id,
+            "lease_token": lease.token,
+            "progress": float(progress),
+            "message": message[:500],
+        },
+    )
+    results = yield Write([statement], idempotent=True)
+    return Fenced.ACCEPTED if results[0].rows else Fenced.LEASE_LOST
+
+
+# -- by hand --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """Jobs cancelled at once (they were queued) and jobs asked to stop (running)."""
+
+    cancelled: tuple[int, ...]
+    requested: tuple[int, ...]
+
+
+def job_cancel(ids: Sequence[int], *, now: float | None = None) -> Op[CancelResult]:
+    """Cancel queued jobs now; ask running ones to stop at their worker's next heartbeat."""
+    params = {"ids": _ids_param(ids)}
+    results = yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("job_cancel_queued"), params),
+            Statement(queries.query("job_cancel_running"), params),
+        ],
+        idempotent=True,
+    )
+    return CancelResult(
+        cancelled=tuple(sorted(int(row["id"]) for row in results[1].rows)),
+        requested=tuple(sorted(int(row["id"]) for row in results[2].rows)),
+    )
+
+
+def job_retry(ids: Sequence[int], *, now: float | None = None) -> Op[list[int]]:
+    """Queue failed, dead or cancelled jobs again now; return the ids that moved."""
+    results = yield Write(
+        [_clock(now), Statement(queries.query("job_retry"), {"ids": _ids_param(ids)})],
+        idempotent=True,
+    )
+    return sorted(int(row["id"]) for row in results[1].rows)
+
+
+def queue_set_paused(queue: str, paused: bool, *, now: float | None = None) -> Op[None]:
+    """Pause (claims skip the queue) or resume a queue."""
+    yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("queue_set_paused"), {"queue": queue, "paused": int(paused)}),
+        ],
+        idempotent=True,
+    )
+
+
+# -- reads ------------------------------------------------------------------------
+
+
+def _job(row: Row) -> Job:
+    return Job(
+        id=int(row["id"]),
+        queue=row["queue"],
+        kind=PayloadKind(row["kind"]),
+        payload=_from_json(row["payload"]),
+        state=JobState(row["state"]),
+        priority=int(row["priority"]),
+        run_at=float(row["run_at"]),
+        attempts=int(row["attempts"]),
+        max_attempts=int(row["max_attempts"]),
+        timeout=row["timeout"],
+        limits=_from_json(row["limits"]) or {},
+        labels=tuple(_from_json(row["labels"]) or ()),
+        idempotency_key=row["idempotency_key"],
+        submitter=row["submitter"],
+        created_at=float(row["created_at"]),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        worker_id=row["worker_id"],
+        lease_until=row["lease_until"],
+        cancel_requested=bool(row["cancel_requested"]),
+        progress=row["progress"],
+        progress_message=row["progress_message"],
+        result=_from_json(row["result"]),
+        error=_from_json(row["error"]),
+    )
+
+
+def job_get(job_id: int, *, consistency: Consistency = Consistency.WEAK) -> Op[Job | None]:
+    """One job, or None when no job has that id."""
+    rows = yield Read(Statement(queries.query("job_get"), {"id": int(job_id)}), consistency)
+    return _job(rows[0]) if rows else None
+
+
+def job_list(
+    *,
+    state: JobState | None = None,
+    queue: str | None = None,
+    worker_id: str | None = None,
+    submitter: str | None = None,
+    before: int | None = None,
+    limit: int = 50,
+) -> Op[list[Job]]:
+    """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page."""
+    params: dict[str, Any] = {
+        "state": state.value if state else None,
+        "queue": queue,
+        "submitter": submitter,
+        "worker_id": worker_id,
+        "before": int(before) if before is not None else _NEVER,
+        "limit": max(1, min(int(limit), 1000)),
+    }
+    # Each query leads with the filter its index serves; the rest are residual.
+    if worker_id is not None:
+        name = "job_list_by_worker"
+    elif state is not None:
+        name = "job_list_by_state"
+    elif submitter is not None:
+        name = "job_list_by_submitter"
+    else:
+        name = "job_list"
+    sql = queries.query(name)
+    used = {key: value for key, value in params.items() if f":{key}" in sql}
+    rows = yield Read(Statement(sql, used))
+    return [_job(row) for row in rows]
+
+
+def job_counts() -> Op[list[QueueStats]]:
+    """Counts per state of every queue, with its paused flag."""
+    counts = yield Read(Statement(queries.query("job_counts")))
+    queue_rows = yield Read(Statement(queries.query("queue_list")))
+    paused = {row["name"]: bool(row["paused"]) for row in queue_rows}
+    by_queue: dict[str, dict[JobState, int]] = {name: {} for name in paused}
+    for row in counts:
+        by_queue.setdefault(row["queue"], {})[JobState(row["state"])] = int(row["n"])
+    return [
+        QueueStats(
+            queue=name,
+            paused=paused.get(name, False),
+            counts={state: by_queue[name].get(state, 0) for state in JobState},
+        )
+        for name in sorted(by_queue)
+    ]
+
+
+def _execution(row: Row) -> Execution:
+    return Execution(
+        id=int(row["id"]),
+        job_id=int(row["job_id"]),
+        attempt=int(row["attempt"]),
+        worker_id=row["worker_id"],
+        started_at=float(row["started_at"]),
+        finished_at=row["finished_at"],
+        outcome=row["outcome"],
+        exit_code=row["exit_code"],
+        signal=row["signal"],
+        peak_rss_bytes=row["peak_rss_bytes"],
+        cpu_seconds=row["cpu_seconds"],
+        log_tail=row["log_tail"],
+        error=_from_json(row["error"]),
+    )
+
+
+def execution_list(
+    *,
+    job_id: int | None = None,
+    worker_id: str | None = None,
+    before: int | None = None,
+    limit: int = 50,
+) -> Op[list[Execution]]:
+    """The attempts of one job (oldest first), or of one worker (newest first, paged)."""
+    if job_id is not None:
+        statement = Statement(queries.query("execution_list_by_job"), {"job_id": int(job_id)})
+    elif worker_id is not None:
+        statement = Statement(
+            queries.query("execution_list_by_worker"),
+            {
+                "worker_id": worker_id,
+                "before": int(before) if before is not None else _NEVER,
+                "limit": max(1, min(int(limit), 1000)),
+            },
+        )
+    else:
+        raise ValueError("execution_list needs a job_id or a worker_id")
+    rows = yield Read(statement)
+    return [_execution(row) for row in rows]
+
+
+# -- workers --------------------------------------------------------------------
+
+
+def worker_register(
+    worker_id: str,
+    *,
+    name: str,
+    host: str,
+    pid: int,
+    queues: Sequence[str],
+    labels: Sequence[str],
+    slots: int,
+    now: float | None = None,
+) -> Op[None]:
+    """Record a worker as active (again, if it restarts under the same id)."""
+    yield Write(
+        [
+            _clock(now),
+            Statement(
+                queries.query("worker_register"),
+                {
+                    "worker_id": worker_id,
+                    "name": name,
+                    "host": host,
+                    "pid": int(pid),
+                    "queues": json.dumps(list(queues)),
+                    "labels": json.dumps(sorted(set(labels))),
+                    "slots": int(slots),
+                },
+            ),
+        ],
+        idempotent=True,
+    )
+
+
+def worker_set_state(worker_id: str, state: str, *, now: float | None = None) -> Op[None]:
+    """Mark a worker draining (no new claims) or stopped (deregistered)."""
+    if state not in {"active", "draining", "stopped"}:
+        raise ValueError(f"a worker cannot set itself {state!r}")
+    yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("worker_set_state"), {"worker_id": worker_id, "state": state}),
+        ],
+        idempotent=True,
+    )
+
+
+def worker_list() -> Op[list[WorkerInfo]]:
+    """Every registered worker."""
+    rows = yield Read(Statement(queries.query("worker_list")))
+    return [
+        WorkerInfo(
+            id=row["id"],
+            name=row["name"],
+            host=row["host"],
+            pid=int(row["pid"]),
+            queues=tuple(_from_json(row["queues"])),
+            labels=tuple(_from_json(row["labels"])),
+            slots=int(row["slots"]),
+            running=int(row["running"]),
+            state=row["state"],
+            started_at=float(row["started_at"]),
+            heartbeat_at=float(row["heartbeat_at"]),
+        )
+        for row in rows
+    ]
+
+
+# -- maintenance ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueResult:
+    """Jobs whose lease expired, by the state they moved to."""
+
+    requeued: tuple[int, ...]
+    dead: tuple[int, ...]
+    cancelled: tuple[int, ...]
+
+
+def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
+    """Give back jobs whose lease ran out; the attempt counts, dead when attempts are spent."""
+    results = yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("execution_expire")),
+            Statement(queries.query("job_requeue_expired")),
+        ],
+        idempotent=True,
+    )
+    moved: dict[str, list[int]] = {"queued": [], "dead": [], "cancelled": []}
+    for row in results[2].rows:
+        moved[row["state"]].append(int(row["id"]))
+    return RequeueResult(
+        requeued=tuple(sorted(moved["queued"])),
+        dead=tuple(sorted(moved["dead"])),
+        cancelled=tuple(sorted(moved["cancelled"])),
+    )
+
+
+def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[list[str]]:
+    """Mark workers lost whose last heartbeat is older than ``grace_seconds``."""
+    results = yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("worker_mark_lost"), {"grace_seconds": float(grace_seconds)}),
+        ],
+        idempotent=True,
+    )
+    return sorted(str(row["id"]) for row in results[1].rows)
+
+
+def job_prune(
+    *, retention_seconds: float, limit: int = 10_000, now: float | None = None
+) -> Op[int]:
+    """Delete finished jobs (and their executions) older than the retention; return how many."""
+    params = {"retention_seconds": float(retention_seconds), "limit": int(limit)}
+    results = yield Write(
+        [
+            _clock(now),
+            Statement(queries.query("execution_prune"), params),
+            Statement(queries.query("job_prune"), params),
+            Statement(
+                queries.query("worker_prune"), {"retention_seconds": float(retention_seconds)}
+            ),
+        ],
+        idempotent=True,
+    )
+    return len(results[2].rows)
+
+
+def leader_attempt_elect(
+    name: str, holder: str, *, ttl_seconds: float, now: float | None = None
+) -> Op[bool]:
+    """Take or keep the leader lease ``name``; True when ``holder`` holds it now."""
+    results = yield Write(
+        [
+            _clock(now),
+            Statement(
+                queries.query("leader_attempt_elect"),
+                {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
+            ),
+        ],
+        idempotent=True,
+    )
+    return any(row["holder"] == holder for row in results[1].rows)
+
+
+def leader_resign(name: str, holder: str) -> Op[None]:
+    """Give up the leader lease, so another process takes over at once."""
+    yield Write(
+        [Statement(queries.query("leader_resign"), {"name": name, "holder": holder})],
+        idempotent=True,
+    )
+
+
+def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -> Op[Job]:
+    """Poll until the job finishes; raise ResultTimeout after ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = min(poll_seconds, 0.02)
+    while True:
+        rows = yield Read(
+            Statement(queries.query("job_get"), {"id": int(job_id)}), Consistency.WEAK
+        )
+        if not rows:
+            raise errors.JobNotFound(f"no job with id {job_id}")
+        job = _job(rows[0])
+        if job.state.finished:
+            return job
+        if deadline is not None and time.monotonic() >= deadline:
+            raise errors.ResultTimeout(
+                f"job {job_id} is still {job.state.value} after {timeout:g} s"
+            )
+        pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
+        yield Sleep(pause)
+        # Start fast (most jobs are short), then settle at poll_seconds.
+        delay = min(delay * 2, poll_seconds)

@@ -1,0 +1,194 @@
+"""The broker's shared types: job states and the records operations return.
+
+A leaf module: it imports nothing else of taskq, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class JobState(enum.StrEnum):
+    """Where a job is in its life, and which operation moves it on.
+
+    ============  ==========================================================
+    state         left by
+    ============  ==========================================================
+    queued        ``job_claim`` (to running, when run_at has come);
+                  ``job_cancel`` (to cancelled)
+    running       ``job_complete`` (succeeded); ``job_fail`` (queued again
+                  with a later run_at while attempts remain, else dead; or
+                  failed when the error is not retryable); ``job_release``
+                  (queued, the attempt not counted); ``job_cancel_ack``
+                  (cancelled); ``job_requeue_expired`` when the lease ran out
+                  (queued, dead when attempts are used up, cancelled when a
+                  cancel was requested)
+    succeeded     ``job_prune`` after the retention (deleted)
+    failed        ``job_retry`` by hand (queued); ``job_prune``
+    dead          ``job_retry`` by hand (queued); ``job_prune``
+    cancelled     ``job_retry`` by hand (queued); ``job_prune``
+    ============  ==========================================================
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.FAILED, JobState.DEAD, JobState.CANCELLED}
+)
+
+
+class PayloadKind(enum.StrEnum):
+    """What a worker runs: an importable function, code, or a command."""
+
+    CALL = "call"
+    PYTHON_EXEC = "python_exec"
+    SHELL = "shell"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """Everything needed to enqueue one job; times are relative to the store's clock."""
+
+    kind: PayloadKind
+    payload: dict[str, Any]
+    queue: str = "default"
+    priority: int = 0
+    delay: float = 0.0
+    run_at: float | None = None
+    max_attempts: int = 3
+    timeout: float | None = None
+    limits: dict[str, Any] = field(default_factory=dict)
+    labels: tuple[str, ...] = ()
+    idempotency_key: str | None = None
+    submitter: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as stored."""
+
+    id: int
+    queue: str
+    kind: PayloadKind
+    payload: dict[str, Any]
+    state: JobState
+    priority: int
+    run_at: float
+    attempts: int
+    max_attempts: int
+    timeout: float | None
+    limits: dict[str, Any]
+    labels: tuple[str, ...]
+    idempotency_key: str
+    submitter: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    worker_id: str | None
+    lease_until: float | None
+    cancel_requested: bool
+    progress: float | None
+    progress_message: str | None
+    result: Any
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A claimed job's proof of ownership: every report must carry it."""
+
+    job_id: int
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """What a worker needs to run a job it now holds."""
+
+    lease: Lease
+    kind: PayloadKind
+    payload: dict[str, Any]
+    queue: str
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    limits: dict[str, Any]
+    lease_until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One attempt at a job."""
+
+    id: int
+    job_id: int
+    attempt: int
+    worker_id: str
+    started_at: float
+    finished_at: float | None
+    outcome: str | None
+    exit_code: int | None
+    signal: int | None
+    peak_rss_bytes: int | None
+    cpu_seconds: float | None
+    log_tail: str | None
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptReport:
+    """How an attempt went, as the worker measured it (all optional)."""
+
+    outcome: str
+    exit_code: int | None = None
+    signal: int | None = None
+    peak_rss_bytes: int | None = None
+    cpu_seconds: float | None = None
+    log_tail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker as registered in the store."""
+
+    id: str
+    name: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    labels: tuple[str, ...]
+    slots: int
+    running: int
+    state: str
+    started_at: float
+    heartbeat_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Counts per state of one queue, and whether it is paused."""
+
+    queue: str
+    paused: bool
+    counts: dict[JobState, int]
+
+
+class Fenced(enum.Enum):
+    """The outcome of a report made under a lease."""
+
+    ACCEPTED = "accepted"
+    # The lease is gone (expired and requeued, or the job was cancelled):
+    # the worker must stop the job and drop its result.
+    LEASE_LOST = "lease_lost"
