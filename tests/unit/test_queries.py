@@ -9,7 +9,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "taskq"
 
 
 def test_parse_blocks_splits_on_headers() -> None:
-    blocks = queries.parse_blocks("-- intro\n-- name: a\nSELECT 1;\n\n-- name: b_2\nSELECT\n  2\n")
+    blocks = queries.parse_blocks(
+        "-- intro\n-- name: a\n-- why a\nSELECT 1;\n\n-- about b\n-- name: b_2\nSELECT\n  2\n"
+    )
     assert blocks == {"a": "SELECT 1", "b_2": "SELECT\n  2"}
 
 

@@ -1,0 +1,527 @@
+"""Every broker operation, run unchanged on the SQLite file and a real 3-node rqlite cluster.
+
+Time is injected (``now=``) so leases expire and backoffs elapse without
+sleeping. Each test works in a queue of its own, so tests can share a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from taskq import errors
+from taskq.broker import operations as ops
+from taskq.broker import plan
+from taskq.broker.client import call_spec
+from taskq.broker.operations import Backoff
+from taskq.broker.plan import Op
+from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
+from taskq.broker.store import Consistency, Statement, Store
+
+T = TypeVar("T")
+T0 = 1_800_000_000.0  # an injected store time, far from the real clock
+LEASE = 30.0
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"q-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def run(store: Store) -> Callable[[Op[Any]], Any]:
+    def carry_out(op: Op[T]) -> T:
+        return plan.run(store, op)
+
+    return carry_out
+
+
+def _enqueue(
+    run: Callable[[Op[Any]], Any], queue: str, count: int = 1, **options: Any
+) -> list[int]:
+    specs = [
+        call_spec("tests.support.jobs:echo", [i], queue=queue, **options) for i in range(count)
+    ]
+    ids: list[int] = run(ops.job_enqueue(specs, now=T0))
+    return ids
+
+
+def _claim(
+    run: Callable[[Op[Any]], Any],
+    queue: str,
+    worker: str = "w1",
+    limit: int = 10,
+    now: float = T0,
+    labels: tuple[str, ...] = (),
+) -> list[Any]:
+    claimed: list[Any] = run(
+        ops.job_claim(worker, [queue], limit=limit, lease_seconds=LEASE, labels=labels, now=now)
+    )
+    return claimed
+
+
+# -- enqueue ------------------------------------------------------------------------
+
+
+def test_enqueue_returns_ids_in_order_and_stores_the_job(run: Any, queue: str) -> None:
+    ids = _enqueue(run, queue, 3, priority=2, max_attempts=5, timeout=9.5, limits={"memory_mb": 64})
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 3
+    job = run(ops.job_get(ids[1]))
+    assert job.state is JobState.QUEUED
+    assert job.payload == {"target": "tests.support.jobs:echo", "args": [1], "kwargs": {}}
+    assert (job.priority, job.max_attempts, job.timeout, job.limits) == (
+        2,
+        5,
+        9.5,
+        {"memory_mb": 64},
+    )
+    assert job.run_at == pytest.approx(T0, abs=0.1)
+    assert job.created_at == pytest.approx(T0, abs=0.1)
+
+
+def test_an_idempotency_key_returns_the_existing_job(run: Any, queue: str) -> None:
+    key = f"report-{queue}"
+    first = _enqueue(run, queue, idempotency_key=key)
+    again = _enqueue(run, queue, idempotency_key=key)
+    both = run(
+        ops.job_enqueue(
+            [
+                call_spec("m:f", queue=queue, idempotency_key=key),
+                call_spec("m:f", queue=queue, idempotency_key=key + "-other"),
+            ],
+            now=T0,
+        )
+    )
+    assert again == first
+    assert both[0] == first[0]
+    assert both[1] != first[0]
+    assert len(run(ops.job_list(queue=queue))) == 2
+
+
+def test_bulk_enqueue_is_one_request(run: Any, store: Store, queue: str) -> None:
+    specs = [call_spec("m:f", [i], queue=queue) for i in range(500)]
+    ids = run(ops.job_enqueue(specs, now=T0))
+    assert len(set(ids)) == 500
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert stats.counts[JobState.QUEUED] == 500
+
+
+@pytest.mark.parametrize(
+    ("spec", "complaint"),
+    [
+        (lambda q: call_spec("m:f", [object()], queue=q), "must be JSON"),
+        (lambda q: call_spec("m:f", [float("nan")], queue=q), "must be JSON"),
+        (lambda q: call_spec("not a target", queue=q), "package.module:function"),
+        (lambda q: call_spec("m:f", queue=q, max_attempts=0), "max_attempts"),
+        (lambda q: call_spec("m:f", queue=q, delay=-1), "delay"),
+        (lambda q: call_spec("m:f", queue=q, timeout=0), "timeout"),
+    ],
+)
+def test_bad_jobs_are_refused_and_nothing_is_written(
+    run: Any, queue: str, spec: Callable[[str], Any], complaint: str
+) -> None:
+    good = call_spec("m:f", queue=queue)
+    with pytest.raises(errors.InvalidJob, match=complaint):
+        run(ops.job_enqueue([good, spec(queue)]))
+    assert run(ops.job_list(queue=queue)) == []
+
+
+# -- claim ----------------------------------------------------------------------------
+
+
+def test_claim_order_is_priority_then_run_at_then_id(run: Any, queue: str) -> None:
+    def enqueue(priority: int, delay: float) -> int:
+        spec = call_spec("m:f", queue=queue, priority=priority, delay=delay)
+        [job_id] = run(ops.job_enqueue([spec], now=T0))
+        return int(job_id)
+
+    a = enqueue(0, 0)
+    b = enqueue(5, 10)
+    c = enqueue(5, 0)
+    d = enqueue(0, 0)
+    order = [_claim(run, queue, limit=1, now=T0 + 20)[0].lease.job_id for _ in range(4)]
+    assert order == [c, b, a, d]
+    assert _claim(run, queue, now=T0 + 20) == []
+
+
+def test_claim_takes_the_best_jobs_first(run: Any, queue: str) -> None:
+    low = _enqueue(run, queue, 3, priority=0)
+    high = _enqueue(run, queue, 2, priority=5)
+    assert {job.lease.job_id for job in _claim(run, queue, limit=2)} == set(high)
+    assert [job.lease.job_id for job in _claim(run, queue, limit=1)] == [low[0]]
+
+
+def test_claim_sets_a_lease_an_attempt_and_an_execution(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue, worker="w7", now=T0 + 1)
+    assert claimed.lease.job_id == job_id
+    assert claimed.attempt == 1
+    assert claimed.lease_until == pytest.approx(T0 + 1 + LEASE, abs=0.1)
+    assert claimed.payload["args"] == [0]
+    job = run(ops.job_get(job_id))
+    assert (job.state, job.worker_id, job.attempts) == (JobState.RUNNING, "w7", 1)
+    [execution] = run(ops.execution_list(job_id=job_id))
+    assert (execution.worker_id, execution.attempt, execution.finished_at) == ("w7", 1, None)
+
+
+def test_each_claim_gets_a_new_token(run: Any, queue: str) -> None:
+    _enqueue(run, queue)
+    [first] = _claim(run, queue)
+    assert run(ops.job_release(first.lease, now=T0)) is Fenced.ACCEPTED
+    [second] = _claim(run, queue)
+    assert second.lease.job_id == first.lease.job_id
+    assert second.lease.token != first.lease.token
+
+
+def test_future_jobs_wait_for_their_time(run: Any, queue: str) -> None:
+    run(ops.job_enqueue([call_spec("m:f", queue=queue, delay=60)], now=T0))
+    assert _claim(run, queue, now=T0 + 59) == []
+    assert len(_claim(run, queue, now=T0 + 61)) == 1
+
+
+def test_claims_skip_paused_queues_and_resume(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 2)
+    run(ops.queue_set_paused(queue, True, now=T0))
+    assert _claim(run, queue) == []
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert stats.paused
+    run(ops.queue_set_paused(queue, False, now=T0))
+    assert len(_claim(run, queue)) == 2
+
+
+def test_jobs_needing_labels_go_only_to_workers_that_have_them(run: Any, queue: str) -> None:
+    [gpu_job] = _enqueue(run, queue, labels=("gpu",))
+    [plain_job] = _enqueue(run, queue)
+    assert [job.lease.job_id for job in _claim(run, queue, labels=("highmem",))] == [plain_job]
+    assert [job.lease.job_id for job in _claim(run, queue, labels=("gpu", "highmem"))] == [gpu_job]
+
+
+def test_claim_across_queues_respects_priority(run: Any, queue: str) -> None:
+    other = queue + "-b"
+    [low] = _enqueue(run, queue, priority=1)
+    [high] = _enqueue(run, other, priority=9)
+    claimed = run(ops.job_claim("w", [queue, other], limit=1, lease_seconds=LEASE, now=T0))
+    assert [job.lease.job_id for job in claimed] == [high]
+    assert low != high
+
+
+# -- heartbeat, complete, fail, release ------------------------------------------------
+
+
+def test_heartbeat_extends_leases_from_the_store_clock(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 2)
+    claimed = _claim(run, queue)
+    beat = run(
+        ops.job_heartbeat("w1", [job.lease for job in claimed], lease_seconds=LEASE, now=T0 + 20)
+    )
+    assert beat.kept == {job.lease for job in claimed}
+    assert not beat.lost
+    # Past the first lease but inside the extended one: nothing expires.
+    mine = {job.lease.job_id for job in claimed}
+    assert not mine & set(run(ops.job_requeue_expired(now=T0 + LEASE + 5)).requeued)
+    expired = run(ops.job_requeue_expired(now=T0 + 20 + LEASE + 1))
+    assert mine <= set(expired.requeued)
+
+
+def test_complete_stores_the_result_and_the_attempt(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue)
+    report = AttemptReport(
+        "succeeded", exit_code=0, peak_rss_bytes=1234, cpu_seconds=0.5, log_tail="done"
+    )
+    assert run(ops.job_complete(claimed.lease, {"words": 2}, report, now=T0 + 3)) is Fenced.ACCEPTED
+    job = run(ops.job_get(job_id))
+    assert (job.state, job.result, job.finished_at) == (
+        JobState.SUCCEEDED,
+        {"words": 2},
+        pytest.approx(T0 + 3, abs=0.1),
+    )
+    [execution] = run(ops.execution_list(job_id=job_id))
+    assert (
+        execution.outcome,
+        execution.peak_rss_bytes,
+        execution.cpu_seconds,
+        execution.log_tail,
+    ) == ("succeeded", 1234, 0.5, "done")
+
+
+def test_a_stale_token_changes_nothing(run: Any, store: Store, queue: str) -> None:
+    [job_id] = _enqueue(run, queue, max_attempts=3)
+    [first] = _claim(run, queue, worker="zombie")
+    run(ops.job_requeue_expired(now=T0 + LEASE + 1))
+    [second] = _claim(run, queue, worker="w2", now=T0 + LEASE + 2)
+    before = store.query(
+        Statement("SELECT * FROM jobs WHERE id = :id", {"id": job_id}),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    stale = first.lease
+    assert run(ops.job_complete(stale, "zombie result", now=T0 + 40)) is Fenced.LEASE_LOST
+    assert run(ops.job_fail(stale, {"type": "X", "message": "m"}, now=T0 + 40)) is Fenced.LEASE_LOST
+    assert run(ops.job_release(stale, now=T0 + 40)) is Fenced.LEASE_LOST
+    assert run(ops.job_progress(stale, 0.5)) is Fenced.LEASE_LOST
+    forged = Lease(job_id=job_id, token="forged")
+    assert run(ops.job_complete(forged, "forged", now=T0 + 40)) is Fenced.LEASE_LOST
+    after = store.query(
+        Statement("SELECT * FROM jobs WHERE id = :id", {"id": job_id}),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    assert after == before
+    assert run(ops.job_complete(second.lease, "real result", now=T0 + 41)) is Fenced.ACCEPTED
+
+
+def test_fail_retries_with_exponential_backoff_then_dead(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue, max_attempts=3)
+    backoff = Backoff(base=10.0, cap=1000.0, jitter=0.0)
+    now = T0
+    for attempt, expected_delay in ((1, 10.0), (2, 20.0)):
+        [claimed] = _claim(run, queue, now=now)
+        assert claimed.attempt == attempt
+        error = {"type": "ValueError", "message": f"bad {attempt}"}
+        assert run(ops.job_fail(claimed.lease, error, backoff=backoff, now=now)) is Fenced.ACCEPTED
+        job = run(ops.job_get(job_id))
+        assert job.state is JobState.QUEUED
+        assert job.run_at == pytest.approx(now + expected_delay, abs=0.1)
+        assert _claim(run, queue, now=now + expected_delay - 1) == []
+        now += expected_delay + 1
+    [claimed] = _claim(run, queue, now=now)
+    run(ops.job_fail(claimed.lease, {"type": "ValueError", "message": "bad 3"}, now=now))
+    job = run(ops.job_get(job_id))
+    assert (job.state, job.attempts, job.error["message"]) == (JobState.DEAD, 3, "bad 3")
+    assert [e.outcome for e in run(ops.execution_list(job_id=job_id))] == ["error"] * 3
+
+
+def test_jitter_spreads_retries(run: Any, queue: str) -> None:
+    ids = _enqueue(run, queue, 6, max_attempts=2)
+    for claimed in _claim(run, queue):
+        run(
+            ops.job_fail(
+                claimed.lease,
+                {"type": "E", "message": ""},
+                backoff=Backoff(base=100, jitter=0.5),
+                now=T0,
+            )
+        )
+    run_ats = {round(run(ops.job_get(i)).run_at, 1) for i in ids}
+    assert all(T0 + 49 <= at <= T0 + 151 for at in run_ats)
+    assert len(run_ats) > 1
+
+
+def test_a_non_retryable_error_fails_at_once(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue, max_attempts=5)
+    [claimed] = _claim(run, queue)
+    run(
+        ops.job_fail(
+            claimed.lease, {"type": "Disabled", "message": "shell is off"}, retryable=False, now=T0
+        )
+    )
+    assert run(ops.job_get(job_id)).state is JobState.FAILED
+
+
+def test_release_gives_the_job_back_without_burning_an_attempt(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue, max_attempts=1)
+    [claimed] = _claim(run, queue)
+    assert run(ops.job_release(claimed.lease, now=T0)) is Fenced.ACCEPTED
+    job = run(ops.job_get(job_id))
+    assert (job.state, job.attempts) == (JobState.QUEUED, 0)
+    [again] = _claim(run, queue)
+    assert again.attempt == 1
+    outcomes = [e.outcome for e in run(ops.execution_list(job_id=job_id))]
+    assert outcomes == ["released", None]
+
+
+def test_progress_is_recorded(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue)
+    assert run(ops.job_progress(claimed.lease, 0.25, "a quarter")) is Fenced.ACCEPTED
+    job = run(ops.job_get(job_id))
+    assert (job.progress, job.progress_message) == (0.25, "a quarter")
+    with pytest.raises(errors.InvalidJob):
+        run(ops.job_progress(claimed.lease, 1.5))
+
+
+def test_a_result_that_is_not_json_is_refused_before_writing(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue)
+    with pytest.raises(errors.InvalidJob):
+        run(ops.job_complete(claimed.lease, {1, 2}))
+    assert run(ops.job_get(job_id)).state is JobState.RUNNING
+
+
+# -- cancel and retry -------------------------------------------------------------------
+
+
+def test_cancel_queued_at_once_and_running_at_the_next_heartbeat(run: Any, queue: str) -> None:
+    queued, running = _enqueue(run, queue, 2)
+    [claimed] = _claim(run, queue, limit=1)
+    assert claimed.lease.job_id == queued
+    queued, running = running, queued
+    result = run(ops.job_cancel([queued, running, 999_999_999], now=T0))
+    assert (result.cancelled, result.requested) == ((queued,), (running,))
+    assert run(ops.job_get(queued)).state is JobState.CANCELLED
+    beat = run(ops.job_heartbeat("w1", [claimed.lease], lease_seconds=LEASE, now=T0 + 1))
+    assert beat.lost == {claimed.lease}
+    assert (
+        run(ops.job_release(claimed.lease, AttemptReport("cancelled"), now=T0 + 2))
+        is Fenced.ACCEPTED
+    )
+    job = run(ops.job_get(running))
+    assert (job.state, job.attempts) == (JobState.CANCELLED, 1)
+
+
+def test_a_cancelled_job_whose_worker_died_ends_cancelled(run: Any, queue: str) -> None:
+    [job_id] = _enqueue(run, queue)
+    _claim(run, queue)
+    run(ops.job_cancel([job_id], now=T0))
+    assert job_id in run(ops.job_requeue_expired(now=T0 + LEASE + 1)).cancelled
+    assert run(ops.job_get(job_id)).state is JobState.CANCELLED
+
+
+def test_retry_by_hand(run: Any, queue: str) -> None:
+    dead, cancelled, fresh = _enqueue(run, queue, 3, max_attempts=1)
+    [claimed] = _claim(run, queue, limit=1)
+    run(ops.job_fail(claimed.lease, {"type": "E", "message": "x"}, now=T0))
+    run(ops.job_cancel([cancelled], now=T0))
+    assert run(ops.job_retry([dead, cancelled, fresh], now=T0 + 5)) == sorted([dead, cancelled])
+    job = run(ops.job_get(dead))
+    assert (job.state, job.max_attempts, job.run_at) == (
+        JobState.QUEUED,
+        2,
+        pytest.approx(T0 + 5, abs=0.1),
+    )
+    assert len(_claim(run, queue, now=T0 + 5)) == 3
+
+
+# -- maintenance ----------------------------------------------------------------------
+
+
+def test_requeue_counts_the_attempt_and_kills_spent_jobs(run: Any, queue: str) -> None:
+    again, spent = _enqueue(run, queue, 1, max_attempts=2) + _enqueue(run, queue, 1, max_attempts=1)
+    _claim(run, queue)
+    early = run(ops.job_requeue_expired(now=T0 + LEASE - 1))
+    assert not {again, spent} & {*early.requeued, *early.dead}
+    result = run(ops.job_requeue_expired(now=T0 + LEASE + 1))
+    assert again in result.requeued
+    assert spent in result.dead
+    job = run(ops.job_get(again))
+    assert (job.state, job.attempts, job.error["type"]) == (JobState.QUEUED, 1, "LeaseExpired")
+    assert [e.outcome for e in run(ops.execution_list(job_id=spent))] == ["lease_expired"]
+
+
+def test_workers_register_heartbeat_and_are_marked_lost(run: Any, queue: str) -> None:
+    worker = f"worker-{queue}"
+    run(
+        ops.worker_register(
+            worker,
+            name="lab-1",
+            host="lab-1",
+            pid=42,
+            queues=[queue],
+            labels=["gpu"],
+            slots=4,
+            now=T0,
+        )
+    )
+    run(ops.job_heartbeat(worker, [], lease_seconds=LEASE, now=T0 + 10))
+    assert worker not in run(ops.worker_mark_lost(grace_seconds=30, now=T0 + 35))
+    assert worker in run(ops.worker_mark_lost(grace_seconds=30, now=T0 + 41))
+    [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+    assert (info.state, info.slots, info.labels, info.queues) == ("lost", 4, ("gpu",), (queue,))
+    run(ops.job_heartbeat(worker, [], lease_seconds=LEASE, now=T0 + 50))
+    [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+    assert info.state == "active"
+    run(ops.worker_set_state(worker, "stopped", now=T0 + 60))
+    [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+    assert info.state == "stopped"
+
+
+def test_prune_deletes_old_finished_jobs_and_their_attempts(
+    run: Any, store: Store, queue: str
+) -> None:
+    old, recent, waiting = _enqueue(run, queue, 3)
+    claimed = _claim(run, queue, limit=2)
+    run(ops.job_complete(claimed[0].lease, 1, now=T0))
+    run(ops.job_complete(claimed[1].lease, 2, now=T0 + 3000))
+    pruned = run(ops.job_prune(retention_seconds=3600, now=T0 + 4000))
+    assert pruned >= 1
+    remaining = {job.id for job in run(ops.job_list(queue=queue))}
+    assert remaining == {recent, waiting}
+    rows = store.query(
+        Statement("SELECT count(*) AS n FROM executions WHERE job_id = :id", {"id": old}),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    assert rows[0]["n"] == 0
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert stats.counts[JobState.SUCCEEDED] == 1
+    assert stats.counts[JobState.QUEUED] == 1
+
+
+def test_one_leader_at_a_time(run: Any, queue: str) -> None:
+    name = f"maintenance-{queue}"
+    assert run(ops.leader_attempt_elect(name, "a", ttl_seconds=10, now=T0))
+    assert not run(ops.leader_attempt_elect(name, "b", ttl_seconds=10, now=T0 + 5))
+    assert run(ops.leader_attempt_elect(name, "a", ttl_seconds=10, now=T0 + 8))
+    assert not run(ops.leader_attempt_elect(name, "b", ttl_seconds=10, now=T0 + 17))
+    assert run(ops.leader_attempt_elect(name, "b", ttl_seconds=10, now=T0 + 19))
+    run(ops.leader_resign(name, "b"))
+    assert run(ops.leader_attempt_elect(name, "a", ttl_seconds=10, now=T0 + 20))
+
+
+# -- listing ----------------------------------------------------------------------------
+
+
+def test_list_filters_and_pages_by_keyset(run: Any, queue: str) -> None:
+    ids = _enqueue(run, queue, 7, submitter="alice")
+    _enqueue(run, queue, 2, submitter="bob")
+    [claimed] = _claim(run, queue, worker=f"w-{queue}", limit=1)
+    pages: list[int] = []
+    before = None
+    while True:
+        page = run(ops.job_list(queue=queue, submitter="alice", limit=3, before=before))
+        if not page:
+            break
+        pages += [job.id for job in page]
+        before = page[-1].id
+    assert pages == sorted(ids, reverse=True)
+    assert [j.id for j in run(ops.job_list(state=JobState.RUNNING, queue=queue))] == [
+        claimed.lease.job_id
+    ]
+    assert [j.id for j in run(ops.job_list(worker_id=f"w-{queue}"))] == [claimed.lease.job_id]
+    assert len(run(ops.job_list(submitter="bob", queue=queue))) == 2
+
+
+def test_counts_follow_every_transition(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 5, max_attempts=1)
+    claimed = _claim(run, queue, limit=3)
+    run(ops.job_complete(claimed[0].lease, None, now=T0))
+    run(ops.job_fail(claimed[1].lease, {"type": "E", "message": ""}, now=T0))
+    run(ops.job_cancel([claimed[2].lease.job_id], now=T0))
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert {state.value: n for state, n in stats.counts.items() if n} == {
+        "queued": 2,
+        "running": 1,
+        "succeeded": 1,
+        "dead": 1,
+    }
+
+
+# -- store time -------------------------------------------------------------------------
+
+
+def test_without_an_injected_time_the_store_clock_decides(
+    run: Any, store: Store, queue: str
+) -> None:
+    [job_id] = run(ops.job_enqueue([call_spec("m:f", queue=queue)]))
+    [claimed] = run(ops.job_claim("w", [queue], limit=1, lease_seconds=LEASE))
+    [clock] = store.query(
+        Statement("SELECT now FROM taskq_clock"), consistency=Consistency.LINEARIZABLE
+    )
+    assert claimed.lease_until == pytest.approx(clock["now"] + LEASE, abs=0.5)
+    job = run(ops.job_get(job_id))
+    assert job.created_at <= clock["now"]
+    assert clock["now"] - job.created_at < 60
+    assert json.loads(json.dumps(job.payload)) == job.payload
