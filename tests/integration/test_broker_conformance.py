@@ -116,7 +116,7 @@ def test_bulk_enqueue_is_one_request(run: Any, store: Store, queue: str) -> None
     [
         (lambda q: call_spec("m:f", [object()], queue=q), "must be JSON"),
         (lambda q: call_spec("m:f", [float("nan")], queue=q), "must be JSON"),
-        (lambda q: call_spec("not a target", queue=q), "package.module:function"),
+        (lambda q: call_spec("not a target", queue=q), r"package\.module:function"),
         (lambda q: call_spec("m:f", queue=q, max_attempts=0), "max_attempts"),
         (lambda q: call_spec("m:f", queue=q, delay=-1), "delay"),
         (lambda q: call_spec("m:f", queue=q, timeout=0), "timeout"),

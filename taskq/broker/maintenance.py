@@ -1,0 +1,172 @@
+"""Maintenance services: requeue expired leases, mark lost workers, prune old jobs.
+
+Each service has a validated config, a ``plan_once()`` (and ``run_once()``)
+that does one round and returns what it did, and an interval. A
+:class:`Maintainer` runs them from any process: it ticks, takes or keeps the
+store's leader lease, runs the services that are due only while it holds the
+lease, logs failures and carries on. The services are idempotent, so two
+leaders for a moment (a lease that lapsed mid-round) do no harm.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+
+from taskq import errors
+from taskq.broker import operations, plan
+from taskq.broker.plan import Op
+from taskq.broker.store import Store
+
+log = logging.getLogger("taskq.maintenance")
+
+LEADER_LEASE = "maintenance"
+
+
+def _positive(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise errors.ConfigError(f"maintenance: {name} must be a positive number, got {value!r}")
+
+
+class MaintenanceService(Protocol):
+    """One periodic chore."""
+
+    name: str
+    interval: float
+
+    def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        """One round, as a plan; returns counts of what it did."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRequeuer:
+    """Gives jobs whose lease expired back to their queue (or ends them dead/cancelled)."""
+
+    interval: float = 1.0
+    name: str = "requeue_expired"
+
+    def __post_init__(self) -> None:
+        _positive("requeue interval", self.interval)
+
+    def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        moved = yield from operations.job_requeue_expired(now=now)
+        return {
+            "requeued": len(moved.requeued),
+            "dead": len(moved.dead),
+            "cancelled": len(moved.cancelled),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LostWorkerMarker:
+    """Marks workers lost whose heartbeat is older than ``grace_seconds``."""
+
+    grace_seconds: float = 30.0
+    interval: float = 5.0
+    name: str = "mark_lost_workers"
+
+    def __post_init__(self) -> None:
+        _positive("lost-worker grace", self.grace_seconds)
+        _positive("lost-worker interval", self.interval)
+
+    def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        lost = yield from operations.worker_mark_lost(grace_seconds=self.grace_seconds, now=now)
+        return {"lost": len(lost)}
+
+
+@dataclass(frozen=True, slots=True)
+class Pruner:
+    """Deletes finished jobs, their attempts and gone workers past the retention."""
+
+    retention_seconds: float = 7 * 24 * 3600.0
+    batch: int = 10_000
+    interval: float = 60.0
+    name: str = "prune"
+
+    def __post_init__(self) -> None:
+        _positive("prune retention", self.retention_seconds)
+        _positive("prune interval", self.interval)
+        _positive("prune batch", self.batch)
+
+    def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        pruned = yield from operations.job_prune(
+            retention_seconds=self.retention_seconds, limit=self.batch, now=now
+        )
+        return {"pruned": pruned}
+
+
+def default_services() -> list[MaintenanceService]:
+    return [LeaseRequeuer(), LostWorkerMarker(), Pruner()]
+
+
+def run_once(
+    store: Store, service: MaintenanceService, *, now: float | None = None
+) -> dict[str, int]:
+    """Run one round of ``service`` now, whoever leads (for tests and `taskq prune`)."""
+    return plan.run(store, service.plan_once(now=now))
+
+
+@dataclass
+class Maintainer:
+    """Runs the services on a tick while this process holds the leader lease."""
+
+    store: Store
+    holder: str
+    services: list[MaintenanceService] = field(default_factory=default_services)
+    tick_seconds: float = 1.0
+    lease_seconds: float = 10.0
+    is_leader: bool = False
+    _last_run: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _positive("tick", self.tick_seconds)
+        if self.lease_seconds <= 2 * self.tick_seconds:
+            raise errors.ConfigError(
+                "maintenance: the leader lease must outlast two ticks, "
+                f"got lease {self.lease_seconds}s for tick {self.tick_seconds}s"
+            )
+
+    def plan_tick(self, *, now: float | None = None) -> Op[dict[str, dict[str, int]]]:
+        """Keep or take the lease; run the services that are due if we lead."""
+        self.is_leader = yield from operations.leader_attempt_elect(
+            LEADER_LEASE, self.holder, ttl_seconds=self.lease_seconds, now=now
+        )
+        if not self.is_leader:
+            return {}
+        done: dict[str, dict[str, int]] = {}
+        started = time.monotonic()
+        for service in self.services:
+            last = self._last_run.get(service.name)
+            if last is not None and started - last < service.interval:
+                continue
+            self._last_run[service.name] = started
+            done[service.name] = yield from service.plan_once(now=now)
+        return done
+
+    async def run_forever(self, *, stop: anyio.Event | None = None) -> None:
+        """Tick until ``stop`` is set; a failed tick is logged and the loop goes on."""
+        stop = stop or anyio.Event()
+        while not stop.is_set():
+            try:
+                done = await plan.run_async(self.store, self.plan_tick())
+            except errors.StoreError as exc:
+                log.warning("maintenance tick failed, will retry: %s", exc)
+            else:
+                for name, counts in done.items():
+                    if any(counts.values()):
+                        log.info("maintenance %s: %s", name, counts)
+            with anyio.move_on_after(self.tick_seconds):
+                await stop.wait()
+        if self.is_leader:
+            try:
+                await plan.run_async(
+                    self.store, operations.leader_resign(LEADER_LEASE, self.holder)
+                )
+            except errors.StoreError as exc:
+                log.warning("could not resign the maintenance lease: %s", exc)

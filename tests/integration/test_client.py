@@ -1,0 +1,144 @@
+"""taskq.Client and taskq.AsyncClient against both stores, with a stand-in worker thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker import operations as ops
+from taskq.broker import plan
+from taskq.broker.records import JobState
+from taskq.broker.store import Consistency, Statement, Store
+
+
+@pytest.fixture
+def client(store: Store) -> taskq.Client:
+    return taskq.Client(store=store, submitter="tester")
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"c-{uuid.uuid4().hex[:10]}"
+
+
+def _work_one(store: Store, queue: str, outcome: Callable[[Any], tuple[str, Any]]) -> None:
+    """Claim one job of ``queue``; report ``outcome(payload)``: ("ok", result) or ("fail", error)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        claimed = plan.run(store, ops.job_claim("stand-in", [queue], limit=1, lease_seconds=30))
+        if claimed:
+            kind, value = outcome(claimed[0].payload)
+            if kind == "ok":
+                plan.run(store, ops.job_complete(claimed[0].lease, value))
+            else:
+                plan.run(store, ops.job_fail(claimed[0].lease, value, retryable=False))
+            return
+        time.sleep(0.01)
+    raise TimeoutError("no job to work on")
+
+
+@pytest.fixture
+def worker(store: Store) -> Iterator[Callable[..., threading.Thread]]:
+    threads: list[threading.Thread] = []
+
+    def start(queue: str, outcome: Callable[[Any], tuple[str, Any]]) -> threading.Thread:
+        thread = threading.Thread(target=_work_one, args=(store, queue, outcome), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return thread
+
+    yield start
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+def test_submit_and_wait_for_the_result(client: taskq.Client, queue: str, worker: Any) -> None:
+    handle = client.submit("tests.support.jobs:add", 2, 3, queue=queue)
+    assert handle.status() is JobState.QUEUED
+    worker(queue, lambda payload: ("ok", sum(payload["args"])))
+    assert handle.result(timeout=20) == 5
+    job = client.get(handle.id)
+    assert (job.state, job.submitter, job.payload["target"]) == (
+        JobState.SUCCEEDED,
+        "tester",
+        "tests.support.jobs:add",
+    )
+
+
+def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, worker: Any) -> None:
+    handle = client.submit("m:f", queue=queue)
+    worker(
+        queue,
+        lambda payload: ("fail", {"type": "ZeroDivisionError", "message": "division by zero"}),
+    )
+    with pytest.raises(errors.JobFailed, match="ZeroDivisionError: division by zero") as caught:
+        handle.result(timeout=20)
+    assert caught.value.job.state is JobState.FAILED  # type: ignore[attr-defined]
+
+
+def test_waiting_has_a_bound(client: taskq.Client, queue: str) -> None:
+    handle = client.submit("m:f", queue=queue)
+    with pytest.raises(errors.ResultTimeout, match="still queued"):
+        handle.result(timeout=0.2)
+
+
+def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
+    handles = client.submit_many([taskq.call_spec("m:f", [i], queue=queue) for i in range(3)])
+    assert handles[0].cancel().cancelled == (handles[0].id,)
+    assert client.retry(handles[0].id) == [handles[0].id]
+    client.cancel(handles[1].id)
+    assert [job.id for job in client.list(queue=queue, state=JobState.CANCELLED)] == [handles[1].id]
+    [stats] = [s for s in client.stats() if s.queue == queue]
+    assert (stats.counts[JobState.QUEUED], stats.counts[JobState.CANCELLED]) == (2, 1)
+    client.pause(queue)
+    assert [s.paused for s in client.stats() if s.queue == queue] == [True]
+    client.resume(queue)
+    with pytest.raises(errors.JobNotFound):
+        client.get(987_654_321)
+
+
+def test_non_json_arguments_are_refused_and_nothing_is_written(
+    client: taskq.Client, queue: str
+) -> None:
+    with pytest.raises(errors.InvalidJob, match="must be JSON"):
+        client.submit("m:f", {"when": time}, queue=queue)
+    with pytest.raises(errors.InvalidJob, match=r"package\.module:function"):
+        client.submit("m.f", queue=queue)
+    assert client.list(queue=queue) == []
+
+
+def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any) -> None:
+    async def scenario() -> None:
+        async with taskq.AsyncClient(store=store) as client:
+            handle = await client.submit("m:f", 7, queue=queue, idempotency_key=f"once-{queue}")
+            again = await client.submit("m:f", 7, queue=queue, idempotency_key=f"once-{queue}")
+            assert again.id == handle.id
+            assert await handle.status() is JobState.QUEUED
+            worker(queue, lambda payload: ("ok", payload["args"][0] * 6))
+            assert await handle.result(timeout=20) == 42
+            assert [e.outcome for e in await client.executions(handle.id)] == ["succeeded"]
+
+    anyio.run(scenario)
+
+
+def test_a_callers_clock_an_hour_off_changes_no_lease(
+    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
+    plan.run(store, ops.job_enqueue([taskq.call_spec("m:f", queue=queue)]))
+    [claimed] = plan.run(store, ops.job_claim("skewed", [queue], limit=1, lease_seconds=30))
+    [clock] = store.query(
+        Statement("SELECT now FROM taskq_clock"), consistency=Consistency.LINEARIZABLE
+    )
+    assert claimed.lease_until == pytest.approx(clock["now"] + 30, abs=1)
+    assert abs(claimed.lease_until - (real_time() + 30)) < 5
+    assert not plan.run(store, ops.job_requeue_expired()).requeued

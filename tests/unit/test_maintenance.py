@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from taskq import errors
+from taskq.broker import maintenance, plan
+from taskq.broker import operations as ops
+from taskq.broker.client import Client, call_spec
+from taskq.broker.connect import open_store
+from taskq.broker.maintenance import LeaseRequeuer, LostWorkerMarker, Maintainer, Pruner
+from taskq.broker.records import JobState
+from taskq.broker.store import Store
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return open_store(f"sqlite://{tmp_path / 'm.db'}")
+
+
+def _running_job(store: Store, max_attempts: int = 2) -> int:
+    [job_id] = plan.run(
+        store, ops.job_enqueue([call_spec("m:f", max_attempts=max_attempts)], now=T0)
+    )
+    plan.run(store, ops.job_claim("w", ["default"], limit=1, lease_seconds=10, now=T0))
+    return int(job_id)
+
+
+def test_each_service_reports_what_it_did(store: Store) -> None:
+    job_id = _running_job(store)
+    plan.run(
+        store,
+        ops.worker_register(
+            "w", name="w", host="h", pid=1, queues=["default"], labels=[], slots=1, now=T0
+        ),
+    )
+    assert maintenance.run_once(store, LeaseRequeuer(), now=T0 + 5) == {
+        "requeued": 0,
+        "dead": 0,
+        "cancelled": 0,
+    }
+    assert maintenance.run_once(store, LeaseRequeuer(), now=T0 + 11) == {
+        "requeued": 1,
+        "dead": 0,
+        "cancelled": 0,
+    }
+    assert maintenance.run_once(store, LostWorkerMarker(grace_seconds=30), now=T0 + 31) == {
+        "lost": 1
+    }
+    [claimed] = plan.run(
+        store, ops.job_claim("w", ["default"], limit=1, lease_seconds=10, now=T0 + 12)
+    )
+    plan.run(store, ops.job_complete(claimed.lease, "ok", now=T0 + 13))
+    pruner = Pruner(retention_seconds=100)
+    assert maintenance.run_once(store, pruner, now=T0 + 50) == {"pruned": 0}
+    assert maintenance.run_once(store, pruner, now=T0 + 200) == {"pruned": 1}
+    with pytest.raises(errors.JobNotFound):
+        Client(store=store).get(job_id)
+
+
+def test_only_the_leader_runs_the_services(store: Store) -> None:
+    job_id = _running_job(store)
+    first = Maintainer(store, holder="a", services=[LeaseRequeuer()], lease_seconds=10)
+    second = Maintainer(store, holder="b", services=[LeaseRequeuer()], lease_seconds=10)
+    assert plan.run(store, first.plan_tick(now=T0 + 11)) == {
+        "requeue_expired": {"requeued": 1, "dead": 0, "cancelled": 0}
+    }
+    assert plan.run(store, second.plan_tick(now=T0 + 12)) == {}
+    assert (first.is_leader, second.is_leader) == (True, False)
+    # The leader stops ticking; once its lease lapses the other takes over.
+    assert plan.run(store, second.plan_tick(now=T0 + 22)) != {}
+    assert second.is_leader
+    assert plan.run(store, ops.job_get(job_id)).state is JobState.QUEUED
+
+
+def test_services_wait_for_their_interval(store: Store) -> None:
+    leader = Maintainer(store, holder="a", services=[LeaseRequeuer(interval=3600)])
+    assert "requeue_expired" in plan.run(store, leader.plan_tick(now=T0))
+    assert plan.run(store, leader.plan_tick(now=T0 + 1)) == {}
+
+
+@pytest.mark.parametrize(
+    ("build", "complaint"),
+    [
+        (lambda: LeaseRequeuer(interval=0), "requeue interval"),
+        (lambda: LostWorkerMarker(grace_seconds=-1), "grace"),
+        (lambda: Pruner(retention_seconds=float("nan")), "retention"),
+    ],
+)
+def test_configs_are_validated(build: object, complaint: str) -> None:
+    with pytest.raises(errors.ConfigError, match=complaint):
+        build()  # type: ignore[operator]
+
+
+def test_the_lease_must_outlast_two_ticks(store: Store) -> None:
+    with pytest.raises(errors.ConfigError, match="outlast two ticks"):
+        Maintainer(store, holder="a", tick_seconds=5, lease_seconds=8)
+
+
+def test_the_loop_runs_until_stopped_and_resigns(store: Store) -> None:
+    job_id = _running_job(store, max_attempts=1)
+    leader = Maintainer(
+        store,
+        holder="loop",
+        services=[LeaseRequeuer(interval=0.01)],
+        tick_seconds=0.02,
+        lease_seconds=1,
+    )
+
+    async def scenario() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lambda: leader.run_forever(stop=stop))
+            with anyio.fail_after(20):
+                # Store time moves on by itself; the 10 s lease of the job lapses.
+                while plan.run(store, ops.job_get(job_id)).state is JobState.RUNNING:
+                    plan.run(store, ops.job_requeue_expired(now=T0 + 11))
+                    await anyio.sleep(0.02)
+            stop.set()
+
+    anyio.run(scenario)
+    assert plan.run(store, ops.job_get(job_id)).state is JobState.DEAD
+    assert plan.run(store, ops.leader_attempt_elect("maintenance", "other", ttl_seconds=5))
