@@ -30,7 +30,7 @@ def queue() -> str:
 
 
 def _work_one(store: Store, queue: str, outcome: Callable[[Any], tuple[str, Any]]) -> None:
-    """Claim one job of ``queue``; report ``outcome(payload)``: ("ok", result) or ("fail", error)."""
+    """Claim one job of ``queue``; report ``outcome(payload)``, ("ok", value) or ("fail", error)."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         claimed = plan.run(store, ops.job_claim("stand-in", [queue], limit=1, lease_seconds=30))
