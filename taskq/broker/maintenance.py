@@ -36,8 +36,15 @@ def _positive(name: str, value: float) -> None:
 class MaintenanceService(Protocol):
     """One periodic chore."""
 
-    name: str
-    interval: float
+    @property
+    def name(self) -> str:
+        """What logs call it."""
+        ...
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two rounds."""
+        ...
 
     def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
         """One round, as a plan; returns counts of what it did."""
