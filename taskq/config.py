@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,25 @@ from taskq import errors
 
 CONFIG_ENV = "TASKQ_CONFIG"
 
+# The keys each section may hold; each component checks the values' types.
 _KNOWN_KEYS: dict[str, set[str]] = {
     "store": {"url"},
+    "worker": {
+        "queues",
+        "concurrency",
+        "labels",
+        "name",
+        "isolation",
+        "lease_seconds",
+        "heartbeat_seconds",
+        "grace_seconds",
+        "idle_poll_seconds",
+        "allow_python_exec",
+        "allow_shell",
+        "maintenance",
+        "pool_recycle_after",
+        "max_limits",
+    },
 }
 
 
@@ -30,6 +47,7 @@ class Config:
     """Settings read from a config file; every field has a usable default."""
 
     store_url: str | None = None
+    worker: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
 
 
@@ -74,4 +92,4 @@ def _parse(data: dict[str, Any], source: Path) -> Config:
     store_url = data.get("store", {}).get("url")
     if store_url is not None and not isinstance(store_url, str):
         raise errors.ConfigError(f"{source}: [store] url must be a string")
-    return Config(store_url=store_url, source=source)
+    return Config(store_url=store_url, worker=dict(data.get("worker", {})), source=source)

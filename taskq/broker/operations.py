@@ -213,6 +213,19 @@ def job_claim(
     return claimed
 
 
+def job_claimable(queues: Sequence[str]) -> Op[bool]:
+    """Whether a claim on ``queues`` would find a job now: a cheap read for idle workers.
+
+    Read at ``NONE`` consistency: any node answers from its own copy, and a
+    stale answer costs at most one empty claim or one poll interval.
+    """
+    rows = yield Read(
+        Statement(queries.query("job_claimable"), {"queues": json.dumps(list(queues))}),
+        Consistency.NONE,
+    )
+    return bool(rows and rows[0]["ready"])
+
+
 def job_heartbeat(
     worker_id: str,
     leases: Sequence[Lease],

@@ -99,6 +99,17 @@ SELECT * FROM (
     LIMIT :limit
 )
 
+-- name: job_claimable
+-- A read, so it is not replicated: the answering node's own clock is good
+-- enough to decide whether a claim (a write) is worth sending.
+SELECT EXISTS (
+    SELECT 1 FROM jobs
+    WHERE state = 'queued'
+        AND queue IN (SELECT value FROM json_each(:queues))
+        AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
+        AND run_at <= (julianday('now') - 2440587.5) * 86400.0
+) AS ready
+
 -- name: execution_start
 INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at)
 SELECT id, attempts, worker_id, lease_token, started_at FROM jobs
