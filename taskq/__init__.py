@@ -1,9 +1,26 @@
-"""taskq: a job queue that never loses a job, on embedded SQLite or a replicated rqlite."""
+"""taskq: a job queue that never loses a job, on embedded SQLite or a replicated rqlite.
 
-from taskq.broker.client import AsyncClient, AsyncJobHandle, Client, JobHandle, call_spec
-from taskq.broker.records import Job, JobState
+The client names are imported on first use: the sandbox's child processes
+import ``taskq.worker`` and must not pay for the broker and httpx they never
+use (start-up time and memory that counts against a job's limit).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "AsyncClient": "taskq.broker.client",
+    "AsyncJobHandle": "taskq.broker.client",
+    "Client": "taskq.broker.client",
+    "JobHandle": "taskq.broker.client",
+    "call_spec": "taskq.broker.client",
+    "Job": "taskq.broker.records",
+    "JobState": "taskq.broker.records",
+}
 
 __all__ = [
     "AsyncClient",
@@ -15,3 +32,16 @@ __all__ = [
     "__version__",
     "call_spec",
 ]
+
+if TYPE_CHECKING:
+    from taskq.broker.client import AsyncClient, AsyncJobHandle, Client, JobHandle, call_spec
+    from taskq.broker.records import Job, JobState
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'taskq' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

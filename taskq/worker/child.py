@@ -1,0 +1,221 @@
+"""The sandbox child: ``python -u -m taskq.worker.child MODE --control-fd N``.
+
+The worker starts this in a new session (so it leads its own process group)
+with stdout and stderr on the worker's output pipe, stdin on /dev/null and
+the control socket at fd N. It reads ``job`` messages from the socket and
+answers with ``started``, ``progress`` and ``result`` messages (see
+``protocol``). Modes:
+
+- ``once``: run one job under limits it cannot raise, report, exit.
+- ``pool``: run jobs one after another until the socket closes, each under
+  its own soft limits (see ``rlimits``).
+- ``exec``: apply the limits, then replace this process with a ``shell``
+  payload's command, which thereby keeps the pid, process group and limits.
+
+``-u`` keeps stdout and stderr unbuffered, so a job's last lines reach the
+log even when it dies without flushing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import linecache
+import os
+import signal
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from taskq.worker import outcome, progress, protocol, rlimits
+from taskq.worker.limits import parse_limits
+from taskq.worker.payloads import CallPayload, Payload, PythonExecPayload, ShellPayload
+
+_EXEC_FILENAME = "<python_exec>"
+_MAX_MESSAGE_CHARS = 4_000
+_MAX_TRACEBACK_CHARS = 32_000
+
+# Built before any limit applies: when a job has used up its memory, even
+# describing that may fail, and this report needs no allocation to send.
+_OUT_OF_MEMORY: dict[str, Any] = {
+    "status": outcome.Status.MEMORY.value,
+    "error": outcome.error_info("MemoryError", "out of memory; no room left to describe it"),
+}
+_OUT_OF_MEMORY_FRAME = protocol.encode_message({"type": "result", **_OUT_OF_MEMORY})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the worker on the control socket in the given mode."""
+    parser = argparse.ArgumentParser(prog="python -m taskq.worker.child")
+    parser.add_argument("mode", choices=["once", "pool", "exec"])
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
+    args = parser.parse_args(argv)
+    # The job's own subprocesses (and an exec'd command) must not inherit the channel.
+    os.set_inheritable(args.control_fd, False)
+    control = socket.socket(fileno=args.control_fd)
+    if args.mode == "pool":
+        _serve_pool(control, args.ceiling)
+    elif args.mode == "once":
+        _serve_once(control)
+    else:
+        _exec_command(control)
+
+
+def _serve_once(control: socket.socket) -> None:
+    message = protocol.receive_message(control)
+    if message is None:
+        return
+    request = protocol.JobRequest.from_message(message)
+    rlimits.confine(request.limits)
+    _send_result(control, _run_job(request, control))
+    # Skip interpreter shutdown: atexit hooks or non-daemon threads the job left
+    # must not hold the process (and the worker's slot) once the result is in.
+    os._exit(0)
+
+
+def _serve_pool(control: socket.socket, ceiling: str) -> None:
+    rlimits.set_pool_ceiling(parse_limits(json.loads(ceiling)))
+    while (message := protocol.receive_message(control)) is not None:
+        request = protocol.JobRequest.from_message(message)
+        usage = rlimits.JobUsage.start()
+        protocol.send_message(control, {"type": "started", "cpu_seconds": usage.cpu_seconds})
+        rlimits.confine_pool_job(request.limits)
+        result = _run_job(request, control)
+        cpu_seconds, peak_rss_bytes = usage.finish()
+        _send_result(
+            control, {**result, "cpu_seconds": cpu_seconds, "peak_rss_bytes": peak_rss_bytes}
+        )
+
+
+def _exec_command(control: socket.socket) -> None:
+    message = protocol.receive_message(control)
+    if message is None:
+        return
+    request = protocol.JobRequest.from_message(message)
+    command = request.payload
+    if not isinstance(command, ShellPayload):
+        raise protocol.ProtocolError(f"exec mode runs shell payloads, not {command.kind}")
+    rlimits.confine(request.limits)
+    # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored
+    # across exec: give the command the defaults it expects (``yes | head``).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    try:
+        if command.cwd is not None:
+            os.chdir(command.cwd)
+        os.execvpe(command.argv[0], command.argv, {**os.environ, **command.env})
+    except OSError as exc:
+        failure = outcome.error_info(
+            type(exc).__qualname__, f"cannot run {command.argv[0]!r}: {exc}"
+        )
+        _send_result(control, {"status": outcome.Status.ERROR.value, "error": failure})
+        os._exit(127)
+
+
+def _run_job(request: protocol.JobRequest, control: socket.socket) -> dict[str, Any]:
+    """Run the request's payload; return the body of its ``result`` message."""
+    sys.path[:] = request.import_path
+    progress.attach(
+        lambda report: protocol.send_message(
+            control, {"type": "progress", "fraction": report.fraction, "message": report.message}
+        )
+    )
+    try:
+        return _call(request.payload, request.limits.result_bytes)
+    except MemoryError:
+        return _OUT_OF_MEMORY
+    finally:
+        progress.attach(None)
+
+
+def _call(payload: Payload, result_bytes: int) -> dict[str, Any]:
+    if isinstance(payload, ShellPayload):
+        raise protocol.ProtocolError("shell payloads run in exec mode")
+    try:
+        value = _resolve(payload)(*payload.args, **payload.kwargs)
+        return _encode_result(value, result_bytes)
+    except MemoryError as exc:
+        # The traceback's frames hold the job's locals, and so its memory: free
+        # them to make room for describing the failure.
+        traceback.clear_frames(exc.__traceback__)
+        return {"status": outcome.Status.MEMORY.value, "error": _describe(exc)}
+    except BaseException as exc:
+        # SystemExit and KeyboardInterrupt raised by a job are its failures; they
+        # must not end a pool child that has more jobs to run.
+        return {"status": outcome.Status.ERROR.value, "error": _describe(exc)}
+
+
+def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
+    found: object
+    if isinstance(payload, CallPayload):
+        module_name, _, attribute_path = payload.target.partition(":")
+        found = importlib.import_module(module_name)
+        for attribute in attribute_path.split("."):
+            found = getattr(found, attribute)
+        name = payload.target
+    else:
+        # Registering the source lets tracebacks show the job's lines.
+        lines = payload.code.splitlines(keepends=True)
+        linecache.cache[_EXEC_FILENAME] = (len(payload.code), None, lines, _EXEC_FILENAME)
+        namespace: dict[str, object] = {"__name__": "__taskq_python_exec__"}
+        exec(compile(payload.code, _EXEC_FILENAME, "exec"), namespace)
+        name = payload.function
+        if name not in namespace:
+            raise NameError(f"the python_exec code defines no {name!r}")
+        found = namespace[name]
+    if not callable(found):
+        raise TypeError(f"{name} is not callable")
+    return found
+
+
+def _encode_result(value: object, result_bytes: int) -> dict[str, Any]:
+    try:
+        size = len(json.dumps(value, allow_nan=False).encode())
+    except (TypeError, ValueError, RecursionError) as exc:
+        return {
+            "status": outcome.Status.RESULT_INVALID.value,
+            "error": outcome.error_info(
+                type(exc).__qualname__, f"the return value is not JSON-serialisable: {exc}"
+            ),
+        }
+    if size > result_bytes:
+        return {
+            "status": outcome.Status.RESULT_INVALID.value,
+            "error": outcome.error_info(
+                "ResultTooLarge",
+                f"the return value is {size} bytes of JSON, over the limit of {result_bytes}",
+            ),
+        }
+    return {"status": outcome.Status.SUCCEEDED.value, "result": value}
+
+
+def _describe(exc: BaseException) -> outcome.ErrorInfo:
+    cls = type(exc)
+    class_name = (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+    try:
+        message = str(exc)
+    except Exception:
+        message = f"<str() of the {class_name} failed>"
+    text = "".join(traceback.TracebackException.from_exception(exc).format())
+    # The end of a traceback (the failing line and the exception) matters most.
+    return outcome.error_info(
+        class_name, message[:_MAX_MESSAGE_CHARS], text[-_MAX_TRACEBACK_CHARS:]
+    )
+
+
+def _send_result(control: socket.socket, body: dict[str, Any]) -> None:
+    try:
+        frame = protocol.encode_message({"type": "result", **body})
+    except MemoryError:
+        frame = _OUT_OF_MEMORY_FRAME
+    control.sendall(frame)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Turning what the supervisor saw into an ``Outcome``: pure decisions, no processes.
+
+Precedence: a kill by the worker (timeout, cancellation, output cap, broken
+protocol) names the outcome, because whatever the child did next was caused
+by the kill. Otherwise the child's own report wins. A child that died
+without a report is judged by how it died:
+
+- SIGXCPU is the soft CPU limit; SIGKILL with the CPU limit used up is the
+  hard one (``cpu``).
+- Memory is a heuristic. Hitting RLIMIT_AS in Python raises MemoryError,
+  which the child reports itself. Code outside Python (C extensions, the
+  interpreter's own start-up) may instead crash when an allocation fails
+  (SIGSEGV, SIGBUS, SIGABRT), and the kernel's OOM killer sends SIGKILL. So
+  such a death counts as ``memory`` when the peak RSS reached
+  ``NEAR_MEMORY_LIMIT`` of the limit, else as ``crashed``. It misses a crash
+  caused by one large failed allocation made while RSS was still low, and it
+  blames memory for a genuine segfault in a job that was also using most of
+  its memory.
+- Any other signal, or an exit without a report, is ``crashed``; for a
+  ``shell`` command, which never reports, exit status 0 is success and any
+  other is ``error``.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from taskq.worker.child_process import Ended
+from taskq.worker.limits import Limits
+from taskq.worker.outcome import ErrorInfo, Outcome, Status, error_info
+from taskq.worker.payloads import Kind
+from taskq.worker.supervision import EndReason, Supervised
+
+NEAR_MEMORY_LIMIT = 0.75
+
+_ALLOCATION_FAILURE_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT}
+
+
+def decide_outcome(supervised: Supervised, *, kind: Kind, limits: Limits) -> Outcome:
+    """The outcome of a job, from what watching it saw and the limits it ran under."""
+    status, error = _status(supervised, kind, limits)
+    report = supervised.report
+    result = report.result if report is not None and status is Status.SUCCEEDED else None
+    peak_rss_bytes, cpu_seconds = _usage(supervised)
+    ended = supervised.ended
+    return Outcome(
+        status=status,
+        result=result,
+        error=error,
+        exit_code=ended.exit_code if ended else None,
+        signal=ended.signal if ended else None,
+        peak_rss_bytes=peak_rss_bytes,
+        cpu_seconds=cpu_seconds,
+        wall_seconds=supervised.wall_seconds,
+        log_tail=supervised.log_tail,
+    )
+
+
+def disabled_kind_outcome(kind: Kind) -> Outcome:
+    """The outcome of a payload whose kind the worker's policy does not allow."""
+    return Outcome(
+        Status.DISABLED_KIND,
+        error=error_info(
+            "KindDisabled", f"{kind} payloads are disabled on this worker; nothing was run"
+        ),
+    )
+
+
+def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status, ErrorInfo | None]:
+    reason = supervised.reason
+    if reason is EndReason.TIMEOUT:
+        return Status.TIMEOUT, error_info(
+            "Timeout", f"still running after {limits.wall_seconds:g} s of wall-clock time; killed"
+        )
+    if reason is EndReason.CANCELLED:
+        return Status.CANCELLED, error_info("Cancelled", "cancelled by the worker; killed")
+    if reason is EndReason.OUTPUT_LIMIT or supervised.output_bytes > limits.output_bytes:
+        return Status.OUTPUT_LIMIT, error_info(
+            "OutputLimit", f"wrote more than {limits.output_bytes} bytes of output; killed"
+        )
+    if supervised.protocol_error:
+        return Status.CRASHED, error_info(
+            "ProtocolError", f"the child broke the control protocol: {supervised.protocol_error}"
+        )
+    if supervised.report is not None:
+        return supervised.report.status, supervised.report.error
+    assert supervised.ended is not None, "only a child that reported lives on"
+    return _judge_death(supervised.ended, _job_cpu_seconds(supervised), kind, limits)
+
+
+def _judge_death(
+    ended: Ended, cpu_seconds: float, kind: Kind, limits: Limits
+) -> tuple[Status, ErrorInfo | None]:
+    if ended.signal == signal.SIGXCPU or (
+        ended.signal == signal.SIGKILL and cpu_seconds >= limits.cpu_seconds
+    ):
+        return Status.CPU, error_info(
+            "CpuLimit", f"killed at its limit of {limits.cpu_seconds} s of CPU time"
+        )
+    if (
+        ended.signal in _ALLOCATION_FAILURE_SIGNALS
+        and ended.peak_rss_bytes >= NEAR_MEMORY_LIMIT * limits.memory_bytes
+    ):
+        return Status.MEMORY, error_info(
+            "MemoryLimit",
+            f"killed by {_signal_name(ended.signal)} with peak RSS {ended.peak_rss_bytes} bytes, "
+            f"near the limit of {limits.memory_bytes}",
+        )
+    if ended.signal is not None:
+        return Status.CRASHED, error_info("Signal", f"killed by {_signal_name(ended.signal)}")
+    if kind == "shell":
+        if ended.exit_code == 0:
+            return Status.SUCCEEDED, None
+        return Status.ERROR, error_info(
+            "ExitStatus", f"the command exited with status {ended.exit_code}"
+        )
+    return Status.CRASHED, error_info(
+        "ExitStatus", f"the child exited with status {ended.exit_code} without reporting a result"
+    )
+
+
+def _usage(supervised: Supervised) -> tuple[int, float]:
+    """Peak RSS and CPU seconds of the job: measured by a pool child, else by reaping."""
+    report = supervised.report
+    if report is not None and report.peak_rss_bytes is not None and report.cpu_seconds is not None:
+        return report.peak_rss_bytes, report.cpu_seconds
+    if supervised.ended is None:
+        return 0, 0.0  # A pool child's report without figures: nothing was measured.
+    # A pool child that died mid-job leaves only lifetime figures: its CPU time
+    # can be made per-job, its peak RSS stays an upper bound.
+    return supervised.ended.peak_rss_bytes, _job_cpu_seconds(supervised)
+
+
+def _job_cpu_seconds(supervised: Supervised) -> float:
+    if supervised.ended is None:
+        return 0.0
+    return supervised.ended.cpu_seconds - (supervised.cpu_seconds_at_start or 0.0)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -1,0 +1,97 @@
+"""The ``taskq-worker`` command: run jobs from the store on this machine.
+
+SIGTERM or Ctrl-C drains (no new claims; running jobs get the grace period,
+then are handed back without using up an attempt); a second signal stops at
+once, still handing jobs back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from taskq import __version__, errors
+from taskq.broker.connect import open_store
+from taskq.config import load_config
+from taskq.worker.events import FORMATS, EventLog
+from taskq.worker.runtime import Worker
+from taskq.worker.settings import ISOLATION_MODES, settings_from
+
+EXIT_ERROR = 1
+EXIT_CONFIG = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taskq-worker", description="Run taskq jobs on this machine."
+    )
+    parser.add_argument("--version", action="version", version=f"taskq-worker {__version__}")
+    parser.add_argument("--store", help="store URL (default: TASKQ_STORE, config, user data dir)")
+    parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")
+    parser.add_argument("--queues", help="comma-separated queues to take jobs from")
+    parser.add_argument("--concurrency", type=int, help="jobs at once (default: CPU count)")
+    parser.add_argument("--labels", help="comma-separated labels jobs may require")
+    parser.add_argument("--name", help="a name for this worker (default: host-pid)")
+    parser.add_argument("--isolation", choices=ISOLATION_MODES, help="pool (default) or process")
+    parser.add_argument("--log-format", choices=FORMATS, default="text")
+    return parser
+
+
+async def _serve(worker: Worker) -> None:
+    async with anyio.create_task_group() as tasks:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    if worker.draining.is_set():
+                        worker.stop_now()
+                    else:
+                        worker.drain()
+
+        tasks.start_soon(watch_signals)
+        await worker.run()
+        tasks.cancel_scope.cancel()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        settings = settings_from(
+            config.worker,
+            {
+                "queues": args.queues,
+                "concurrency": args.concurrency,
+                "labels": args.labels,
+                "name": args.name,
+                "isolation": args.isolation,
+            },
+        )
+    except errors.ConfigError as exc:
+        print(f"taskq-worker: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    events = EventLog(format=args.log_format)
+    try:
+        store = open_store(args.store or config.store_url)
+    except errors.ConfigError as exc:
+        print(f"taskq-worker: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except errors.TaskqError as exc:
+        print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        anyio.run(_serve, Worker(store, settings, events=events))
+    except errors.StoreError as exc:
+        print(f"taskq-worker: error: the store failed: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""What running one payload came to: the status, the result or error, and what it used."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TypedDict
+
+from taskq.worker.json_value import JsonValue
+
+
+class Status(enum.StrEnum):
+    """How a job ended; every status but ``succeeded`` carries an ``error``."""
+
+    SUCCEEDED = "succeeded"
+    ERROR = "error"
+    """The payload raised (or a shell command exited non-zero)."""
+    TIMEOUT = "timeout"
+    """The wall-clock limit passed; the parent killed the process group."""
+    MEMORY = "memory"
+    """The address-space limit was hit (see ``classify`` for the heuristic)."""
+    CPU = "cpu"
+    """The CPU-seconds limit was hit (SIGXCPU, or SIGKILL at the hard limit)."""
+    CRASHED = "crashed"
+    """The process died by a signal or exited without reporting a result."""
+    OUTPUT_LIMIT = "output_limit"
+    """The job wrote more than ``Limits.output_bytes`` to stdout+stderr."""
+    RESULT_INVALID = "result_invalid"
+    """The return value is not JSON or is larger than ``Limits.result_bytes``."""
+    CANCELLED = "cancelled"
+    """The caller cancelled the job (e.g. its lease was lost)."""
+    DISABLED_KIND = "disabled_kind"
+    """The payload kind is not enabled on this worker; nothing was run."""
+
+
+class ErrorInfo(TypedDict):
+    """Why a job did not succeed: an exception's class, message and traceback, or ours.
+
+    ``type`` is the exception class (qualified unless a builtin), the key the
+    broker's client reads.
+    """
+
+    type: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Everything the worker reports about one attempt.
+
+    ``exit_code`` and ``signal`` describe how the job's process ended, and stay
+    ``None`` while it lives on (a pool child after a clean job).
+    ``peak_rss_bytes`` and ``cpu_seconds`` cover the job's process and the
+    children it waited for.
+    """
+
+    status: Status
+    result: JsonValue = None
+    error: ErrorInfo | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    peak_rss_bytes: int = 0
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    log_tail: str = ""
+
+
+def error_info(type_name: str, message: str, traceback: str = "") -> ErrorInfo:
+    """An ``ErrorInfo`` for a failure the sandbox itself describes."""
+    return {"type": type_name, "message": message, "traceback": traceback}

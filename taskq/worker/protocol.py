@@ -1,0 +1,207 @@
+"""The control channel between the worker and a child: length-prefixed JSON messages.
+
+Each message is a 4-byte big-endian length and that many bytes of UTF-8 JSON
+holding an object with a ``type``. The channel is a Unix socket pair kept
+apart from the job's stdout and stderr, so nothing a job prints can be
+mistaken for its result.
+
+Parent to child: ``job``. Child to parent: ``started``, ``progress`` and
+``result``. The parent reads with ``MessageDecoder``, which bounds message
+size because the child runs code the worker does not trust; the child reads
+and writes with the blocking helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeGuard, cast
+
+from taskq import errors
+from taskq.worker import limits, outcome, payloads
+from taskq.worker.json_value import JsonValue
+from taskq.worker.progress import Progress
+
+_LENGTH = struct.Struct(">I")
+
+
+class ProtocolError(errors.TaskqError):
+    """A message on the control channel is malformed or too large."""
+
+
+def encode_message(message: Mapping[str, object]) -> bytes:
+    """One framed message, ready to send."""
+    body = json.dumps(message, separators=(",", ":")).encode()
+    return _LENGTH.pack(len(body)) + body
+
+
+class MessageDecoder:
+    """Cuts a byte stream into messages, refusing any longer than ``max_message_bytes``."""
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self._max_message_bytes = max_message_bytes
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Add received bytes; return every message they complete."""
+        self._buffer += data
+        messages = []
+        while len(self._buffer) >= _LENGTH.size:
+            (length,) = _LENGTH.unpack_from(self._buffer)
+            if length > self._max_message_bytes:
+                raise ProtocolError(
+                    f"message of {length} bytes exceeds the {self._max_message_bytes}-byte bound"
+                )
+            end = _LENGTH.size + length
+            if len(self._buffer) < end:
+                break
+            messages.append(_decode(bytes(self._buffer[_LENGTH.size : end])))
+            del self._buffer[:end]
+        return messages
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """The ``job`` message: what to run, within which limits, importing from where.
+
+    ``import_path`` is the worker's ``sys.path``, so a child imports job code
+    from exactly where the worker would, whatever directory it started in.
+    """
+
+    payload: payloads.Payload
+    limits: limits.Limits
+    import_path: list[str]
+
+    def to_message(self) -> dict[str, object]:
+        """The request as a message for the child."""
+        return {
+            "type": "job",
+            "payload": payloads.payload_to_dict(self.payload),
+            "limits": self.limits.to_dict(),
+            "import_path": self.import_path,
+        }
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> JobRequest:
+        """Read a ``job`` message (in the child, from the trusted parent)."""
+        if message.get("type") != "job":
+            raise ProtocolError(f"expected a job message, got {message.get('type')!r}")
+        return cls(
+            payloads.parse_payload(message["payload"]),
+            limits.parse_limits(message["limits"]),
+            list(message["import_path"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChildReport:
+    """A ``result`` message: how the payload ended, as the child saw it.
+
+    ``cpu_seconds`` and ``peak_rss_bytes`` come from pool children, which
+    measure each job themselves; a one-job child is measured by its reaping.
+    """
+
+    status: outcome.Status
+    result: JsonValue = None
+    error: outcome.ErrorInfo | None = None
+    cpu_seconds: float | None = None
+    peak_rss_bytes: int | None = None
+
+
+_REPORTABLE = {
+    outcome.Status.SUCCEEDED,
+    outcome.Status.ERROR,
+    outcome.Status.MEMORY,
+    outcome.Status.RESULT_INVALID,
+}
+
+
+def parse_report(message: Mapping[str, Any]) -> ChildReport:
+    """Check a ``result`` message: a child runs job code, so a malformed one must be caught."""
+    status = message.get("status")
+    if status not in _REPORTABLE:
+        raise ProtocolError(f"result has an impossible status {status!r}")
+    error = message.get("error")
+    if error is not None and not (
+        isinstance(error, dict)
+        and set(error) == {"type", "message", "traceback"}
+        and all(isinstance(value, str) for value in error.values())
+    ):
+        raise ProtocolError("result has a malformed error")
+    cpu_seconds = message.get("cpu_seconds")
+    peak_rss_bytes = message.get("peak_rss_bytes")
+    whole_peak = isinstance(peak_rss_bytes, int) and not isinstance(peak_rss_bytes, bool)
+    if not (cpu_seconds is None or _is_number(cpu_seconds)) or not (
+        peak_rss_bytes is None or whole_peak
+    ):
+        raise ProtocolError("result has malformed usage figures")
+    return ChildReport(
+        outcome.Status(status),
+        message.get("result"),
+        cast(outcome.ErrorInfo | None, error),
+        cpu_seconds,
+        peak_rss_bytes,
+    )
+
+
+def parse_started(message: Mapping[str, Any]) -> float:
+    """The CPU seconds a pool child had used when its job started."""
+    cpu_seconds = message.get("cpu_seconds")
+    if not _is_number(cpu_seconds):
+        raise ProtocolError("started message has no cpu_seconds")
+    return float(cpu_seconds)
+
+
+def parse_progress(message: Mapping[str, Any]) -> Progress:
+    """Check a ``progress`` message."""
+    fraction = message.get("fraction")
+    text = message.get("message")
+    if not _is_number(fraction) or not 0.0 <= fraction <= 1.0 or not isinstance(text, str):
+        raise ProtocolError("malformed progress message")
+    return Progress(float(fraction), text)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def send_message(sock: socket.socket, message: Mapping[str, object]) -> None:
+    """Send one message, blocking until it is all written."""
+    sock.sendall(encode_message(message))
+
+
+def receive_message(sock: socket.socket) -> dict[str, Any] | None:
+    """Block for the next message; ``None`` when the other side closed the channel."""
+    header = _receive_exactly(sock, _LENGTH.size)
+    if header is None:
+        return None
+    (length,) = _LENGTH.unpack(header)
+    body = _receive_exactly(sock, length)
+    if body is None:
+        raise ProtocolError("the channel closed in the middle of a message")
+    return _decode(body)
+
+
+def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            if chunks:
+                raise ProtocolError("the channel closed in the middle of a message")
+            return None
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"message is not JSON: {exc}") from exc
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError("message is not an object with a string 'type'")
+    return message

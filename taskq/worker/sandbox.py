@@ -1,0 +1,283 @@
+"""Running one payload in a resource-limited child process, from async (anyio) code.
+
+Two isolation modes share one interface, ``Sandbox``:
+
+- ``ProcessSandbox`` starts a fresh Python child for every job, with limits
+  the job cannot raise, and kills the job's whole process group when it
+  ends. The mode for untrusted code; costs an interpreter start per job.
+- ``PoolSandbox`` keeps one limited child and sends it job after job, so a
+  job costs a message round trip. Jobs share the process: one may leave
+  state behind (modules, threads, the working directory, processes it
+  started, which live until the child is replaced) and may raise its soft
+  limits up to the worker's maximums (see ``rlimits``). The mode is for
+  trusted code. The child is replaced after ``max_jobs_per_child`` jobs,
+  and after any job that killed it or may have left it unhealthy (anything
+  but success, an exception or an invalid result). One ``PoolSandbox`` runs
+  one job at a time: a worker keeps one per execution slot.
+
+``shell`` payloads always run as a process of their own: a fresh child that
+applies the limits and then execs the command in its own process group.
+
+What the sandbox does not do: it bounds resources, not access. A job runs
+as the worker's user with its files and network. A process that leaves the
+job's process group (``setsid``) escapes the kill. Linux only: it relies on
+pidfds (kernel 5.3 or later) and /proc.
+
+The blocking supervision runs in a worker thread with a capacity limiter of
+its own per job, so it never queues behind unrelated ``to_thread`` work while
+the child's wall clock is already running.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Protocol, Self
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+
+from taskq.worker import classify, protocol
+from taskq.worker.child_process import ChildProcess
+from taskq.worker.limits import Limits
+from taskq.worker.outcome import Outcome, Status
+from taskq.worker.payloads import Payload, Policy, ShellPayload
+from taskq.worker.progress import Progress
+from taskq.worker.supervision import JobSupervisor
+
+ProgressCallback = Callable[[Progress], None]
+
+# Outcomes after which a pool child is known to be alive and sound.
+_POOL_CHILD_SURVIVES = {Status.SUCCEEDED, Status.ERROR, Status.RESULT_INVALID}
+
+
+class Sandbox(Protocol):
+    """Runs payloads in limited child processes; see ``ProcessSandbox`` and ``PoolSandbox``."""
+
+    async def run(
+        self,
+        payload: Payload,
+        limits: Limits,
+        *,
+        cancel: anyio.Event | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Outcome:
+        """Run ``payload`` within ``limits`` (lowered to the worker's maximums).
+
+        Setting ``cancel`` kills the job (outcome ``cancelled``); so does
+        cancelling the calling task, which then sees its cancellation once
+        the job's processes are dead. ``on_progress`` is called in the event
+        loop's thread with the job's ``progress.report`` calls; if it
+        raises, the job is killed and the exception propagates.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Stop any child process kept between jobs."""
+        ...
+
+
+class _SandboxBase:
+    """What both modes share: the policy, the worker's maximums, the import path."""
+
+    def __init__(
+        self,
+        *,
+        policy: Policy | None = None,
+        worker_max: Limits | None = None,
+        import_path: Sequence[str] | None = None,
+    ) -> None:
+        """``import_path`` is where children import ``call`` targets from (default ``sys.path``)."""
+        self._policy = policy or Policy()
+        self._worker_max = worker_max or Limits()
+        self._import_path = list(sys.path if import_path is None else import_path)
+
+    def _request(self, payload: Payload, limits: Limits) -> protocol.JobRequest | Outcome:
+        """The request to send a child, or the outcome of a payload the policy refuses."""
+        if not self._policy.allows(payload.kind):
+            return classify.disabled_kind_outcome(payload.kind)
+        return protocol.JobRequest(payload, limits.bounded_by(self._worker_max), self._import_path)
+
+    async def aclose(self) -> None:
+        """Stop any child process kept between jobs."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class ProcessSandbox(_SandboxBase):
+    """Runs every job in a fresh child process: the isolation for untrusted code."""
+
+    async def run(
+        self,
+        payload: Payload,
+        limits: Limits,
+        *,
+        cancel: anyio.Event | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Outcome:
+        """Run ``payload`` in a new child process; see ``Sandbox.run``."""
+        request = self._request(payload, limits)
+        if isinstance(request, Outcome):
+            return request
+        return await _supervise_in_thread(
+            lambda supervisor: _run_in_fresh_child(supervisor, request),
+            request,
+            cancel,
+            on_progress,
+        )
+
+
+class PoolSandbox(_SandboxBase):
+    """Runs jobs one after another in a reused child process: for trusted code."""
+
+    def __init__(
+        self,
+        *,
+        policy: Policy | None = None,
+        worker_max: Limits | None = None,
+        import_path: Sequence[str] | None = None,
+        max_jobs_per_child: int = 100,
+    ) -> None:
+        """The child's hard limits are ``worker_max``; each job sets its own soft limits."""
+        if max_jobs_per_child < 1:
+            raise ValueError("max_jobs_per_child must be at least 1")
+        super().__init__(policy=policy, worker_max=worker_max, import_path=import_path)
+        self._max_jobs_per_child = max_jobs_per_child
+        self._child: ChildProcess | None = None
+        self._jobs_in_child = 0
+        self._lock = anyio.Lock()
+
+    async def run(
+        self,
+        payload: Payload,
+        limits: Limits,
+        *,
+        cancel: anyio.Event | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Outcome:
+        """Run ``payload`` in the pool child (a fresh process for ``shell``); see ``Sandbox.run``.
+
+        Calls wait for each other: the pool child runs one job at a time.
+        """
+        request = self._request(payload, limits)
+        if isinstance(request, Outcome):
+            return request
+        if isinstance(request.payload, ShellPayload):
+            return await _supervise_in_thread(
+                lambda supervisor: _run_in_fresh_child(supervisor, request),
+                request,
+                cancel,
+                on_progress,
+            )
+        async with self._lock:
+            return await _supervise_in_thread(
+                lambda supervisor: self._run_in_pool_child(supervisor, request),
+                request,
+                cancel,
+                on_progress,
+            )
+
+    async def aclose(self) -> None:
+        """Stop the pool child, after the running job if there is one."""
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._retire_child)
+
+    def _run_in_pool_child(
+        self, supervisor: JobSupervisor, request: protocol.JobRequest
+    ) -> Outcome:
+        child = self._ready_child()
+        self._jobs_in_child += 1
+        supervised = supervisor.watch(child, request, child_stays=True)
+        outcome = classify.decide_outcome(
+            supervised, kind=request.payload.kind, limits=request.limits
+        )
+        if (
+            supervised.ended is not None
+            or outcome.status not in _POOL_CHILD_SURVIVES
+            or self._jobs_in_child >= self._max_jobs_per_child
+        ):
+            self._retire_child()
+        return outcome
+
+    def _ready_child(self) -> ChildProcess:
+        # A child that died between jobs (a job's leftover thread, the OOM
+        # killer) must not be blamed on the next job.
+        if self._child is not None and self._child.has_exited():
+            self._retire_child()
+        if self._child is None:
+            self._child = ChildProcess.spawn("pool", ceiling=self._worker_max)
+            self._jobs_in_child = 0
+        return self._child
+
+    def _retire_child(self) -> None:
+        if self._child is not None:
+            self._child.close()
+            self._child = None
+
+
+def _run_in_fresh_child(supervisor: JobSupervisor, request: protocol.JobRequest) -> Outcome:
+    child = ChildProcess.spawn("exec" if isinstance(request.payload, ShellPayload) else "once")
+    try:
+        supervised = supervisor.watch(child, request, child_stays=False)
+    finally:
+        child.close()
+    return classify.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
+
+
+async def _supervise_in_thread(
+    run_blocking: Callable[[JobSupervisor], Outcome],
+    request: protocol.JobRequest,
+    cancel: anyio.Event | None,
+    on_progress: ProgressCallback | None,
+) -> Outcome:
+    """Run ``run_blocking`` in a thread, cancelling its job when ``cancel`` is set or we are."""
+    supervisor = JobSupervisor(request.limits, on_progress=_in_event_loop(on_progress))
+    try:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(_cancel_when_set, cancel, supervisor)
+            outcome = await anyio.to_thread.run_sync(
+                run_blocking, supervisor, limiter=anyio.CapacityLimiter(1)
+            )
+            task_group.cancel_scope.cancel()
+    finally:
+        supervisor.close()
+    # The thread cannot be interrupted, so a cancelled caller has waited for the
+    # kill; deliver its cancellation now rather than a result it no longer wants.
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    return outcome
+
+
+def _in_event_loop(on_progress: ProgressCallback | None) -> ProgressCallback | None:
+    """``on_progress`` made callable from the supervising thread, to run in the loop's thread."""
+    if on_progress is None:
+        return None
+    callback = on_progress
+    return lambda report: anyio.from_thread.run_sync(callback, report)
+
+
+async def _cancel_when_set(cancel: anyio.Event | None, supervisor: JobSupervisor) -> None:
+    """Cancel the job when ``cancel`` is set, or when the calling task is cancelled.
+
+    The thread running the job cannot be interrupted, so the task's own
+    cancellation must become a kill; once the job is over, ``cancel`` does
+    nothing, which makes the final cancellation of this task harmless.
+    """
+    try:
+        if cancel is None:
+            await anyio.sleep_forever()
+        else:
+            await cancel.wait()
+    finally:
+        supervisor.cancel()

@@ -1,0 +1,104 @@
+"""A worker's settings: the config file's [worker] section, then command-line flags.
+
+Values are checked here, with errors that name the setting, so a typo stops
+the worker at start rather than leaving it running with a default.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from taskq import errors
+from taskq.worker.limits import Limits, LimitsInvalid, parse_limits
+
+ISOLATION_MODES = ("pool", "process")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """How one worker process behaves."""
+
+    queues: tuple[str, ...] = ("default",)
+    concurrency: int = field(default_factory=lambda: os.cpu_count() or 1)
+    labels: tuple[str, ...] = ()
+    name: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    isolation: str = "pool"
+    lease_seconds: float = 30.0
+    heartbeat_seconds: float = 5.0
+    grace_seconds: float = 30.0
+    idle_poll_seconds: float = 1.0
+    allow_python_exec: bool = False
+    allow_shell: bool = False
+    maintenance: bool = True
+    pool_recycle_after: int = 200
+    max_limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        if not self.queues or not all(isinstance(q, str) and q for q in self.queues):
+            raise errors.ConfigError("worker: queues must be a non-empty list of names")
+        if not all(isinstance(label, str) and label for label in self.labels):
+            raise errors.ConfigError("worker: labels must be non-empty strings")
+        if self.isolation not in ISOLATION_MODES:
+            raise errors.ConfigError(
+                f"worker: isolation must be one of {', '.join(ISOLATION_MODES)}, "
+                f"got {self.isolation!r}"
+            )
+        for name in ("concurrency", "pool_recycle_after"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise errors.ConfigError(
+                    f"worker: {name} must be a whole number >= 1, got {value!r}"
+                )
+        for name in ("lease_seconds", "heartbeat_seconds", "grace_seconds", "idle_poll_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise errors.ConfigError(f"worker: {name} must be a number, got {value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise errors.ConfigError(f"worker: {name} must be positive, got {value!r}")
+        if self.heartbeat_seconds * 2 > self.lease_seconds:
+            raise errors.ConfigError(
+                "worker: heartbeat_seconds must be at most half of lease_seconds, so one "
+                f"missed heartbeat does not lose a lease (got {self.heartbeat_seconds} and "
+                f"{self.lease_seconds})"
+            )
+        if not self.name:
+            raise errors.ConfigError("worker: name must not be empty")
+
+
+def settings_from(
+    section: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+) -> WorkerSettings:
+    """Settings from a config section, then non-None ``overrides`` (command-line flags)."""
+    values: dict[str, Any] = dict(section)
+    values.update({key: value for key, value in (overrides or {}).items() if value is not None})
+    for key in ("queues", "labels"):
+        if key in values:
+            values[key] = _names(key, values[key])
+    for key in ("allow_python_exec", "allow_shell", "maintenance"):
+        if key in values and not isinstance(values[key], bool):
+            raise errors.ConfigError(f"worker: {key} must be true or false, got {values[key]!r}")
+    if "max_limits" in values:
+        raw = values["max_limits"]
+        if not isinstance(raw, Mapping):
+            raise errors.ConfigError("worker: max_limits must be a table of limits")
+        try:
+            values["max_limits"] = parse_limits(raw)
+        except LimitsInvalid as exc:
+            raise errors.ConfigError(f"worker: max_limits: {exc}") from exc
+    try:
+        return replace(WorkerSettings(), **values)
+    except TypeError as exc:
+        raise errors.ConfigError(f"worker: {exc}") from exc
+
+
+def _names(key: str, raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    if isinstance(raw, list | tuple) and all(isinstance(item, str) for item in raw):
+        return tuple(raw)
+    raise errors.ConfigError(f"worker: {key} must be a list of names, got {raw!r}")

@@ -1,0 +1,252 @@
+"""Watching one job's child process: the wall clock, the output cap, cancellation, messages.
+
+``JobSupervisor.watch`` blocks (the async sandbox runs it in a worker thread)
+on one ``select`` over the child's pidfd, control socket and output pipe, and
+a wake-up pipe that ``cancel`` writes to from any thread. It returns as soon
+as the job is over: the child exited, a pool child reported its result, or
+the supervisor killed the child's process group for running too long,
+writing too much, breaking the protocol, or being cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import selectors
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from taskq.worker import protocol
+from taskq.worker.child_process import ChildProcess, Ended
+from taskq.worker.limits import Limits
+from taskq.worker.output import OutputTail
+from taskq.worker.progress import Progress
+
+_READ_CHUNK_BYTES = 64 * 1024
+# Room in a result message for the error and usage figures beside the result.
+_MESSAGE_OVERHEAD_BYTES = 256 * 1024
+
+
+class EndReason(enum.Enum):
+    """Why watching a job stopped."""
+
+    EXITED = "exited"
+    """The child exited (or died) by itself."""
+    REPORTED = "reported"
+    """A pool child sent its result and lives on for the next job."""
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    OUTPUT_LIMIT = "output_limit"
+    PROTOCOL_ERROR = "protocol_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Supervised:
+    """What watching a job saw; ``decide_outcome`` turns it into an ``Outcome``."""
+
+    reason: EndReason
+    report: protocol.ChildReport | None
+    ended: Ended | None
+    """How the child ended; ``None`` when a pool child lives on."""
+    cpu_seconds_at_start: float | None
+    """A pool child's CPU time when the job started, to subtract from its lifetime's."""
+    output_bytes: int
+    log_tail: str
+    wall_seconds: float
+    protocol_error: str = ""
+
+
+class JobSupervisor:
+    """Supervises one job from the moment its request is sent until it is over."""
+
+    def __init__(self, limits: Limits, *, on_progress: Callable[[Progress], None] | None) -> None:
+        self._limits = limits
+        self._on_progress = on_progress
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        # Guards the wake pipe: ``cancel`` may race with ``watch`` closing it.
+        self._wake_lock = threading.Lock()
+        self._closed = False
+
+    def cancel(self) -> None:
+        """Kill the job's process group soon; safe from any thread, a no-op once over."""
+        with self._wake_lock:
+            if not self._closed:
+                # A full pipe already holds a request: one is enough.
+                with contextlib.suppress(BlockingIOError):
+                    os.write(self._wake_write, b"!")
+
+    def close(self) -> None:
+        """Release the wake-up pipe; from now on ``cancel`` does nothing."""
+        with self._wake_lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self._wake_read)
+                os.close(self._wake_write)
+
+    def watch(
+        self, child: ChildProcess, request: protocol.JobRequest, *, child_stays: bool
+    ) -> Supervised:
+        """Send ``request`` to ``child`` and block until the job is over.
+
+        With ``child_stays`` (pool mode) a ``result`` message ends the job and
+        the child lives on; otherwise the job ends when the child exits, and
+        the child's whole process group is killed then, so that no process
+        the job started outlives it. Either way a child that is not meant to
+        live on has been reaped when this returns.
+        """
+        started = time.monotonic()
+        job = _JobWatch(child, self._limits, self._on_progress, child_stays)
+        try:
+            reason = job.wait(protocol.encode_message(request.to_message()), self._wake_read)
+            if reason is not EndReason.REPORTED:
+                # Also after EXITED: the job's own children may still be running.
+                child.kill_group()
+                job.ended = child.reap()
+            job.drain()
+        except BaseException:
+            child.kill_group()
+            raise
+        return Supervised(
+            reason=reason,
+            report=job.report,
+            ended=job.ended,
+            cpu_seconds_at_start=job.cpu_seconds_at_start,
+            output_bytes=job.output.total_bytes,
+            log_tail=job.output.text(),
+            wall_seconds=time.monotonic() - started,
+            protocol_error=job.protocol_error,
+        )
+
+
+class _JobWatch:
+    """The state of one ``JobSupervisor.watch`` call."""
+
+    def __init__(
+        self,
+        child: ChildProcess,
+        limits: Limits,
+        on_progress: Callable[[Progress], None] | None,
+        child_stays: bool,
+    ) -> None:
+        self.child = child
+        self.limits = limits
+        self.on_progress = on_progress
+        self.child_stays = child_stays
+        self.output = OutputTail(limits.log_tail_bytes)
+        self.decoder = protocol.MessageDecoder(limits.result_bytes + _MESSAGE_OVERHEAD_BYTES)
+        self.report: protocol.ChildReport | None = None
+        self.ended: Ended | None = None
+        self.cpu_seconds_at_start: float | None = None
+        self.protocol_error = ""
+
+    def wait(self, request_frame: bytes, wake_fd: int) -> EndReason:
+        """Send the request, then handle the child's messages and output until the job is over.
+
+        Returns why it is over; every reason but ``REPORTED`` means the child
+        must now be killed (if it still lives) and reaped.
+        """
+        deadline = time.monotonic() + self.limits.wall_seconds
+        outbox = request_frame
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.child.pidfd, selectors.EVENT_READ, "exited")
+            selector.register(self.child.output_fd, selectors.EVENT_READ, "output")
+            selector.register(wake_fd, selectors.EVENT_READ, "cancel")
+            selector.register(
+                self.child.control, selectors.EVENT_READ | selectors.EVENT_WRITE, "control"
+            )
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return EndReason.TIMEOUT
+                ready = {key.data: events for key, events in selector.select(remaining)}
+                # Control first: a result and the exit it precedes can arrive together.
+                if "control" in ready:
+                    if ready["control"] & selectors.EVENT_WRITE:
+                        outbox = self._send(outbox)
+                        if not outbox:
+                            selector.modify(self.child.control, selectors.EVENT_READ, "control")
+                    if ready["control"] & selectors.EVENT_READ:
+                        data = _read_now(lambda: self.child.control.recv(_READ_CHUNK_BYTES))
+                        if data == b"":
+                            selector.unregister(self.child.control)
+                        elif data:
+                            self._handle_messages(data)
+                    if self.protocol_error:
+                        return EndReason.PROTOCOL_ERROR
+                    if self.child_stays and self.report is not None:
+                        return EndReason.REPORTED
+                if "output" in ready:
+                    data = _read_now(lambda: os.read(self.child.output_fd, _READ_CHUNK_BYTES))
+                    if data == b"":
+                        selector.unregister(self.child.output_fd)
+                    elif data:
+                        self.output.feed(data)
+                if self.output.total_bytes > self.limits.output_bytes:
+                    return EndReason.OUTPUT_LIMIT
+                if "cancel" in ready:
+                    return EndReason.CANCELLED
+                if "exited" in ready:
+                    return EndReason.EXITED
+
+    def drain(self) -> None:
+        """Read what the job left in the pipes once it is over.
+
+        Everything a pool job wrote before its result is already in the
+        output pipe (the write finished before the result was sent), so a
+        non-blocking read until empty collects all of it. A one-job child is
+        dead by now, so its pipes end; the output cap still bounds the read
+        in case a process that escaped the group keeps writing.
+        """
+        while self.report is None and not self.protocol_error:
+            data = _read_now(lambda: self.child.control.recv(_READ_CHUNK_BYTES))
+            if not data:
+                break
+            self._handle_messages(data)
+        while self.output.total_bytes <= self.limits.output_bytes:
+            data = _read_now(lambda: os.read(self.child.output_fd, _READ_CHUNK_BYTES))
+            if not data:
+                break
+            self.output.feed(data)
+
+    def _send(self, outbox: bytes) -> bytes:
+        try:
+            sent = self.child.control.send(outbox)
+        except BlockingIOError:
+            return outbox
+        except OSError:
+            return b""  # The child is gone; its pidfd will say so.
+        return outbox[sent:]
+
+    def _handle_messages(self, data: bytes) -> None:
+        try:
+            latest_progress = None
+            for message in self.decoder.feed(data):
+                if message["type"] == "progress":
+                    latest_progress = protocol.parse_progress(message)
+                elif message["type"] == "started":
+                    self.cpu_seconds_at_start = protocol.parse_started(message)
+                elif message["type"] == "result":
+                    self.report = protocol.parse_report(message)
+                else:
+                    raise protocol.ProtocolError(f"unexpected message type {message['type']!r}")
+        except protocol.ProtocolError as exc:
+            self.protocol_error = str(exc)
+            return
+        # Only the newest of a burst of reports is worth passing on.
+        if latest_progress is not None and self.on_progress is not None:
+            self.on_progress(latest_progress)
+
+
+def _read_now(read: Callable[[], bytes]) -> bytes | None:
+    """Read without blocking: the data, ``b""`` at end of stream, ``None`` if nothing is there."""
+    try:
+        return read()
+    except BlockingIOError:
+        return None
+    except ConnectionResetError:
+        return b""

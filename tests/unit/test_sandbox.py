@@ -1,0 +1,333 @@
+"""The sandbox with real child processes, in both isolation modes where the mode matters."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from taskq.worker.json_value import JsonValue
+from taskq.worker.limits import Limits
+from taskq.worker.outcome import Status
+from taskq.worker.payloads import CallPayload, Policy, PythonExecPayload, ShellPayload
+from taskq.worker.progress import Progress
+from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+
+ENABLED = Policy(allow_python_exec=True, allow_shell=True)
+LIMITS = Limits(memory_bytes=256 << 20, cpu_seconds=1, wall_seconds=10)
+COUNT_WORDS = "def count_words(text):\n    return len(text.split())\n"
+
+
+def call(function: str, *args: JsonValue) -> CallPayload:
+    return CallPayload(f"tests.support.jobs:{function}", list(args))
+
+
+@pytest.fixture(params=["process", "pool"])
+async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    made: Sandbox
+    if request.param == "process":
+        made = ProcessSandbox(policy=ENABLED)
+    else:
+        made = PoolSandbox(policy=ENABLED)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[PoolSandbox]:
+    async with PoolSandbox(policy=ENABLED, max_jobs_per_child=3) as made:
+        yield made
+
+
+def wait_until_gone(pid: int) -> bool:
+    """Whether ``pid`` is dead (gone, or a zombie awaiting its reaper) within two seconds."""
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_call_returns_its_value_and_usage(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("add", 2, 3), LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert outcome.result == 5
+    assert outcome.error is None
+    assert outcome.peak_rss_bytes > 1 << 20
+    assert outcome.cpu_seconds > 0
+    assert 0 < outcome.wall_seconds < 10
+
+
+async def test_exception_is_captured_with_its_traceback(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("fail", "boom"), LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.error is not None
+    assert outcome.error["type"] == "tests.support.jobs.JobFailed"
+    assert outcome.error["message"] == "boom"
+    assert "in fail" in outcome.error["traceback"]
+    assert "raise JobFailed(message)" in outcome.error["traceback"]
+
+
+async def test_missing_target_is_an_error(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(CallPayload("tests.support.jobs:no_such_job"), LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.error is not None
+    assert outcome.error["type"] == "AttributeError"
+
+
+async def test_python_exec_runs_the_named_function(sandbox: Sandbox) -> None:
+    payload = PythonExecPayload(COUNT_WORDS, "count_words", ["hello world"])
+    outcome = await sandbox.run(payload, LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert outcome.result == 2
+
+
+async def test_python_exec_traceback_shows_the_source_line(sandbox: Sandbox) -> None:
+    payload = PythonExecPayload("def divide(a, b):\n    return a / b\n", "divide", [1, 0])
+    outcome = await sandbox.run(payload, LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.error is not None
+    assert outcome.error["type"] == "ZeroDivisionError"
+    assert "return a / b" in outcome.error["traceback"]
+
+
+@pytest.mark.parametrize("sandbox_class", [ProcessSandbox, PoolSandbox])
+async def test_disabled_python_exec_never_runs(
+    sandbox_class: type[ProcessSandbox | PoolSandbox], tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').close()\n{COUNT_WORDS}"
+    payload = PythonExecPayload(code, "count_words", ["a b"])
+    async with sandbox_class() as disabled:
+        outcome = await disabled.run(payload, LIMITS)
+    assert outcome.status is Status.DISABLED_KIND
+    assert outcome.error is not None
+    assert "python_exec payloads are disabled" in outcome.error["message"]
+    assert not marker.exists()
+    # The same payload, enabled, does leave the marker: the check above can see it.
+    async with sandbox_class(policy=ENABLED) as enabled:
+        assert (await enabled.run(payload, LIMITS)).status is Status.SUCCEEDED
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("sandbox_class", [ProcessSandbox, PoolSandbox])
+async def test_disabled_shell_never_runs(
+    sandbox_class: type[ProcessSandbox | PoolSandbox], tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    async with sandbox_class(policy=Policy(allow_python_exec=True)) as sandbox:
+        outcome = await sandbox.run(ShellPayload(["touch", str(marker)]), LIMITS)
+    assert outcome.status is Status.DISABLED_KIND
+    assert not marker.exists()
+
+
+async def test_shell_runs_in_cwd_with_env_and_captures_output(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    payload = ShellPayload(
+        ["sh", "-c", 'pwd; echo "$GREETING" >&2'], cwd=str(tmp_path), env={"GREETING": "hello"}
+    )
+    outcome = await sandbox.run(payload, LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert outcome.exit_code == 0
+    assert outcome.log_tail == f"{tmp_path}\nhello\n"
+
+
+async def test_shell_commands_get_default_signal_handling(sandbox: Sandbox) -> None:
+    # With SIGPIPE left ignored, `yes` would complain of a broken pipe instead of dying.
+    outcome = await sandbox.run(ShellPayload(["sh", "-c", "yes | head -n 1"]), LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert outcome.log_tail == "y\n"
+
+
+async def test_shell_non_zero_exit_is_an_error(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(ShellPayload(["sh", "-c", "exit 4"]), LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.exit_code == 4
+
+
+async def test_shell_missing_command_is_an_error(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(ShellPayload(["no-such-command-taskq"]), LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.error is not None
+    assert outcome.error["type"] == "FileNotFoundError"
+    assert outcome.exit_code == 127
+
+
+async def test_memory_hog_hits_the_memory_limit(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("hog_memory"), LIMITS)
+    assert outcome.status is Status.MEMORY
+    assert outcome.error is not None
+    assert outcome.error["type"] == "MemoryError"
+    assert outcome.peak_rss_bytes > (128 << 20)
+
+
+async def test_cpu_spin_hits_the_cpu_limit(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("spin"), LIMITS)
+    assert outcome.status is Status.CPU
+    assert outcome.signal == signal.SIGXCPU
+    # rusage samples CPU time more coarsely than the limit counts it: no exact bound.
+    assert outcome.cpu_seconds > 0.5
+
+
+async def test_sleep_past_the_wall_clock_times_out(sandbox: Sandbox) -> None:
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=1, wall_seconds=0.5)
+    outcome = await sandbox.run(call("sleep", 30), limits)
+    assert outcome.status is Status.TIMEOUT
+    assert outcome.signal == signal.SIGKILL
+    assert 0.5 <= outcome.wall_seconds < 5
+
+
+async def test_job_limits_are_lowered_to_the_worker_maximum() -> None:
+    async with ProcessSandbox(worker_max=Limits(wall_seconds=0.5)) as sandbox:
+        outcome = await sandbox.run(call("sleep", 30), LIMITS)
+    assert outcome.status is Status.TIMEOUT
+    assert outcome.wall_seconds < 5
+
+
+async def test_timeout_kills_the_jobs_grandchildren(sandbox: Sandbox) -> None:
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=1, wall_seconds=1.5)
+    outcome = await sandbox.run(call("spawn_grandchild_and_sleep", 30), limits)
+    assert outcome.status is Status.TIMEOUT
+    grandchild = int(outcome.log_tail.split("grandchild=")[1].split()[0])
+    assert wait_until_gone(grandchild)
+
+
+async def test_runaway_output_is_stopped_and_its_tail_kept(sandbox: Sandbox) -> None:
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=5, log_tail_bytes=1000, output_bytes=64_000)
+    outcome = await sandbox.run(call("flood_output"), limits)
+    assert outcome.status is Status.OUTPUT_LIMIT
+    assert 900 <= len(outcome.log_tail) <= 1000
+    # The tail is the latest output: whole lines that follow one another, past the cap.
+    numbers = [int(line.split()[1]) for line in outcome.log_tail.split("\n")[1:-1]]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert numbers[-1] * len("line 0000000\n") > 64_000
+
+
+async def test_result_that_is_not_json_is_invalid(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("return_set"), LIMITS)
+    assert outcome.status is Status.RESULT_INVALID
+    assert outcome.error is not None
+    assert "not JSON-serialisable" in outcome.error["message"]
+    assert outcome.result is None
+
+
+async def test_result_over_the_size_limit_is_invalid(sandbox: Sandbox) -> None:
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=1, result_bytes=1000)
+    outcome = await sandbox.run(call("return_text", 2000), limits)
+    assert outcome.status is Status.RESULT_INVALID
+    assert outcome.error is not None
+    assert "over the limit of 1000" in outcome.error["message"]
+
+
+async def test_hard_exit_is_a_crash_with_its_exit_code(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("exit_hard", 3), LIMITS)
+    assert outcome.status is Status.CRASHED
+    assert outcome.exit_code == 3
+    assert outcome.signal is None
+
+
+async def test_segfault_is_a_crash_with_its_signal(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("segfault"), LIMITS)
+    assert outcome.status is Status.CRASHED
+    assert outcome.signal == signal.SIGSEGV
+    assert outcome.exit_code is None
+
+
+async def test_progress_reaches_the_callback(sandbox: Sandbox) -> None:
+    seen: list[Progress] = []
+    outcome = await sandbox.run(call("report_progress"), LIMITS, on_progress=seen.append)
+    assert outcome.status is Status.SUCCEEDED
+    assert seen == [Progress(0.5, "halfway")]
+
+
+async def test_cancel_kills_the_running_job_and_its_group(sandbox: Sandbox) -> None:
+    cancel = anyio.Event()
+    groups: list[int] = []
+
+    def on_progress(report: Progress) -> None:
+        groups.append(int(report.message.removeprefix("pgid=")))
+        cancel.set()
+
+    outcome = await sandbox.run(
+        call("report_and_sleep", 30), LIMITS, cancel=cancel, on_progress=on_progress
+    )
+    assert outcome.status is Status.CANCELLED
+    assert outcome.wall_seconds < 5
+    assert not group_exists(groups[0])
+
+
+async def test_cancelling_the_caller_kills_the_job(sandbox: Sandbox) -> None:
+    groups: list[int] = []
+    with anyio.CancelScope() as scope:
+
+        def on_progress(report: Progress) -> None:
+            groups.append(int(report.message.removeprefix("pgid=")))
+            scope.cancel()
+
+        await sandbox.run(call("report_and_sleep", 30), LIMITS, on_progress=on_progress)
+    assert scope.cancelled_caught
+    assert not group_exists(groups[0])
+
+
+async def test_pool_reuses_its_child_and_replaces_it_after_a_crash(pool: PoolSandbox) -> None:
+    first = await pool.run(call("getpid"), LIMITS)
+    second = await pool.run(call("getpid"), LIMITS)
+    assert first.result == second.result
+    assert second.exit_code is None  # the child lives on
+
+    crash = await pool.run(call("exit_hard", 3), LIMITS)
+    assert crash.status is Status.CRASHED
+
+    after_crash = await pool.run(call("getpid"), LIMITS)
+    assert after_crash.status is Status.SUCCEEDED
+    assert after_crash.result != first.result
+
+
+async def test_pool_replaces_its_child_after_max_jobs_per_child_jobs(pool: PoolSandbox) -> None:
+    pids = [(await pool.run(call("getpid"), LIMITS)).result for _ in range(4)]
+    assert pids[0] == pids[1] == pids[2] != pids[3]
+
+
+async def test_pool_replaces_its_child_after_a_timeout(pool: PoolSandbox) -> None:
+    before = await pool.run(call("getpid"), LIMITS)
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=1, wall_seconds=0.3)
+    assert (await pool.run(call("sleep", 30), limits)).status is Status.TIMEOUT
+    after = await pool.run(call("getpid"), LIMITS)
+    assert after.status is Status.SUCCEEDED
+    assert after.result != before.result
+
+
+async def test_pool_gives_each_job_its_own_output_and_usage(pool: PoolSandbox) -> None:
+    first = await pool.run(call("say_and_return", "first"), LIMITS)
+    second = await pool.run(call("say_and_return", "second"), LIMITS)
+    assert (first.log_tail, second.log_tail) == ("first\n", "second\n")
+    assert second.cpu_seconds < 0.5  # not the child's start-up, nor the first job's
+
+
+async def test_pool_keeps_its_child_after_an_exception(pool: PoolSandbox) -> None:
+    before = await pool.run(call("getpid"), LIMITS)
+    assert (await pool.run(call("fail", "boom"), LIMITS)).status is Status.ERROR
+    assert (await pool.run(call("getpid"), LIMITS)).result == before.result

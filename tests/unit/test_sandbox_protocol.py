@@ -1,0 +1,104 @@
+"""The control channel's framing and message checks, and the output tail."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from taskq.worker import protocol
+from taskq.worker.outcome import Status
+from taskq.worker.output import OutputTail
+from taskq.worker.progress import Progress
+
+
+def test_decoder_reassembles_messages_split_anywhere() -> None:
+    stream = protocol.encode_message({"type": "a", "n": 1}) + protocol.encode_message(
+        {"type": "b", "text": "ünïcode"}
+    )
+    decoder = protocol.MessageDecoder(max_message_bytes=1000)
+    messages = [message for byte in stream for message in decoder.feed(bytes([byte]))]
+    assert messages == [{"type": "a", "n": 1}, {"type": "b", "text": "ünïcode"}]
+
+
+def test_decoder_refuses_an_oversized_message_before_reading_it() -> None:
+    header = protocol.encode_message({"type": "x", "pad": "y" * 100})[:4]
+    with pytest.raises(protocol.ProtocolError, match="exceeds the 50-byte bound"):
+        protocol.MessageDecoder(max_message_bytes=50).feed(header)
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b'{"no": "type"}', b"\xff\xfe"])
+def test_decoder_refuses_malformed_messages(body: bytes) -> None:
+    frame = len(body).to_bytes(4, "big") + body
+    with pytest.raises(protocol.ProtocolError):
+        protocol.MessageDecoder(max_message_bytes=1000).feed(frame)
+
+
+def test_blocking_helpers_talk_over_a_socket_pair() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        protocol.send_message(left, {"type": "job", "payload": {"x": [1, 2]}})
+        left.shutdown(socket.SHUT_WR)
+        assert protocol.receive_message(right) == {"type": "job", "payload": {"x": [1, 2]}}
+        assert protocol.receive_message(right) is None
+
+
+def test_a_message_cut_short_is_an_error() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        left.sendall(protocol.encode_message({"type": "job"})[:-2])
+        left.shutdown(socket.SHUT_WR)
+        with pytest.raises(protocol.ProtocolError, match="middle of a message"):
+            protocol.receive_message(right)
+
+
+def test_report_is_read_with_its_usage() -> None:
+    report = protocol.parse_report(
+        {
+            "type": "result",
+            "status": "succeeded",
+            "result": [1],
+            "cpu_seconds": 0.5,
+            "peak_rss_bytes": 1024,
+        }
+    )
+    assert report == protocol.ChildReport(Status.SUCCEEDED, [1], None, 0.5, 1024)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "result", "status": "timeout"},
+        {"type": "result", "status": "error", "error": "boom"},
+        {"type": "result", "status": "error", "error": {"type": "E", "message": "m"}},
+        {"type": "result", "status": "succeeded", "cpu_seconds": "fast"},
+        {"type": "result", "status": "succeeded", "peak_rss_bytes": 1.5},
+    ],
+)
+def test_a_report_a_job_could_forge_is_refused(message: dict[str, object]) -> None:
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_report(message)
+
+
+def test_progress_and_started_messages_are_checked() -> None:
+    assert protocol.parse_progress({"fraction": 1, "message": "done"}) == Progress(1.0, "done")
+    assert protocol.parse_started({"cpu_seconds": 2}) == 2.0
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_progress({"fraction": 2, "message": ""})
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_started({"cpu_seconds": None})
+
+
+def test_output_tail_keeps_the_last_bytes_and_counts_all() -> None:
+    tail = OutputTail(keep_bytes=4)
+    tail.feed(b"abc")
+    assert (tail.text(), tail.total_bytes) == ("abc", 3)
+    tail.feed(b"defghij")
+    tail.feed(b"k")
+    assert (tail.text(), tail.total_bytes) == ("hijk", 11)
+
+
+def test_output_tail_replaces_a_character_cut_in_half() -> None:
+    tail = OutputTail(keep_bytes=2)
+    tail.feed("xé!".encode())  # é is two bytes; the tail starts in its middle
+    assert tail.text() == "\ufffd!"
