@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskq import errors
-from taskq.broker import queries
+from taskq.broker import limits, queries
 from taskq.broker.plan import Op, Read, Sleep, Write
 from taskq.broker.records import (
     AttemptReport,
@@ -102,6 +102,10 @@ def validate_spec(spec: JobSpec) -> dict[str, Any]:
         raise errors.InvalidJob(f"run_at must be a finite unix time, got {spec.run_at}")
     if not all(isinstance(label, str) and label for label in spec.labels):
         raise errors.InvalidJob(f"labels must be non-empty strings, got {list(spec.labels)!r}")
+    try:
+        limits.parse_limits(spec.limits)
+    except limits.LimitsInvalid as exc:
+        raise errors.InvalidJob(f"limits: {exc}") from exc
     kind = PayloadKind(spec.kind)
     return {
         "queue": spec.queue,

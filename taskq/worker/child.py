@@ -30,8 +30,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from taskq.broker.limits import parse_limits
 from taskq.worker import outcome, progress, protocol, rlimits
-from taskq.worker.limits import parse_limits
 from taskq.worker.payloads import CallPayload, Payload, PythonExecPayload, ShellPayload
 
 _EXEC_FILENAME = "<python_exec>"

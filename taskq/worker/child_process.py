@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Literal
 
-from taskq.worker.limits import Limits
+from taskq.broker.limits import Limits
 
 Mode = Literal["once", "pool", "exec"]
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import signal
 
+from taskq.broker.limits import Limits
 from taskq.worker.child_process import Ended
-from taskq.worker.limits import Limits
 from taskq.worker.outcome import ErrorInfo, Outcome, Status, error_info
 from taskq.worker.payloads import Kind
 from taskq.worker.supervision import EndReason, Supervised

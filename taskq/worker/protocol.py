@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
 
 from taskq import errors
-from taskq.worker import limits, outcome, payloads
+from taskq.broker import limits
+from taskq.worker import outcome, payloads
 from taskq.worker.json_value import JsonValue
 from taskq.worker.progress import Progress
 

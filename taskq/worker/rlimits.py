@@ -29,7 +29,7 @@ import math
 import resource
 from dataclasses import dataclass
 
-from taskq.worker.limits import Limits
+from taskq.broker.limits import Limits
 
 # The kernel sends SIGXCPU at the soft limit and SIGKILL at the hard limit; one
 # second between them lets SIGXCPU arrive first, so the outcome reads clearly.

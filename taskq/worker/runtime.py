@@ -26,12 +26,12 @@ import anyio.abc
 from taskq import errors
 from taskq.broker import operations as ops
 from taskq.broker import plan
+from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.maintenance import Maintainer
 from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced
 from taskq.broker.store import Store
 from taskq.worker.events import EventLog
-from taskq.worker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.progress import Progress

@@ -40,9 +40,9 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from taskq.broker.limits import Limits
 from taskq.worker import classify, protocol
 from taskq.worker.child_process import ChildProcess
-from taskq.worker.limits import Limits
 from taskq.worker.outcome import Outcome, Status
 from taskq.worker.payloads import Payload, Policy, ShellPayload
 from taskq.worker.progress import Progress

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from taskq import errors
-from taskq.worker.limits import Limits, LimitsInvalid, parse_limits
+from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 
 ISOLATION_MODES = ("pool", "process")
 

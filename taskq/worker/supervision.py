@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from taskq.broker.limits import Limits
 from taskq.worker import protocol
 from taskq.worker.child_process import ChildProcess, Ended
-from taskq.worker.limits import Limits
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
 

@@ -68,7 +68,9 @@ def _claim(
 
 
 def test_enqueue_returns_ids_in_order_and_stores_the_job(run: Any, queue: str) -> None:
-    ids = _enqueue(run, queue, 3, priority=2, max_attempts=5, timeout=9.5, limits={"memory_mb": 64})
+    ids = _enqueue(
+        run, queue, 3, priority=2, max_attempts=5, timeout=9.5, limits={"memory_bytes": "64MiB"}
+    )
     assert ids == sorted(ids)
     assert len(set(ids)) == 3
     job = run(ops.job_get(ids[1]))
@@ -78,7 +80,7 @@ def test_enqueue_returns_ids_in_order_and_stores_the_job(run: Any, queue: str) -
         2,
         5,
         9.5,
-        {"memory_mb": 64},
+        {"memory_bytes": "64MiB"},
     )
     assert job.run_at == pytest.approx(T0, abs=0.1)
     assert job.created_at == pytest.approx(T0, abs=0.1)
@@ -120,6 +122,8 @@ def test_bulk_enqueue_is_one_request(run: Any, store: Store, queue: str) -> None
         (lambda q: call_spec("m:f", queue=q, max_attempts=0), "max_attempts"),
         (lambda q: call_spec("m:f", queue=q, delay=-1), "delay"),
         (lambda q: call_spec("m:f", queue=q, timeout=0), "timeout"),
+        (lambda q: call_spec("m:f", queue=q, limits={"memory_mb": 5}), "unknown limit"),
+        (lambda q: call_spec("m:f", queue=q, limits={"memory_bytes": "lots"}), "not a size"),
     ],
 )
 def test_bad_jobs_are_refused_and_nothing_is_written(

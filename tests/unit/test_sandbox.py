@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from taskq.broker.limits import Limits
 from taskq.worker.json_value import JsonValue
-from taskq.worker.limits import Limits
 from taskq.worker.outcome import Status
 from taskq.worker.payloads import CallPayload, Policy, PythonExecPayload, ShellPayload
 from taskq.worker.progress import Progress

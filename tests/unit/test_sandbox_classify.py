@@ -6,9 +6,9 @@ import signal
 
 import pytest
 
+from taskq.broker.limits import Limits
 from taskq.worker.child_process import Ended
 from taskq.worker.classify import decide_outcome, disabled_kind_outcome
-from taskq.worker.limits import Limits
 from taskq.worker.outcome import Status, error_info
 from taskq.worker.protocol import ChildReport
 from taskq.worker.supervision import EndReason, Supervised

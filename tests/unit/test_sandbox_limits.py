@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskq.worker.limits import Limits, LimitsInvalid, parse_limits
+from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 
 
 def test_missing_keys_keep_the_defaults() -> None:
