@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A local rqlite cluster on 127.0.0.1 for development and tests.
 #
-#   scripts/local_cluster.sh start [--nodes N]   start N nodes (default 3), wait for a
-#                                                leader, print the store URL (last line)
+#   scripts/local_cluster.sh start [--nodes N] [--workers W]
+#                                                start N nodes (default 3), wait for a
+#                                                leader, start W taskq-worker processes
+#                                                (default 0), print the store URL (last line)
 #   scripts/local_cluster.sh status              each node's id, address, raft state, leader
 #   scripts/local_cluster.sh stop                stop every recorded node (idempotent)
 #
@@ -18,7 +20,8 @@
 #   TASKQ_RQLITED            rqlited binary (otherwise found by scripts/install_rqlite.sh)
 #
 # `start` wipes the previous cluster's data: every start is a fresh cluster.
-# Layout: $TASKQ_CLUSTER_DIR/node<i>/{data/,rqlited.log,pid,http,raft}, plus ./url.
+# Layout: $TASKQ_CLUSTER_DIR/node<i>/{data/,rqlited.log,pid,http,raft},
+#         $TASKQ_CLUSTER_DIR/worker<i>/{worker.log,pid}, plus ./url.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -107,9 +110,19 @@ cluster_url() {
 }
 
 cmd_start() {
-    local nodes=3
+    local nodes=3 workers=0
     while (($#)); do
         case "$1" in
+            --workers)
+                [[ "${2:-}" =~ ^[0-9]+$ ]] || fail "--workers needs a number"
+                workers="$2"
+                shift 2
+                ;;
+            --workers=*)
+                workers="${1#--workers=}"
+                [[ "$workers" =~ ^[0-9]+$ ]] || fail "--workers needs a number"
+                shift
+                ;;
             --nodes)
                 [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || fail "--nodes needs a positive number"
                 nodes="$2"
@@ -197,11 +210,67 @@ cmd_start() {
     local url
     url="$(cluster_url "$nodes")"
     echo "$url" >"$CLUSTER_DIR/url"
+    if ((workers > 0)); then
+        start_workers "$workers" "$url"
+    fi
     log "leader: $(node_raft_view "$HOST:$(http_port 1)" | cut -d' ' -f2); stop with: $0 stop"
     echo "$url"
 }
 
+# Start $1 taskq-worker processes against store URL $2, from the project's
+# virtualenv (set up on first use).
+start_workers() {
+    local count="$1" url="$2" i dir
+    "$SCRIPT_DIR/bootstrap.sh"
+    local worker_bin="$SCRIPT_DIR/../.venv/bin/taskq-worker"
+    for ((i = 1; i <= count; i++)); do
+        dir="$CLUSTER_DIR/worker$i"
+        mkdir -p "$dir"
+        setsid "$worker_bin" --store "$url" --name "worker$i" </dev/null >"$dir/worker.log" 2>&1 &
+        echo "$!" >"$dir/pid"
+        log "worker$i: pid $!, log $dir/worker.log"
+    done
+}
+
+# The recorded pid of worker $1, printed only if that process is still a taskq-worker.
+live_worker_pid() {
+    local pidfile pid
+    pidfile="$CLUSTER_DIR/worker$1/pid"
+    [[ -f "$pidfile" ]] || return 1
+    pid="$(<"$pidfile")"
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--name worker$1" || return 1
+    echo "$pid"
+}
+
+# Workers drain on SIGTERM: their running jobs finish or are handed back.
+stop_workers() {
+    local dir i pid pids=()
+    for dir in "$CLUSTER_DIR"/worker*; do
+        [[ -d "$dir" ]] || continue
+        i="${dir##*/worker}"
+        if pid="$(live_worker_pid "$i")"; then
+            log "worker$i: SIGTERM to pid $pid"
+            kill -TERM "$pid" 2>/dev/null || true
+            pids+=("$pid")
+        fi
+    done
+    local deadline=$((SECONDS + STOP_TIMEOUT + 30))
+    for pid in "${pids[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "worker pid $pid still running, SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
+    rm -f "$CLUSTER_DIR"/worker*/pid
+}
+
 cmd_stop() {
+    stop_workers
     local i pid stopped=0 pids=()
     for i in $(recorded_nodes); do
         if pid="$(live_pid "$i")"; then
@@ -263,6 +332,16 @@ for n in sorted(json.load(sys.stdin).get("nodes", []), key=lambda n: n.get("id",
         n.get("reachable"), n.get("leader")))
 ' || echo "  (no answer)"
     fi
+    local dir wpid
+    for dir in "$CLUSTER_DIR"/worker*; do
+        [[ -d "$dir" ]] || continue
+        i="${dir##*/worker}"
+        if wpid="$(live_worker_pid "$i")"; then
+            echo "worker$i: running, pid $wpid, log $dir/worker.log"
+        else
+            echo "worker$i: not running"
+        fi
+    done
     if [[ -f "$CLUSTER_DIR/url" ]]; then
         echo
         echo "store URL: $(<"$CLUSTER_DIR/url")"
