@@ -484,11 +484,16 @@ def job_list(
     queue: str | None = None,
     worker_id: str | None = None,
     submitter: str | None = None,
+    text: str | None = None,
     before: int | None = None,
     limit: int = 50,
 ) -> Op[list[Job]]:
-    """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page."""
+    """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page.
+
+    ``text`` matches a queue name exactly or any part of the payload.
+    """
     params: dict[str, Any] = {
+        "text": text or None,
         "state": state.value if state else None,
         "queue": queue,
         "submitter": submitter,
@@ -570,6 +575,29 @@ def execution_list(
         raise ValueError("execution_list needs a job_id or a worker_id")
     rows = yield Read(statement)
     return [_execution(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputBucket:
+    """Attempts that finished in one minute, by outcome (0 = the current minute)."""
+
+    minutes_ago: int
+    outcomes: dict[str, int]
+
+
+def execution_throughput(*, minutes: int = 15) -> Op[list[ThroughputBucket]]:
+    """Finished attempts per minute over the last ``minutes``, oldest first, gaps as zeros."""
+    rows = yield Read(
+        Statement(queries.query("execution_throughput"), {"minutes": int(minutes)}),
+        Consistency.NONE,
+    )
+    buckets = {ago: ThroughputBucket(ago, {}) for ago in range(minutes)}
+    for row in rows:
+        ago = int(row["minutes_ago"])
+        if ago in buckets:
+            outcomes = buckets[ago].outcomes
+            outcomes[row["outcome"] or "?"] = outcomes.get(row["outcome"] or "?", 0) + int(row["n"])
+    return [buckets[ago] for ago in sorted(buckets, reverse=True)]
 
 
 # -- workers --------------------------------------------------------------------

@@ -529,3 +529,25 @@ def test_without_an_injected_time_the_store_clock_decides(
     assert job.created_at <= clock["now"]
     assert clock["now"] - job.created_at < 60
     assert json.loads(json.dumps(job.payload)) == job.payload
+
+
+def test_text_filter_matches_payload_or_queue(run: Any, queue: str) -> None:
+    [resize] = run(ops.job_enqueue([call_spec("images.tools:resize", ["a.png"], queue=queue)]))
+    [crop] = run(ops.job_enqueue([call_spec("images.tools:crop", ["b.png"], queue=queue)]))
+    assert [job.id for job in run(ops.job_list(text="resize", queue=queue))] == [resize]
+    assert [job.id for job in run(ops.job_list(text="b.png"))] == [crop]
+    assert {job.id for job in run(ops.job_list(text=queue))} == {resize, crop}
+
+
+def test_throughput_counts_finished_attempts_per_minute(run: Any, queue: str) -> None:
+    # On the store's own clock: the throughput read counts back from it.
+    run(ops.job_enqueue([call_spec("m:f", queue=queue, max_attempts=1) for _ in range(3)]))
+    claimed = run(ops.job_claim("w", [queue], limit=3, lease_seconds=LEASE))
+    run(ops.job_complete(claimed[0].lease, 1))
+    run(ops.job_complete(claimed[1].lease, 2))
+    run(ops.job_fail(claimed[2].lease, {"type": "E", "message": ""}))
+    buckets = run(ops.execution_throughput(minutes=5))
+    assert [bucket.minutes_ago for bucket in buckets] == [4, 3, 2, 1, 0]
+    recent = buckets[-1].outcomes
+    assert recent.get("succeeded", 0) >= 2
+    assert recent.get("error", 0) >= 1

@@ -266,6 +266,7 @@ SELECT * FROM jobs
 WHERE id < :before
     AND (:queue IS NULL OR queue = :queue)
     AND (:submitter IS NULL OR submitter = :submitter)
+    AND (:text IS NULL OR instr(payload, :text) > 0 OR queue = :text)
 ORDER BY id DESC LIMIT :limit
 
 -- name: job_list_by_state
@@ -273,6 +274,7 @@ SELECT * FROM jobs
 WHERE state = :state AND id < :before
     AND (:queue IS NULL OR queue = :queue)
     AND (:submitter IS NULL OR submitter = :submitter)
+    AND (:text IS NULL OR instr(payload, :text) > 0 OR queue = :text)
 ORDER BY id DESC LIMIT :limit
 
 -- name: job_list_by_worker
@@ -281,6 +283,7 @@ WHERE id IN (SELECT job_id FROM executions WHERE worker_id = :worker_id) AND id 
     AND (:state IS NULL OR state = :state)
     AND (:queue IS NULL OR queue = :queue)
     AND (:submitter IS NULL OR submitter = :submitter)
+    AND (:text IS NULL OR instr(payload, :text) > 0 OR queue = :text)
 ORDER BY id DESC LIMIT :limit
 
 -- name: job_list_by_submitter
@@ -288,10 +291,22 @@ SELECT * FROM jobs
 WHERE submitter = :submitter AND id < :before
     AND (:state IS NULL OR state = :state)
     AND (:queue IS NULL OR queue = :queue)
+    AND (:text IS NULL OR instr(payload, :text) > 0 OR queue = :text)
 ORDER BY id DESC LIMIT :limit
 
 -- name: job_counts
 SELECT queue, state, n FROM job_counts WHERE n > 0
+
+-- name: execution_throughput
+-- Attempts finished per minute and outcome over the last :minutes minutes,
+-- by the answering node's clock (a read: nothing is replicated).
+SELECT
+    CAST(((julianday('now') - 2440587.5) * 86400.0 - finished_at) / 60 AS INTEGER) AS minutes_ago,
+    outcome,
+    count(*) AS n
+FROM executions
+WHERE finished_at >= (julianday('now') - 2440587.5) * 86400.0 - :minutes * 60
+GROUP BY minutes_ago, outcome
 
 -- name: execution_list_by_job
 SELECT * FROM executions WHERE job_id = :job_id ORDER BY id

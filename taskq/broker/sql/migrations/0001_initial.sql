@@ -76,6 +76,7 @@ CREATE TABLE executions (
 
 CREATE INDEX executions_job ON executions (job_id, id);
 CREATE INDEX executions_worker ON executions (worker_id, id);
+CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;
 
 CREATE TABLE workers (
     id TEXT PRIMARY KEY,
