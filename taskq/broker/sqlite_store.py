@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ import anyio.to_thread
 from taskq import errors
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 
+_BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
 _CONSTRAINT_CODES = {
     "SQLITE_CONSTRAINT",
     "SQLITE_CONSTRAINT_UNIQUE",
@@ -65,12 +67,26 @@ class SqliteStore:
             )
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self.options.busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self.options.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise errors.StoreUnavailable(f"cannot open SQLite store {self.path}: {exc}") from exc
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching a new file to WAL takes an exclusive lock and does not
+        # wait for the busy timeout: processes starting together would fail
+        # at once. Retry within the busy timeout instead.
+        deadline = time.monotonic() + self.options.busy_timeout_ms / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorname", "") not in _BUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def execute(
         self, statements: Sequence[Statement], *, idempotent: bool = False
@@ -156,7 +172,7 @@ def _wrap(exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
     code = getattr(exc, "sqlite_errorname", "")
     if isinstance(exc, sqlite3.IntegrityError) or code in _CONSTRAINT_CODES:
         return errors.ConstraintViolation(message, index=index, sql=sql)
-    if isinstance(exc, sqlite3.OperationalError) and code in {"SQLITE_BUSY", "SQLITE_LOCKED"}:
+    if isinstance(exc, sqlite3.OperationalError) and code in _BUSY:
         return errors.StoreUnavailable(f"SQLite store is locked by another process: {message}")
     if isinstance(exc, sqlite3.OperationalError) and code in {"SQLITE_CANTOPEN", "SQLITE_IOERR"}:
         return errors.StoreUnavailable(f"SQLite store cannot be used: {message}")
