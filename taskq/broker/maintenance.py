@@ -1,4 +1,4 @@
-"""Maintenance services: requeue expired leases, mark lost workers, prune old jobs.
+"""Maintenance services: requeue expired leases, fire schedules, mark lost workers, prune.
 
 Each service has a validated config, a ``plan_once()`` (and ``run_once()``)
 that does one round and returns what it did, and an interval. A
@@ -108,8 +108,23 @@ class Pruner:
         return {"pruned": pruned}
 
 
+@dataclass(frozen=True, slots=True)
+class Scheduler:
+    """Enqueues the due tick of every periodic job (each tick once, whoever runs it)."""
+
+    interval: float = 1.0
+    name: str = "schedules"
+
+    def __post_init__(self) -> None:
+        _positive("scheduler interval", self.interval)
+
+    def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        fired = yield from operations.schedule_fire_due(now=now)
+        return {"fired": len(fired)}
+
+
 def default_services() -> list[MaintenanceService]:
-    return [LeaseRequeuer(), LostWorkerMarker(), Pruner()]
+    return [LeaseRequeuer(), Scheduler(), LostWorkerMarker(), Pruner()]
 
 
 def run_once(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskq import errors
-from taskq.broker import limits, queries
+from taskq.broker import limits, queries, schedules
 from taskq.broker.plan import Op, Read, Sleep, Write
 from taskq.broker.records import (
     AttemptReport,
@@ -35,7 +35,7 @@ from taskq.broker.records import (
     QueueStats,
     WorkerInfo,
 )
-from taskq.broker.store import Consistency, Row, Statement
+from taskq.broker.store import Consistency, Row, SqlValue, Statement
 
 _NEVER = 2**62  # keyset start: larger than any job id
 
@@ -778,3 +778,168 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
         yield Sleep(pause)
         # Start fast (most jobs are short), then settle at poll_seconds.
         delay = min(delay * 2, poll_seconds)
+
+
+# -- schedules --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A periodic job as stored."""
+
+    name: str
+    timing: schedules.Timing
+    spec: dict[str, Any]
+    paused: bool
+    catch_up: schedules.CatchUp
+    next_fire_at: float
+    last_fired_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """A tick that a round enqueued."""
+
+    schedule: str
+    fire_at: float
+    job_id: int
+
+
+def _store_now(now: float | None) -> Op[float]:
+    """``now`` if injected, else the store's clock (the leader's, on rqlite)."""
+    if now is not None:
+        return now
+    rows = yield Read(Statement(queries.query("clock_read")), Consistency.WEAK)
+    return float(rows[0]["now"])
+
+
+def schedule_add(
+    name: str,
+    spec: JobSpec,
+    *,
+    cron: str | None = None,
+    every_seconds: float | None = None,
+    timezone: str = "UTC",
+    catch_up: schedules.CatchUp = schedules.CatchUp.ONCE,
+    now: float | None = None,
+) -> Op[Schedule]:
+    """Create or replace the schedule ``name``, which enqueues ``spec`` on every tick."""
+    schedules.validate_name(name)
+    row = validate_spec(spec)
+    for one_off in ("key", "run_at", "delay", "submitter"):
+        row.pop(one_off)
+    current = yield from _store_now(now)
+    timing = schedules.validate_timing(
+        cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=current
+    )
+    next_fire_at = schedules.next_tick(timing, current)
+    yield Write(
+        [
+            _clock(current),
+            Statement(
+                queries.query("schedule_upsert"),
+                {
+                    "name": name,
+                    "cron": cron,
+                    "every_seconds": every_seconds,
+                    "timezone": timezone,
+                    "spec": to_json(row, "the job"),
+                    "catch_up": schedules.CatchUp(catch_up).value,
+                    "next_fire_at": next_fire_at,
+                },
+            ),
+        ],
+        idempotent=True,
+    )
+    return Schedule(
+        name=name,
+        timing=timing,
+        spec=row,
+        paused=False,
+        catch_up=schedules.CatchUp(catch_up),
+        next_fire_at=next_fire_at,
+        last_fired_at=None,
+    )
+
+
+def schedule_remove(name: str) -> Op[bool]:
+    """Delete a schedule; False when there was none of that name."""
+    results = yield Write(
+        [Statement(queries.query("schedule_delete"), {"name": name})], idempotent=True
+    )
+    return bool(results[0].rows)
+
+
+def schedule_set_paused(name: str, paused: bool) -> Op[bool]:
+    """Pause or resume a schedule; False when there is none of that name."""
+    results = yield Write(
+        [Statement(queries.query("schedule_set_paused"), {"name": name, "paused": int(paused)})],
+        idempotent=True,
+    )
+    return bool(results[0].rows)
+
+
+def _schedule(row: Row) -> Schedule:
+    return Schedule(
+        name=row["name"],
+        timing=schedules.Timing(
+            cron=row["cron"],
+            every_seconds=row["every_seconds"],
+            timezone=row["timezone"],
+            anchor=float(row["created_at"]),
+        ),
+        spec=_from_json(row["spec"]),
+        paused=bool(row["paused"]),
+        catch_up=schedules.CatchUp(row["catch_up"]),
+        next_fire_at=float(row["next_fire_at"]),
+        last_fired_at=row["last_fired_at"],
+    )
+
+
+def schedule_list() -> Op[list[Schedule]]:
+    """Every schedule, by name, with its next fire time."""
+    rows = yield Read(Statement(queries.query("schedule_list")))
+    return [_schedule(row) for row in rows]
+
+
+def schedule_fire_due(*, now: float | None = None, limit: int = 100) -> Op[list[Fired]]:
+    """Enqueue the due tick of every due schedule, each tick exactly once.
+
+    Any number of processes may run this at once: a tick's row in
+    schedule_fires (primary key schedule, fire_at) lets only the first batch
+    that records it enqueue its job. After a gap, only the latest missed tick
+    fires (or none, for catch_up="skip").
+    """
+    current = yield from _store_now(now)
+    rows = yield Read(
+        Statement(queries.query("schedule_due"), {"now": current, "limit": int(limit)}),
+        Consistency.LINEARIZABLE,
+    )
+    fired: list[Fired] = []
+    for schedule in map(_schedule, rows):
+        decision = schedules.due(schedule.timing, schedule.next_fire_at, schedule.catch_up, current)
+        batch = [_clock(current)]
+        if decision.fire_at is not None:
+            tick: dict[str, SqlValue] = {"name": schedule.name, "fire_at": decision.fire_at}
+            keyed = {**tick, "key": f"schedule:{schedule.name}:{decision.fire_at:.6f}"}
+            batch += [
+                Statement(queries.query("schedule_fire_record"), tick),
+                Statement(queries.query("schedule_fire_enqueue"), keyed),
+                Statement(queries.query("schedule_fire_link"), keyed),
+            ]
+        batch.append(
+            Statement(
+                queries.query("schedule_advance"),
+                {
+                    "name": schedule.name,
+                    "next_fire_at": decision.next_fire_at,
+                    "fired_at": decision.fire_at,
+                },
+            )
+        )
+        results = yield Write(batch, idempotent=True)
+        if decision.fire_at is not None and results[3].rows:
+            job_id = results[3].rows[0]["job_id"]
+            if job_id is not None:
+                fired.append(Fired(schedule.name, decision.fire_at, int(job_id)))
+    return fired

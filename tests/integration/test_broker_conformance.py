@@ -551,3 +551,67 @@ def test_throughput_counts_finished_attempts_per_minute(run: Any, queue: str) ->
     recent = buckets[-1].outcomes
     assert recent.get("succeeded", 0) >= 2
     assert recent.get("error", 0) >= 1
+
+
+# -- schedules --------------------------------------------------------------------------
+
+
+def test_a_schedule_fires_each_tick_once(run: Any, queue: str) -> None:
+    name = f"every-minute-{queue}"
+    spec = call_spec("reports:daily", ["x"], queue=queue, priority=3, max_attempts=2)
+    created = run(ops.schedule_add(name, spec, every_seconds=60, now=T0))
+    assert created.next_fire_at == T0 + 60
+    assert run(ops.schedule_fire_due(now=T0 + 59)) == []
+    [fired] = [f for f in run(ops.schedule_fire_due(now=T0 + 61)) if f.schedule == name]
+    assert fired.fire_at == T0 + 60
+    assert [f for f in run(ops.schedule_fire_due(now=T0 + 62)) if f.schedule == name] == []
+    job = run(ops.job_get(fired.job_id))
+    assert (job.queue, job.priority, job.max_attempts, job.run_at) == (queue, 3, 2, T0 + 60)
+    assert job.payload["target"] == "reports:daily"
+    assert job.submitter == f"schedule:{name}"
+    [listed] = [s for s in run(ops.schedule_list()) if s.name == name]
+    assert (listed.next_fire_at, listed.last_fired_at) == (T0 + 120, T0 + 60)
+
+
+def test_a_gap_fires_the_latest_tick_once_and_skip_fires_none(run: Any, queue: str) -> None:
+    once, skip = f"once-{queue}", f"skip-{queue}"
+    spec = call_spec("m:f", queue=queue)
+    run(ops.schedule_add(once, spec, every_seconds=600, now=T0))
+    run(ops.schedule_add(skip, spec, every_seconds=600, catch_up="skip", now=T0))
+    # Five ticks missed, the latest 90 s ago: "once" fires it, "skip" lets it go.
+    fired = [f for f in run(ops.schedule_fire_due(now=T0 + 3600 + 90)) if queue in f.schedule]
+    assert [(f.schedule, f.fire_at) for f in fired] == [(once, T0 + 3600)]
+    assert len(run(ops.job_list(queue=queue))) == 1
+
+
+def test_paused_and_removed_schedules_do_not_fire(run: Any, queue: str) -> None:
+    name = f"paused-{queue}"
+    run(ops.schedule_add(name, call_spec("m:f", queue=queue), every_seconds=10, now=T0))
+    assert run(ops.schedule_set_paused(name, True))
+    assert not [f for f in run(ops.schedule_fire_due(now=T0 + 100)) if f.schedule == name]
+    assert run(ops.schedule_set_paused(name, False))
+    assert [f.schedule for f in run(ops.schedule_fire_due(now=T0 + 100)) if f.schedule == name] == [
+        name
+    ]
+    assert run(ops.schedule_remove(name))
+    assert not run(ops.schedule_remove(name))
+    assert not run(ops.schedule_set_paused(name, True))
+
+
+def test_cron_schedules_in_a_time_zone(run: Any, queue: str) -> None:
+    name = f"cron-{queue}"
+    run(
+        ops.schedule_add(
+            name,
+            call_spec("m:f", queue=queue),
+            cron="*/15 * * * *",
+            timezone="Asia/Kolkata",
+            now=T0,
+        )
+    )
+    [listed] = [s for s in run(ops.schedule_list()) if s.name == name]
+    # India is UTC+5:30: quarter hours there are quarter hours in UTC too.
+    assert listed.next_fire_at % 900 == 0
+    assert T0 < listed.next_fire_at <= T0 + 900
+    with pytest.raises(errors.ConfigError, match="bad cron"):
+        run(ops.schedule_add(name, call_spec("m:f", queue=queue), cron="every day", now=T0))

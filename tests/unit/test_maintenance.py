@@ -125,3 +125,10 @@ def test_the_loop_runs_until_stopped_and_resigns(store: Store) -> None:
     anyio.run(scenario)
     assert plan.run(store, ops.job_get(job_id)).state is JobState.DEAD
     assert plan.run(store, ops.leader_attempt_elect("maintenance", "other", ttl_seconds=5))
+
+
+def test_the_scheduler_service_fires_due_ticks(store: Store) -> None:
+    plan.run(store, ops.schedule_add("tick", call_spec("m:f"), every_seconds=30, now=T0))
+    assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 10) == {"fired": 0}
+    assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 31) == {"fired": 1}
+    assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 32) == {"fired": 0}

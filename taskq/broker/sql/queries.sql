@@ -374,3 +374,70 @@ DELETE FROM leader WHERE name = :name AND holder = :holder
 
 -- name: leader_get
 SELECT name, holder, expires_at FROM leader WHERE name = :name
+
+-- name: clock_read
+SELECT (julianday('now') - 2440587.5) * 86400.0 AS now
+
+-- name: schedule_upsert
+INSERT INTO schedules (
+    name, cron, every_seconds, timezone, spec, paused, catch_up, next_fire_at, created_at
+)
+VALUES (
+    :name, :cron, :every_seconds, :timezone, :spec, 0, :catch_up, :next_fire_at,
+    (SELECT now FROM taskq_clock)
+)
+ON CONFLICT (name) DO UPDATE SET
+    cron = excluded.cron, every_seconds = excluded.every_seconds, timezone = excluded.timezone,
+    spec = excluded.spec, catch_up = excluded.catch_up, next_fire_at = excluded.next_fire_at,
+    created_at = excluded.created_at
+
+-- name: schedule_delete
+DELETE FROM schedules WHERE name = :name RETURNING name
+
+-- name: schedule_set_paused
+UPDATE schedules SET paused = :paused WHERE name = :name RETURNING name
+
+-- name: schedule_list
+SELECT * FROM schedules ORDER BY name
+
+-- name: schedule_due
+SELECT * FROM schedules WHERE paused = 0 AND next_fire_at <= :now
+ORDER BY next_fire_at, name LIMIT :limit
+
+-- name: schedule_fire_record
+INSERT INTO schedule_fires (schedule, fire_at) VALUES (:name, :fire_at)
+ON CONFLICT (schedule, fire_at) DO NOTHING
+
+-- name: schedule_fire_enqueue
+-- Only the batch that recorded the tick (job_id still NULL) enqueues its job.
+INSERT INTO jobs (
+    queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
+    idempotency_key, submitter, created_at
+)
+SELECT
+    json_extract(s.spec, '$.queue'),
+    json_extract(s.spec, '$.kind'),
+    json_extract(s.spec, '$.payload'),
+    json_extract(s.spec, '$.priority'),
+    f.fire_at,
+    json_extract(s.spec, '$.max_attempts'),
+    json_extract(s.spec, '$.timeout'),
+    json_extract(s.spec, '$.limits'),
+    json_extract(s.spec, '$.labels'),
+    :key,
+    'schedule:' || s.name,
+    (SELECT now FROM taskq_clock)
+FROM schedule_fires AS f JOIN schedules AS s ON s.name = f.schedule
+WHERE f.schedule = :name AND f.fire_at = :fire_at AND f.job_id IS NULL
+ON CONFLICT (idempotency_key) DO NOTHING
+
+-- name: schedule_fire_link
+UPDATE schedule_fires SET job_id = (SELECT id FROM jobs WHERE idempotency_key = :key)
+WHERE schedule = :name AND fire_at = :fire_at AND job_id IS NULL
+RETURNING job_id
+
+-- name: schedule_advance
+UPDATE schedules SET
+    next_fire_at = :next_fire_at,
+    last_fired_at = COALESCE(:fired_at, last_fired_at)
+WHERE name = :name AND next_fire_at < :next_fire_at

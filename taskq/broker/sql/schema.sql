@@ -12,7 +12,12 @@ INSERT INTO taskq_clock (id, now) VALUES (1, 0);
 CREATE TABLE queues (
     name TEXT PRIMARY KEY,
     paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    max_running INTEGER CHECK (max_running IS NULL OR max_running >= 0),
+    rate_limit REAL CHECK (rate_limit IS NULL OR rate_limit > 0),
+    rate_period REAL CHECK (rate_period IS NULL OR rate_period > 0),
+    rate_tokens REAL,
+    rate_updated_at REAL
 );
 
 CREATE TABLE jobs (
@@ -128,3 +133,43 @@ CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs
 BEGIN
     UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
 END;
+
+CREATE TABLE schedules (
+    name TEXT PRIMARY KEY,
+    cron TEXT,
+    every_seconds REAL CHECK (every_seconds IS NULL OR every_seconds > 0),
+    timezone TEXT NOT NULL DEFAULT 'UTC',
+    spec TEXT NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    catch_up TEXT NOT NULL DEFAULT 'once' CHECK (catch_up IN ('once', 'skip')),
+    next_fire_at REAL NOT NULL,
+    last_fired_at REAL,
+    created_at REAL NOT NULL,
+    CHECK ((cron IS NULL) <> (every_seconds IS NULL))
+);
+
+CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE paused = 0;
+
+-- One row per tick that fired: its primary key is what makes a tick fire
+-- exactly once, however many schedulers run.
+CREATE TABLE schedule_fires (
+    schedule TEXT NOT NULL,
+    fire_at REAL NOT NULL,
+    job_id INTEGER,
+    PRIMARY KEY (schedule, fire_at)
+);
+
+-- Submission rates per submitter ('*' applies to everyone without a row of
+-- their own), and each submitter's token bucket. The CHECK turns an
+-- over-limit enqueue into a constraint error that rolls the batch back.
+CREATE TABLE submit_limits (
+    submitter TEXT PRIMARY KEY,
+    rate REAL NOT NULL CHECK (rate > 0),
+    period REAL NOT NULL CHECK (period > 0)
+);
+
+CREATE TABLE submit_buckets (
+    submitter TEXT PRIMARY KEY,
+    tokens REAL NOT NULL CHECK (tokens >= 0),
+    updated_at REAL NOT NULL
+);

@@ -1,0 +1,87 @@
+"""Three scheduler processes race on the same schedules; every tick is enqueued once."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskq.broker import operations as ops
+from taskq.broker import plan
+from taskq.broker.client import call_spec
+from taskq.broker.connect import open_store
+from tests.support.rqlite_cluster import RqliteCluster
+
+T0 = 1_900_000_000.0
+PROCESSES = 3
+
+
+def _scheduler(url: str, times: list[float], barrier: Any, out: Any) -> None:
+    try:
+        store = open_store(url)
+        barrier.wait(timeout=60)
+        fired = 0
+        for now in times:
+            fired += len(plan.run(store, ops.schedule_fire_due(now=now)))
+        store.close()
+        out.put(fired)
+    except Exception as exc:
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def _race(url: str, times: list[float]) -> list[int]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(PROCESSES)
+    out = context.Queue()
+    processes = [
+        context.Process(target=_scheduler, args=(url, times, barrier, out))
+        for _ in range(PROCESSES)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        results = [out.get(timeout=120) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
+    failures = [result for result in results if isinstance(result, str)]
+    assert not failures
+    return [int(result) for result in results]
+
+
+@pytest.fixture(params=["sqlite", "rqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'sched.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+def test_each_tick_is_enqueued_once_by_racing_schedulers(url: str) -> None:
+    queue = f"sched-{uuid.uuid4().hex[:8]}"
+    name = f"minutely-{queue}"
+    store = open_store(url)
+    try:
+        plan.run(
+            store, ops.schedule_add(name, call_spec("m:f", queue=queue), every_seconds=60, now=T0)
+        )
+        # Every process walks the same injected clock, in small steps, at once.
+        fired = _race(url, [T0 + step * 7.0 for step in range(1, 87)])
+        jobs = plan.run(store, ops.job_list(queue=queue, limit=1000))
+        run_ats = sorted(job.run_at for job in jobs)
+        assert run_ats == [T0 + 60.0 * tick for tick in range(1, 11)]
+        assert sum(fired) == 10
+
+        # Then no scheduler runs for an hour: one catch-up job, for the latest tick.
+        fired = _race(url, [T0 + 4000.0, T0 + 4001.0])
+        jobs = plan.run(store, ops.job_list(queue=queue, limit=1000))
+        assert sorted(job.run_at for job in jobs)[10:] == [T0 + 3960.0]
+        assert sum(fired) == 1
+    finally:
+        store.close()
