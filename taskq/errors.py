@@ -38,6 +38,18 @@ class ResultTimeout(TaskqError, TimeoutError):
     """The job did not finish within the time the caller would wait."""
 
 
+class RateLimited(TaskqError):
+    """A submitter went over its submission rate; nothing was written.
+
+    ``retry_after`` is how many seconds until the same request would fit
+    (None when it never can: more jobs in one request than the limit allows).
+    """
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class StoreError(TaskqError):
     """The job store could not carry out a request."""
 

@@ -123,6 +123,34 @@ def validate_spec(spec: JobSpec) -> dict[str, Any]:
     }
 
 
+def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.RateLimited]:
+    """The error for ``submitter`` going over its rate, saying when to retry."""
+    rows = yield Read(
+        Statement(queries.query("submit_limit_of"), {"submitter": submitter}),
+        Consistency.LINEARIZABLE,
+    )
+    if not rows:
+        return errors.RateLimited(f"submitter {submitter!r} is over its rate limit", 1.0)
+    limit = rows[0]
+    rate, period = float(limit["rate"]), float(limit["period"])
+    if count > rate:
+        return errors.RateLimited(
+            f"submitter {submitter!r} may submit at most {rate:g} jobs per {period:g} s; "
+            f"{count} in one request can never fit: split it",
+            None,
+        )
+    tokens = float(limit["tokens"]) if limit["tokens"] is not None else rate
+    current = float(limit["now"]) if now is None else now
+    elapsed = current - float(limit["updated_at"] or current)
+    available = min(rate, tokens + elapsed * rate / period)
+    retry_after = max(0.0, (count - available) * period / rate)
+    return errors.RateLimited(
+        f"submitter {submitter!r} may submit {rate:g} jobs per {period:g} s; "
+        f"nothing was written, retry in {retry_after:.1f} s",
+        retry_after,
+    )
+
+
 def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[list[int]]:
     """Enqueue jobs in one request; return their ids in order.
 
@@ -133,9 +161,22 @@ def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[lis
     rows = [validate_spec(spec) for spec in specs]
     if not rows:
         return []
+    per_submitter: dict[str, int] = {}
+    for row in rows:
+        per_submitter[row["submitter"]] = per_submitter.get(row["submitter"], 0) + 1
+    spends = [
+        Statement(queries.query("submit_bucket_spend"), {"submitter": who, "count": count})
+        for who, count in sorted(per_submitter.items())
+    ]
     statement = Statement(queries.query("job_enqueue"), {"specs": to_json(rows, "jobs")})
-    results = yield Write([_clock(now), statement], idempotent=True)
-    ids = {row["idempotency_key"]: int(row["id"]) for row in results[1].rows}
+    try:
+        results = yield Write([_clock(now), *spends, statement], idempotent=True)
+    except errors.ConstraintViolation as exc:
+        if not 1 <= exc.index <= len(spends):
+            raise
+        who, count = sorted(per_submitter.items())[exc.index - 1]
+        raise (yield from _rate_limited(who, count, now)) from exc
+    ids = {row["idempotency_key"]: int(row["id"]) for row in results[-1].rows}
     missing = sorted({row["key"] for row in rows} - set(ids))
     if missing:
         found = yield Read(
@@ -203,6 +244,10 @@ def job_claim(
         _clock(now),
         Statement(_claim_sql(len(unique_queues)), params),
         Statement(queries.query("execution_start"), token_params),
+        Statement(
+            queries.query("queue_rate_spend"),
+            {**token_params, "queues": json.dumps(unique_queues)},
+        ),
     ]
     try:
         results = yield Write(batch)
@@ -440,6 +485,80 @@ def queue_set_paused(queue: str, paused: bool, *, now: float | None = None) -> O
     )
 
 
+def queue_set_limits(
+    queue: str,
+    *,
+    max_running: int | None = None,
+    rate_limit: float | None = None,
+    rate_period: float = 1.0,
+    now: float | None = None,
+) -> Op[None]:
+    """Cap a queue cluster-wide: ``max_running`` jobs at once, ``rate_limit`` starts per period.
+
+    ``None`` lifts a limit. The caps are applied by every claim, in the store.
+    """
+    if max_running is not None and max_running < 0:
+        raise errors.ConfigError(f"max_running must be 0 or more, got {max_running}")
+    if rate_limit is not None and not (math.isfinite(rate_limit) and rate_limit > 0):
+        raise errors.ConfigError(f"rate limit must be a positive number, got {rate_limit}")
+    if not (math.isfinite(rate_period) and rate_period > 0):
+        raise errors.ConfigError(f"rate period must be positive seconds, got {rate_period}")
+    yield Write(
+        [
+            _clock(now),
+            Statement(
+                queries.query("queue_set_limits"),
+                {
+                    "queue": queue,
+                    "max_running": max_running,
+                    "rate_limit": rate_limit,
+                    "rate_period": rate_period if rate_limit is not None else None,
+                },
+            ),
+        ],
+        idempotent=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitLimit:
+    """At most ``rate`` submissions per ``period`` seconds ("*": everyone without their own)."""
+
+    submitter: str
+    rate: float
+    period: float
+
+
+def submit_limit_set(submitter: str, rate: float, period: float) -> Op[None]:
+    """Limit a submitter's (or, with "*", everyone's) submission rate."""
+    if not (math.isfinite(rate) and rate > 0 and math.isfinite(period) and period > 0):
+        raise errors.ConfigError(
+            f"a submit limit needs a positive rate and period, got {rate}/{period}"
+        )
+    yield Write(
+        [
+            Statement(
+                queries.query("submit_limit_set"),
+                {"submitter": submitter, "rate": float(rate), "period": float(period)},
+            )
+        ],
+        idempotent=True,
+    )
+
+
+def submit_limit_remove(submitter: str) -> Op[None]:
+    """Lift a submitter's own limit (the "*" limit, if any, applies again)."""
+    yield Write(
+        [Statement(queries.query("submit_limit_delete"), {"submitter": submitter})],
+        idempotent=True,
+    )
+
+
+def submit_limit_list() -> Op[list[SubmitLimit]]:
+    rows = yield Read(Statement(queries.query("submit_limit_list")))
+    return [SubmitLimit(row["submitter"], float(row["rate"]), float(row["period"])) for row in rows]
+
+
 # -- reads ------------------------------------------------------------------------
 
 
@@ -520,15 +639,18 @@ def job_counts() -> Op[list[QueueStats]]:
     """Counts per state of every queue, with its paused flag."""
     counts = yield Read(Statement(queries.query("job_counts")))
     queue_rows = yield Read(Statement(queries.query("queue_list")))
-    paused = {row["name"]: bool(row["paused"]) for row in queue_rows}
-    by_queue: dict[str, dict[JobState, int]] = {name: {} for name in paused}
+    settings = {row["name"]: row for row in queue_rows}
+    by_queue: dict[str, dict[JobState, int]] = {name: {} for name in settings}
     for row in counts:
         by_queue.setdefault(row["queue"], {})[JobState(row["state"])] = int(row["n"])
     return [
         QueueStats(
             queue=name,
-            paused=paused.get(name, False),
+            paused=bool(settings.get(name, {}).get("paused")),
             counts={state: by_queue[name].get(state, 0) for state in JobState},
+            max_running=settings.get(name, {}).get("max_running"),
+            rate_limit=settings.get(name, {}).get("rate_limit"),
+            rate_period=settings.get(name, {}).get("rate_period"),
         )
         for name in sorted(by_queue)
     ]

@@ -178,11 +178,14 @@ class WorkerInfo:
 
 @dataclass(frozen=True, slots=True)
 class QueueStats:
-    """Counts per state of one queue, and whether it is paused."""
+    """Counts per state of one queue, whether it is paused, and its limits."""
 
     queue: str
     paused: bool
     counts: dict[JobState, int]
+    max_running: int | None = None
+    rate_limit: float | None = None
+    rate_period: float | None = None
 
 
 class Fenced(enum.Enum):

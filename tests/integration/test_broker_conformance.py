@@ -615,3 +615,53 @@ def test_cron_schedules_in_a_time_zone(run: Any, queue: str) -> None:
     assert T0 < listed.next_fire_at <= T0 + 900
     with pytest.raises(errors.ConfigError, match="bad cron"):
         run(ops.schedule_add(name, call_spec("m:f", queue=queue), cron="every day", now=T0))
+
+
+# -- limits -----------------------------------------------------------------------------
+
+
+def test_max_running_caps_a_queue_across_claims(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 5)
+    run(ops.queue_set_limits(queue, max_running=2, now=T0))
+    first = _claim(run, queue, worker="a", limit=10)
+    assert len(first) == 2
+    assert _claim(run, queue, worker="b", limit=10) == []
+    run(ops.job_complete(first[0].lease, None, now=T0))
+    assert len(_claim(run, queue, worker="b", limit=10)) == 1
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert (stats.max_running, stats.counts[JobState.RUNNING]) == (2, 2)
+    run(ops.queue_set_limits(queue, max_running=None, now=T0))
+    assert len(_claim(run, queue, limit=10)) == 2
+
+
+def test_rate_limit_spaces_out_starts(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 10)
+    run(ops.queue_set_limits(queue, rate_limit=3, rate_period=10, now=T0))
+    assert len(_claim(run, queue, limit=10, now=T0)) == 3
+    assert _claim(run, queue, limit=10, now=T0 + 1) == []
+    # 10/3 s per token: 5 s later one whole token has come back.
+    assert len(_claim(run, queue, limit=10, now=T0 + 5)) == 1
+    assert len(_claim(run, queue, limit=10, now=T0 + 60)) == 3
+
+
+def test_submitters_over_their_rate_are_refused_with_a_retry_time(run: Any, queue: str) -> None:
+    alice, bob = f"alice-{queue}", f"bob-{queue}"
+    run(ops.submit_limit_set(alice, 5, 60))
+
+    def submit(who: str, count: int, at: float) -> list[int]:
+        specs = [call_spec("m:f", queue=queue, submitter=who) for _ in range(count)]
+        ids: list[int] = run(ops.job_enqueue(specs, now=at))
+        return ids
+
+    assert len(submit(alice, 3, T0)) == 3
+    with pytest.raises(errors.RateLimited, match="retry in") as caught:
+        submit(alice, 3, T0 + 1)
+    assert caught.value.retry_after == pytest.approx(12 - 1, abs=1.5)
+    assert len(run(ops.job_list(queue=queue, submitter=alice))) == 3
+    assert len(submit(alice, 3, T0 + 13)) == 3
+    with pytest.raises(errors.RateLimited, match="can never fit") as never:
+        submit(alice, 6, T0 + 1000)
+    assert never.value.retry_after is None
+    assert len(submit(bob, 20, T0)) == 20
+    run(ops.submit_limit_remove(alice))
+    assert len(submit(alice, 20, T0 + 14)) == 20

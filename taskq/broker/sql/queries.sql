@@ -86,6 +86,9 @@ WHERE id IN (
 RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until
 
 -- name: job_claim_candidates
+-- Each queue gives at most what its limits leave: max_running minus the jobs
+-- running now (kept by triggers in job_counts), and the whole tokens of its
+-- rate bucket, refilled at rate_limit per rate_period since its last claim.
 SELECT * FROM (
     SELECT id, priority, run_at FROM jobs
     WHERE state = 'queued' AND queue = :queue_{n}
@@ -96,7 +99,25 @@ SELECT * FROM (
             WHERE needed.value NOT IN (SELECT value FROM json_each(:labels))
         )
     ORDER BY priority DESC, run_at, id
-    LIMIT :limit
+    LIMIT MAX(0, MIN(
+        :limit,
+        COALESCE(
+            (SELECT max_running FROM queues WHERE name = :queue_{n})
+                - COALESCE(
+                    (SELECT n FROM job_counts WHERE queue = :queue_{n} AND state = 'running'), 0
+                ),
+            :limit
+        ),
+        COALESCE((
+            SELECT CAST(MIN(
+                rate_limit,
+                COALESCE(rate_tokens, rate_limit)
+                    + ((SELECT now FROM taskq_clock) - COALESCE(rate_updated_at, 0))
+                    * rate_limit / rate_period
+            ) AS INTEGER)
+            FROM queues WHERE name = :queue_{n} AND rate_limit IS NOT NULL
+        ), :limit)
+    ))
 )
 
 -- name: job_claimable
@@ -109,6 +130,73 @@ SELECT EXISTS (
         AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
         AND run_at <= (julianday('now') - 2440587.5) * 86400.0
 ) AS ready
+
+-- name: queue_rate_spend
+-- Take this claim's starts out of each rate-limited queue's bucket.
+UPDATE queues SET
+    rate_tokens = MIN(
+        rate_limit,
+        COALESCE(rate_tokens, rate_limit)
+            + ((SELECT now FROM taskq_clock)
+                - COALESCE(rate_updated_at, (SELECT now FROM taskq_clock)))
+            * rate_limit / rate_period
+    ) - (
+        SELECT count(*) FROM jobs
+        WHERE state = 'running' AND worker_id = :worker_id AND queue = queues.name
+            AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
+    ),
+    rate_updated_at = (SELECT now FROM taskq_clock)
+WHERE rate_limit IS NOT NULL AND name IN (SELECT value FROM json_each(:queues))
+
+-- name: queue_set_limits
+INSERT INTO queues (name, paused, updated_at, max_running, rate_limit, rate_period)
+VALUES (
+    :queue, 0, (SELECT now FROM taskq_clock), :max_running, :rate_limit, :rate_period
+)
+ON CONFLICT (name) DO UPDATE SET
+    max_running = excluded.max_running,
+    rate_limit = excluded.rate_limit,
+    rate_period = excluded.rate_period,
+    rate_tokens = NULL,
+    rate_updated_at = NULL,
+    updated_at = excluded.updated_at
+
+-- name: submit_bucket_spend
+-- Fails the CHECK (tokens >= 0), and so the whole enqueue, when :count jobs
+-- are more than the submitter's bucket holds. No limit row: no limit.
+INSERT INTO submit_buckets (submitter, tokens, updated_at)
+SELECT :submitter, rate - :count, (SELECT now FROM taskq_clock)
+FROM submit_limits
+WHERE submitter IN (:submitter, '*')
+ORDER BY submitter = '*'
+LIMIT 1
+ON CONFLICT (submitter) DO UPDATE SET
+    tokens = MIN(
+        (SELECT rate FROM submit_limits WHERE submitter IN (:submitter, '*')
+            ORDER BY submitter = '*' LIMIT 1),
+        submit_buckets.tokens
+            + ((SELECT now FROM taskq_clock) - submit_buckets.updated_at)
+            * (SELECT rate / period FROM submit_limits WHERE submitter IN (:submitter, '*')
+                ORDER BY submitter = '*' LIMIT 1)
+    ) - :count,
+    updated_at = excluded.updated_at
+
+-- name: submit_limit_of
+SELECT l.rate, l.period, b.tokens, b.updated_at, (julianday('now') - 2440587.5) * 86400.0 AS now
+FROM submit_limits AS l LEFT JOIN submit_buckets AS b ON b.submitter = :submitter
+WHERE l.submitter IN (:submitter, '*')
+ORDER BY l.submitter = '*'
+LIMIT 1
+
+-- name: submit_limit_set
+INSERT INTO submit_limits (submitter, rate, period) VALUES (:submitter, :rate, :period)
+ON CONFLICT (submitter) DO UPDATE SET rate = excluded.rate, period = excluded.period
+
+-- name: submit_limit_delete
+DELETE FROM submit_limits WHERE submitter = :submitter
+
+-- name: submit_limit_list
+SELECT submitter, rate, period FROM submit_limits ORDER BY submitter
 
 -- name: execution_start
 INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at)
@@ -321,7 +409,7 @@ VALUES (:queue, :paused, (SELECT now FROM taskq_clock))
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 
 -- name: queue_list
-SELECT name, paused FROM queues
+SELECT name, paused, max_running, rate_limit, rate_period FROM queues
 
 -- name: worker_register
 INSERT INTO workers (

@@ -1,0 +1,115 @@
+"""A queue's max_running holds cluster-wide while several processes claim from it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskq.broker import operations as ops
+from taskq.broker import plan
+from taskq.broker.client import call_spec
+from taskq.broker.connect import open_store
+from taskq.broker.records import JobState
+from taskq.broker.store import Consistency, Statement
+from tests.support.rqlite_cluster import RqliteCluster
+
+LIMIT = 3
+PROCESSES = 4
+
+
+def _work(url: str, queue: str, barrier: Any, out: Any) -> None:
+    try:
+        store = open_store(url)
+        barrier.wait(timeout=60)
+        done = 0
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < 3:
+            claimed = plan.run(
+                store, ops.job_claim(f"w{id(store)}", [queue], limit=2, lease_seconds=60)
+            )
+            if not claimed:
+                time.sleep(0.005)
+                continue
+            idle_since = time.monotonic()
+            time.sleep(random.uniform(0.005, 0.03))
+            for job in claimed:
+                plan.run(store, ops.job_complete(job.lease, None))
+                done += 1
+        store.close()
+        out.put(done)
+    except Exception as exc:
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.fixture(params=["sqlite", "rqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'limits.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+def test_max_running_is_never_exceeded_by_several_workers(url: str) -> None:
+    queue = f"limited-{uuid.uuid4().hex[:8]}"
+    jobs = 120
+    store = open_store(url)
+    plan.run(store, ops.job_enqueue([call_spec("m:f", queue=queue) for _ in range(jobs)]))
+    plan.run(store, ops.queue_set_limits(queue, max_running=LIMIT))
+    sampled: list[int] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.is_set():
+            [stats] = [s for s in plan.run(store, ops.job_counts()) if s.queue == queue]
+            sampled.append(stats.counts[JobState.RUNNING])
+
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(PROCESSES)
+    out = context.Queue()
+    processes = [
+        context.Process(target=_work, args=(url, queue, barrier, out)) for _ in range(PROCESSES)
+    ]
+    sampler = threading.Thread(target=sample, daemon=True)
+    for process in processes:
+        process.start()
+    sampler.start()
+    try:
+        results = [out.get(timeout=180) for _ in processes]
+    finally:
+        sampling.set()
+        sampler.join(timeout=30)
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
+    assert not [result for result in results if isinstance(result, str)]
+    assert sum(results) == jobs
+    assert sum(1 for result in results if result) > 1, "the work was not shared"
+    assert max(sampled) <= LIMIT
+
+    # The store's own record: at no instant did more than LIMIT attempts overlap.
+    rows = store.query(
+        Statement(
+            "SELECT e.started_at AS start, e.finished_at AS end FROM executions AS e "
+            "JOIN jobs AS j ON j.id = e.job_id WHERE j.queue = :queue",
+            {"queue": queue},
+        ),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    # A finish and a start at the same instant: the finish came first.
+    events = sorted([(row["start"], 1) for row in rows] + [(row["end"], -1) for row in rows])
+    running = peak = 0
+    for _, change in events:
+        running += change
+        peak = max(peak, running)
+    assert len(rows) == jobs
+    assert peak <= LIMIT
+    store.close()
