@@ -9,6 +9,7 @@ the store's clock decides.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import random
@@ -321,28 +322,111 @@ def _execution_finish(lease: Lease, report: AttemptReport, error: str | None) ->
     )
 
 
-def _fenced(batch: list[Statement], lease: Lease) -> Op[Fenced]:
-    """Run a batch whose last statement is fenced by ``lease``; say if it was accepted.
+class Verdict(enum.Enum):
+    """What a worker reports about an attempt it ran."""
 
-    An unknown outcome is resolved by reading the job: if it left ``running``
-    under our token, the report landed; if it is still running under our
-    token, nothing landed and the batch is sent again; otherwise the lease
-    is gone.
+    COMPLETE = "complete"
+    FAIL = "fail"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One finished attempt, as reported under its lease."""
+
+    lease: Lease
+    verdict: Verdict
+    attempt: AttemptReport
+    result: Any = None
+    error: dict[str, Any] | None = None
+    retryable: bool = True
+
+
+def _report_statements(report: Report, backoff: Backoff) -> list[Statement]:
+    lease = report.lease
+    fence: dict[str, SqlValue] = {"job_id": lease.job_id, "lease_token": lease.token}
+    if report.verdict is Verdict.COMPLETE:
+        encoded = to_json(report.result, "the result")
+        return [
+            _execution_finish(lease, report.attempt, None),
+            Statement(queries.query("job_complete"), {**fence, "result": encoded}),
+        ]
+    if report.verdict is Verdict.FAIL:
+        error = to_json(report.error or {"type": "Error", "message": ""}, "the error")
+        return [
+            _execution_finish(lease, report.attempt, error),
+            Statement(
+                queries.query("job_fail"),
+                {
+                    **fence,
+                    "error": error,
+                    "retryable": int(report.retryable),
+                    "backoff_base": backoff.base,
+                    "backoff_cap": backoff.cap,
+                    "jitter": backoff.factor(),
+                },
+            ),
+        ]
+    return [
+        _execution_finish(lease, report.attempt, None),
+        Statement(queries.query("job_release"), fence),
+    ]
+
+
+def job_report(
+    reports: Sequence[Report], *, backoff: Backoff = Backoff(), now: float | None = None
+) -> Op[list[Fenced]]:
+    """Record finished attempts in one request, each fenced by its own lease.
+
+    Every report is accepted or refused on its own: a refused one (the lease
+    moved on) changes nothing, and the worker drops its result. An unknown
+    outcome is resolved by reading the jobs: one that left ``running`` under
+    its token was recorded; one still running under its token is sent again;
+    any other lost its lease.
     """
+    pending = list(reports)
+    verdicts: dict[Lease, Fenced] = {}
     for _ in range(3):
+        if not pending:
+            break
+        batch = [_clock(now)]
+        fenced_at: list[int] = []
+        for report in pending:
+            batch += _report_statements(report, backoff)
+            fenced_at.append(len(batch) - 1)
         try:
             results = yield Write(batch)
         except errors.OutcomeUnknown:
+            ids = json.dumps([report.lease.job_id for report in pending])
             rows = yield Read(
-                Statement(queries.query("job_get"), {"id": lease.job_id}), Consistency.LINEARIZABLE
+                Statement(queries.query("job_lease_states"), {"ids": ids}),
+                Consistency.LINEARIZABLE,
             )
-            if not rows or rows[0]["lease_token"] != lease.token:
-                return Fenced.LEASE_LOST
-            if rows[0]["state"] != JobState.RUNNING:
-                return Fenced.ACCEPTED
+            found = {int(row["id"]): row for row in rows}
+            still_running = []
+            for report in pending:
+                row = found.get(report.lease.job_id)
+                if row is None or row["lease_token"] != report.lease.token:
+                    verdicts[report.lease] = Fenced.LEASE_LOST
+                elif row["state"] != JobState.RUNNING:
+                    verdicts[report.lease] = Fenced.ACCEPTED
+                else:
+                    still_running.append(report)
+            pending = still_running
             continue
-        return Fenced.ACCEPTED if results[-1].rows else Fenced.LEASE_LOST
-    raise errors.OutcomeUnknown(f"the report on job {lease.job_id} could not be confirmed")
+        for report, index in zip(pending, fenced_at, strict=True):
+            verdicts[report.lease] = Fenced.ACCEPTED if results[index].rows else Fenced.LEASE_LOST
+        pending = []
+    if pending:
+        raise errors.OutcomeUnknown(
+            f"reports on jobs {[report.lease.job_id for report in pending]} could not be confirmed"
+        )
+    return [verdicts[report.lease] for report in reports]
+
+
+def _one(report: Report, backoff: Backoff, now: float | None) -> Op[Fenced]:
+    [verdict] = yield from job_report([report], backoff=backoff, now=now)
+    return verdict
 
 
 def job_complete(
@@ -353,17 +437,10 @@ def job_complete(
     now: float | None = None,
 ) -> Op[Fenced]:
     """Record success and the result, if ``lease`` still holds the job."""
-    encoded = to_json(result, "the result")
-    report = report or AttemptReport(outcome="succeeded")
-    batch = [
-        _clock(now),
-        _execution_finish(lease, report, None),
-        Statement(
-            queries.query("job_complete"),
-            {"job_id": lease.job_id, "lease_token": lease.token, "result": encoded},
-        ),
-    ]
-    return (yield from _fenced(batch, lease))
+    attempt = report or AttemptReport(outcome="succeeded")
+    return (
+        yield from _one(Report(lease, Verdict.COMPLETE, attempt, result=result), Backoff(), now)
+    )
 
 
 def job_fail(
@@ -380,25 +457,9 @@ def job_fail(
     ``error`` holds at least ``type`` and ``message`` (and often a
     ``traceback``). A non-retryable error ends the job as ``failed`` at once.
     """
-    encoded = to_json(error, "the error")
-    report = report or AttemptReport(outcome="error")
-    batch = [
-        _clock(now),
-        _execution_finish(lease, report, encoded),
-        Statement(
-            queries.query("job_fail"),
-            {
-                "job_id": lease.job_id,
-                "lease_token": lease.token,
-                "error": encoded,
-                "retryable": int(retryable),
-                "backoff_base": backoff.base,
-                "backoff_cap": backoff.cap,
-                "jitter": backoff.factor(),
-            },
-        ),
-    ]
-    return (yield from _fenced(batch, lease))
+    attempt = report or AttemptReport(outcome="error")
+    failure = Report(lease, Verdict.FAIL, attempt, error=error, retryable=retryable)
+    return (yield from _one(failure, backoff, now))
 
 
 def job_release(
@@ -409,15 +470,8 @@ def job_release(
     A job with a cancel request becomes ``cancelled`` instead: this is also
     how a worker acknowledges a cancel it acted on.
     """
-    report = report or AttemptReport(outcome="released")
-    batch = [
-        _clock(now),
-        _execution_finish(lease, report, None),
-        Statement(
-            queries.query("job_release"), {"job_id": lease.job_id, "lease_token": lease.token}
-        ),
-    ]
-    return (yield from _fenced(batch, lease))
+    attempt = report or AttemptReport(outcome="released")
+    return (yield from _one(Report(lease, Verdict.RELEASE, attempt), Backoff(), now))
 
 
 def job_progress(lease: Lease, progress: float, message: str = "") -> Op[Fenced]:

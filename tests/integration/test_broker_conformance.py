@@ -665,3 +665,30 @@ def test_submitters_over_their_rate_are_refused_with_a_retry_time(run: Any, queu
     assert len(submit(bob, 20, T0)) == 20
     run(ops.submit_limit_remove(alice))
     assert len(submit(alice, 20, T0 + 14)) == 20
+
+
+def test_one_request_reports_many_attempts_each_fenced(run: Any, queue: str) -> None:
+    ok, failing, released, stale = _enqueue(run, queue, 4)
+    claimed = {job.lease.job_id: job.lease for job in _claim(run, queue, limit=4)}
+    forged = Lease(job_id=stale, token="someone else's")
+    reports = [
+        ops.Report(claimed[ok], ops.Verdict.COMPLETE, AttemptReport("succeeded"), result=[1, 2]),
+        ops.Report(
+            claimed[failing],
+            ops.Verdict.FAIL,
+            AttemptReport("error"),
+            error={"type": "E", "message": "m"},
+        ),
+        ops.Report(claimed[released], ops.Verdict.RELEASE, AttemptReport("released")),
+        ops.Report(forged, ops.Verdict.COMPLETE, AttemptReport("succeeded"), result="zombie"),
+    ]
+    verdicts = run(ops.job_report(reports, now=T0 + 1))
+    assert verdicts == [Fenced.ACCEPTED, Fenced.ACCEPTED, Fenced.ACCEPTED, Fenced.LEASE_LOST]
+    states = {job_id: run(ops.job_get(job_id)).state for job_id in (ok, failing, released, stale)}
+    assert states == {
+        ok: JobState.SUCCEEDED,
+        failing: JobState.QUEUED,
+        released: JobState.QUEUED,
+        stale: JobState.RUNNING,
+    }
+    assert run(ops.job_get(ok)).result == [1, 2]

@@ -346,6 +346,9 @@ DELETE FROM jobs WHERE id IN (
 )
 RETURNING id
 
+-- name: job_lease_states
+SELECT id, state, lease_token FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))
+
 -- name: job_get
 SELECT * FROM jobs WHERE id = :id
 

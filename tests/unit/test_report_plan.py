@@ -1,0 +1,53 @@
+"""How a batched report resolves an unknown outcome, step by step through its plan."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskq import errors
+from taskq.broker import operations as ops
+from taskq.broker.plan import Read, Write
+from taskq.broker.records import AttemptReport, Fenced, Lease
+from taskq.broker.store import StatementResult
+
+DONE = Lease(1, "t1")
+STILL_RUNNING = Lease(2, "t2")
+TAKEN = Lease(3, "t3")
+
+
+def _report(lease: Lease) -> ops.Report:
+    return ops.Report(lease, ops.Verdict.COMPLETE, AttemptReport("succeeded"), result=lease.job_id)
+
+
+def test_an_unknown_outcome_is_resolved_job_by_job() -> None:
+    plan = ops.job_report([_report(DONE), _report(STILL_RUNNING), _report(TAKEN)], now=100.0)
+    first = next(plan)
+    assert isinstance(first, Write)
+    assert not first.idempotent
+    check = plan.throw(errors.OutcomeUnknown("leadership lost while committing log"))
+    assert isinstance(check, Read)
+    retry = plan.send(
+        [
+            {"id": 1, "state": "succeeded", "lease_token": "t1"},
+            {"id": 2, "state": "running", "lease_token": "t2"},
+            {"id": 3, "state": "running", "lease_token": "someone else"},
+        ]
+    )
+    # Only the report that certainly did not land is sent again.
+    assert isinstance(retry, Write)
+    assert len(retry.statements) == 1 + 2
+    with pytest.raises(StopIteration) as done:
+        plan.send([StatementResult(), StatementResult(), StatementResult(rows=[{"id": 2}])])
+    assert done.value.value == [Fenced.ACCEPTED, Fenced.ACCEPTED, Fenced.LEASE_LOST]
+
+
+def test_a_report_that_never_resolves_is_an_error() -> None:
+    plan = ops.job_report([_report(STILL_RUNNING)], now=100.0)
+    next(plan)
+    running = [{"id": 2, "state": "running", "lease_token": "t2"}]
+    for _ in range(2):
+        plan.throw(errors.OutcomeUnknown("lost"))
+        plan.send(running)
+    plan.throw(errors.OutcomeUnknown("lost"))
+    with pytest.raises(errors.OutcomeUnknown, match="could not be confirmed"):
+        plan.send(running)
