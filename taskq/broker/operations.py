@@ -211,6 +211,54 @@ def _claimed(row: Row) -> ClaimedJob:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """A worker asking for up to ``limit`` jobs of its queues, with its labels."""
+
+    worker_id: str
+    queues: tuple[str, ...]
+    limit: int
+    lease_seconds: float
+    labels: tuple[str, ...] = ()
+
+
+def _claim_statements(request: ClaimRequest, claim_token: str) -> list[Statement]:
+    """The claim, its execution rows and its rate-limit spending: three statements."""
+    queues = list(dict.fromkeys(request.queues))
+    params: dict[str, Any] = {
+        "worker_id": request.worker_id,
+        "claim_token": claim_token,
+        "lease_seconds": float(request.lease_seconds),
+        "labels": json.dumps(sorted(set(request.labels))),
+        "limit": int(request.limit),
+    }
+    params.update({f"queue_{index}": queue for index, queue in enumerate(queues)})
+    token_params = {"worker_id": request.worker_id, "claim_token": claim_token}
+    return [
+        Statement(_claim_sql(len(queues)), params),
+        Statement(queries.query("execution_start"), token_params),
+        Statement(
+            queries.query("queue_rate_spend"), {**token_params, "queues": json.dumps(queues)}
+        ),
+    ]
+
+
+def _claimed_rows(rows: list[Row]) -> list[ClaimedJob]:
+    return sorted((_claimed(row) for row in rows), key=lambda job: job.lease.job_id)
+
+
+def _claimed_by_token(request: ClaimRequest, claim_token: str) -> Op[list[ClaimedJob]]:
+    """What a claim whose outcome is unknown did claim (nothing, if it was not applied)."""
+    rows = yield Read(
+        Statement(
+            queries.query("job_claimed_by_token"),
+            {"worker_id": request.worker_id, "claim_token": claim_token},
+        ),
+        Consistency.LINEARIZABLE,
+    )
+    return _claimed_rows(rows)
+
+
 def job_claim(
     worker_id: str,
     queues: Sequence[str],
@@ -228,39 +276,15 @@ def job_claim(
     outcome is unknown, a linearizable read of this claim's token finds what
     was claimed, so no attempt is lost or doubled.
     """
-    if limit < 1 or not queues:
+    request = ClaimRequest(worker_id, tuple(queues), limit, lease_seconds, tuple(labels))
+    if request.limit < 1 or not request.queues:
         return []
-    unique_queues = list(dict.fromkeys(queues))
     claim_token = secrets.token_hex(8)
-    params: dict[str, Any] = {
-        "worker_id": worker_id,
-        "claim_token": claim_token,
-        "lease_seconds": float(lease_seconds),
-        "labels": json.dumps(sorted(set(labels))),
-        "limit": int(limit),
-    }
-    params.update({f"queue_{index}": queue for index, queue in enumerate(unique_queues)})
-    token_params = {"worker_id": worker_id, "claim_token": claim_token}
-    batch = [
-        _clock(now),
-        Statement(_claim_sql(len(unique_queues)), params),
-        Statement(queries.query("execution_start"), token_params),
-        Statement(
-            queries.query("queue_rate_spend"),
-            {**token_params, "queues": json.dumps(unique_queues)},
-        ),
-    ]
     try:
-        results = yield Write(batch)
+        results = yield Write([_clock(now), *_claim_statements(request, claim_token)])
     except errors.OutcomeUnknown:
-        rows = yield Read(
-            Statement(queries.query("job_claimed_by_token"), token_params),
-            Consistency.LINEARIZABLE,
-        )
-        return [_claimed(row) for row in rows]
-    claimed = [_claimed(row) for row in results[1].rows]
-    claimed.sort(key=lambda job: job.lease.job_id)
-    return claimed
+        return (yield from _claimed_by_token(request, claim_token))
+    return _claimed_rows(results[1].rows)
 
 
 def job_claimable(queues: Sequence[str]) -> Op[bool]:
@@ -384,19 +408,56 @@ def job_report(
     its token was recorded; one still running under its token is sent again;
     any other lost its lease.
     """
+    verdicts, _ = yield from _report_and_claim(reports, None, backoff, now)
+    return verdicts
+
+
+def job_report_and_claim(
+    reports: Sequence[Report],
+    claim: ClaimRequest,
+    *,
+    backoff: Backoff = Backoff(),
+    now: float | None = None,
+) -> Op[tuple[list[Fenced], list[ClaimedJob]]]:
+    """:func:`job_report`, and in the same request :func:`job_claim` for the freed slots.
+
+    A busy worker then commits once per batch of finished jobs instead of
+    twice (on the embedded store, one fsync instead of two).
+    """
+    return (yield from _report_and_claim(reports, claim, backoff, now))
+
+
+def _report_and_claim(
+    reports: Sequence[Report],
+    claim: ClaimRequest | None,
+    backoff: Backoff,
+    now: float | None,
+) -> Op[tuple[list[Fenced], list[ClaimedJob]]]:
     pending = list(reports)
     verdicts: dict[Lease, Fenced] = {}
+    claimed: list[ClaimedJob] = []
+    if claim is not None and (claim.limit < 1 or not claim.queues):
+        claim = None
     for _ in range(3):
-        if not pending:
+        if not pending and claim is None:
             break
         batch = [_clock(now)]
         fenced_at: list[int] = []
         for report in pending:
             batch += _report_statements(report, backoff)
             fenced_at.append(len(batch) - 1)
+        claim_token = secrets.token_hex(8)
+        claim_at = len(batch)
+        if claim is not None:
+            batch += _claim_statements(claim, claim_token)
         try:
             results = yield Write(batch)
         except errors.OutcomeUnknown:
+            if claim is not None:
+                claimed = yield from _claimed_by_token(claim, claim_token)
+                claim = None
+            if not pending:
+                break
             ids = json.dumps([report.lease.job_id for report in pending])
             rows = yield Read(
                 Statement(queries.query("job_lease_states"), {"ids": ids}),
@@ -416,12 +477,14 @@ def job_report(
             continue
         for report, index in zip(pending, fenced_at, strict=True):
             verdicts[report.lease] = Fenced.ACCEPTED if results[index].rows else Fenced.LEASE_LOST
-        pending = []
+        if claim is not None:
+            claimed = _claimed_rows(results[claim_at].rows)
+        pending, claim = [], None
     if pending:
         raise errors.OutcomeUnknown(
             f"reports on jobs {[report.lease.job_id for report in pending]} could not be confirmed"
         )
-    return [verdicts[report.lease] for report in reports]
+    return [verdicts[report.lease] for report in reports], claimed
 
 
 def _one(report: Report, backoff: Backoff, now: float | None) -> Op[Fenced]:

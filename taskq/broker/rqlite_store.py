@@ -13,6 +13,7 @@ import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 
 from taskq import errors
@@ -23,6 +24,7 @@ from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementR
 from taskq.broker.store_url import RqliteTarget, mask_password
 
 _DISCOVERY_TIMEOUT = 2.0
+_CHANGE_POLL_SECONDS = 0.01
 
 
 @dataclass
@@ -145,6 +147,11 @@ class RqliteStore:
 
     async def nodes_async(self) -> list[NodeInfo]:
         return await run_plan_async(self._nodes_plan(), self._async())
+
+    async def wait_for_change(self, timeout: float) -> None:
+        # rqlite pushes nothing to clients: wait a short poll interval and let
+        # the caller's cheap read (at consistency none) decide.
+        await anyio.sleep(min(timeout, _CHANGE_POLL_SECONDS))
 
     def close(self) -> None:
         if self._sync_client is not None:

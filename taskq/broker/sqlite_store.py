@@ -22,6 +22,7 @@ from taskq import errors
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 
 _BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
+_CHANGE_POLL_SECONDS = 0.001
 _CONSTRAINT_CODES = {
     "SQLITE_CONSTRAINT",
     "SQLITE_CONSTRAINT_UNIQUE",
@@ -145,6 +146,30 @@ class SqliteStore:
         return await anyio.to_thread.run_sync(
             lambda: self.query(statement, consistency=consistency)
         )
+
+    async def wait_for_change(self, timeout: float) -> None:
+        await anyio.to_thread.run_sync(self._wait_for_change, timeout, abandon_on_cancel=True)
+
+    def _wait_for_change(self, timeout: float) -> None:
+        # data_version moves when another connection commits; a connection of
+        # its own sees this process's commits as well as other processes'.
+        # Reading it touches only the WAL index in shared memory.
+        deadline = time.monotonic() + timeout
+        try:
+            watcher = sqlite3.connect(self.path, timeout=1.0)
+        except sqlite3.Error:
+            time.sleep(max(0.0, timeout))
+            return
+        try:
+            start = watcher.execute("PRAGMA data_version").fetchone()[0]
+            while time.monotonic() < deadline:
+                time.sleep(_CHANGE_POLL_SECONDS)
+                if watcher.execute("PRAGMA data_version").fetchone()[0] != start:
+                    return
+        except sqlite3.Error:
+            return
+        finally:
+            watcher.close()
 
     def nodes(self) -> list[NodeInfo]:
         return [

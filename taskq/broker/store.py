@@ -113,6 +113,15 @@ class Store(Protocol):
         """Describe the members of the store (one entry for an embedded store)."""
         ...
 
+    async def wait_for_change(self, timeout: float) -> None:
+        """Return soon after anyone commits to the store, or after ``timeout`` seconds.
+
+        Idle workers wait here instead of polling with claims: the embedded
+        store watches its file's change counter; a cluster returns after a
+        short poll interval and lets a cheap read decide.
+        """
+        ...
+
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
         ...

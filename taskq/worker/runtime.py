@@ -16,7 +16,6 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +27,11 @@ from taskq.broker import operations as ops
 from taskq.broker import plan
 from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.maintenance import Maintainer
+from taskq.broker.operations import Report, Verdict
 from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced
 from taskq.broker.store import Store
+from taskq.worker.acks import AckBatcher
 from taskq.worker.events import EventLog
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
@@ -42,7 +43,6 @@ log = logging.getLogger("taskq.worker")
 
 # Statuses that will come out the same on another try: fail without retrying.
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.DISABLED_KIND}
-_REPORT_BACKOFF_CAP = 2.0
 _PROGRESS_INTERVAL = 0.25
 
 
@@ -104,7 +104,23 @@ class Worker:
         else:
             shared = ProcessSandbox(policy=policy, worker_max=settings.max_limits)
             self._sandboxes = [shared] * settings.concurrency
-        self._free_sandboxes = list(self._sandboxes)
+        # Job tasks take a sandbox from this pool and put it back when done; a
+        # job claimed while another is still reporting waits a moment for it.
+        self._sandbox_pool, self._sandbox_queue = anyio.create_memory_object_stream[Sandbox](
+            max_buffer_size=settings.concurrency
+        )
+        for sandbox in self._sandboxes:
+            self._sandbox_pool.send_nowait(sandbox)
+        # Slots promised to a claim in flight, so two claims never fill the same slot.
+        self._reserved = 0
+        self._jobs: anyio.abc.TaskGroup | None = None
+        self._acks = AckBatcher(
+            self._send_reports,
+            give_up_after=2 * settings.lease_seconds,
+            on_outage=lambda error: self.events.emit(
+                "store_unavailable", worker=self.worker_id, error=error
+            ),
+        )
 
     # -- the store, with the same plans as every other caller
 
@@ -136,11 +152,13 @@ class Worker:
         try:
             async with anyio.create_task_group() as loops:
                 loops.start_soon(self._heartbeat_loop)
+                loops.start_soon(self._acks.run, self.stopped)
                 if self.settings.maintenance:
                     maintainer = Maintainer(self.store, holder=self.worker_id)
                     loops.start_soon(lambda: maintainer.run_forever(stop=self.stopped))
                 async with anyio.create_task_group() as jobs:
-                    await self._claim_loop(jobs)
+                    self._jobs = jobs
+                    await self._claim_loop()
                     await self._wait_for_jobs(self.settings.grace_seconds)
                 self.stopped.set()
         finally:
@@ -165,6 +183,8 @@ class Worker:
         # In process isolation every slot shares one sandbox: close each once.
         for sandbox in {id(sandbox): sandbox for sandbox in self._sandboxes}.values():
             await sandbox.aclose()
+        self._sandbox_pool.close()
+        self._sandbox_queue.close()
         try:
             await self._run(ops.worker_set_state(self.worker_id, "stopped"))
         except errors.StoreError as exc:
@@ -181,24 +201,45 @@ class Worker:
 
     # -- claiming
 
-    async def _claim_loop(self, jobs: anyio.abc.TaskGroup) -> None:
+    def _free_slots(self) -> int:
+        return self.settings.concurrency - len(self.running) - self._reserved
+
+    def _claim_request(self, limit: int) -> ops.ClaimRequest:
+        return ops.ClaimRequest(
+            worker_id=self.worker_id,
+            queues=self.settings.queues,
+            limit=limit,
+            lease_seconds=self.settings.lease_seconds,
+            labels=self.settings.labels,
+        )
+
+    def _start(self, job: ClaimedJob) -> None:
+        assert self._jobs is not None, "jobs start only while the worker runs"
+        running = RunningJob(job)
+        self.running[job.lease.job_id] = running
+        self._jobs.start_soon(self._run_job, running)
+
+    async def _claim_loop(self) -> None:
+        """Claim for free slots; while busy, most claims ride along with acknowledgements."""
         idle = min(0.05, self.settings.idle_poll_seconds)
         while not self.draining.is_set():
-            free = self.settings.concurrency - len(self.running)
+            free = self._free_slots()
             if free <= 0:
                 self._slot_freed = anyio.Event()
                 await self._slot_freed.wait()
                 continue
+            self._reserved += free
             try:
                 claimed: list[ClaimedJob] = []
                 if await self._run(ops.job_claimable(self.settings.queues)):
+                    request = self._claim_request(free)
                     claimed = await self._run(
                         ops.job_claim(
-                            self.worker_id,
-                            self.settings.queues,
-                            limit=free,
-                            lease_seconds=self.settings.lease_seconds,
-                            labels=self.settings.labels,
+                            request.worker_id,
+                            request.queues,
+                            limit=request.limit,
+                            lease_seconds=request.lease_seconds,
+                            labels=request.labels,
                         )
                     )
             except errors.StoreError as exc:
@@ -206,9 +247,10 @@ class Worker:
                 await self._pause(idle)
                 idle = min(idle * 2, self.settings.idle_poll_seconds)
                 continue
+            finally:
+                self._reserved -= free
             for job in claimed:
-                self.running[job.lease.job_id] = RunningJob(job)
-                jobs.start_soon(self._run_job, self.running[job.lease.job_id])
+                self._start(job)
             if len(claimed) == free:
                 idle = min(0.05, self.settings.idle_poll_seconds)
                 continue  # a full batch: there may be more waiting
@@ -218,16 +260,27 @@ class Worker:
             idle = min(idle * 2, self.settings.idle_poll_seconds)
 
     async def _pause(self, seconds: float) -> None:
-        """Sleep ``seconds``, waking early when a slot frees or draining begins."""
+        """Wait up to ``seconds``; wake early when the store changes, a slot frees or we drain."""
         self._slot_freed = anyio.Event()
-        with anyio.move_on_after(seconds):
-            await self._slot_freed.wait()
+        async with anyio.create_task_group() as waits:
+
+            async def store_changed() -> None:
+                await self.store.wait_for_change(seconds)
+                waits.cancel_scope.cancel()
+
+            async def slot_freed() -> None:
+                await self._slot_freed.wait()
+                waits.cancel_scope.cancel()
+
+            waits.start_soon(store_changed)
+            waits.start_soon(slot_freed)
 
     # -- running one job
 
     async def _run_job(self, running: RunningJob) -> None:
         job = running.job
-        sandbox = self._free_sandboxes.pop()
+        sandbox = await self._sandbox_queue.receive()
+        running.started = time.monotonic()
         self.events.emit(
             "job_started",
             job=job.lease.job_id,
@@ -239,7 +292,7 @@ class Worker:
             outcome = await self._execute(running, sandbox)
             await self._report(running, outcome)
         finally:
-            self._free_sandboxes.append(sandbox)
+            self._sandbox_pool.send_nowait(sandbox)
             self.running.pop(job.lease.job_id, None)
             self._slot_freed.set()
 
@@ -292,7 +345,7 @@ class Worker:
 
     async def _report(self, running: RunningJob, outcome: Outcome) -> None:
         job = running.job
-        report = AttemptReport(
+        attempt = AttemptReport(
             outcome=outcome.status.value,
             exit_code=outcome.exit_code,
             signal=outcome.signal,
@@ -300,24 +353,7 @@ class Worker:
             cpu_seconds=outcome.cpu_seconds,
             log_tail=outcome.log_tail or None,
         )
-        op: Callable[[], Op[Fenced]]
-        if running.stopped_because is not None:
-            # We stopped it: hand it back. A cancel request ends it cancelled;
-            # a lease that moved on refuses, and the result is dropped.
-            op = lambda: ops.job_release(job.lease, report)  # noqa: E731
-        elif outcome.status is Status.SUCCEEDED:
-            op = lambda: ops.job_complete(job.lease, outcome.result, report)  # noqa: E731
-        else:
-            error = dict(outcome.error or error_info("Error", outcome.status.value))
-            failure = {
-                "type": error.get("type", "Error"),
-                "message": error.get("message", ""),
-                "traceback": error.get("traceback", ""),
-                "status": outcome.status.value,
-            }
-            retryable = outcome.status not in _NOT_RETRYABLE
-            op = lambda: ops.job_fail(job.lease, failure, report, retryable=retryable)  # noqa: E731
-        verdict = await self._report_until_known(op, job)
+        verdict = await self._acks.report(_report_of(running, outcome, attempt))
         self.events.emit(
             "job_finished" if verdict is Fenced.ACCEPTED else "job_dropped",
             job=job.lease.job_id,
@@ -328,24 +364,23 @@ class Worker:
             error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
         )
 
-    async def _report_until_known(self, op: Callable[[], Op[Fenced]], job: ClaimedJob) -> Fenced:
-        """Report, riding out a store outage; after the lease has surely expired, give up."""
-        delay = 0.05
-        deadline = time.monotonic() + 2 * self.settings.lease_seconds
-        while True:
-            try:
-                verdict: Fenced = await self._run(op())
-                return verdict
-            except errors.InvalidJob as exc:
-                # The result cannot be stored (e.g. not JSON after all): fail the job instead.
-                op = _result_invalid(job, str(exc))
-            except errors.StoreError as exc:
-                if time.monotonic() > deadline:
-                    log.warning("giving up reporting job %s: %s", job.lease.job_id, exc)
-                    return Fenced.LEASE_LOST
-                self.events.emit("store_unavailable", worker=self.worker_id, error=str(exc))
-                await anyio.sleep(delay)
-                delay = min(delay * 2, _REPORT_BACKOFF_CAP)
+    async def _send_reports(self, reports: list[Report]) -> list[Fenced]:
+        """Acknowledge, and claim in the same request for the slots these reports free."""
+        leaving = sum(1 for report in reports if report.lease.job_id in self.running)
+        free = self._free_slots() + leaving
+        if self.draining.is_set() or free <= 0:
+            verdicts: list[Fenced] = await self._run(ops.job_report(reports))
+            return verdicts
+        self._reserved += free
+        try:
+            verdicts, claimed = await self._run(
+                ops.job_report_and_claim(reports, self._claim_request(free))
+            )
+        finally:
+            self._reserved -= free
+        for job in claimed:
+            self._start(job)
+        return verdicts
 
     # -- heartbeat
 
@@ -370,6 +405,26 @@ class Worker:
                 await self.stopped.wait()
 
 
-def _result_invalid(job: ClaimedJob, message: str) -> Callable[[], Op[Fenced]]:
-    failure = {"type": "ResultInvalid", "message": message, "status": Status.RESULT_INVALID.value}
-    return lambda: ops.job_fail(job.lease, failure, retryable=False)
+def _report_of(running: RunningJob, outcome: Outcome, attempt: AttemptReport) -> Report:
+    """What to tell the store about one attempt."""
+    lease = running.job.lease
+    if running.stopped_because is not None:
+        # We stopped it: hand it back. A cancel request ends it cancelled; a
+        # lease that moved on refuses, and whatever the job produced is dropped.
+        return Report(lease, Verdict.RELEASE, attempt)
+    if outcome.status is Status.SUCCEEDED:
+        try:
+            ops.to_json(outcome.result, "the result")
+        except errors.InvalidJob as exc:
+            error = {"type": "ResultInvalid", "message": str(exc), "status": "result_invalid"}
+            return Report(lease, Verdict.FAIL, attempt, error=error, retryable=False)
+        return Report(lease, Verdict.COMPLETE, attempt, result=outcome.result)
+    info = dict(outcome.error or error_info("Error", outcome.status.value))
+    failure = {
+        "type": info.get("type", "Error"),
+        "message": info.get("message", ""),
+        "traceback": info.get("traceback", ""),
+        "status": outcome.status.value,
+    }
+    retryable = outcome.status not in _NOT_RETRYABLE
+    return Report(lease, Verdict.FAIL, attempt, error=failure, retryable=retryable)

@@ -1,0 +1,95 @@
+"""Acknowledging finished jobs in batches: one request for what finished within a few ms.
+
+Each job's task hands its report over and waits for its own verdict; the
+batcher sends what has gathered as one fenced ``job_report``. A store outage
+is ridden out with backoff until the leases have surely expired, after which
+the reports count as lost (the jobs go back to their queue by lease expiry,
+so nothing is lost).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from taskq import errors
+from taskq.broker.operations import Report
+from taskq.broker.records import Fenced
+
+log = logging.getLogger("taskq.worker")
+
+Send = Callable[[list[Report]], Awaitable[list[Fenced]]]
+
+
+@dataclass
+class _Pending:
+    report: Report
+    done: anyio.Event = field(default_factory=anyio.Event)
+    verdict: Fenced = Fenced.LEASE_LOST
+
+
+class AckBatcher:
+    """Gathers reports for up to ``max_delay`` seconds and sends them together."""
+
+    def __init__(
+        self,
+        send: Send,
+        *,
+        give_up_after: float,
+        max_delay: float = 0.002,
+        max_batch: int = 128,
+        on_outage: Callable[[str], None] | None = None,
+    ) -> None:
+        self._send = send
+        self._give_up_after = give_up_after
+        self._max_delay = max_delay
+        self._max_batch = max_batch
+        self._on_outage = on_outage
+        self._queue: list[_Pending] = []
+        self._wake = anyio.Event()
+
+    async def report(self, report: Report) -> Fenced:
+        """Queue ``report`` and wait for the store's verdict on it."""
+        pending = _Pending(report)
+        self._queue.append(pending)
+        self._wake.set()
+        await pending.done.wait()
+        return pending.verdict
+
+    async def run(self, stop: anyio.Event) -> None:
+        """Send batches until ``stop`` is set and nothing is left to send."""
+        while True:
+            if not self._queue:
+                if stop.is_set():
+                    return
+                self._wake = anyio.Event()
+                with anyio.move_on_after(0.05):
+                    await self._wake.wait()
+                continue
+            if len(self._queue) < self._max_batch:
+                # Let the reports of jobs finishing at about the same time join.
+                await anyio.sleep(self._max_delay)
+            batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+            verdicts = await self._send_until_known([pending.report for pending in batch])
+            for pending, verdict in zip(batch, verdicts, strict=True):
+                pending.verdict = verdict
+                pending.done.set()
+
+    async def _send_until_known(self, reports: list[Report]) -> list[Fenced]:
+        delay = 0.05
+        deadline = time.monotonic() + self._give_up_after
+        while True:
+            try:
+                return await self._send(reports)
+            except errors.StoreError as exc:
+                if time.monotonic() > deadline:
+                    log.warning("giving up reporting %d job(s): %s", len(reports), exc)
+                    return [Fenced.LEASE_LOST] * len(reports)
+                if self._on_outage is not None:
+                    self._on_outage(str(exc))
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 2.0)
