@@ -1,0 +1,192 @@
+"""Commands about the store and the fleet: cluster, workers, stats, prune."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+
+from taskq import errors
+from taskq.broker import operations, plan
+from taskq.broker.maintenance import Pruner, run_once
+from taskq.broker.migrations import applied_versions
+from taskq.broker.records import JobState
+from taskq.broker.store import NodeInfo
+from taskq.broker.store_url import SqliteTarget, parse_store_url
+from taskq.cli import command, connection, output, values
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register the store and fleet commands."""
+    command.add(
+        commands,
+        "cluster",
+        cmd_cluster,
+        help="the store's nodes, leader, reachability and raft state",
+        json=True,
+    )
+    workers = command.add(
+        commands,
+        "workers",
+        cmd_workers,
+        help="registered workers: host, slots, running jobs, last heartbeat",
+        json=True,
+    )
+    workers.add_argument("--all", action="store_true", help="include stopped workers")
+    stats = command.add(
+        commands,
+        "stats",
+        cmd_stats,
+        help="jobs per state, and finished attempts per minute lately",
+        json=True,
+    )
+    stats.add_argument(
+        "--minutes", type=values.count, default=15, help="how many minutes back (default 15)"
+    )
+    prune = command.add(
+        commands,
+        "prune",
+        cmd_prune,
+        help="delete finished jobs, their attempts and gone workers past a retention",
+        json=True,
+    )
+    prune.add_argument(
+        "--older-than",
+        type=values.seconds,
+        default=values.seconds("7d"),
+        metavar="DURATION",
+        help="retention: finished longer ago than this, e.g. 12h, 7d (default 7d)",
+    )
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    url = connection.store_url(args)
+    embedded = isinstance(parse_store_url(url), SqliteTarget)
+    schema_version: int | None
+    try:
+        with connection.opened(args) as store:
+            nodes = store.nodes()
+            schema_version = max(applied_versions(store), default=0)
+    except errors.StoreUnavailable:
+        # No leader, or no node answers: the nodes can still be described.
+        with connection.opened(args, migrate=False) as store:
+            nodes = store.nodes()
+        schema_version = None
+    healthy = any(node.leader for node in nodes)
+    if args.json:
+        output.print_json(
+            {
+                "store": url,
+                "kind": "embedded" if embedded else "rqlite",
+                "schema_version": schema_version,
+                "nodes": nodes,
+            }
+        )
+        return command.EXIT_OK if healthy else command.EXIT_ERROR
+    print(f"store   {url}")
+    if embedded:
+        print("kind    embedded SQLite file on this machine: no cluster, no replication")
+    else:
+        leaders = [node.id for node in nodes if node.leader]
+        reachable = sum(node.reachable for node in nodes)
+        print(
+            f"kind    rqlite cluster: {len(nodes)} node(s), {reachable} reachable, "
+            f"leader {leaders[0] if leaders else 'none'}"
+        )
+    print(f"schema  version {'unknown' if schema_version is None else schema_version}")
+    _print_nodes(nodes)
+    if not healthy:
+        output.warn(f"taskq: error: {url} has no leader: the cluster cannot accept writes")
+    return command.EXIT_OK if healthy else command.EXIT_ERROR
+
+
+def _print_nodes(nodes: Sequence[NodeInfo]) -> None:
+    output.print_table(
+        ("ID", "ADDRESS", "ROLE", "REACHABLE", "RAFT STATE", "VERSION"),
+        [
+            (
+                node.id,
+                node.address,
+                "leader" if node.leader else ("voter" if node.voter else "non-voter"),
+                "yes" if node.reachable else f"no {node.error}".strip(),
+                node.raft_state,
+                node.version,
+            )
+            for node in nodes
+        ],
+    )
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        workers = plan.run(store, operations.worker_list())
+    if not args.all:
+        workers = [worker for worker in workers if worker.state != "stopped"]
+    if args.json:
+        output.print_json(workers)
+        return command.EXIT_OK
+    if not workers:
+        print("no workers" + ("" if args.all else " (--all shows stopped ones)"))
+        return command.EXIT_OK
+    now = time.time()
+    output.print_table(
+        ("NAME", "ID", "STATE", "HOST", "PID", "RUNNING", "QUEUES", "LABELS", "HEARTBEAT", "UP"),
+        [
+            (
+                worker.name,
+                worker.id,
+                worker.state,
+                worker.host,
+                worker.pid,
+                f"{worker.running}/{worker.slots}",
+                ",".join(worker.queues),
+                ",".join(worker.labels) or "-",
+                output.relative(worker.heartbeat_at, now=now),
+                output.duration(max(now - worker.started_at, 0.0)),
+            )
+            for worker in workers
+        ],
+    )
+    return command.EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        queues = plan.run(store, operations.job_counts())
+        buckets = plan.run(store, operations.execution_throughput(minutes=args.minutes))
+    totals = {state.value: sum(q.counts.get(state, 0) for q in queues) for state in JobState}
+    if args.json:
+        output.print_json({"queues": len(queues), "totals": totals, "throughput": buckets})
+        return command.EXIT_OK
+    print(f"jobs in {len(queues)} queue(s): {sum(totals.values())}")
+    output.print_table(tuple(totals), [tuple(totals.values())])
+    print()
+    active = [bucket for bucket in buckets if bucket.outcomes]
+    if not active:
+        print(f"no attempts finished in the last {args.minutes} minutes")
+        return command.EXIT_OK
+    print(f"finished attempts per minute, last {args.minutes} minutes (local time):")
+    now = time.time()
+    rows = []
+    for bucket in active:
+        minute = time.strftime("%H:%M", time.localtime(now - 60 * bucket.minutes_ago))
+        detail = ", ".join(f"{name} {n}" for name, n in sorted(bucket.outcomes.items()))
+        rows.append((minute, sum(bucket.outcomes.values()), detail))
+    output.print_table(("MINUTE", "ATTEMPTS", "OUTCOMES"), rows)
+    return command.EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    pruner = Pruner(retention_seconds=args.older_than)
+    pruned = 0
+    with connection.opened(args) as store:
+        while True:
+            batch = run_once(store, pruner)["pruned"]
+            pruned += batch
+            if batch < pruner.batch:
+                break
+    if args.json:
+        output.print_json({"pruned": pruned, "older_than_seconds": args.older_than})
+    else:
+        print(f"pruned {pruned} finished job(s) older than {output.span(args.older_than)}")
+    return command.EXIT_OK

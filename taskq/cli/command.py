@@ -1,0 +1,64 @@
+"""The parts every ``taskq`` subcommand is built from: the parser, exit codes, common options.
+
+A usage error is one line on stderr and exit 2, like every other error of
+the command, rather than argparse's usage block.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import NoReturn, TypeAlias
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+STORE_HELP = (
+    "store URL (sqlite:///file.db or rqlite://host:port,...); "
+    "default: TASKQ_STORE, the config file, then a file in your data directory"
+)
+CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: ``taskq: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"taskq: error: {message} (see '{self.prog} --help')\n")
+
+
+def add_store_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    """``--store`` and ``--config``; a subcommand's take ``argparse.SUPPRESS`` as default.
+
+    So both ``taskq --store URL jobs`` and ``taskq jobs --store URL`` work.
+    """
+    parser.add_argument("--store", default=default, help=STORE_HELP)
+    parser.add_argument("--config", default=default, help=CONFIG_HELP)
+
+
+def add(
+    commands: Commands,
+    name: str,
+    handler: Handler,
+    *,
+    help: str,
+    description: str | None = None,
+    json: bool = False,
+) -> Parser:
+    """A subcommand that runs ``handler``; ``json`` adds ``--json``."""
+    parser = commands.add_parser(
+        name,
+        help=help,
+        description=description or help[:1].upper() + help[1:] + ".",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_store_options(parser, default=argparse.SUPPRESS)
+    if json:
+        parser.add_argument("--json", action="store_true", help="print JSON (stable keys)")
+    parser.set_defaults(handler=handler)
+    return parser

@@ -1,0 +1,342 @@
+"""Commands about jobs: submit, status, result, cancel, retry, logs, jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from collections.abc import Sequence
+
+from taskq import errors
+from taskq.broker import operations, plan
+from taskq.broker.client import Client, JobHandle
+from taskq.broker.records import Execution, Job, JobState
+from taskq.broker.store import Store
+from taskq.cli import command, connection, job_options, output, values
+
+# What ``cancel`` and ``retry`` say of a job they moved.
+_MOVES = {
+    "cancelled": "cancelled",
+    "cancel_requested": "running; asked to stop at its worker's next heartbeat",
+    "requeued": "queued again",
+}
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register the job commands."""
+    submit = command.add(
+        commands,
+        "submit",
+        cmd_submit,
+        help="enqueue a call of pkg.mod:func with JSON arguments; prints the job id",
+        description="Enqueue a call of pkg.mod:func with JSON arguments and print the job id.\n\n"
+        "  taskq submit mypkg.images:resize '\"in.png\"' 800 --queue images --memory 512MiB\n"
+        "  taskq submit mypkg.jobs:add 1 2 --wait        # prints the result: 3",
+        json=True,
+    )
+    job_options.add_call_arguments(submit)
+    job_options.add_job_options(submit)
+    when = submit.add_mutually_exclusive_group()
+    when.add_argument(
+        "--delay", type=values.seconds, default=0.0, metavar="DURATION", help="run after 10m, 2h"
+    )
+    when.add_argument(
+        "--at",
+        type=values.at_time,
+        metavar="TIME",
+        help="run at an ISO 8601 time, e.g. 2026-12-01T09:00 (local time unless it has a zone)",
+    )
+    submit.add_argument(
+        "--key", help="idempotency key: submitting the same key again returns the same job"
+    )
+    submit.add_argument(
+        "--wait", action="store_true", help="wait for the job and print its result as JSON"
+    )
+    submit.add_argument(
+        "--wait-timeout",
+        type=values.seconds,
+        metavar="DURATION",
+        help="with --wait: give up after this long (exit 1); default: wait forever",
+    )
+
+    status = command.add(commands, "status", cmd_status, help="show one job", json=True)
+    status.add_argument("id", type=int, help="job id")
+
+    result = command.add(
+        commands,
+        "result",
+        cmd_result,
+        help="print a finished job's result as JSON (exit 1 if it failed)",
+        json=True,
+    )
+    result.add_argument("id", type=int, help="job id")
+    result.add_argument("--wait", action="store_true", help="wait until the job finishes")
+    result.add_argument(
+        "--timeout",
+        type=values.seconds,
+        metavar="DURATION",
+        help="with --wait: give up after this long (exit 1)",
+    )
+
+    cancel = command.add(
+        commands,
+        "cancel",
+        cmd_cancel,
+        help="cancel jobs: queued ones at once, running ones at their worker's next heartbeat",
+        json=True,
+    )
+    cancel.add_argument("ids", type=int, nargs="+", metavar="ID", help="job ids")
+
+    retry = command.add(
+        commands, "retry", cmd_retry, help="queue failed, dead or cancelled jobs again", json=True
+    )
+    retry.add_argument("ids", type=int, nargs="+", metavar="ID", help="job ids")
+
+    logs = command.add(
+        commands,
+        "logs",
+        cmd_logs,
+        help="a job's attempts: worker, times, outcome, exit, memory, CPU, error, log tail",
+        json=True,
+    )
+    logs.add_argument("id", type=int, help="job id")
+
+    jobs = command.add(commands, "jobs", cmd_jobs, help="list jobs, newest first", json=True)
+    jobs.add_argument("--state", choices=[state.value for state in JobState])
+    jobs.add_argument("--queue")
+    jobs.add_argument("--worker", metavar="WORKER_ID", help="jobs run by this worker id")
+    jobs.add_argument("--submitter")
+    jobs.add_argument("--text", help="a queue name, or any part of the payload")
+    jobs.add_argument(
+        "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
+    )
+    jobs.add_argument("--before", type=int, metavar="ID", help="only jobs older than this id")
+
+
+def _get(store: Store, job_id: int) -> Job:
+    job = plan.run(store, operations.job_get(job_id))
+    if job is None:
+        raise errors.JobNotFound(f"no job with id {job_id}")
+    return job
+
+
+def _finish(handle: JobHandle, timeout: float | None, as_json: bool) -> int:
+    """Wait for the job; print its result as JSON, or raise JobFailed (exit 1) with its error."""
+    result = handle.result(timeout=timeout)
+    if as_json:
+        output.print_json(handle.client.get(handle.id))
+    else:
+        print(json.dumps(result, ensure_ascii=False))
+    return command.EXIT_OK
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        client = Client(store=store)
+        spec = job_options.job_spec(
+            args, submitter=client.submitter, delay=args.delay, run_at=args.at, key=args.key
+        )
+        [handle] = client.submit_many([spec])
+        if args.wait:
+            return _finish(handle, args.wait_timeout, args.json)
+    if args.json:
+        output.print_json({"id": handle.id})
+    else:
+        print(handle.id)
+    return command.EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        job = _get(store, args.id)
+    if args.json:
+        output.print_json(job)
+        return command.EXIT_OK
+    state = job.state.value + (" (cancel requested)" if job.cancel_requested else "")
+    lines = [
+        ("job", str(job.id)),
+        ("state", state),
+        ("attempts", f"{job.attempts} of {job.max_attempts}"),
+        ("queue", f"{job.queue}, priority {job.priority}"),
+        ("call", output.call(job)),
+        ("submitter", job.submitter or "-"),
+        ("created", f"{output.local_time(job.created_at)} ({output.relative(job.created_at)})"),
+    ]
+    if job.state is JobState.QUEUED:
+        lines.append(("runs", f"{output.local_time(job.run_at)} ({output.relative(job.run_at)})"))
+    if job.started_at is not None:
+        lines.append(("started", output.local_time(job.started_at)))
+    if job.finished_at is not None:
+        took = job.finished_at - job.started_at if job.started_at is not None else None
+        lines.append(
+            ("finished", f"{output.local_time(job.finished_at)} (took {output.duration(took)})")
+        )
+    if job.worker_id:
+        lines.append(("worker", job.worker_id))
+    if job.progress is not None:
+        lines.append(("progress", f"{job.progress:.0%} {job.progress_message or ''}".rstrip()))
+    if job.timeout is not None:
+        lines.append(("timeout", output.span(job.timeout)))
+    if job.limits:
+        lines.append(("limits", ", ".join(f"{k}={v}" for k, v in sorted(job.limits.items()))))
+    if job.labels:
+        lines.append(("labels", ", ".join(job.labels)))
+    if job.state is JobState.SUCCEEDED:
+        lines.append(("result", output.clip(output.compact_json(job.result), 200)))
+    if job.error:
+        lines.append(("error", output.clip(output.error_line(job.error), 200)))
+    lines.append(("key", job.idempotency_key))
+    width = max(len(name) for name, _ in lines)
+    for name, value in lines:
+        print(f"{name.ljust(width)}  {value}")
+    return command.EXIT_OK
+
+
+def cmd_result(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        handle = JobHandle(Client(store=store), args.id)
+        if not args.wait:
+            state = handle.status()
+            if not state.finished:
+                raise errors.ResultTimeout(
+                    f"job {args.id} is still {state.value}; add --wait to wait for it"
+                )
+        return _finish(handle, args.timeout if args.wait else 0, args.json)
+
+
+def _report_moves(
+    store: Store, ids: Sequence[int], moved: dict[int, str], unchanged: str, as_json: bool
+) -> int:
+    """Say what became of each id; exit 1 when one names no job.
+
+    ``moved`` maps the ids the operation changed to what happened to them;
+    ``unchanged`` explains the others, given their state.
+    """
+    report: list[dict[str, object]] = []
+    missing = False
+    for job_id in dict.fromkeys(ids):
+        if job_id in moved:
+            report.append({"id": job_id, "outcome": moved[job_id]})
+            continue
+        job = plan.run(store, operations.job_get(job_id))
+        if job is None:
+            missing = True
+            report.append({"id": job_id, "outcome": "not_found"})
+        else:
+            report.append({"id": job_id, "outcome": "unchanged", "state": job.state.value})
+    if as_json:
+        output.print_json(report)
+    for entry in report:
+        if entry["outcome"] == "not_found":
+            output.warn(f"taskq: error: no job with id {entry['id']}")
+        elif not as_json:
+            text = unchanged.format(state=entry.get("state"))
+            print(f"job {entry['id']}: {_MOVES.get(str(entry['outcome']), text)}")
+    return command.EXIT_ERROR if missing else command.EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        done = plan.run(store, operations.job_cancel(args.ids))
+        moved = {job_id: "cancelled" for job_id in done.cancelled}
+        moved.update({job_id: "cancel_requested" for job_id in done.requested})
+        return _report_moves(store, args.ids, moved, "already {state}, not cancelled", args.json)
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        requeued = plan.run(store, operations.job_retry(args.ids))
+        moved = {job_id: "requeued" for job_id in requeued}
+        unchanged = "is {state}; only failed, dead or cancelled jobs are retried"
+        return _report_moves(store, args.ids, moved, unchanged, args.json)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        job = _get(store, args.id)
+        attempts = plan.run(store, operations.execution_list(job_id=args.id))
+    if args.json:
+        output.print_json(attempts)
+        return command.EXIT_OK
+    if not attempts:
+        print(f"job {job.id} is {job.state.value} and has no attempts yet")
+        return command.EXIT_OK
+    for index, attempt in enumerate(attempts):
+        if index:
+            print()
+        _print_attempt(attempt, job.max_attempts)
+    return command.EXIT_OK
+
+
+def _print_attempt(attempt: Execution, max_attempts: int) -> None:
+    took = attempt.finished_at - attempt.started_at if attempt.finished_at is not None else None
+    ended = output.local_time(attempt.finished_at) if attempt.finished_at else "still running"
+    print(
+        f"attempt {attempt.attempt} of {max_attempts}  {attempt.outcome or 'running'}  "
+        f"worker {attempt.worker_id}"
+    )
+    facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
+    if took is not None:
+        facts.append(f"took {output.duration(took)}")
+    if attempt.exit_code is not None:
+        facts.append(f"exit code {attempt.exit_code}")
+    if attempt.signal is not None:
+        facts.append(f"signal {_signal_name(attempt.signal)}")
+    if attempt.peak_rss_bytes is not None:
+        facts.append(f"peak memory {output.size(attempt.peak_rss_bytes)}")
+    if attempt.cpu_seconds is not None:
+        facts.append(f"CPU {output.duration(attempt.cpu_seconds)}")
+    print("  " + ", ".join(facts))
+    if attempt.error:
+        print(f"  error: {output.error_line(attempt.error)}")
+    if attempt.log_tail:
+        print("  log tail:")
+        for line in attempt.log_tail.rstrip("\n").splitlines():
+            print(f"    {line}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} ({number})"
+    except ValueError:
+        return str(number)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        found = plan.run(
+            store,
+            operations.job_list(
+                state=JobState(args.state) if args.state else None,
+                queue=args.queue,
+                worker_id=args.worker,
+                submitter=args.submitter,
+                text=args.text,
+                before=args.before,
+                limit=args.limit,
+            ),
+        )
+    if args.json:
+        output.print_json(found)
+        return command.EXIT_OK
+    if not found:
+        print("no jobs")
+        return command.EXIT_OK
+    output.print_table(
+        ("ID", "STATE", "QUEUE", "CALL", "ATTEMPTS", "CREATED", "WORKER"),
+        [
+            (
+                job.id,
+                job.state.value,
+                job.queue,
+                output.clip(output.call(job), 48),
+                f"{job.attempts}/{job.max_attempts}",
+                output.local_time(job.created_at),
+                job.worker_id or "-",
+            )
+            for job in found
+        ],
+    )
+    if len(found) == args.limit:
+        output.warn(f"(more: add --before {found[-1].id})")
+    return command.EXIT_OK

@@ -1,0 +1,56 @@
+"""The ``taskq`` command's parser and its error handling.
+
+Errors are one line on stderr, ``taskq: error: ...``, with exit code 1 for
+a runtime error (the store does not answer, no such job, the job failed)
+and 2 for a usage or configuration error (a bad option, bad JSON, a bad
+store URL or cron expression); nothing is written to the store then.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from taskq import __version__, errors
+from taskq.cli import cluster, command, demo, jobs, queues, schedules
+
+
+def build_parser() -> command.Parser:
+    """The whole command line: global options and every subcommand."""
+    parser = command.Parser(
+        prog="taskq",
+        description="taskq: a job queue on embedded SQLite or an rqlite cluster. "
+        "'taskq demo' shows it at work; 'taskq COMMAND --help' explains each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"taskq {__version__}")
+    command.add_store_options(parser, default=None)
+    commands: command.Commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND"
+    )
+    demo.add_commands(commands)
+    jobs.add_commands(commands)
+    queues.add_commands(commands)
+    schedules.add_commands(commands)
+    cluster.add_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``taskq`` command; return its exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except (errors.ConfigError, errors.InvalidJob) as exc:
+        print(f"taskq: error: {exc}", file=sys.stderr)
+        return command.EXIT_USAGE
+    except errors.TaskqError as exc:
+        print(f"taskq: error: {exc}", file=sys.stderr)
+        return command.EXIT_ERROR
+    except KeyboardInterrupt:
+        return command.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (taskq jobs | head): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return command.EXIT_ERROR
+    return code

@@ -1,0 +1,147 @@
+"""How the ``taskq`` command shows things: tables, JSON, local times, durations, sizes.
+
+People read tables with local times and short durations; scripts read
+``--json``, whose keys are the broker's record fields and whose times are
+unix seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from taskq.broker.records import Job, PayloadKind
+
+_CELL_WIDTH = 60
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` (records, lists, dicts) as indented JSON on stdout."""
+    print(json.dumps(plain(value), indent=2, ensure_ascii=False))
+
+
+def plain(value: Any) -> Any:
+    """``value`` with dataclasses turned into dicts, ready for ``json.dumps``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: plain(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        return [plain(item) for item in value]
+    return value
+
+
+def print_table(
+    header: Sequence[str], rows: Sequence[Sequence[object]], *, cell_width: int = _CELL_WIDTH
+) -> None:
+    """Columns padded to their widest cell; cells past ``cell_width`` are cut with an ellipsis."""
+    cells = [[clip(str(cell), cell_width) for cell in row] for row in (header, *rows)]
+    widths = [max(len(row[index]) for row in cells) for index in range(len(header))]
+    for row in cells:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print(line.rstrip())
+
+
+def clip(text: str, width: int = _CELL_WIDTH) -> str:
+    """``text`` on one line, at most ``width`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def warn(message: str) -> None:
+    """A note for the person at the terminal (stderr, so stdout stays parseable)."""
+    print(message, file=sys.stderr)
+
+
+def local_time(timestamp: float | None, *, now: float | None = None) -> str:
+    """A unix time in local time: ``14:03:12`` today, else ``2026-05-09 14:03``."""
+    if timestamp is None:
+        return "-"
+    moment = datetime.fromtimestamp(timestamp)
+    today = datetime.fromtimestamp(time.time() if now is None else now).date()
+    if moment.date() == today:
+        return moment.strftime("%H:%M:%S")
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def relative(timestamp: float, *, now: float | None = None) -> str:
+    """``in 3m12s`` or ``5.0s ago``."""
+    delta = timestamp - (time.time() if now is None else now)
+    if delta >= 0:
+        return f"in {duration(delta)}"
+    return f"{duration(-delta)} ago"
+
+
+def duration(seconds: float | None) -> str:
+    """``0.42s``, ``12.3s``, ``3m12s``, ``2h05m``, ``3d04h``."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s"
+
+
+def span(seconds: float) -> str:
+    """A length of time as written in options: ``90s``, ``10m``, ``1h30m``, ``7d``, ``0.5s``."""
+    if seconds < 60 and seconds != int(seconds):
+        return f"{seconds:g}s"
+    rest = round(seconds)
+    parts = []
+    for unit, unit_seconds in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, rest = divmod(rest, unit_seconds)
+        if amount:
+            parts.append(f"{amount}{unit}")
+    return "".join(parts) or "0s"
+
+
+def size(nbytes: float | None) -> str:
+    """Bytes in binary units: ``812 B``, ``38.2 MiB``."""
+    if nbytes is None:
+        return "-"
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def compact_json(value: Any) -> str:
+    """JSON on one line."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def call(job: Job) -> str:
+    """What a job runs, as one line: ``pkg.mod:func(1, "x", key=2)`` or its command."""
+    return call_text(job.kind, job.payload)
+
+
+def call_text(kind: str, payload: dict[str, Any]) -> str:
+    """A payload of ``kind`` as one line (see :func:`call`)."""
+    if kind == PayloadKind.SHELL:
+        return " ".join(str(arg) for arg in payload.get("argv", [])) or "shell"
+    name = payload.get("target") or f"python_exec:{payload.get('function', '?')}"
+    args = [compact_json(arg) for arg in payload.get("args", [])]
+    args += [f"{key}={compact_json(value)}" for key, value in payload.get("kwargs", {}).items()]
+    return f"{name}({', '.join(args)})"
+
+
+def error_line(error: dict[str, Any] | None) -> str:
+    """A job's or an attempt's error as ``Type: message``."""
+    if not error:
+        return ""
+    return f"{error.get('type', 'Error')}: {error.get('message', '')}".strip().rstrip(":")

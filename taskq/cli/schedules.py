@@ -1,0 +1,188 @@
+"""``taskq schedule``: periodic jobs by cron expression or fixed interval, in a time zone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from taskq import errors
+from taskq.broker import operations, plan, schedules
+from taskq.broker.client import default_submitter
+from taskq.broker.operations import Schedule
+from taskq.cli import command, connection, job_options, output, values
+
+# The parts of a stored schedule's job that the broker keeps as JSON text.
+_JSON_FIELDS = ("payload", "limits", "labels")
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register ``taskq schedule`` and its subcommands."""
+    group = commands.add_parser(
+        "schedule",
+        help="periodic jobs: add, list, remove, pause, resume",
+        description="Periodic jobs. Each tick is enqueued exactly once, however many workers\n"
+        "run the scheduler; after downtime the latest missed tick fires once.\n\n"
+        "  taskq schedule add nightly --cron '0 3 * * *' mypkg.backup:run --timezone UTC\n"
+        "  taskq schedule add poll --every 10m mypkg.feeds:poll '\"https://example.org\"'\n"
+        "  taskq schedule list",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    command.add_store_options(group, default=argparse.SUPPRESS)
+    actions: command.Commands = group.add_subparsers(
+        dest="schedule_command", required=True, metavar="ACTION"
+    )
+
+    add = command.add(actions, "add", cmd_add, help="create or replace a schedule", json=True)
+    add.add_argument("name", help="schedule name: letters, digits, '_', '.', ':' or '-'")
+    timing = add.add_mutually_exclusive_group(required=True)
+    timing.add_argument(
+        "--cron", metavar="EXPR", help="five-field cron expression, e.g. '0 9 * * 1-5'"
+    )
+    timing.add_argument(
+        "--every", type=values.seconds, metavar="DURATION", help="fixed interval, e.g. 30s, 10m, 1h"
+    )
+    job_options.add_call_arguments(add)
+    job_options.add_job_options(add)
+    add.add_argument(
+        "--timezone",
+        default=local_zone(),
+        metavar="ZONE",
+        help="IANA zone the cron expression is read in (default: this machine's, %(default)s)",
+    )
+    add.add_argument(
+        "--skip-missed",
+        action="store_true",
+        help="after downtime, fire no missed tick (default: the latest one fires once)",
+    )
+
+    command.add(actions, "list", cmd_list, help="every schedule and its next fire time", json=True)
+    for name, handler, text in (
+        ("remove", cmd_remove, "delete a schedule"),
+        ("pause", cmd_pause, "pause a schedule: no ticks fire until resumed"),
+        ("resume", cmd_resume, "resume a paused schedule"),
+    ):
+        parser = command.add(actions, name, handler, help=text)
+        parser.add_argument("name", help="schedule name")
+
+
+def local_zone() -> str:
+    """This machine's IANA time zone name (from TZ or /etc/localtime), else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        link = os.readlink("/etc/localtime")
+    except OSError:
+        link = ""
+    candidates.append(link.partition("zoneinfo/")[2])
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+        return name
+    return "UTC"
+
+
+def describe(schedule: Schedule) -> str:
+    """When the schedule fires, in words."""
+    if schedule.timing.every_seconds is not None:
+        return f"every {output.span(schedule.timing.every_seconds)}"
+    return schedules.describe(schedule.timing)
+
+
+def _job(schedule: Schedule) -> dict[str, Any]:
+    spec = dict(schedule.spec)
+    for field in _JSON_FIELDS:
+        if isinstance(spec.get(field), str):
+            spec[field] = json.loads(spec[field])
+    return spec
+
+
+def _as_json(schedule: Schedule) -> dict[str, Any]:
+    data: dict[str, Any] = output.plain(schedule)
+    data["spec"] = _job(schedule)
+    data["description"] = describe(schedule)
+    return data
+
+
+def _next(schedule: Schedule) -> str:
+    return f"{output.local_time(schedule.next_fire_at)} ({output.relative(schedule.next_fire_at)})"
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    spec = job_options.job_spec(args, submitter=default_submitter())
+    with connection.opened(args) as store:
+        schedule = plan.run(
+            store,
+            operations.schedule_add(
+                args.name,
+                spec,
+                cron=args.cron,
+                every_seconds=args.every,
+                timezone=args.timezone,
+                catch_up=schedules.CatchUp.SKIP if args.skip_missed else schedules.CatchUp.ONCE,
+            ),
+        )
+    if args.json:
+        output.print_json(_as_json(schedule))
+    else:
+        print(f"schedule {schedule.name}: {describe(schedule)}; next run {_next(schedule)}")
+    return command.EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        found = plan.run(store, operations.schedule_list())
+    if args.json:
+        output.print_json([_as_json(schedule) for schedule in found])
+        return command.EXIT_OK
+    if not found:
+        print("no schedules")
+        return command.EXIT_OK
+    rows = []
+    for schedule in found:
+        job = _job(schedule)
+        rows.append(
+            (
+                schedule.name,
+                "paused" if schedule.paused else "active",
+                describe(schedule),
+                _next(schedule),
+                output.clip(output.call_text(job["kind"], job["payload"]), 40),
+                job["queue"],
+                output.local_time(schedule.last_fired_at),
+            )
+        )
+    header = ("NAME", "STATE", "WHEN", "NEXT RUN (LOCAL)", "CALL", "QUEUE", "LAST RUN")
+    output.print_table(header, rows)
+    return command.EXIT_OK
+
+
+def _require(found: bool, name: str) -> None:
+    if not found:
+        raise errors.TaskqError(f"no schedule named {name!r}")
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        _require(plan.run(store, operations.schedule_remove(args.name)), args.name)
+    print(f"schedule {args.name} removed")
+    return command.EXIT_OK
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        _require(plan.run(store, operations.schedule_set_paused(args.name, True)), args.name)
+    print(f"schedule {args.name} paused")
+    return command.EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with connection.opened(args) as store:
+        _require(plan.run(store, operations.schedule_set_paused(args.name, False)), args.name)
+    print(f"schedule {args.name} resumed")
+    return command.EXIT_OK
