@@ -672,6 +672,7 @@ def submit_limit_remove(submitter: str) -> Op[None]:
 
 
 def submit_limit_list() -> Op[list[SubmitLimit]]:
+    """Every submitter's limit, "*" (everyone else) included."""
     rows = yield Read(Statement(queries.query("submit_limit_list")))
     return [SubmitLimit(row["submitter"], float(row["rate"]), float(row["period"])) for row in rows]
 
