@@ -825,10 +825,12 @@ class ThroughputBucket:
     outcomes: dict[str, int]
 
 
-def execution_throughput(*, minutes: int = 15) -> Op[list[ThroughputBucket]]:
+def execution_throughput(
+    *, minutes: int = 15, now: float | None = None
+) -> Op[list[ThroughputBucket]]:
     """Finished attempts per minute over the last ``minutes``, oldest first, gaps as zeros."""
     rows = yield Read(
-        Statement(queries.query("execution_throughput"), {"minutes": int(minutes)}),
+        Statement(queries.query("execution_throughput"), {"minutes": int(minutes), "now": now}),
         Consistency.NONE,
     )
     buckets = {ago: ThroughputBucket(ago, {}) for ago in range(minutes)}

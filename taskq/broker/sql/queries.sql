@@ -390,13 +390,13 @@ SELECT queue, state, n FROM job_counts WHERE n > 0
 
 -- name: execution_throughput
 -- Attempts finished per minute and outcome over the last :minutes minutes,
--- by the answering node's clock (a read: nothing is replicated).
+-- by :now or else the answering node's clock (a read: nothing is replicated).
 SELECT
-    CAST(((julianday('now') - 2440587.5) * 86400.0 - finished_at) / 60 AS INTEGER) AS minutes_ago,
+    CAST((COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0) - finished_at) / 60 AS INTEGER) AS minutes_ago,
     outcome,
     count(*) AS n
 FROM executions
-WHERE finished_at >= (julianday('now') - 2440587.5) * 86400.0 - :minutes * 60
+WHERE finished_at >= COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0) - :minutes * 60
 GROUP BY minutes_ago, outcome
 
 -- name: execution_list_by_job

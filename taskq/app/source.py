@@ -1,0 +1,280 @@
+"""The console's data source: snapshots of the store, and the actions it offers.
+
+Everything here goes through the broker's public API (its operation plans,
+run with :func:`taskq.broker.plan.run_async`, and ``Store.nodes``), never
+SQL. The app is handed a :class:`ConsoleSource`, so tests drive the real app
+over a real store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import anyio.to_thread
+
+from taskq import errors
+from taskq.broker import operations, plan
+from taskq.broker.operations import CancelResult, ThroughputBucket
+from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
+from taskq.broker.store import NodeInfo, Store
+
+# What each bulk action can move: job_cancel leaves other states alone, and
+# job_retry only takes finished jobs that did not succeed. Bulk actions list
+# just these states, each through its (state, id) index.
+CANCELLABLE = (JobState.QUEUED, JobState.RUNNING)
+RETRYABLE = (JobState.FAILED, JobState.DEAD, JobState.CANCELLED)
+
+_BULK_BATCH = 1000  # the most job_list returns in one page
+_RUNNING_SHOWN = 1000  # running jobs read per poll to show each worker's current jobs
+
+
+@runtime_checkable
+class AsyncNodes(Protocol):
+    """A store that can describe its nodes without blocking (rqlite)."""
+
+    async def nodes_async(self) -> list[NodeInfo]:
+        """Describe the members of the store."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Which jobs the jobs view lists; ``None`` fields do not filter."""
+
+    state: JobState | None = None
+    queue: str | None = None
+    worker_id: str | None = None
+    text: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == JobFilter()
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the queues and workers are doing, read in one poll."""
+
+    queues: tuple[QueueStats, ...]
+    workers: tuple[WorkerInfo, ...]
+    throughput: tuple[ThroughputBucket, ...]
+    running: dict[str, tuple[int, ...]]  # worker id -> ids of the jobs it runs now
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """One poll of the whole store: its nodes always, its activity when it answered."""
+
+    url: str
+    embedded: bool
+    nodes: tuple[NodeInfo, ...]
+    activity: Activity | None
+    error: str | None
+
+    @property
+    def leader(self) -> NodeInfo | None:
+        return next((node for node in self.nodes if node.leader), None)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the console cannot trust what it shows, or None when all is well."""
+        if self.error is not None:
+            return self.error
+        if self.leader is None:
+            reachable = sum(node.reachable for node in self.nodes)
+            return (
+                f"no leader: {reachable} of {len(self.nodes)} nodes reachable; "
+                "writes wait for an election"
+            )
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One keyset page of jobs, newest first, and the query that produced it."""
+
+    job_filter: JobFilter
+    before: int | None
+    jobs: tuple[Job, ...]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JobDetail:
+    """A job and every attempt at it, oldest first."""
+
+    job: Job
+    executions: tuple[Execution, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """How many jobs a bulk action found and how many it moved."""
+
+    matched: int
+    changed: int
+
+
+def describe_error(exc: errors.StoreError) -> str:
+    """One line for the banner: what failed, in the store's own words."""
+    if isinstance(exc, errors.StoreUnavailable | errors.OutcomeUnknown):
+        return f"store unreachable: {exc}"
+    return f"store error: {exc}"
+
+
+class ConsoleSource:
+    """Reads snapshots for the console and carries out its actions, all awaitable."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        throughput_minutes: int = 15,
+        page_size: int = 100,
+        store_now: Callable[[], float] | None = None,
+    ):
+        """``store_now`` fixes the time throughput counts back from (tests); else the store's."""
+        self.store = store
+        self.throughput_minutes = throughput_minutes
+        self.page_size = page_size
+        self.store_now = store_now
+
+    @property
+    def url(self) -> str:
+        return self.store.url
+
+    async def nodes(self) -> list[NodeInfo]:
+        """The store's members; an embedded store describes itself in a thread."""
+        if isinstance(self.store, AsyncNodes):
+            return await self.store.nodes_async()
+        return await anyio.to_thread.run_sync(self.store.nodes)
+
+    async def overview(self) -> Overview:
+        """Nodes, then queue counts, workers and throughput; a store error is reported in it."""
+        nodes = await self.nodes()
+        activity: Activity | None = None
+        error: str | None = None
+        try:
+            activity = await self.activity()
+        except errors.StoreError as exc:
+            error = describe_error(exc)
+        return Overview(
+            url=self.store.url,
+            embedded=self.store.url.startswith("sqlite://"),
+            nodes=tuple(nodes),
+            activity=activity,
+            error=error,
+        )
+
+    async def activity(self) -> Activity:
+        """Counts per queue, the workers, the jobs they run, and finished attempts per minute."""
+        queues = await plan.run_async(self.store, operations.job_counts())
+        workers = await plan.run_async(self.store, operations.worker_list())
+        running_jobs = await plan.run_async(
+            self.store, operations.job_list(state=JobState.RUNNING, limit=_RUNNING_SHOWN)
+        )
+        throughput = await plan.run_async(
+            self.store,
+            operations.execution_throughput(
+                minutes=self.throughput_minutes,
+                now=self.store_now() if self.store_now is not None else None,
+            ),
+        )
+        running: dict[str, list[int]] = {}
+        for job in running_jobs:
+            if job.worker_id is not None:
+                running.setdefault(job.worker_id, []).append(job.id)
+        return Activity(
+            queues=tuple(queues),
+            workers=tuple(workers),
+            throughput=tuple(throughput),
+            running={worker: tuple(sorted(ids)) for worker, ids in running.items()},
+        )
+
+    async def job_page(self, job_filter: JobFilter, *, before: int | None = None) -> JobPage:
+        """The page of jobs after keyset ``before`` (the last id of the previous page)."""
+        # One row more than shown tells whether a next page exists.
+        jobs = await self._list(job_filter, job_filter.state, before, self.page_size + 1)
+        return JobPage(
+            job_filter=job_filter,
+            before=before,
+            jobs=tuple(jobs[: self.page_size]),
+            has_more=len(jobs) > self.page_size,
+        )
+
+    async def job_detail(self, job_id: int) -> JobDetail | None:
+        """The job and its attempts, or None when no job has that id (pruned)."""
+        job = await plan.run_async(self.store, operations.job_get(job_id))
+        if job is None:
+            return None
+        executions = await plan.run_async(self.store, operations.execution_list(job_id=job_id))
+        return JobDetail(job=job, executions=tuple(executions))
+
+    async def cancel(self, job_ids: Sequence[int]) -> CancelResult:
+        """Cancel queued jobs now; ask running ones to stop at their next heartbeat."""
+        return await plan.run_async(self.store, operations.job_cancel(job_ids))
+
+    async def retry(self, job_ids: Sequence[int]) -> list[int]:
+        """Queue failed, dead or cancelled jobs again; the ids that moved."""
+        return await plan.run_async(self.store, operations.job_retry(job_ids))
+
+    async def set_paused(self, queue: str, paused: bool) -> None:
+        """Pause a queue (claims skip it) or resume it."""
+        await plan.run_async(self.store, operations.queue_set_paused(queue, paused))
+
+    async def submit(self, spec: JobSpec) -> int:
+        """Enqueue one job; its id."""
+        [job_id] = await plan.run_async(self.store, operations.job_enqueue([spec]))
+        return job_id
+
+    async def cancel_matching(self, job_filter: JobFilter) -> BulkResult:
+        """Cancel every queued or running job the filter matches, a page at a time."""
+        matched = changed = 0
+        for state in _states(job_filter, CANCELLABLE):
+            async for ids in self._pages(job_filter, state):
+                result = await self.cancel(ids)
+                matched += len(ids)
+                changed += len(result.cancelled) + len(result.requested)
+        return BulkResult(matched=matched, changed=changed)
+
+    async def retry_matching(self, job_filter: JobFilter) -> BulkResult:
+        """Retry every failed, dead or cancelled job the filter matches, a page at a time."""
+        matched = changed = 0
+        for state in _states(job_filter, RETRYABLE):
+            async for ids in self._pages(job_filter, state):
+                matched += len(ids)
+                changed += len(await self.retry(ids))
+        return BulkResult(matched=matched, changed=changed)
+
+    async def _pages(self, job_filter: JobFilter, state: JobState) -> AsyncIterator[list[int]]:
+        """The ids of the matching jobs in ``state``, newest first, a batch at a time."""
+        before: int | None = None
+        while True:
+            jobs = await self._list(job_filter, state, before, _BULK_BATCH)
+            if not jobs:
+                return
+            yield [job.id for job in jobs]
+            if len(jobs) < _BULK_BATCH:
+                return
+            before = jobs[-1].id
+
+    async def _list(
+        self, job_filter: JobFilter, state: JobState | None, before: int | None, limit: int
+    ) -> list[Job]:
+        op = operations.job_list(
+            state=state,
+            queue=job_filter.queue,
+            worker_id=job_filter.worker_id,
+            text=job_filter.text,
+            before=before,
+            limit=limit,
+        )
+        return await plan.run_async(self.store, op)
+
+
+def _states(job_filter: JobFilter, movable: tuple[JobState, ...]) -> tuple[JobState, ...]:
+    if job_filter.state is None:
+        return movable
+    return (job_filter.state,) if job_filter.state in movable else ()

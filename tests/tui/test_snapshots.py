@@ -1,0 +1,86 @@
+"""Snapshots of the overview, jobs and job views at 120x40, on data that never changes.
+
+The store sits at a relative path (the test runs in its own directory), so
+the URL and node address drawn are the same on every machine; the clock is
+fixed and in UTC, and throughput is counted back from that same fixed time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from taskq.app.app import ConsoleApp
+from taskq.app.attempts_table import AttemptsTable
+from taskq.app.clock import Clock
+from taskq.app.jobs_table import JobsTable
+from taskq.app.source import ConsoleSource
+from taskq.app.workers_table import WorkersTable
+from taskq.broker import migrations
+from taskq.broker.sqlite_store import SqliteStore
+from taskq.broker.store import Store
+from tests.tui.seed import BASE, Seeded, seed
+from tests.tui.waiting import wait_for
+
+SIZE = (120, 40)
+SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture
+def relative_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    monkeypatch.chdir(tmp_path)
+    store = SqliteStore("taskq.db")
+    migrations.migrate(store)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _app(store: Store, now: float) -> ConsoleApp:
+    # A long interval: the screenshot is taken between polls, of settled data.
+    # Throughput counts back from the same fixed time as every age shown.
+    clock = Clock(now=lambda: now, tz=UTC)
+    source = ConsoleSource(store, store_now=lambda: now)
+    return ConsoleApp(source, refresh_seconds=5.0, clock=clock)
+
+
+def test_overview(snap_compare: SnapCompare, relative_store: Store) -> None:
+    seed(relative_store)
+    app = _app(relative_store, BASE)
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        workers = app.screen.query_one(WorkersTable)
+        await wait_for(pilot, lambda: workers.row_count == 3, "the workers")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
+
+
+def test_jobs(snap_compare: SnapCompare, relative_store: Store) -> None:
+    seed(relative_store)
+    app = _app(relative_store, BASE)
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        await pilot.press("j")
+        jobs = app.screen.query_one(JobsTable)
+        await wait_for(pilot, lambda: jobs.row_count > 0, "the jobs")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
+
+
+def test_job_detail(snap_compare: SnapCompare, relative_store: Store) -> None:
+    seeded: Seeded = seed(relative_store)
+    app = _app(relative_store, BASE)
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        await pilot.press("j")
+        app.open_job(seeded.failed)
+        await wait_for(pilot, lambda: app.screen.query(AttemptsTable), "the job screen")
+        attempts = app.screen.query_one(AttemptsTable)
+        await wait_for(pilot, lambda: attempts.row_count == 1, "the attempt")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
