@@ -196,7 +196,7 @@ def _example(store: Store, job: Job) -> str:
     error = job.error or {}
     why = output.error_line(error) or job.state.value
     if error.get("status") == "memory":
-        why += f" (at its memory limit of {MEMORY_LIMIT})"
+        why = f"{error.get('type') or 'MemoryError'} at its memory limit of {MEMORY_LIMIT}"
     return f"job {job.id}: {why}"
 
 

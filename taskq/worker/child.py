@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from taskq.broker.limits import parse_limits
+from taskq.broker.limits import Limits, parse_limits
 from taskq.worker import outcome, progress, protocol, rlimits
 from taskq.worker.payloads import CallPayload, Payload, PythonExecPayload, ShellPayload
 
@@ -125,24 +125,31 @@ def _run_job(request: protocol.JobRequest, control: socket.socket) -> dict[str, 
         )
     )
     try:
-        return _call(request.payload, request.limits.result_bytes)
+        return _call(request.payload, request.limits)
     except MemoryError:
         return _OUT_OF_MEMORY
     finally:
         progress.attach(None)
 
 
-def _call(payload: Payload, result_bytes: int) -> dict[str, Any]:
+def _call(payload: Payload, limits: Limits) -> dict[str, Any]:
     if isinstance(payload, ShellPayload):
         raise protocol.ProtocolError("shell payloads run in exec mode")
     try:
         value = _resolve(payload)(*payload.args, **payload.kwargs)
-        return _encode_result(value, result_bytes)
+        return _encode_result(value, limits.result_bytes)
     except MemoryError as exc:
         # The traceback's frames hold the job's locals, and so its memory: free
         # them to make room for describing the failure.
         traceback.clear_frames(exc.__traceback__)
-        return {"status": outcome.Status.MEMORY.value, "error": _describe(exc)}
+        error = _describe(exc)
+        if not error["message"]:
+            # MemoryError usually says nothing; say which limit the job ran into.
+            error["message"] = (
+                f"out of memory: the job may use {limits.memory_bytes / 2**20:g} MiB "
+                "of address space"
+            )
+        return {"status": outcome.Status.MEMORY.value, "error": error}
     except BaseException as exc:
         # SystemExit and KeyboardInterrupt raised by a job are its failures; they
         # must not end a pool child that has more jobs to run.

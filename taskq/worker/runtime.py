@@ -29,7 +29,7 @@ from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.maintenance import Maintainer
 from taskq.broker.operations import Report, Verdict
 from taskq.broker.plan import Op
-from taskq.broker.records import AttemptReport, ClaimedJob, Fenced
+from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
 from taskq.broker.store import Store
 from taskq.worker.acks import AckBatcher
 from taskq.worker.events import EventLog
@@ -61,6 +61,7 @@ class RunningJob:
     started: float = field(default_factory=time.monotonic)
     progress: Progress | None = None
     progress_changed: anyio.Event = field(default_factory=anyio.Event)
+    reporting: bool = False  # the outcome is being reported: the report's fencing decides
 
     def stop(self, reason: str) -> None:
         if self.stopped_because is None:
@@ -345,20 +346,26 @@ class Worker:
 
     async def _report(self, running: RunningJob, outcome: Outcome) -> None:
         job = running.job
+        running.reporting = True
+        # Only a job we killed is handed back: one that finished as it was being
+        # stopped has a real outcome. Read once: a heartbeat racing this report
+        # may mark the job lost afterwards.
+        stopped = running.stopped_because if outcome.status is Status.CANCELLED else None
+        status = "released" if stopped == StopReason.DRAIN else outcome.status.value
         attempt = AttemptReport(
-            outcome=outcome.status.value,
+            outcome=status,
             exit_code=outcome.exit_code,
             signal=outcome.signal,
             peak_rss_bytes=outcome.peak_rss_bytes or None,
             cpu_seconds=outcome.cpu_seconds,
             log_tail=outcome.log_tail or None,
         )
-        verdict = await self._acks.report(_report_of(running, outcome, attempt))
+        verdict = await self._acks.report(_report_of(job.lease, stopped, outcome, attempt))
         self.events.emit(
             "job_finished" if verdict is Fenced.ACCEPTED else "job_dropped",
             job=job.lease.job_id,
-            status=outcome.status.value,
-            stopped=running.stopped_because or "",
+            status=status,
+            stopped=stopped or "",
             seconds=round(time.monotonic() - running.started, 3),
             peak_rss_mib=round((outcome.peak_rss_bytes or 0) / 2**20, 1),
             error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
@@ -398,17 +405,20 @@ class Worker:
             else:
                 for lease in beat.lost:
                     running = self.running.get(lease.job_id)
-                    if running is not None and running.job.lease == lease:
+                    # A job reported since this heartbeat was sent has left
+                    # 'running' in the store: that is no lost lease.
+                    if running is not None and running.job.lease == lease and not running.reporting:
                         self.events.emit("lease_lost", job=lease.job_id)
                         running.stop(StopReason.LEASE_GONE)
             with anyio.move_on_after(self.settings.heartbeat_seconds):
                 await self.stopped.wait()
 
 
-def _report_of(running: RunningJob, outcome: Outcome, attempt: AttemptReport) -> Report:
-    """What to tell the store about one attempt."""
-    lease = running.job.lease
-    if running.stopped_because is not None:
+def _report_of(
+    lease: Lease, stopped: str | None, outcome: Outcome, attempt: AttemptReport
+) -> Report:
+    """What to tell the store about one attempt (``stopped``: why we killed it, if we did)."""
+    if stopped is not None:
         # We stopped it: hand it back. A cancel request ends it cancelled; a
         # lease that moved on refuses, and whatever the job produced is dropped.
         return Report(lease, Verdict.RELEASE, attempt)

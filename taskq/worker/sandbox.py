@@ -207,6 +207,7 @@ class PoolSandbox(_SandboxBase):
             supervised.ended is not None
             or outcome.status not in _POOL_CHILD_SURVIVES
             or self._jobs_in_child >= self._max_jobs_per_child
+            or child.has_children()
         ):
             self._retire_child()
         return outcome

@@ -87,3 +87,71 @@ def exit_hard(code: int) -> None:
 
 def segfault() -> None:
     os.kill(os.getpid(), signal.SIGSEGV)
+
+
+# -- hostile payloads for the acceptance tier (the real taskq-worker) ----------------
+
+WORKER_TAG_ENV = "TASKQ_TEST_WORKER_TAG"
+"""Set by the acceptance tier in each worker's environment; its jobs inherit it."""
+
+
+def allocate(nbytes: int) -> int:
+    """Allocate and touch ``nbytes`` of memory, 64 MiB at a time (the pages are really used)."""
+    chunk = 64 << 20
+    held = []
+    total = 0
+    while total < nbytes:
+        size = min(chunk, nbytes - total)
+        held.append(b"\x01" * size)
+        total += size
+    return total
+
+
+def print_bytes(nbytes: int) -> int:
+    """Write ``nbytes`` of numbered lines to stdout, in 64 KiB writes."""
+    line_bytes = 16
+    lines_per_write = (64 << 10) // line_bytes
+    written = 0
+    line = 0
+    while written < nbytes:
+        block = "".join(f"line {n:010d}\n" for n in range(line, line + lines_per_write))
+        line += lines_per_write
+        written += os.write(1, block.encode())
+    return written
+
+
+def abort() -> None:
+    os.abort()
+
+
+def ignore_sigterm_and_sleep(seconds: float) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(seconds)
+
+
+def write_grandchild_pid_and_sleep(path: str, seconds: float) -> int:
+    """Start a ``sleep 1000`` that outlives this job unless killed; write its pid to ``path``."""
+    grandchild = subprocess.Popen(["sleep", "1000"])
+    partial = f"{path}.partial"
+    with open(partial, "w") as out:
+        out.write(str(grandchild.pid))
+    os.replace(partial, path)
+    time.sleep(seconds)
+    return grandchild.pid
+
+
+def big_result(nbytes: int) -> str:
+    return "x" * nbytes
+
+
+def sleep_and_identify(seconds: float) -> dict[str, object]:
+    """Sleep, then say which worker ran this (its tag, and the pid of the sandbox's parent)."""
+    time.sleep(seconds)
+    return {"worker": os.environ.get(WORKER_TAG_ENV), "worker_pid": os.getppid()}
+
+
+def dereference_null() -> None:
+    """A real segmentation fault: read address 0 from C."""
+    import ctypes
+
+    ctypes.string_at(0)

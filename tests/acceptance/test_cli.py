@@ -1,0 +1,513 @@
+"""The real ``taskq`` command, run as a subprocess against both stores.
+
+Each test runs against a SQLite file of its own and against the session's
+3-node rqlite cluster, where tests keep apart by unique queue, schedule and
+submitter names. Jobs that must finish are run by a real ``taskq-worker``
+(the acceptance tier's ``workers`` fixture stops it by pid).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskq.broker import operations, plan
+from taskq.broker.client import default_submitter
+from taskq.broker.connect import open_store
+from taskq.broker.store import Store
+from taskq.cli.main import build_parser
+from tests.support.worker_process import REPO, WorkerFleet
+
+JOBS = "tests.support.jobs"
+COMMAND_TIMEOUT = 60.0
+UNREACHABLE = "rqlite://127.0.0.1:1"
+NO_SUCH_JOB = 987_654_321
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one ``taskq`` run printed and how it exited."""
+
+    code: int
+    out: str
+    err: str
+    seconds: float
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def taskq(*args: str, store: str | None = None, env: dict[str, str] | None = None) -> Ran:
+    """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
+    argv = [sys.executable, "-m", "taskq.cli", *(("--store", store) if store else ()), *args]
+    started = time.monotonic()
+    # subprocess.run kills the command by pid if it overruns its timeout.
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        env={**clean, **(env or {})},
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+
+def ok(*args: str, store: str) -> Ran:
+    """Run ``taskq``; fail the test with its output unless it exits 0."""
+    ran = taskq(*args, store=store)
+    assert ran.code == 0, f"taskq {' '.join(args)} exited {ran.code}\n{ran.out}\n{ran.err}"
+    return ran
+
+
+def assert_one_error_line(ran: Ran, code: int, *fragments: str) -> None:
+    """The command failed with ``code`` and one ``taskq: error:`` line naming ``fragments``."""
+    assert ran.code == code, ran
+    lines = ran.err.strip().splitlines()
+    assert len(lines) == 1, ran.err
+    assert lines[0].startswith("taskq: error: "), ran.err
+    for fragment in fragments:
+        assert fragment in lines[0], ran.err
+
+
+@pytest.fixture(params=["sqlite", "rqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store of each kind: a SQLite file of this test's own, or the shared cluster."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    return str(request.getfixturevalue("rqlite_cluster").url)
+
+
+@pytest.fixture
+def broker(url: str) -> Iterator[Store]:
+    """The same store opened through the broker's API, to check what a command did."""
+    store = open_store(url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"cli-{uuid.uuid4().hex[:10]}"
+
+
+def submit(url: str, queue: str, target: str, *args: str) -> int:
+    return int(ok("submit", f"{JOBS}:{target}", *args, "--queue", queue, store=url).out)
+
+
+# -- jobs --------------------------------------------------------------------------------
+
+
+def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) -> None:
+    before = time.time()
+    ran = ok(
+        *("submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
+        *("--delay", "10m", "--max-attempts", "2", "--timeout", "30s", "--memory", "256MiB"),
+        *("--cpu", "5", "--label", "gpu", "--label", "big", "--key", f"key-{queue}"),
+        store=url,
+    )
+    job_id = int(ran.out)
+    job = ok("status", str(job_id), "--json", store=url).json()
+    assert job["state"] == "queued"
+    assert job["queue"] == queue
+    assert job["priority"] == 5
+    assert job["payload"] == {"target": f"{JOBS}:add", "args": [1, 2], "kwargs": {}}
+    assert before + 590 < job["run_at"] < time.time() + 610
+    assert job["max_attempts"] == 2
+    assert job["timeout"] == 30
+    assert job["limits"] == {"memory_bytes": "256MiB", "cpu_seconds": 5}
+    assert job["labels"] == ["big", "gpu"]
+    assert job["submitter"] == default_submitter()
+
+    status = ok("status", str(job_id), store=url).out
+    assert "queued" in status
+    assert "in 9m" in status or "in 10m" in status
+    assert f"{JOBS}:add(1, 2)" in status
+
+    again = ok(
+        "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--key", f"key-{queue}", store=url
+    )
+    assert int(again.out) == job_id, "the same idempotency key names the same job"
+
+    at = ok(
+        "submit", f"{JOBS}:add", "3", "4", "--queue", queue, "--at", "2030-01-02T03:04", store=url
+    )
+    at_job = ok("status", at.out.strip(), "--json", store=url).json()
+    assert at_job["run_at"] == pytest.approx(datetime(2030, 1, 2, 3, 4).timestamp(), abs=0.5)
+
+    kwargs = ok(
+        *("submit", f"{JOBS}:add", "--kwargs", '{"a": 1, "b": 2}', "--queue", queue, "--json"),
+        store=url,
+    ).json()
+    listed = ok("jobs", "--queue", queue, "--json", store=url).json()
+    assert [job["id"] for job in listed] == [kwargs["id"], int(at.out), job_id]
+    assert listed[0]["payload"]["kwargs"] == {"a": 1, "b": 2}
+
+    table = ok("jobs", "--queue", queue, store=url).out.splitlines()
+    assert table[0].split()[:3] == ["ID", "STATE", "QUEUE"]
+    assert len(table) == 4
+    page = taskq("jobs", "--queue", queue, "--limit", "1", store=url)
+    assert page.code == 0
+    assert len(page.out.splitlines()) == 2
+    assert f"--before {kwargs['id']}" in page.err
+    older = ok("jobs", "--queue", queue, "--before", str(kwargs["id"]), "--json", store=url)
+    assert [job["id"] for job in older.json()] == [int(at.out), job_id]
+    assert ok("jobs", "--queue", queue, "--state", "running", "--json", store=url).json() == []
+    mine = ok("jobs", "--submitter", default_submitter(), "--queue", queue, "--json", store=url)
+    assert len(mine.json()) == 3
+
+    cancelled = ok("cancel", str(job_id), store=url)
+    assert cancelled.out.strip() == f"job {job_id}: cancelled"
+    assert ok("status", str(job_id), "--json", store=url).json()["state"] == "cancelled"
+    assert ok("cancel", str(job_id), store=url).out.strip() == (
+        f"job {job_id}: already cancelled, not cancelled"
+    )
+    retried = ok("retry", str(job_id), "--json", store=url).json()
+    assert retried == [{"id": job_id, "outcome": "requeued"}]
+    assert ok("status", str(job_id), "--json", store=url).json()["state"] == "queued"
+
+    mixed = taskq("cancel", str(job_id), str(NO_SUCH_JOB), store=url)
+    assert mixed.code == 1
+    assert mixed.out.strip() == f"job {job_id}: cancelled"
+    assert_one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
+
+
+def test_wait_prints_the_result_and_logs_show_the_attempts(
+    url: str, queue: str, workers: WorkerFleet
+) -> None:
+    worker = workers.start(url, worker={"queues": [queue]})
+
+    ran = ok("submit", f"{JOBS}:add", "2", "3", "--queue", queue, "--wait", store=url)
+    assert ran.out == "5\n"
+    said = ok("submit", f"{JOBS}:say_and_return", '"hello"', "--queue", queue, "--json", store=url)
+    said_id = said.json()["id"]
+    assert ok("result", str(said_id), "--wait", "--timeout", "60", store=url).out == '"hello"\n'
+    as_json = ok("result", str(said_id), "--json", store=url).json()
+    assert as_json["state"] == "succeeded"
+    assert as_json["result"] == "hello"
+
+    failed = taskq(
+        *("submit", f"{JOBS}:fail", '"boom"', "--queue", queue, "--max-attempts", "1"),
+        *("--wait", "--wait-timeout", "60s"),
+        store=url,
+    )
+    assert failed.out == ""
+    assert_one_error_line(failed, 1, "dead after 1 attempt", "JobFailed: boom")
+    failed_id = ok("jobs", "--queue", queue, "--state", "dead", "--json", store=url).json()[0]["id"]
+    assert_one_error_line(taskq("result", str(failed_id), store=url), 1, "JobFailed: boom")
+
+    logs = ok("logs", str(failed_id), store=url).out
+    assert "attempt 1 of 1  error" in logs
+    assert f"worker {worker.worker_id}" in logs
+    assert "error: tests.support.jobs.JobFailed: boom" in logs
+    assert "peak memory" in logs
+    said_logs = ok("logs", str(said_id), store=url).out
+    assert "succeeded" in said_logs
+    assert "log tail:\n    hello" in said_logs
+    attempts = ok("logs", str(failed_id), "--json", store=url).json()
+    assert [(a["attempt"], a["outcome"], a["worker_id"]) for a in attempts] == [
+        (1, "error", worker.worker_id)
+    ]
+
+    by_worker = ok("jobs", "--worker", worker.worker_id, "--json", store=url).json()
+    assert {job["id"] for job in by_worker} >= {said_id, failed_id}
+
+    listed = ok("workers", "--json", store=url).json()
+    mine = next(entry for entry in listed if entry["id"] == worker.worker_id)
+    assert mine["queues"] == [queue]
+    assert mine["pid"] == worker.pid
+    assert mine["state"] == "active"
+    table = ok("workers", store=url).out
+    assert worker.worker_id in table
+    assert queue in table
+
+    stats = ok("stats", "--json", store=url).json()
+    assert set(stats) == {"queues", "totals", "throughput"}
+    assert stats["totals"]["succeeded"] >= 2
+    assert stats["totals"]["dead"] >= 1
+    assert sum(bucket["outcomes"].get("succeeded", 0) for bucket in stats["throughput"]) >= 2
+    text = ok("stats", store=url).out
+    assert "finished attempts per minute" in text
+    assert "succeeded" in text
+
+
+def test_a_paused_queue_keeps_its_job_queued_until_resumed(
+    url: str, queue: str, broker: Store, workers: WorkerFleet
+) -> None:
+    assert "paused" in ok("pause", queue, store=url).out
+    entry = next(q for q in ok("queues", "--json", store=url).json() if q["queue"] == queue)
+    assert entry["paused"] is True
+    job_id = submit(url, queue, "add", "20", "22")
+    rows = ok("queues", store=url).out.splitlines()
+    row = next(line for line in rows if line.startswith(queue + " "))
+    assert row.split()[1:3] == ["paused", "1"], "paused, and one job queued"
+
+    probe = plan.run(broker, operations.job_claim("cli-probe", [queue], limit=1, lease_seconds=5))
+    assert probe == [], "a claim through the broker skips the paused queue"
+    worker = workers.start(url, worker={"queues": [queue]})
+    time.sleep(1.5)  # many idle polls (every 0.1 s) of the worker
+    job = ok("status", str(job_id), "--json", store=url).json()
+    assert (job["state"], job["attempts"]) == ("queued", 0)
+    waited = taskq("result", str(job_id), "--wait", "--timeout", "1s", store=url)
+    assert_one_error_line(waited, 1, f"job {job_id} is still queued after 1 s")
+    not_yet = taskq("result", str(job_id), store=url)
+    assert_one_error_line(not_yet, 1, "still queued", "--wait")
+
+    assert ok("resume", queue, store=url).out.strip() == f"queue {queue} resumed"
+    assert ok("result", str(job_id), "--wait", "--timeout", "60", store=url).out == "42\n"
+    logs = ok("logs", str(job_id), "--json", store=url).json()
+    assert [attempt["worker_id"] for attempt in logs] == [worker.worker_id]
+
+
+# -- queues and limits ------------------------------------------------------------------------
+
+
+def test_queue_limits_are_set_shown_and_lifted(url: str, queue: str) -> None:
+    assert ok("limit", queue, store=url).out.strip() == f"queue {queue}: max running -, rate -"
+    shown = ok("limit", queue, "--max-running", "2", "--rate", "100/1s", store=url).out
+    assert shown.strip() == f"queue {queue}: max running 2, rate 100/1s"
+    ok("limit", queue, "--rate", "1000/1m", store=url)
+    assert ok("limit", queue, "--json", store=url).json() == {
+        "queue": queue,
+        "max_running": 2,
+        "rate_limit": 1000.0,
+        "rate_period": 60.0,
+    }
+    entry = next(q for q in ok("queues", "--json", store=url).json() if q["queue"] == queue)
+    assert (entry["max_running"], entry["rate_limit"], entry["rate_period"]) == (2, 1000.0, 60.0)
+    assert ok("limit", queue, "--rate", "none", store=url).out.strip() == (
+        f"queue {queue}: max running 2, rate -"
+    )
+    lifted = ok("limit", queue, "--max-running", "none", "--json", store=url).json()
+    assert (lifted["max_running"], lifted["rate_limit"]) == (None, None)
+
+    bad = taskq("limit", queue, "--rate", "5/fortnight", store=url)
+    assert_one_error_line(bad, 2, "--rate", "N/PERIOD")
+    assert_one_error_line(taskq("limit", queue, "--max-running", "-1", store=url), 2)
+
+
+def test_submit_limit_refuses_the_submitter_over_its_rate(url: str, queue: str) -> None:
+    me = default_submitter()
+    try:
+        assert ok("submit-limit", me, "2/1m", store=url).out.strip() == (
+            f"submitter {me}: at most 2/1m"
+        )
+        listed = ok("submit-limit", "--json", store=url).json()
+        assert {"submitter": me, "rate": 2.0, "period": 60.0} in listed
+        assert me in ok("submit-limit", store=url).out
+        submit(url, queue, "add", "1", "1")
+        submit(url, queue, "add", "1", "1")
+        refused = taskq("submit", f"{JOBS}:add", "1", "1", "--queue", queue, store=url)
+        assert_one_error_line(refused, 1, me, "nothing was written", "retry in")
+        assert len(ok("jobs", "--queue", queue, "--json", store=url).json()) == 2
+    finally:
+        removed = taskq("submit-limit", me, "--remove", store=url)
+    assert removed.code == 0, removed
+    assert "no limit of its own" in removed.out
+    submit(url, queue, "add", "1", "1")
+    assert_one_error_line(taskq("submit-limit", me, store=url), 2, "--remove")
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+
+def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: str) -> None:
+    cron, every = f"{queue}-cron", f"{queue}-every"
+    try:
+        added = ok(
+            *("schedule", "add", cron, "--cron", "*/5 * * * *", f"{JOBS}:add", "1", "2"),
+            *("--queue", queue, "--timezone", "Europe/Berlin"),
+            store=url,
+        ).out
+        assert added.startswith(f"schedule {cron}: Every fifth minute")
+        assert "(Europe/Berlin); next run" in added
+        ok(
+            *("schedule", "add", every, "--every", "90s", f"{JOBS}:add", "3", "4"),
+            *("--queue", queue, "--skip-missed", "--max-attempts", "1"),
+            store=url,
+        )
+        listed = {s["name"]: s for s in ok("schedule", "list", "--json", store=url).json()}
+        assert listed[cron]["timing"]["cron"] == "*/5 * * * *"
+        assert listed[cron]["timing"]["timezone"] == "Europe/Berlin"
+        assert listed[cron]["next_fire_at"] % 300 == 0
+        assert listed[cron]["next_fire_at"] > time.time() - 1
+        assert listed[cron]["spec"]["payload"]["args"] == [1, 2]
+        assert listed[cron]["catch_up"] == "once"
+        assert listed[every]["timing"]["every_seconds"] == 90
+        assert listed[every]["catch_up"] == "skip"
+        assert listed[every]["description"] == "every 1m30s"
+        table = ok("schedule", "list", store=url).out
+        row = next(line for line in table.splitlines() if line.startswith(every + " "))
+        assert "active" in row
+        assert "every 1m30s" in row
+        assert f"{JOBS}:add(3, 4)" in row
+
+        assert ok("schedule", "pause", cron, store=url).out.strip() == f"schedule {cron} paused"
+        paused = {s["name"]: s for s in ok("schedule", "list", "--json", store=url).json()}
+        assert paused[cron]["paused"] is True
+        assert ok("schedule", "resume", cron, store=url).out.strip() == f"schedule {cron} resumed"
+
+        bad = taskq("schedule", "add", f"{queue}-bad", "--cron", "61 * * * *", "m:f", store=url)
+        assert_one_error_line(bad, 2, "bad cron expression '61 * * * *'")
+        zone = taskq(
+            *("schedule", "add", f"{queue}-bad", "--every", "1m", "m:f"),
+            *("--timezone", "Mars/Olympus"),
+            store=url,
+        )
+        assert_one_error_line(zone, 2, "unknown time zone 'Mars/Olympus'")
+        both = taskq(
+            "schedule",
+            "add",
+            f"{queue}-bad",
+            "--every",
+            "1m",
+            "--cron",
+            "* * * * *",
+            "m:f",
+            store=url,
+        )
+        assert_one_error_line(both, 2, "not allowed with")
+        names = {s["name"] for s in ok("schedule", "list", "--json", store=url).json()}
+        assert f"{queue}-bad" not in names
+
+        assert ok("schedule", "remove", cron, store=url).out.strip() == f"schedule {cron} removed"
+        gone = taskq("schedule", "remove", cron, store=url)
+        assert_one_error_line(gone, 1, f"no schedule named '{cron}'")
+        assert_one_error_line(taskq("schedule", "pause", cron, store=url), 1, "no schedule")
+    finally:
+        for name in (cron, every):
+            taskq("schedule", "remove", name, store=url)
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+def test_cluster_describes_the_store(url: str, request: pytest.FixtureRequest) -> None:
+    described = ok("cluster", "--json", store=url).json()
+    text = ok("cluster", store=url).out
+    if url.startswith("sqlite"):
+        assert described["kind"] == "embedded"
+        assert [node["id"] for node in described["nodes"]] == ["embedded"]
+        assert "embedded SQLite file" in text
+    else:
+        cluster = request.getfixturevalue("rqlite_cluster")
+        assert described["kind"] == "rqlite"
+        assert len(described["nodes"]) == 3
+        assert sum(node["leader"] for node in described["nodes"]) == 1
+        assert all(node["reachable"] for node in described["nodes"])
+        assert "3 node(s), 3 reachable, leader" in text
+        assert cluster.leader().http_addr in text
+    assert described["schema_version"] >= 1
+
+
+def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) -> None:
+    job_id = submit(url, queue, "add", "1", "1")
+    ok("cancel", str(job_id), store=url)
+    kept = ok("prune", store=url)
+    assert kept.out.startswith("pruned ")
+    assert "older than 7d" in kept.out
+    assert ok("status", str(job_id), "--json", store=url).json()["state"] == "cancelled"
+    if url.startswith("rqlite"):
+        return  # the shared cluster keeps other tests' finished jobs: no short retention there
+    time.sleep(1.2)
+    pruned = ok("prune", "--older-than", "1s", "--json", store=url).json()
+    assert pruned == {"pruned": 1, "older_than_seconds": 1.0}
+    assert_one_error_line(taskq("status", str(job_id), store=url), 1, f"no job with id {job_id}")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: str) -> None:
+    for bad in ("hello", "[1,", "{'a': 1}"):
+        ran = taskq("submit", f"{JOBS}:add", "1", bad, "--queue", queue, store=url)
+        assert_one_error_line(ran, 2, repr(bad), "is not JSON")
+        assert ran.out == ""
+    kwargs = taskq("submit", f"{JOBS}:add", "--kwargs", "[1]", "--queue", queue, store=url)
+    assert_one_error_line(kwargs, 2, "not a JSON object")
+    target = taskq("submit", "not-a-target", "--queue", queue, store=url)
+    assert_one_error_line(target, 2, "package.module:function")
+    memory = taskq("submit", f"{JOBS}:add", "--memory", "lots", "--queue", queue, store=url)
+    assert_one_error_line(memory, 2, "--memory")
+    assert ok("jobs", "--queue", queue, "--json", store=url).json() == []
+
+
+def test_an_unknown_job_id_is_an_error(url: str) -> None:
+    missing = str(NO_SUCH_JOB)
+    for command in ("status", "result", "logs", "cancel", "retry"):
+        assert_one_error_line(taskq(command, missing, store=url), 1, f"no job with id {missing}")
+    waited = taskq("result", missing, "--wait", "--timeout", "5s", store=url)
+    assert_one_error_line(waited, 1, f"no job with id {missing}")
+
+
+def test_the_store_comes_from_the_environment_or_after_the_command(url: str, queue: str) -> None:
+    job_id = submit(url, queue, "add", "1", "1")
+    from_env = taskq("jobs", "--queue", queue, "--json", env={"TASKQ_STORE": url})
+    assert [job["id"] for job in from_env.json()] == [job_id]
+    after = taskq("jobs", "--queue", queue, "--json", "--store", url)
+    assert [job["id"] for job in after.json()] == [job_id]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["jobs"],
+        ["submit", f"{JOBS}:add", "1", "2"],
+        ["status", "1"],
+        ["cluster"],
+        ["schedule", "list"],
+    ],
+)
+def test_an_unreachable_store_is_named_in_bounded_time(args: list[str]) -> None:
+    ran = taskq(*args, store=UNREACHABLE)
+    assert ran.code == 1, ran
+    assert "127.0.0.1:1" in ran.err
+    assert ran.err.strip().splitlines()[-1].startswith("taskq: error: ")
+    assert ran.seconds < 15
+
+
+def test_a_bad_store_url_is_a_usage_error() -> None:
+    assert_one_error_line(taskq("jobs", store="postgres://x"), 2, "unknown scheme 'postgres'")
+    assert_one_error_line(taskq("jobs", store="rqlite://h:1?timout=3"), 2, "timout")
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` on every command and subcommand (in-process: argparse only)."""
+    commands = [
+        ["demo"], ["submit"], ["status"], ["result"], ["cancel"], ["retry"], ["logs"], ["jobs"],
+        ["queues"], ["pause"], ["resume"], ["limit"], ["submit-limit"], ["workers"],
+        ["cluster"], ["stats"], ["prune"], ["schedule"], ["schedule", "add"],
+        ["schedule", "list"], ["schedule", "remove"], ["schedule", "pause"],
+        ["schedule", "resume"],
+    ]  # fmt: skip
+    for command in commands:
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args([*command, "--help"])
+        assert exited.value.code == 0
+        shown = capsys.readouterr().out
+        assert shown.startswith(f"usage: taskq {' '.join(command)}"), shown
+        assert "--store" in shown
+    ran = taskq("--help")
+    assert ran.code == 0
+    assert all(f"    {name} " in ran.out for name in ("demo", "submit", "schedule", "prune"))
+
+
+def test_a_usage_error_is_one_line() -> None:
+    ran = taskq("submit")
+    assert_one_error_line(ran, 2, "pkg.mod:func", "taskq submit --help")
+    assert_one_error_line(taskq("frobnicate"), 2, "invalid choice")

@@ -1,0 +1,172 @@
+"""The real ``taskq-worker`` killed, paused, drained and misconfigured.
+
+Workers run with 2 s leases renewed every 0.5 s (``TEST_WORKER_SETTINGS``).
+The maintenance services (the requeue of expired leases among them) run in
+whichever worker holds the store's maintenance leader lease, a 10 s lease
+(``Maintainer.lease_seconds``) renewed every second.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import taskq
+from taskq.broker import operations, plan
+from taskq.broker.records import JobState
+from tests.support.worker_process import WorkerFleet, WorkerProcess
+
+JOBS = "tests.support.jobs"
+
+
+def _outcomes(client: taskq.Client, job_id: int) -> list[tuple[str | None, str]]:
+    return [(execution.outcome, execution.worker_id) for execution in client.executions(job_id)]
+
+
+def test_a_killed_workers_job_is_requeued_and_finished_by_another(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    """kill -9 mid-job: the lease lapses, the survivor requeues the job and runs it.
+
+    The killed worker started first, so it held the maintenance leader lease:
+    the survivor requeues only after that lease (10 s) lapses, which is most
+    of this test's run time.
+    """
+    first = workers.start(store_url, tag="first")
+    handle = client.submit(f"{JOBS}:sleep_and_identify", 3, max_attempts=3)
+    first.wait_for_event("job_started", job=handle.id)
+    second = workers.start(store_url, tag="second")
+
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(10) == -signal.SIGKILL
+
+    job = client.wait(handle.id, timeout=45)
+    context = f"{job}\n{client.executions(handle.id)}"
+    assert job.state is JobState.SUCCEEDED, context
+    assert job.result["worker"] == "second", context
+    assert job.result["worker_pid"] == second.pid, context
+    assert job.attempts == 2, context
+    assert _outcomes(client, handle.id) == [
+        ("lease_expired", first.worker_id),
+        ("succeeded", second.worker_id),
+    ], context
+    assert first.worker_id != second.worker_id
+    assert second.running
+
+
+def test_a_paused_workers_late_result_is_refused(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    """SIGSTOP past the lease: another worker finishes the job; after SIGCONT the result drops.
+
+    The paused worker runs without maintenance, so the other one leads from
+    its start and requeues the job as soon as its lease lapses.
+    """
+    first = workers.start(store_url, tag="first", worker={"maintenance": False})
+    handle = client.submit(f"{JOBS}:sleep_and_identify", 4, max_attempts=3)
+    first.wait_for_event("job_started", job=handle.id)
+    second = workers.start(store_url, tag="second")
+
+    first.send_signal(signal.SIGSTOP)
+    try:
+        job = client.wait(handle.id, timeout=30)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    # The paused worker's sandbox child was not paused: its result waits to be read.
+    dropped = first.wait_for_event("job_dropped", job=handle.id, timeout=15)
+
+    job = client.get(handle.id)
+    context = f"{job}\n{client.executions(handle.id)}\ndropped: {dropped}"
+    assert job.state is JobState.SUCCEEDED, context
+    assert job.result == {"worker": "second", "worker_pid": second.pid}, context
+    assert _outcomes(client, handle.id) == [
+        ("lease_expired", first.worker_id),
+        ("succeeded", second.worker_id),
+    ], context
+    assert not first.events("job_finished", job=handle.id), context
+    assert first.running, first.describe()
+
+
+def test_sigterm_finishes_jobs_within_grace_and_hands_back_the_rest(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    worker = workers.start(store_url, worker={"concurrency": 2, "grace_seconds": 5})
+    quick = client.submit(f"{JOBS}:sleep_and_identify", 1.5, max_attempts=3)
+    # Ignoring SIGTERM changes nothing: the worker stops jobs with SIGKILL.
+    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3)
+    worker.wait_for_event("job_started", job=quick.id)
+    worker.wait_for_event("job_started", job=slow.id)
+
+    worker.terminate()
+    assert worker.wait(30) == 0, worker.describe()
+
+    quick_job = client.get(quick.id)
+    assert quick_job.state is JobState.SUCCEEDED, quick_job
+    assert quick_job.result["worker"] == "w", quick_job
+    assert _outcomes(client, quick.id) == [("succeeded", worker.worker_id)]
+    slow_job = client.get(slow.id)
+    context = f"{slow_job}\n{client.executions(slow.id)}\n{worker.describe()}"
+    assert slow_job.state is JobState.QUEUED, context
+    assert slow_job.attempts == 0, context
+    assert _outcomes(client, slow.id) == [("released", worker.worker_id)], context
+
+    assert worker.wait_for_event("job_finished", job=quick.id)["stopped"] == ""
+    assert worker.wait_for_event("job_finished", job=slow.id)["stopped"] == "drain"
+    worker.wait_for_event("worker_stopped")
+    _assert_stopped(client, worker)
+
+
+def test_a_second_sigterm_hands_back_running_jobs_at_once(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    # A grace far longer than the test may wait: only the second signal can end it.
+    worker = workers.start(store_url, worker={"grace_seconds": 600})
+    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3)
+    worker.wait_for_event("job_started", job=slow.id)
+
+    worker.terminate()
+    worker.wait_for_event("worker_draining")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, worker.describe()
+
+    slow_job = client.get(slow.id)
+    context = f"{slow_job}\n{client.executions(slow.id)}\n{worker.describe()}"
+    assert slow_job.state is JobState.QUEUED, context
+    assert slow_job.attempts == 0, context
+    assert _outcomes(client, slow.id) == [("released", worker.worker_id)], context
+    _assert_stopped(client, worker)
+
+
+def _assert_stopped(client: taskq.Client, worker: WorkerProcess) -> None:
+    rows = plan.run(client.store, operations.worker_list())
+    [row] = [row for row in rows if row.id == worker.worker_id]
+    assert row.state == "stopped", row
+    assert row.pid == worker.pid, row
+
+
+def test_an_unknown_config_key_stops_the_worker_with_exit_2(
+    workers: WorkerFleet, store_url: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "typo.toml"
+    config.write_text("[worker]\nconcurency = 3\n", encoding="utf-8")
+    worker = workers.start(store_url, config=config, wait_started=False)
+    assert worker.wait(30) == 2, worker.describe()
+    lines = [line for line in worker.log_text().splitlines() if line.strip()]
+    assert len(lines) == 1, worker.describe()
+    assert "concurency" in lines[0], lines[0]
+    assert lines[0].startswith("taskq-worker: error:"), lines[0]
+
+
+def test_an_unreachable_store_stops_the_worker_with_a_clear_error(workers: WorkerFleet) -> None:
+    started = time.monotonic()
+    worker = workers.start("rqlite://127.0.0.1:1", wait_started=False)
+    code = worker.wait(60)
+    took = time.monotonic() - started
+    print(f"\nunreachable store: exit {code} after {took:.1f} s")
+    assert code != 0, worker.describe()
+    lines = [line for line in worker.log_text().splitlines() if line.strip()]
+    assert len(lines) == 1, worker.describe()
+    assert "127.0.0.1:1" in lines[0], lines[0]
+    assert "store" in lines[0], lines[0]
+    assert "Traceback" not in worker.log_text(), worker.describe()
