@@ -103,10 +103,11 @@ def validate_spec(spec: JobSpec) -> dict[str, Any]:
         raise errors.InvalidJob(f"run_at must be a finite unix time, got {spec.run_at}")
     if not all(isinstance(label, str) and label for label in spec.labels):
         raise errors.InvalidJob(f"labels must be non-empty strings, got {list(spec.labels)!r}")
-    try:
-        limits.parse_limits(spec.limits)
-    except limits.LimitsInvalid as exc:
-        raise errors.InvalidJob(f"limits: {exc}") from exc
+    if spec.limits:
+        try:
+            limits.parse_limits(spec.limits)
+        except limits.LimitsInvalid as exc:
+            raise errors.InvalidJob(f"limits: {exc}") from exc
     kind = PayloadKind(spec.kind)
     return {
         "queue": spec.queue,
@@ -162,12 +163,15 @@ def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[lis
     rows = [validate_spec(spec) for spec in specs]
     if not rows:
         return []
-    per_submitter: dict[str, int] = {}
+    keys_by_submitter: dict[str, list[str]] = {}
     for row in rows:
-        per_submitter[row["submitter"]] = per_submitter.get(row["submitter"], 0) + 1
+        keys_by_submitter.setdefault(row["submitter"], []).append(row["key"])
+    per_submitter = sorted(keys_by_submitter.items())
     spends = [
-        Statement(queries.query("submit_bucket_spend"), {"submitter": who, "count": count})
-        for who, count in sorted(per_submitter.items())
+        Statement(
+            queries.query("submit_bucket_spend"), {"submitter": who, "keys": json.dumps(keys)}
+        )
+        for who, keys in per_submitter
     ]
     statement = Statement(queries.query("job_enqueue"), {"specs": to_json(rows, "jobs")})
     try:
@@ -175,8 +179,8 @@ def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[lis
     except errors.ConstraintViolation as exc:
         if not 1 <= exc.index <= len(spends):
             raise
-        who, count = sorted(per_submitter.items())[exc.index - 1]
-        raise (yield from _rate_limited(who, count, now)) from exc
+        who, keys = per_submitter[exc.index - 1]
+        raise (yield from _rate_limited(who, len(keys), now)) from exc
     ids = {row["idempotency_key"]: int(row["id"]) for row in results[-1].rows}
     missing = sorted({row["key"] for row in rows} - set(ids))
     if missing:

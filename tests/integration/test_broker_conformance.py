@@ -692,3 +692,20 @@ def test_one_request_reports_many_attempts_each_fenced(run: Any, queue: str) -> 
         stale: JobState.RUNNING,
     }
     assert run(ops.job_get(ok)).result == [1, 2]
+
+
+def test_resubmitted_keys_spend_no_rate(run: Any, queue: str) -> None:
+    who = f"carol-{queue}"
+    run(ops.submit_limit_set(who, 10, 60))
+
+    def submit(keys: list[str]) -> list[int]:
+        specs = [call_spec("m:f", queue=queue, submitter=who, idempotency_key=k) for k in keys]
+        ids: list[int] = run(ops.job_enqueue(specs, now=T0))
+        return ids
+
+    first = submit([f"{queue}-{i}" for i in range(6)])
+    # The same request again, as a transport resends it after a lost answer.
+    assert submit([f"{queue}-{i}" for i in range(6)]) == first
+    assert len(submit([f"{queue}-{i}" for i in range(6, 10)])) == 4
+    with pytest.raises(errors.RateLimited):
+        submit([f"{queue}-10"])

@@ -162,10 +162,18 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at = excluded.updated_at
 
 -- name: submit_bucket_spend
--- Fails the CHECK (tokens >= 0), and so the whole enqueue, when :count jobs
--- are more than the submitter's bucket holds. No limit row: no limit.
+-- Fails the CHECK (tokens >= 0), and so the whole enqueue, when the new jobs
+-- are more than the submitter's bucket holds. Only keys not stored yet are
+-- charged, so resending an enqueue (or a key) spends nothing twice. No limit
+-- row: no limit.
 INSERT INTO submit_buckets (submitter, tokens, updated_at)
-SELECT :submitter, rate - :count, (SELECT now FROM taskq_clock)
+SELECT
+    :submitter,
+    rate - (
+        SELECT count(*) FROM json_each(:keys) AS key
+        WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
+    ),
+    (SELECT now FROM taskq_clock)
 FROM submit_limits
 WHERE submitter IN (:submitter, '*')
 ORDER BY submitter = '*'
@@ -178,7 +186,10 @@ ON CONFLICT (submitter) DO UPDATE SET
             + ((SELECT now FROM taskq_clock) - submit_buckets.updated_at)
             * (SELECT rate / period FROM submit_limits WHERE submitter IN (:submitter, '*')
                 ORDER BY submitter = '*' LIMIT 1)
-    ) - :count,
+    ) - (
+        SELECT count(*) FROM json_each(:keys) AS key
+        WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
+    ),
     updated_at = excluded.updated_at
 
 -- name: submit_limit_of
@@ -320,6 +331,9 @@ UPDATE jobs SET
     END,
     run_at = (SELECT now FROM taskq_clock),
     lease_until = NULL,
+    -- The old holder's token goes: a report of its whose answer was lost must
+    -- not read this requeue as its own report having landed.
+    lease_token = NULL,
     error = json_object(
         'type', 'LeaseExpired',
         'message', 'the lease of worker ' || COALESCE(worker_id, '?') || ' expired'

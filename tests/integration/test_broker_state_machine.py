@@ -1,0 +1,592 @@
+"""Random interleavings of the job lifecycle, with the queue's invariants checked after each step.
+
+A hypothesis state machine plays three simulated workers against one store:
+they claim, heartbeat, complete, fail and release jobs (sometimes under a
+lease that is no longer theirs), while a submitter enqueues, an operator
+cancels and retries, and the injected clock jumps past leases for the
+requeuer. Time moves only through ``now=``.
+
+After every step the whole queue (jobs and executions) is read back and
+checked: a running job has exactly one lease, held by exactly one worker's
+belief, and exactly one open execution; a report under a lease that is not
+current changes nothing; attempts stay within ``max_attempts`` and equal the
+claims that counted; every job is in one valid state with the columns that
+state implies; nothing disappears; and ``job_counts`` agrees with the table.
+
+A second machine also loses the answer to chosen claims and reports (before
+or after they apply, as when the rqlite leader dies mid-commit): the broker
+must work out with a read what happened, and every check above still holds.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from taskq.broker import operations, plan
+from taskq.broker.client import call_spec
+from taskq.broker.connect import open_store
+from taskq.broker.operations import Backoff
+from taskq.broker.plan import Op
+from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
+from taskq.broker.store import Row, Store
+from tests.support.answer_losing_store import AnswerLosingStore, Loss
+from tests.support.job_tables import execution_rows, job_rows
+from tests.support.rqlite_cluster import RqliteCluster
+
+WORKERS = ("worker-a", "worker-b", "worker-c")
+LEASE_SECONDS = 20.0
+START = 1_000_000.0
+# No jitter, so the retry time of a failed attempt can be predicted exactly.
+BACKOFF = Backoff(base=5.0, cap=40.0, jitter=0.0)
+FINISHED = {JobState.SUCCEEDED, JobState.FAILED, JobState.DEAD, JobState.CANCELLED}
+RETRYABLE_BY_HAND = {JobState.FAILED, JobState.DEAD, JobState.CANCELLED}
+
+T = TypeVar("T")
+
+
+class Action(Enum):
+    """What a worker reports about an attempt it made."""
+
+    COMPLETE = "complete"
+    FAIL_RETRYABLE = "fail_retryable"
+    FAIL_FINAL = "fail_final"
+    RELEASE = "release"
+
+
+EXECUTION_OUTCOME = {
+    Action.COMPLETE: "succeeded",
+    Action.FAIL_RETRYABLE: "error",
+    Action.FAIL_FINAL: "error",
+    Action.RELEASE: "released",
+}
+VERDICT = {
+    Action.COMPLETE: operations.Verdict.COMPLETE,
+    Action.FAIL_RETRYABLE: operations.Verdict.FAIL,
+    Action.FAIL_FINAL: operations.Verdict.FAIL,
+    Action.RELEASE: operations.Verdict.RELEASE,
+}
+
+job_options = st.tuples(
+    st.integers(min_value=1, max_value=3),  # max_attempts
+    st.integers(min_value=0, max_value=2),  # priority
+    st.sampled_from([0.0, 0.0, 20.0]),  # delay: most jobs are runnable at once
+)
+
+
+class LeaseMachine(RuleBasedStateMachine):
+    """The lifecycle of one queue's jobs on one store; subclasses say which store."""
+
+    def fresh_store(self) -> Store:
+        raise NotImplementedError
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Passes everything through unless AnswerLosingMachine arms a loss.
+        self.store = AnswerLosingStore(self.fresh_store())
+        # A queue of its own isolates this run on a store that other tests share.
+        self.queue = f"sm-{uuid.uuid4().hex}"
+        self.now = START
+        self.ids_by_key: dict[str, int] = {}
+        # What each simulated worker believes it holds; a worker forgets a
+        # lease only once it has reported on it.
+        self.beliefs: dict[str, set[Lease]] = {worker: set() for worker in WORKERS}
+        # Every lease ever issued, in claim order. Draws pick from lists in this
+        # order, never in token order: tokens are random, so sorting by them
+        # would make a failing example impossible to replay.
+        self.issued: list[Lease] = []
+        self.claims: Counter[int] = Counter()
+        self.uncounted_releases: Counter[int] = Counter()
+
+    def teardown(self) -> None:
+        self.store.close()
+
+    # -- helpers
+
+    def run(self, op: Op[T]) -> T:
+        return plan.run(self.store, op)
+
+    def jobs(self) -> dict[int, Row]:
+        return job_rows(self.store, self.queue)
+
+    def executions(self) -> list[Row]:
+        return execution_rows(self.store, self.queue)
+
+    @property
+    def job_ids(self) -> list[int]:
+        return sorted(set(self.ids_by_key.values()))
+
+    def held_beliefs(self) -> list[tuple[str, Lease]]:
+        return [
+            (worker, lease)
+            for lease in self.issued
+            for worker in WORKERS
+            if lease in self.beliefs[worker]
+        ]
+
+    def superseded_leases(self) -> list[Lease]:
+        """Leases issued once whose job is no longer running under them."""
+        jobs = self.jobs()
+        return [lease for lease in self.issued if not holds(jobs[lease.job_id], lease.token)]
+
+    # -- the submitter
+
+    @rule(options=st.lists(job_options, min_size=1, max_size=3))
+    def enqueue(self, options: list[tuple[int, int, float]]) -> None:
+        keys = [f"{self.queue}-{len(self.ids_by_key) + index}" for index in range(len(options))]
+        specs = [
+            call_spec(
+                "example.jobs:noop",
+                [key],
+                queue=self.queue,
+                max_attempts=max_attempts,
+                priority=priority,
+                delay=delay,
+                idempotency_key=key,
+            )
+            for key, (max_attempts, priority, delay) in zip(keys, options, strict=True)
+        ]
+        ids = self.run(operations.job_enqueue(specs, now=self.now))
+        assert len(set(ids)) == len(ids)
+        assert not set(ids) & set(self.ids_by_key.values()), "a new key reused a job"
+        self.ids_by_key.update(zip(keys, ids, strict=True))
+        jobs = self.jobs()
+        for job_id, (max_attempts, priority, delay) in zip(ids, options, strict=True):
+            row = jobs[job_id]
+            assert row["state"] == JobState.QUEUED
+            assert (row["attempts"], row["max_attempts"]) == (0, max_attempts)
+            assert (row["priority"], row["run_at"]) == (priority, self.now + delay)
+
+    @precondition(lambda self: self.ids_by_key)
+    @rule(data=st.data())
+    def enqueue_same_keys_again(self, data: st.DataObject) -> None:
+        """A resubmitted key (a client retrying) returns the job it made, not a new one."""
+        keys = data.draw(
+            st.lists(st.sampled_from(sorted(self.ids_by_key)), min_size=1, max_size=3, unique=True)
+        )
+        before = self.jobs()
+        specs = [
+            call_spec("example.jobs:other", queue=self.queue, idempotency_key=key) for key in keys
+        ]
+        ids = self.run(operations.job_enqueue(specs, now=self.now))
+        assert ids == [self.ids_by_key[key] for key in keys]
+        assert self.jobs() == before
+
+    # -- the workers
+
+    @rule(
+        worker=st.sampled_from(WORKERS),
+        limit=st.integers(min_value=1, max_value=3),
+    )
+    def claim(self, worker: str, limit: int) -> None:
+        before = self.jobs()
+        runnable = [
+            row
+            for row in before.values()
+            if row["state"] == JobState.QUEUED and row["run_at"] <= self.now
+        ]
+        runnable.sort(key=lambda row: (-row["priority"], row["run_at"], row["id"]))
+        expected = {int(row["id"]) for row in runnable[:limit]}
+        if self.store.armed is Loss.BEFORE_APPLY:
+            expected = set()  # the claim never took effect, and the broker must find that out
+        claimed = self.run(
+            operations.job_claim(
+                worker, [self.queue], limit=limit, lease_seconds=LEASE_SECONDS, now=self.now
+            )
+        )
+        assert {job.lease.job_id for job in claimed} == expected
+        issued = {lease.token for lease in self.issued}
+        for job in claimed:
+            job_id = job.lease.job_id
+            assert job.lease.token not in issued, "a lease token was issued twice"
+            assert job.attempt == before[job_id]["attempts"] + 1
+            assert job.lease_until == self.now + LEASE_SECONDS
+            self.beliefs[worker].add(job.lease)
+            self.issued.append(job.lease)
+            self.claims[job_id] += 1
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def heartbeat(self, worker: str) -> None:
+        leases = [lease for lease in self.issued if lease in self.beliefs[worker]]
+        before = self.jobs()
+        expected_kept = {
+            lease
+            for lease in leases
+            if holds(before[lease.job_id], lease.token)
+            and before[lease.job_id]["worker_id"] == worker
+            and not before[lease.job_id]["cancel_requested"]
+        }
+        result = self.run(
+            operations.job_heartbeat(worker, leases, lease_seconds=LEASE_SECONDS, now=self.now)
+        )
+        assert result.kept == expected_kept
+        assert result.lost == set(leases) - expected_kept
+        after = self.jobs()
+        for job_id, row in after.items():
+            if any(lease.job_id == job_id for lease in expected_kept):
+                assert row["lease_until"] == self.now + LEASE_SECONDS
+            else:
+                assert row == before[job_id], "a heartbeat touched a job it does not hold"
+
+    @precondition(lambda self: any(self.beliefs.values()))
+    @rule(data=st.data(), action=st.sampled_from(list(Action)))
+    def report_on_belief(self, data: st.DataObject, action: Action) -> None:
+        """A worker reports on a lease it believes it holds (it may have lost it since)."""
+        worker, lease = data.draw(st.sampled_from(self.held_beliefs()))
+        self.beliefs[worker].discard(lease)
+        self.check_reports([(lease, action)], self.single_report_op(lease, action))
+
+    @precondition(lambda self: any(self.beliefs.values()))
+    @rule(data=st.data(), worker=st.sampled_from(WORKERS))
+    def report_many_in_one_request(self, data: st.DataObject, worker: str) -> None:
+        """A worker reports several finished attempts at once (``job_report``)."""
+        mine = [lease for holder, lease in self.held_beliefs() if holder == worker]
+        if not mine:
+            return
+        leases = data.draw(st.lists(st.sampled_from(mine), min_size=1, max_size=3, unique=True))
+        actions = data.draw(
+            st.lists(st.sampled_from(list(Action)), min_size=len(leases), max_size=len(leases))
+        )
+        self.beliefs[worker] -= set(leases)
+        reports = list(zip(leases, actions, strict=True))
+        self.check_reports(reports, self.batched_report_op(reports))
+
+    @precondition(lambda self: self.ids_by_key)
+    @rule(data=st.data(), action=st.sampled_from(list(Action)))
+    def report_with_foreign_token(self, data: st.DataObject, action: Action) -> None:
+        """A token never issued (a confused or malicious worker) is refused."""
+        job_id = data.draw(st.sampled_from(self.job_ids))
+        lease = Lease(job_id, f"{secrets.token_hex(8)}.{job_id}")
+        self.check_reports([(lease, action)], self.single_report_op(lease, action))
+
+    @precondition(lambda self: self.issued)
+    @rule(data=st.data(), action=st.sampled_from(list(Action)))
+    def report_with_superseded_token(self, data: st.DataObject, action: Action) -> None:
+        """A zombie worker reports under a lease its job has moved on from."""
+        superseded = self.superseded_leases()
+        if superseded:
+            lease = data.draw(st.sampled_from(superseded))
+            self.check_reports([(lease, action)], self.single_report_op(lease, action))
+
+    def check_reports(self, reports: list[tuple[Lease, Action]], op: Op[list[Fenced]]) -> None:
+        """Run ``op`` and check each report was accepted exactly when its lease was live.
+
+        A report under a lease that is not live must change nothing at all;
+        an accepted one must move its job as the state table says and touch
+        no other job.
+        """
+        jobs_before, executions_before = self.jobs(), self.executions()
+        live = [holds(jobs_before[lease.job_id], lease.token) for lease, _ in reports]
+        # Attempts already reported under their own lease (not ended by expiry).
+        reported = {
+            execution["lease_token"]
+            for execution in executions_before
+            if execution["finished_at"] is not None and execution["outcome"] != "lease_expired"
+        }
+        answer_lost = self.store.armed is not None
+        outcomes = self.run(op)
+        jobs_after, executions_after = self.jobs(), self.executions()
+        assert len(outcomes) == len(reports)
+        for (lease, _), is_live, outcome in zip(reports, live, outcomes, strict=True):
+            if is_live:
+                assert outcome is Fenced.ACCEPTED
+            elif answer_lost and lease.token in reported:
+                # Resolving a lost answer, the broker cannot tell this report from the
+                # one that already ended the attempt under the same lease (a resend):
+                # either verdict is fair, and nothing changes either way.
+                assert outcome in (Fenced.ACCEPTED, Fenced.LEASE_LOST)
+            else:
+                assert outcome is Fenced.LEASE_LOST, f"{lease} is not live: {outcome}"
+        accepted = [report for report, is_live in zip(reports, live, strict=True) if is_live]
+        action_of = {lease.job_id: action for lease, action in accepted}
+        for job_id, row in jobs_after.items():
+            if job_id in action_of:
+                expected = self.expected_after_report(jobs_before[job_id], action_of[job_id])
+                assert {column: row[column] for column in expected} == expected
+            else:
+                assert row == jobs_before[job_id], "a report changed a job it did not hold"
+        accepted_tokens = {lease.token for lease, _ in accepted}
+        executions_by_id = {execution["id"]: execution for execution in executions_before}
+        for execution in executions_after:
+            if execution["lease_token"] in accepted_tokens:
+                assert execution["outcome"] == EXECUTION_OUTCOME[action_of[execution["job_id"]]]
+                assert execution["finished_at"] == self.now
+            else:
+                assert execution == executions_by_id[execution["id"]], "it changed an execution"
+
+    def single_report_op(self, lease: Lease, action: Action) -> Op[list[Fenced]]:
+        """The one-report operation a worker calls for ``action``."""
+        if action is Action.COMPLETE:
+            outcome = yield from operations.job_complete(
+                lease, {"done": lease.job_id}, now=self.now
+            )
+        elif action is Action.RELEASE:
+            outcome = yield from operations.job_release(lease, now=self.now)
+        else:
+            outcome = yield from operations.job_fail(
+                lease,
+                {"type": "Boom", "message": "on purpose"},
+                retryable=action is Action.FAIL_RETRYABLE,
+                backoff=BACKOFF,
+                now=self.now,
+            )
+        return [outcome]
+
+    def batched_report_op(self, reports: list[tuple[Lease, Action]]) -> Op[list[Fenced]]:
+        batch = [
+            operations.Report(
+                lease,
+                VERDICT[action],
+                AttemptReport(outcome=EXECUTION_OUTCOME[action]),
+                result={"done": lease.job_id},
+                error={"type": "Boom", "message": "on purpose"},
+                retryable=action is not Action.FAIL_FINAL,
+            )
+            for lease, action in reports
+        ]
+        return operations.job_report(batch, backoff=BACKOFF, now=self.now)
+
+    def expected_after_report(self, row: Row, action: Action) -> dict[str, Any]:
+        """The columns an accepted report must leave on the job stored as ``row``."""
+        ended = {"finished_at": self.now, "lease_until": None}
+        attempts = row["attempts"]
+        if action is Action.COMPLETE:
+            result = json.dumps({"done": row["id"]}, separators=(",", ":"))
+            return {"state": JobState.SUCCEEDED, "attempts": attempts, "result": result, **ended}
+        if action is Action.FAIL_FINAL:
+            return {"state": JobState.FAILED, "attempts": attempts, **ended}
+        if action is Action.FAIL_RETRYABLE:
+            if attempts >= row["max_attempts"]:
+                return {"state": JobState.DEAD, "attempts": attempts, **ended}
+            delay = min(BACKOFF.cap, BACKOFF.base * 2 ** (attempts - 1))
+            return {
+                "state": JobState.QUEUED,
+                "attempts": attempts,
+                "run_at": self.now + delay,
+                "finished_at": None,
+                "lease_until": None,
+            }
+        if row["cancel_requested"]:
+            return {"state": JobState.CANCELLED, "attempts": attempts, **ended}
+        # A release gives the attempt back: it did not count.
+        self.uncounted_releases[int(row["id"])] += 1
+        return {
+            "state": JobState.QUEUED,
+            "attempts": attempts - 1,
+            "run_at": self.now,
+            "finished_at": None,
+            "lease_until": None,
+        }
+
+    # -- the operator
+
+    @precondition(lambda self: self.ids_by_key)
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        ids = data.draw(
+            st.lists(st.sampled_from(self.job_ids), min_size=1, max_size=3, unique=True)
+        )
+        before = self.jobs()
+        result = self.run(operations.job_cancel(ids, now=self.now))
+        assert set(result.cancelled) == {i for i in ids if before[i]["state"] == JobState.QUEUED}
+        assert set(result.requested) == {i for i in ids if before[i]["state"] == JobState.RUNNING}
+        after = self.jobs()
+        for job_id in result.cancelled:
+            assert after[job_id]["state"] == JobState.CANCELLED
+            assert after[job_id]["finished_at"] == self.now
+        for job_id in result.requested:
+            assert after[job_id]["state"] == JobState.RUNNING
+            assert after[job_id]["cancel_requested"] == 1
+
+    @precondition(lambda self: self.ids_by_key)
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        ids = data.draw(
+            st.lists(st.sampled_from(self.job_ids), min_size=1, max_size=3, unique=True)
+        )
+        before = self.jobs()
+        moved = self.run(operations.job_retry(ids, now=self.now))
+        assert set(moved) == {i for i in ids if before[i]["state"] in RETRYABLE_BY_HAND}
+        after = self.jobs()
+        for job_id in moved:
+            row = after[job_id]
+            assert (row["state"], row["run_at"], row["finished_at"]) == ("queued", self.now, None)
+            assert row["max_attempts"] > row["attempts"], "a retried job must be claimable"
+
+    # -- time and the requeuer
+
+    @rule(
+        seconds=st.one_of(
+            st.sampled_from([1.0, 5.0, 10.0]),
+            # Exactly a lease: a lease that ends now has not expired yet.
+            st.just(LEASE_SECONDS),
+            st.integers(int(LEASE_SECONDS) + 1, 3 * int(LEASE_SECONDS)).map(float),
+        )
+    )
+    def advance_clock(self, seconds: float) -> None:
+        self.now += seconds
+
+    @rule()
+    def requeue_expired(self) -> None:
+        before = self.jobs()
+        expired = [
+            row
+            for row in before.values()
+            if row["state"] == JobState.RUNNING and row["lease_until"] < self.now
+        ]
+        result = self.run(operations.job_requeue_expired(now=self.now))
+        mine = set(before)
+        # Other tests' jobs on a shared store may expire too: look at this queue only.
+        assert {i for i in result.cancelled if i in mine} == {
+            int(row["id"]) for row in expired if row["cancel_requested"]
+        }
+        assert {i for i in result.dead if i in mine} == {
+            int(row["id"])
+            for row in expired
+            if not row["cancel_requested"] and row["attempts"] >= row["max_attempts"]
+        }
+        assert {i for i in result.requeued if i in mine} == {
+            int(row["id"])
+            for row in expired
+            if not row["cancel_requested"] and row["attempts"] < row["max_attempts"]
+        }
+        executions = {e["lease_token"]: e for e in self.executions()}
+        for row in expired:
+            assert executions[row["lease_token"]]["outcome"] == "lease_expired"
+
+    # -- invariants, after every step
+
+    @invariant()
+    def queue_is_consistent(self) -> None:
+        jobs = self.jobs()
+        executions = self.executions()
+        assert set(jobs) == set(self.ids_by_key.values()), "a job disappeared or appeared"
+
+        open_executions: dict[int, list[Row]] = {job_id: [] for job_id in jobs}
+        execution_count: Counter[int] = Counter()
+        for execution in executions:
+            execution_count[int(execution["job_id"])] += 1
+            if execution["finished_at"] is None:
+                open_executions[int(execution["job_id"])].append(execution)
+
+        for job_id, row in jobs.items():
+            state = JobState(row["state"])
+            assert 0 <= row["attempts"] <= row["max_attempts"]
+            assert row["attempts"] == self.claims[job_id] - self.uncounted_releases[job_id]
+            assert execution_count[job_id] == self.claims[job_id], "one execution per claim"
+            live_holders = [
+                worker
+                for worker in WORKERS
+                if Lease(job_id, str(row["lease_token"])) in self.beliefs[worker]
+            ]
+            if state is JobState.RUNNING:
+                assert row["lease_token"]
+                assert row["worker_id"]
+                assert row["lease_until"] is not None
+                assert row["attempts"] >= 1
+                assert row["finished_at"] is None
+                assert live_holders == [row["worker_id"]], "a running job needs one holder"
+                assert len(open_executions[job_id]) == 1, "a running job has one open execution"
+                [execution] = open_executions[job_id]
+                assert execution["lease_token"] == row["lease_token"]
+                assert execution["attempt"] == row["attempts"]
+                assert execution["worker_id"] == row["worker_id"]
+            else:
+                assert row["lease_until"] is None, f"a {state} job keeps a lease"
+                assert not open_executions[job_id], f"a {state} job has an open execution"
+            if state is JobState.QUEUED:
+                assert row["finished_at"] is None
+                assert row["attempts"] < row["max_attempts"], "a queued job can never be claimed"
+            if state in FINISHED:
+                assert row["finished_at"] is not None
+
+        stats = {queue.queue: queue for queue in self.run(operations.job_counts())}
+        counted = stats[self.queue].counts if self.queue in stats else {}
+        in_table = Counter(JobState(row["state"]) for row in jobs.values())
+        assert {state: counted.get(state, 0) for state in JobState} == {
+            state: in_table[state] for state in JobState
+        }
+
+
+def holds(row: Row, token: str) -> bool:
+    """Whether ``token`` is the live lease of the job stored as ``row``."""
+    return bool(row["state"] == JobState.RUNNING and row["lease_token"] == token)
+
+
+class AnswerLosingMachine(LeaseMachine):
+    """The same lifecycle, where the answer to a claim or a report may be lost.
+
+    A lost answer is what a client sees when the rqlite leader dies while
+    committing: the write may or may not have been applied. The broker must
+    find out which with a read, and every check above must still hold.
+    """
+
+    @rule(loss=st.sampled_from(list(Loss)))
+    def lose_next_answer(self, loss: Loss) -> None:
+        self.store.lose_next_answer(loss)
+
+
+def machine_on(
+    open_fresh: Callable[[], Store], base: type[LeaseMachine] = LeaseMachine
+) -> type[LeaseMachine]:
+    class Machine(base):  # type: ignore[valid-type,misc]
+        def fresh_store(self) -> Store:
+            return open_fresh()
+
+    return Machine
+
+
+def test_lifecycle_invariants_on_sqlite(tmp_path_factory: pytest.TempPathFactory) -> None:
+    def fresh_file() -> Store:
+        # Durability is not under test: skipping fsync keeps the run as long on any disk.
+        path = tmp_path_factory.mktemp("state-machine") / "taskq.db"
+        return open_store(f"sqlite://{path}?synchronous=normal")
+
+    run_state_machine_as_test(
+        machine_on(fresh_file),
+        settings=settings(
+            max_examples=600,
+            stateful_step_count=50,
+            deadline=None,
+        ),
+    )
+
+
+def test_lifecycle_invariants_on_rqlite(rqlite_cluster: RqliteCluster) -> None:
+    run_state_machine_as_test(
+        machine_on(lambda: open_store(rqlite_cluster.url)),
+        settings=settings(
+            max_examples=5,
+            stateful_step_count=20,
+            deadline=None,
+        ),
+    )
+
+
+def test_lifecycle_invariants_when_answers_are_lost(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    def fresh_file() -> Store:
+        path = tmp_path_factory.mktemp("answer-losing") / "taskq.db"
+        return open_store(f"sqlite://{path}?synchronous=normal")
+
+    run_state_machine_as_test(
+        machine_on(fresh_file, AnswerLosingMachine),
+        settings=settings(max_examples=200, stateful_step_count=50, deadline=None),
+    )
