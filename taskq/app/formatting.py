@@ -2,48 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from taskq.broker.records import Job, PayloadKind
-
-
-def duration(seconds: float | None, *, precise: bool = True) -> str:
-    """``0.42s``, ``12.3s``, ``3m12s``, ``2h05m``, ``3d04h``; ``precise`` keeps sub-seconds."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        if not precise:
-            return f"{int(seconds)}s"
-        return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
-    whole = int(seconds)
-    minutes, secs = divmod(whole, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s"
-
-
-def size(nbytes: int | None) -> str:
-    """Bytes in binary units: ``812 B``, ``38.2 MiB``."""
-    if nbytes is None:
-        return "-"
-    if nbytes < 1024:
-        return f"{nbytes} B"
-    value = nbytes / 1024
-    for unit in ("KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def compact_json(value: Any) -> str:
-    """JSON on one line, as short as it gets."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+from taskq.humanize import compact_json as compact_json
+from taskq.humanize import duration as duration
+from taskq.humanize import size as size
 
 
 def target(job: Job) -> str:

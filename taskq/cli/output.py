@@ -16,6 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from taskq.broker.records import Job, PayloadKind
+from taskq.humanize import compact_json as compact_json
+from taskq.humanize import duration as duration
+from taskq.humanize import size as size
 
 _CELL_WIDTH = 60
 
@@ -79,22 +82,6 @@ def relative(timestamp: float, *, now: float | None = None) -> str:
     return f"{duration(-delta)} ago"
 
 
-def duration(seconds: float | None) -> str:
-    """``0.42s``, ``12.3s``, ``3m12s``, ``2h05m``, ``3d04h``."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s"
-
-
 def span(seconds: float) -> str:
     """A length of time as written in options: ``90s``, ``10m``, ``1h30m``, ``7d``, ``0.5s``."""
     if seconds < 60 and seconds != int(seconds):
@@ -106,23 +93,6 @@ def span(seconds: float) -> str:
         if amount:
             parts.append(f"{amount}{unit}")
     return "".join(parts) or "0s"
-
-
-def size(nbytes: float | None) -> str:
-    """Bytes in binary units: ``812 B``, ``38.2 MiB``."""
-    if nbytes is None:
-        return "-"
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
-def compact_json(value: Any) -> str:
-    """JSON on one line."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def call(job: Job) -> str:
