@@ -14,7 +14,6 @@ if rqlited_path=$(scripts/install_rqlite.sh | tail -n 1) && [ -x "$rqlited_path"
     export TASKQ_RQLITED="$rqlited_path"
 else
     echo "test: scripts/install_rqlite.sh could not provide rqlited; rqlite tests will fail" >&2
-    export TASKQ_RQLITED_MISSING=1
 fi
 
 echo "== ruff" >&2
