@@ -1,4 +1,4 @@
-"""A queue's max_running holds cluster-wide while several processes claim from it."""
+"""Limits hold across processes: a queue's concurrency and rate, a submitter's rate."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from taskq import errors
 from taskq.broker import operations as ops
 from taskq.broker import plan
 from taskq.broker.client import call_spec
@@ -112,4 +113,94 @@ def test_max_running_is_never_exceeded_by_several_workers(url: str) -> None:
         peak = max(peak, running)
     assert len(rows) == jobs
     assert peak <= LIMIT
+    store.close()
+
+
+def _within_token_bucket(times: list[float], capacity: float, rate: float) -> bool:
+    """No run of events exceeds a full bucket plus what refills while it lasts."""
+    times = sorted(times)
+    for first in range(len(times)):
+        for last in range(first, len(times)):
+            allowed = capacity + rate * (times[last] - times[first]) + 1e-6
+            if last - first + 1 > allowed:
+                return False
+    return True
+
+
+def _spawn(target: Any, args_of: Any, count: int) -> list[Any]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(count)
+    out = context.Queue()
+    processes = [
+        context.Process(target=target, args=(*args_of(), barrier, out)) for _ in range(count)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        results = [out.get(timeout=180) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
+    assert not [result for result in results if isinstance(result, str)]
+    return results
+
+
+def test_a_queue_rate_holds_across_several_workers(url: str) -> None:
+    queue = f"rated-{uuid.uuid4().hex[:8]}"
+    rate, jobs = 20.0, 90
+    store = open_store(url)
+    plan.run(store, ops.queue_set_limits(queue, rate_limit=rate, rate_period=1.0))
+    plan.run(store, ops.job_enqueue([call_spec("m:f", queue=queue) for _ in range(jobs)]))
+    results = _spawn(_work, lambda: (url, queue), PROCESSES)
+    assert sum(results) == jobs
+    rows = store.query(
+        Statement(
+            "SELECT e.started_at AS start FROM executions AS e "
+            "JOIN jobs AS j ON j.id = e.job_id WHERE j.queue = :queue",
+            {"queue": queue},
+        ),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    starts = [float(row["start"]) for row in rows]
+    assert len(starts) == jobs
+    assert _within_token_bucket(starts, capacity=rate, rate=rate)
+    # Not vacuous: the work took about as long as the rate makes it take.
+    assert max(starts) - min(starts) >= (jobs - rate) / rate * 0.8
+    store.close()
+
+
+def _submit(url: str, submitter: str, queue: str, barrier: Any, out: Any) -> None:
+    try:
+        store = open_store(url)
+        barrier.wait(timeout=60)
+        accepted = refused = 0
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            spec = call_spec("m:f", queue=queue, submitter=submitter)
+            try:
+                plan.run(store, ops.job_enqueue([spec]))
+                accepted += 1
+            except errors.RateLimited as exc:
+                refused += 1
+                time.sleep(min(exc.retry_after or 0.05, 0.05))
+        store.close()
+        out.put((accepted, refused))
+    except Exception as exc:
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_submitter_rate_holds_across_several_clients(url: str) -> None:
+    queue = f"submitted-{uuid.uuid4().hex[:8]}"
+    submitter = f"lab-{queue}"
+    rate = 30.0
+    store = open_store(url)
+    plan.run(store, ops.submit_limit_set(submitter, rate, 1.0))
+    results = _spawn(_submit, lambda: (url, submitter, queue), PROCESSES)
+    assert sum(refused for _, refused in results) > 0, "the limit was never reached"
+    jobs = plan.run(store, ops.job_list(queue=queue, limit=1000))
+    assert len(jobs) == sum(accepted for accepted, _ in results)
+    assert _within_token_bucket([job.created_at for job in jobs], capacity=rate, rate=rate)
     store.close()
