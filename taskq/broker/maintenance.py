@@ -62,6 +62,9 @@ class LeaseRequeuer:
         _positive("requeue interval", self.interval)
 
     def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        due = yield from operations.maintenance_due(now=now)
+        if not due.expired_leases:
+            return {"requeued": 0, "dead": 0, "cancelled": 0}
         moved = yield from operations.job_requeue_expired(now=now)
         return {
             "requeued": len(moved.requeued),
@@ -83,6 +86,9 @@ class LostWorkerMarker:
         _positive("lost-worker interval", self.interval)
 
     def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        due = yield from operations.maintenance_due(grace_seconds=self.grace_seconds, now=now)
+        if not due.lost_workers:
+            return {"lost": 0}
         lost = yield from operations.worker_mark_lost(grace_seconds=self.grace_seconds, now=now)
         return {"lost": len(lost)}
 
@@ -102,6 +108,11 @@ class Pruner:
         _positive("prune batch", self.batch)
 
     def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
+        due = yield from operations.maintenance_due(
+            retention_seconds=self.retention_seconds, now=now
+        )
+        if not due.prunable_jobs:
+            return {"pruned": 0}
         pruned = yield from operations.job_prune(
             retention_seconds=self.retention_seconds, limit=self.batch, now=now
         )
@@ -145,6 +156,7 @@ class Maintainer:
     lease_seconds: float = 10.0
     is_leader: bool = False
     _last_run: dict[str, float] = field(default_factory=dict)
+    _elected_at: float = float("-inf")
 
     def __post_init__(self) -> None:
         _positive("tick", self.tick_seconds)
@@ -155,14 +167,23 @@ class Maintainer:
             )
 
     def plan_tick(self, *, now: float | None = None) -> Op[dict[str, dict[str, int]]]:
-        """Keep or take the lease; run the services that are due if we lead."""
-        self.is_leader = yield from operations.leader_attempt_elect(
-            LEADER_LEASE, self.holder, ttl_seconds=self.lease_seconds, now=now
-        )
+        """Keep or take the lease; run the services that are due if we lead.
+
+        A leader renews its lease once a third of it is left, not every tick,
+        so an idle cluster sees few writes; the lease outlasts two ticks, so
+        a renewal is never late.
+        """
+        started = time.monotonic()
+        # Measured on the tick's own clock: the injected one in tests.
+        tick_time = started if now is None else now
+        if not self.is_leader or tick_time - self._elected_at >= self.lease_seconds / 3:
+            self.is_leader = yield from operations.leader_attempt_elect(
+                LEADER_LEASE, self.holder, ttl_seconds=self.lease_seconds, now=now
+            )
+            self._elected_at = tick_time
         if not self.is_leader:
             return {}
         done: dict[str, dict[str, int]] = {}
-        started = time.monotonic()
         for service in self.services:
             last = self._last_run.get(service.name)
             if last is not None and started - last < service.interval:

@@ -947,6 +947,41 @@ def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class MaintenanceDue:
+    """Whether each maintenance service has anything to do now."""
+
+    expired_leases: bool
+    lost_workers: bool
+    prunable_jobs: bool
+
+
+def maintenance_due(
+    *,
+    grace_seconds: float = 30.0,
+    retention_seconds: float = 7 * 24 * 3600.0,
+    now: float | None = None,
+) -> Op[MaintenanceDue]:
+    """A cheap read that lets idle maintenance services skip their writes."""
+    rows = yield Read(
+        Statement(
+            queries.query("maintenance_due"),
+            {
+                "now": now,
+                "grace_seconds": float(grace_seconds),
+                "retention_seconds": float(retention_seconds),
+            },
+        ),
+        Consistency.NONE,
+    )
+    row = rows[0]
+    return MaintenanceDue(
+        expired_leases=bool(row["expired_leases"]),
+        lost_workers=bool(row["lost_workers"]),
+        prunable_jobs=bool(row["prunable_jobs"]),
+    )
+
+
 def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[list[str]]:
     """Mark workers lost whose last heartbeat is older than ``grace_seconds``."""
     results = yield Write(

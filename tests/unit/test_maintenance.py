@@ -132,3 +132,19 @@ def test_the_scheduler_service_fires_due_ticks(store: Store) -> None:
     assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 10) == {"fired": 0}
     assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 31) == {"fired": 1}
     assert maintenance.run_once(store, maintenance.Scheduler(), now=T0 + 32) == {"fired": 0}
+
+
+def test_idle_maintenance_writes_only_to_renew_its_lease(store: Store) -> None:
+    writes: list[int] = []
+    execute = store.execute
+
+    def counting(statements: object, **options: object) -> object:
+        writes.append(1)
+        return execute(statements, **options)  # type: ignore[arg-type]
+
+    store.execute = counting  # type: ignore[method-assign]
+    leader = Maintainer(store, holder="idle", lease_seconds=9)
+    for second in range(30):
+        plan.run(store, leader.plan_tick(now=T0 + second))
+    # Nothing to requeue, mark or prune: only the lease renewals (every 3 s) wrote.
+    assert len(writes) == 10

@@ -341,6 +341,25 @@ UPDATE jobs SET
 WHERE state = 'running' AND lease_until < (SELECT now FROM taskq_clock)
 RETURNING id, state
 
+-- name: maintenance_due
+-- What the maintenance services would find to do, by the answering node's
+-- clock (or :now): a read, so idle services write nothing.
+SELECT
+    EXISTS (
+        SELECT 1 FROM jobs WHERE state = 'running'
+            AND lease_until < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+    ) AS expired_leases,
+    EXISTS (
+        SELECT 1 FROM workers WHERE state IN ('active', 'draining')
+            AND heartbeat_at < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+                - :grace_seconds
+    ) AS lost_workers,
+    EXISTS (
+        SELECT 1 FROM jobs
+        WHERE finished_at < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+            - :retention_seconds
+    ) AS prunable_jobs
+
 -- name: execution_prune
 DELETE FROM executions WHERE job_id IN (
     SELECT id FROM jobs
