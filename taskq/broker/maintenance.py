@@ -176,7 +176,13 @@ class Maintainer:
         started = time.monotonic()
         # Measured on the tick's own clock: the injected one in tests.
         tick_time = started if now is None else now
-        if not self.is_leader or tick_time - self._elected_at >= self.lease_seconds / 3:
+        if self.is_leader and tick_time - self._elected_at < self.lease_seconds / 3:
+            pass  # the lease is fresh: nothing to renew
+        elif self.is_leader or (
+            yield from operations.leader_lease_open(LEADER_LEASE, self.holder, now=now)
+        ):
+            # A follower reads first and tries only once the lease is free or
+            # lapsed, so followers write nothing while a leader is alive.
             self.is_leader = yield from operations.leader_attempt_elect(
                 LEADER_LEASE, self.holder, ttl_seconds=self.lease_seconds, now=now
             )

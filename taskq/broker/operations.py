@@ -1030,6 +1030,15 @@ def leader_attempt_elect(
     return any(row["holder"] == holder for row in results[1].rows)
 
 
+def leader_lease_open(name: str, holder: str, *, now: float | None = None) -> Op[bool]:
+    """Whether ``holder`` could take the lease now (it is free, lapsed, or ours): a cheap read."""
+    rows = yield Read(
+        Statement(queries.query("leader_open"), {"name": name, "holder": holder, "now": now}),
+        Consistency.NONE,
+    )
+    return bool(rows and rows[0]["open"])
+
+
 def leader_resign(name: str, holder: str) -> Op[None]:
     """Give up the leader lease, so another process takes over at once."""
     yield Write(

@@ -24,7 +24,7 @@ from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementR
 from taskq.broker.store_url import RqliteTarget, mask_password
 
 _DISCOVERY_TIMEOUT = 2.0
-_CHANGE_POLL_SECONDS = 0.01
+_CHANGE_POLL_SECONDS = 0.02
 
 
 @dataclass

@@ -318,6 +318,8 @@ class Worker:
         return outcome
 
     def _limits_of(self, job: ClaimedJob) -> Limits:
+        if not job.limits and job.timeout is None:
+            return self.settings.max_limits
         limits = parse_limits(job.limits, defaults=self.settings.max_limits)
         if job.timeout is not None:
             limits = parse_limits({"wall_seconds": float(job.timeout)}, defaults=limits)

@@ -35,7 +35,8 @@ class WorkerSettings:
     allow_python_exec: bool = False
     allow_shell: bool = False
     maintenance: bool = True
-    pool_recycle_after: int = 200
+    # Respawning a pool child costs ~80 ms; a child that misbehaves is replaced at once.
+    pool_recycle_after: int = 10_000
     max_limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:

@@ -144,7 +144,14 @@ def test_idle_maintenance_writes_only_to_renew_its_lease(store: Store) -> None:
 
     store.execute = counting  # type: ignore[method-assign]
     leader = Maintainer(store, holder="idle", lease_seconds=9)
+    follower = Maintainer(store, holder="other", lease_seconds=9)
     for second in range(30):
         plan.run(store, leader.plan_tick(now=T0 + second))
-    # Nothing to requeue, mark or prune: only the lease renewals (every 3 s) wrote.
+        plan.run(store, follower.plan_tick(now=T0 + second))
+    # Nothing to requeue, mark or prune, and the follower only read: the
+    # leader's lease renewals (every 3 s) are the only writes.
     assert len(writes) == 10
+    assert (leader.is_leader, follower.is_leader) == (True, False)
+    # Once the leader stops renewing, the follower takes over after the lease.
+    plan.run(store, follower.plan_tick(now=T0 + 30 + 9))
+    assert follower.is_leader

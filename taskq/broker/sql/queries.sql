@@ -496,6 +496,13 @@ RETURNING holder
 -- name: leader_resign
 DELETE FROM leader WHERE name = :name AND holder = :holder
 
+-- name: leader_open
+SELECT NOT EXISTS (
+    SELECT 1 FROM leader
+    WHERE name = :name AND holder <> :holder
+        AND expires_at >= COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+) AS open
+
 -- name: leader_get
 SELECT name, holder, expires_at FROM leader WHERE name = :name
 
