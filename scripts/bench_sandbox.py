@@ -1,0 +1,59 @@
+"""Per-job cost of the sandbox alone: no-op jobs through ``PoolSandbox`` and ``ProcessSandbox``.
+
+No store and no worker loop: one job after another from one event loop,
+with the default limits, as a worker slot would run them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from taskq.broker.limits import Limits
+from taskq.worker.outcome import Status
+from taskq.worker.payloads import CallPayload
+from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
+from taskq.worker.settings import WorkerSettings
+
+
+async def _run_jobs(sandbox: Sandbox, jobs: int) -> list[float]:
+    limits = Limits()
+    timings = []
+    for number in range(jobs):
+        started = time.perf_counter()
+        outcome = await sandbox.run(CallPayload("bench_jobs:echo", [number], {}), limits)
+        timings.append(time.perf_counter() - started)
+        if outcome.status is not Status.SUCCEEDED or outcome.result != number:
+            raise RuntimeError(f"a no-op job in the sandbox ended {outcome}")
+    return timings
+
+
+def _measure(make: Any, jobs: int) -> dict[str, Any]:
+    async def main() -> list[float]:
+        async with make() as sandbox:
+            # One job first: a pool child is spawned on first use.
+            await _run_jobs(sandbox, 1)
+            return await _run_jobs(sandbox, jobs)
+
+    timings = anyio.run(main)
+    ordered = sorted(timings)
+    return {
+        "jobs": jobs,
+        "ms_per_job": 1000 * sum(timings) / jobs,
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "max_ms": 1000 * ordered[-1],
+    }
+
+
+def sandbox_overhead(pool_jobs: int, process_jobs: int) -> dict[str, dict[str, Any]]:
+    recycle = WorkerSettings().pool_recycle_after
+    return {
+        "pool": _measure(lambda: PoolSandbox(max_jobs_per_child=10**9), pool_jobs),
+        "pool_recycled": {
+            **_measure(lambda: PoolSandbox(max_jobs_per_child=recycle), pool_jobs),
+            "recycle_after": recycle,
+        },
+        "process": _measure(ProcessSandbox, process_jobs),
+    }

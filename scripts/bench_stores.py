@@ -1,0 +1,304 @@
+"""The two stores under test, and what the bench measures of each without the broker.
+
+* ``sqlite``: a fresh file in a temporary directory, opened by URL with the
+  defaults (WAL, synchronous=FULL).
+* ``rqlite``: a 3-node cluster on free loopback ports, started through the
+  test tier's ``running_cluster`` (rqlited from ``TASKQ_RQLITED`` or
+  ``scripts/install_rqlite.sh``) and killed by pid on the way out.
+
+Each also knows its raw ceiling (rows inserted with no broker logic) and
+how to count the writes committed to it while workers sit idle.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from bench_common import import_repo_root
+
+from taskq.broker.connect import open_store
+
+RAW_TABLE = "bench_raw_jobs"
+
+
+@dataclass
+class BenchStore:
+    """A store the bench runs against: its name, URL and the processes that serve it."""
+
+    name: str
+    url: str
+    server_pids: list[int] = field(default_factory=list)
+    sqlite_path: Path | None = None
+    cluster: Any = None  # tests.support.rqlite_cluster.RqliteCluster for rqlite
+
+    @property
+    def label(self) -> str:
+        return "SQLite file (WAL, synchronous=FULL)" if self.name == "sqlite" else "rqlite, 3 nodes"
+
+    # -- the raw ceiling --------------------------------------------------------------
+
+    def raw_insert(self, rows: list[tuple[str, str]], batch: int) -> float:
+        """Insert ``rows`` (queue, payload) in batches with no broker logic; seconds taken."""
+        if self.name == "sqlite":
+            return _sqlite_raw_insert(self._raw_path(), rows, batch)
+        return _rqlite_raw_insert(self._leader_url(), rows, batch, multi_row=False)
+
+    def raw_insert_multirow(self, rows: list[tuple[str, str]], batch: int) -> float:
+        """rqlite only: one multi-row INSERT statement per request instead of ``batch`` ones."""
+        return _rqlite_raw_insert(self._leader_url(), rows, batch, multi_row=True)
+
+    def raw_insert_jobs_table(self, rows: list[tuple[str, str]], batch: int) -> float:
+        """Insert ``rows`` straight into taskq's own ``jobs`` table, no broker logic; seconds.
+
+        The table keeps its indexes, its UNIQUE idempotency key and its count
+        trigger, so this separates what the schema costs from what the
+        broker's enqueue adds. SQLite: a migrated file of its own, executemany;
+        rqlite: the cluster's database (queue ``bench-raw``, which no worker
+        reads), one multi-row INSERT per request.
+        """
+        now = time.time()
+        full = [
+            (queue, "call", payload, now, f"raw:{uuid.uuid4().hex}", now) for queue, payload in rows
+        ]
+        if self.name == "sqlite":
+            assert self.sqlite_path is not None
+            path = self.sqlite_path.with_name("raw-jobs.db")
+            open_store(f"sqlite://{path}").close()  # the schema, through the migrations
+            return _sqlite_raw_jobs(path, full, batch)
+        return _rqlite_raw_jobs(self._leader_url(), full, batch)
+
+    def raw_commits(self, count: int) -> float:
+        """Commit ``count`` one-row transactions one after another; seconds taken."""
+        if self.name == "sqlite":
+            return _sqlite_raw_commits(self._raw_path(), count)
+        return _rqlite_raw_commits(self._leader_url(), count)
+
+    def _raw_path(self) -> Path:
+        assert self.sqlite_path is not None
+        # A file of its own beside the store, with the store's pragmas.
+        return self.sqlite_path.with_name("raw.db")
+
+    def _leader_url(self) -> str:
+        leader = self.cluster.wait_for_leader()
+        return str(leader.base_url)
+
+    # -- writes while idle ----------------------------------------------------------------
+
+    @contextmanager
+    def count_writes(self) -> Iterator[dict[str, int]]:
+        """Count the transactions committed to the store inside the ``with`` block.
+
+        rqlite: the leader's raft commit index (one entry per write request).
+        SQLite: changes of ``PRAGMA data_version``, read every millisecond on a
+        connection of this process (two commits within one millisecond count once).
+        """
+        counted = {"writes": 0}
+        if self.name == "rqlite":
+            start = self._commit_index()
+            yield counted
+            counted["writes"] = self._commit_index() - start
+            return
+        assert self.sqlite_path is not None
+        path = self.sqlite_path
+        stop = threading.Event()
+
+        def watch() -> None:
+            conn = sqlite3.connect(path, timeout=5)
+            try:
+                last = conn.execute("PRAGMA data_version").fetchone()[0]
+                while not stop.is_set():
+                    time.sleep(0.001)
+                    now = conn.execute("PRAGMA data_version").fetchone()[0]
+                    if now != last:
+                        counted["writes"] += 1
+                        last = now
+            finally:
+                conn.close()
+
+        watcher = threading.Thread(target=watch, name="bench-write-counter", daemon=True)
+        watcher.start()
+        try:
+            yield counted
+        finally:
+            stop.set()
+            watcher.join()
+
+    def _commit_index(self) -> int:
+        leader = self.cluster.wait_for_leader()
+        status = self.cluster.status(leader) or {}
+        return int(status["store"]["raft"]["commit_index"])
+
+    def version(self) -> str:
+        if self.name == "sqlite":
+            return f"SQLite {sqlite3.sqlite_version}"
+        leader = self.cluster.wait_for_leader()
+        status = self.cluster.status(leader) or {}
+        build = status.get("build", {})
+        return f"rqlite {build.get('version', '?')}" if isinstance(build, dict) else "rqlite"
+
+
+@contextmanager
+def open_bench_store(name: str, root: Path) -> Iterator[BenchStore]:
+    """A fresh store of kind ``name`` under ``root``; an rqlite cluster is killed on exit."""
+    if name == "sqlite":
+        path = root / "sqlite" / "bench.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield BenchStore(name="sqlite", url=f"sqlite://{path}", sqlite_path=path)
+        return
+    import_repo_root()
+    from tests.support.rqlite_cluster import running_cluster
+
+    with running_cluster(root / "rqlite", size=3) as cluster:
+        pids = [node.process.pid for node in cluster.nodes if node.process is not None]
+        yield BenchStore(name="rqlite", url=cluster.url, server_pids=pids, cluster=cluster)
+
+
+# -- SQLite -------------------------------------------------------------------------------
+
+
+def _sqlite_connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {RAW_TABLE} "
+        "(id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT NOT NULL)"
+    )
+    return conn
+
+
+def _sqlite_raw_insert(path: Path, rows: list[tuple[str, str]], batch: int) -> float:
+    conn = _sqlite_connect(path)
+    sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+    try:
+        started = time.perf_counter()
+        for first in range(0, len(rows), batch):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(sql, rows[first : first + batch])
+            conn.execute("COMMIT")
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+
+
+_JOBS_COLUMNS = "(queue, kind, payload, run_at, idempotency_key, created_at)"
+
+
+def _sqlite_raw_jobs(path: Path, rows: list[tuple[Any, ...]], batch: int) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = FULL")
+    sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
+    try:
+        started = time.perf_counter()
+        for first in range(0, len(rows), batch):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(sql, rows[first : first + batch])
+            conn.execute("COMMIT")
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+
+
+def _sqlite_raw_commits(path: Path, count: int) -> float:
+    conn = _sqlite_connect(path)
+    sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+    try:
+        started = time.perf_counter()
+        for number in range(count):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql, ("raw", str(number)))
+            conn.execute("COMMIT")
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+
+
+# -- rqlite -------------------------------------------------------------------------------
+
+
+def _rqlite_execute(client: httpx.Client, leader: str, body: list[Any]) -> None:
+    reply = client.post(f"{leader}/db/execute", params={"transaction": ""}, json=body)
+    reply.raise_for_status()
+    data = reply.json()
+    errors = [result["error"] for result in data.get("results", []) if "error" in result]
+    if "error" in data or errors:
+        raise RuntimeError(f"rqlite refused a raw write: {data.get('error') or errors[0]}")
+
+
+def _rqlite_client() -> httpx.Client:
+    return httpx.Client(timeout=60.0)
+
+
+def _rqlite_create(client: httpx.Client, leader: str) -> None:
+    _rqlite_execute(
+        client,
+        leader,
+        [
+            f"CREATE TABLE IF NOT EXISTS {RAW_TABLE} "
+            "(id INTEGER PRIMARY KEY, queue TEXT NOT NULL, payload TEXT NOT NULL)"
+        ],
+    )
+
+
+def _rqlite_raw_insert(
+    leader: str, rows: list[tuple[str, str]], batch: int, *, multi_row: bool
+) -> float:
+    with _rqlite_client() as client:
+        _rqlite_create(client, leader)
+        bodies: list[list[Any]] = []
+        for first in range(0, len(rows), batch):
+            chunk = rows[first : first + batch]
+            if multi_row:
+                values = ", ".join("(?, ?)" for _ in chunk)
+                flat = [value for row in chunk for value in row]
+                bodies.append(
+                    [[f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES {values}", *flat]]
+                )
+            else:
+                sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+                bodies.append([[sql, *row] for row in chunk])
+        started = time.perf_counter()
+        for body in bodies:
+            _rqlite_execute(client, leader, body)
+        return time.perf_counter() - started
+
+
+def _rqlite_raw_jobs(leader: str, rows: list[tuple[Any, ...]], batch: int) -> float:
+    with _rqlite_client() as client:
+        bodies: list[list[Any]] = []
+        for first in range(0, len(rows), batch):
+            chunk = rows[first : first + batch]
+            values = ", ".join("(?, ?, ?, ?, ?, ?)" for _ in chunk)
+            flat = [value for row in chunk for value in row]
+            bodies.append([[f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES {values}", *flat]])
+        started = time.perf_counter()
+        for body in bodies:
+            _rqlite_execute(client, leader, body)
+        return time.perf_counter() - started
+
+
+def _rqlite_raw_commits(leader: str, count: int) -> float:
+    with _rqlite_client() as client:
+        _rqlite_create(client, leader)
+        sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+        started = time.perf_counter()
+        for number in range(count):
+            _rqlite_execute(client, leader, [[sql, "raw", str(number)]])
+        return time.perf_counter() - started
+
+
+def payload_text(number: int) -> str:
+    """The payload JSON a bench job carries, for raw rows of the same size."""
+    return json.dumps(
+        {"target": "bench_jobs:echo", "args": [number], "kwargs": {}}, separators=(",", ":")
+    )

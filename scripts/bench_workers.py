@@ -1,0 +1,400 @@
+"""End to end through real ``taskq-worker`` processes: drain, idle writes, pickup, steady state.
+
+Workers are started and stopped by pid through the acceptance tier's
+``WorkerFleet`` (SIGTERM, a bounded wait, then SIGKILL of the worker and of
+every sandbox child it was seen to have). They run with the default worker
+settings (a config file with an empty ``[worker]`` section, so no user
+config leaks in) plus ``--queues``, ``--concurrency`` and ``--isolation``,
+and import the bench's jobs from ``scripts/`` through ``PYTHONPATH``.
+
+Times of the store (``started_at``, ``finished_at``, ``created_at``) and the
+wall clock of this process are compared directly: every process runs on
+this machine, and the rqlite leader's clock is this machine's too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench_common import (
+    SCRIPTS,
+    CpuSample,
+    cpu_sample,
+    finished_count,
+    import_repo_root,
+    jobs_since,
+    percentile,
+    queue_counts,
+    wait_until,
+)
+from bench_stores import BenchStore
+
+from taskq.broker import operations, plan
+from taskq.broker.client import Client, call_spec
+from taskq.broker.records import AttemptReport, Fenced, JobState
+from taskq.worker.settings import WorkerSettings
+
+ECHO = "bench_jobs:echo"
+STAMP = "bench_jobs:stamp"
+WORKERS = 2
+TICK = 0.010  # the steady-state client submits what is due once per tick
+
+
+@dataclass
+class Fleet:
+    """Two running workers and what is needed to account for their CPU."""
+
+    fleet: Any  # tests.support.worker_process.WorkerFleet
+    store: BenchStore
+
+    @property
+    def pids(self) -> list[int]:
+        return [worker.pid for worker in self.fleet.workers]
+
+    def cpu(self) -> CpuSample:
+        return cpu_sample(self.pids, self.store.server_pids)
+
+    def check_alive(self) -> None:
+        for worker in self.fleet.workers:
+            if not worker.running:
+                raise RuntimeError("a worker exited early:\n" + worker.describe())
+
+
+def _config(root: Path) -> Path:
+    """A config with an empty [worker] section: the worker's defaults, nothing from the user."""
+    path = root / "worker.toml"
+    path.write_text("[worker]\n", encoding="utf-8")
+    return path
+
+
+@contextmanager
+def running_workers(
+    store: BenchStore,
+    root: Path,
+    *,
+    queue: str,
+    concurrency: int,
+    isolation: str,
+    profile_to: Path | None = None,
+) -> Iterator[Fleet]:
+    """Start WORKERS ``taskq-worker`` processes (not waiting for them); stop them by pid.
+
+    With ``profile_to``, the first worker runs under ``python -m cProfile -o profile_to``.
+    """
+    import_repo_root()
+    from tests.support.worker_process import WorkerFleet, WorkerProcess, worker_environment
+
+    root.mkdir(parents=True, exist_ok=True)
+    config = _config(root)
+    # Jobs import bench_jobs from scripts/; children import from the worker's sys.path.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(part for part in (str(SCRIPTS), saved) if part)
+    fleet = WorkerFleet(root)
+    args = ["--queues", queue, "--concurrency", str(concurrency), "--isolation", isolation]
+    try:
+        for index in range(WORKERS):
+            tag = f"{isolation}-{index + 1}"
+            if index == 0 and profile_to is not None:
+                directory = root / f"worker-{tag}"
+                directory.mkdir(parents=True, exist_ok=True)
+                argv = [
+                    sys.executable,
+                    *("-m", "cProfile", "-o", str(profile_to)),
+                    *("-m", "taskq.worker.main"),
+                    *("--store", store.url, "--config", str(config), "--log-format", "json"),
+                    *("--name", tag, *args),
+                ]
+                fleet.workers.append(
+                    WorkerProcess(
+                        tag, argv, directory / "worker.log", worker_environment(tag), directory
+                    )
+                )
+            else:
+                fleet.start(store.url, tag=tag, config=config, extra_args=args, wait_started=False)
+        yield Fleet(fleet, store)
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+        fleet.close()
+
+
+def wait_started(fleet: Fleet, timeout: float = 30.0) -> None:
+    for worker in fleet.fleet.workers:
+        worker.wait_for_event("worker_started", timeout=timeout)
+
+
+# -- drain ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Drain:
+    jobs: int
+    succeeded: int
+    spawn_to_last: float  # workers started -> last job finished
+    first_to_last: float  # first job claimed -> last job finished
+    spawn_to_first: float
+    per_worker: dict[str, int]
+    cpu: CpuSample
+    wrong_results: int
+    writes: int  # write transactions committed while draining (see BenchStore.count_writes)
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.first_to_last if self.first_to_last > 0 else float("nan")
+
+    @property
+    def rate_from_spawn(self) -> float:
+        return self.jobs / self.spawn_to_last if self.spawn_to_last > 0 else float("nan")
+
+
+def measure_drain(
+    fleet: Fleet, client: Client, *, queue: str, first_id: int, jobs: int, spawned: float
+) -> Drain:
+    """Wait until the ``jobs`` queued jobs from ``first_id`` on have finished; time it.
+
+    ``spawned`` is the wall time just before the workers were started. The
+    end is the last ``finished_at`` in the store, not when polling noticed.
+    """
+    # The workers' CPU starts at zero: only the store's and the bench's need a baseline.
+    baseline = cpu_sample([], fleet.store.server_pids)
+
+    def done() -> bool:
+        fleet.check_alive()
+        return finished_count(client.store, queue) >= jobs
+
+    with fleet.store.count_writes() as counted:
+        wait_until(done, max(120.0, jobs / 20), f"draining {jobs} jobs", interval=0.05)
+    used = fleet.cpu().minus(baseline)
+    found = list(jobs_since(client.store, queue, first_id))
+    succeeded = [job for job in found if job.state is JobState.SUCCEEDED]
+    starts = [job.started_at for job in found if job.started_at is not None]
+    ends = [job.finished_at for job in found if job.finished_at is not None]
+    per_worker: dict[str, int] = {}
+    wrong = 0
+    for job in succeeded:
+        per_worker[str(job.worker_id)] = per_worker.get(str(job.worker_id), 0) + 1
+        if job.result != job.payload["args"][0]:
+            wrong += 1
+    return Drain(
+        jobs=jobs,
+        succeeded=len(succeeded),
+        spawn_to_last=max(ends) - spawned,
+        first_to_last=max(ends) - min(starts),
+        spawn_to_first=min(starts) - spawned,
+        per_worker=per_worker,
+        cpu=used,
+        wrong_results=wrong,
+        writes=counted["writes"],
+    )
+
+
+def broker_only_drain(client: Client, queue: str, *, jobs: int, batch: int) -> dict[str, Any]:
+    """The drain with no worker: one process claims ``batch`` jobs, then reports and claims again.
+
+    Each round is one ``job_report_and_claim`` request, as a busy worker sends
+    it (results stored, each report fenced by its lease), with nothing run in
+    between: the store and the broker's SQL alone, one request at a time.
+    """
+    enqueue_echo(client, queue, 0, jobs)
+    request = operations.ClaimRequest("bench-broker-only", (queue,), batch, 300.0)
+    done = 0
+    requests = 1
+    started = time.perf_counter()
+    claimed = plan.run(
+        client.store,
+        operations.job_claim(request.worker_id, request.queues, limit=batch, lease_seconds=300.0),
+    )
+    while claimed:
+        reports = [
+            operations.Report(
+                job.lease,
+                operations.Verdict.COMPLETE,
+                AttemptReport(outcome="succeeded"),
+                result=job.payload["args"][0],
+            )
+            for job in claimed
+        ]
+        verdicts, claimed = plan.run(
+            client.store, operations.job_report_and_claim(reports, request)
+        )
+        if any(verdict is not Fenced.ACCEPTED for verdict in verdicts):
+            raise RuntimeError("broker-only drain: a report was refused")
+        done += len(reports)
+        requests += 1
+    seconds = time.perf_counter() - started
+    if done != jobs:
+        raise RuntimeError(f"broker-only drain finished {done} of {jobs} jobs")
+    return {
+        "jobs": jobs,
+        "batch": batch,
+        "seconds": seconds,
+        "jobs_per_second": jobs / seconds,
+        "ms_per_request": 1000 * seconds / requests,
+    }
+
+
+def enqueue_echo(client: Client, queue: str, first: int, count: int, batch: int = 1000) -> int:
+    """Bulk-enqueue ``count`` echo jobs (untimed); the first job's id."""
+    ids: list[int] = []
+    for start in range(first, first + count, batch):
+        specs = [
+            call_spec(ECHO, [n], queue=queue)
+            for n in range(start, min(first + count, start + batch))
+        ]
+        ids += [handle.id for handle in client.submit_many(specs)]
+    return ids[0]
+
+
+# -- idle writes -----------------------------------------------------------------------------
+
+
+def idle_writes(store: BenchStore, fleet: Fleet, seconds: float) -> dict[str, float]:
+    """Writes committed while the workers have nothing to do, against their heartbeats."""
+    fleet.check_alive()
+    time.sleep(1.0)  # let the last reports and claims settle
+    before = fleet.cpu()
+    with store.count_writes() as counted:
+        time.sleep(seconds)
+    used = fleet.cpu().minus(before)
+    fleet.check_alive()
+    heartbeat = WorkerSettings().heartbeat_seconds
+    expected = WORKERS * seconds / heartbeat
+    return {
+        "seconds": seconds,
+        "cpu_seconds_workers": round(used.worker_main + used.worker_threads, 3),
+        "cpu_seconds_store_server": round(used.store_server, 3),
+        "writes": counted["writes"],
+        "writes_per_second": counted["writes"] / seconds,
+        "heartbeats_expected": expected,
+        "heartbeats_per_second": WORKERS / heartbeat,
+    }
+
+
+# -- pickup latency --------------------------------------------------------------------------
+
+
+def pickup(
+    client: Client, queue: str, *, jobs: int, spacing: float, idle_first: float = 2.0
+) -> dict[str, Any]:
+    """Submit ``jobs`` stamp jobs ``spacing`` apart to idle workers; time to each job's first line.
+
+    Latency: from the wall clock read just before ``submit`` to the time the
+    job read when it started (its result). The submit call's own duration is
+    reported too: on a replicated store it is a commit by quorum.
+    """
+    finished_before = finished_count(client.store, queue)
+    time.sleep(idle_first)  # idle workers have backed off to their slowest poll
+    submitted: list[tuple[int, float]] = []
+    submit_seconds: list[float] = []
+    started = time.perf_counter()
+    for number in range(jobs):
+        due = started + number * spacing
+        pause = due - time.perf_counter()
+        if pause > 0:
+            time.sleep(pause)
+        before = time.time()
+        tick = time.perf_counter()
+        handle = client.submit(STAMP, number, queue=queue)
+        submit_seconds.append(time.perf_counter() - tick)
+        submitted.append((handle.id, before))
+    first_id = submitted[0][0]
+    wait_until(
+        lambda: finished_count(client.store, queue) >= finished_before + jobs,
+        60.0 + jobs * spacing,
+        f"pickup of {jobs} jobs",
+    )
+    found = {job.id: job for job in jobs_since(client.store, queue, first_id)}
+    latencies = []
+    for job_id, before in submitted:
+        job = found[job_id]
+        if job.state is JobState.SUCCEEDED and isinstance(job.result, float):
+            latencies.append((job.result - before) * 1000)
+    return {
+        "jobs": jobs,
+        "spacing_ms": spacing * 1000,
+        "succeeded": len(latencies),
+        "p50_ms": percentile(latencies, 0.50),
+        "p99_ms": percentile(latencies, 0.99),
+        "max_ms": max(latencies) if latencies else None,
+        "min_ms": min(latencies) if latencies else None,
+        "submit_call_p50_ms": percentile([s * 1000 for s in submit_seconds], 0.50),
+        "submit_call_p99_ms": percentile([s * 1000 for s in submit_seconds], 0.99),
+    }
+
+
+# -- steady state ----------------------------------------------------------------------------
+
+
+def steady(
+    client: Client, fleet: Fleet, queue: str, *, rate: float, seconds: float
+) -> dict[str, Any]:
+    """Submit echo jobs at ``rate`` per second for ``seconds`` while the workers run.
+
+    Every 10 ms tick the client submits the jobs due by then in one request
+    (at most 1,000). Throughput is the jobs that
+    finished inside the window; what is still queued at its end is cancelled.
+    """
+    fleet.check_alive()
+    ids: list[int] = []
+    submit_calls = 0
+    cpu_before = fleet.cpu()
+    started_wall = time.time()
+    started = time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        due = int(rate * elapsed) - len(ids)
+        if due > 0:
+            first = len(ids)
+            specs = [
+                call_spec(ECHO, [n], queue=queue) for n in range(first, first + min(due, 1000))
+            ]
+            ids += [handle.id for handle in client.submit_many(specs)]
+            submit_calls += 1
+        # One request per 10 ms tick at most, as a busy submitting service would batch.
+        time.sleep(max(0.0, TICK - (time.perf_counter() - started) % TICK))
+    ended_wall = time.time()
+    used = fleet.cpu().minus(cpu_before)
+    # What is still waiting is not part of the measurement: cancel it.
+    for start in range(0, len(ids), 1000):
+        plan.run(client.store, operations.job_cancel(ids[start : start + 1000]))
+
+    def settled() -> bool:
+        counts = queue_counts(client.store, queue)
+        return counts[JobState.QUEUED] == 0 and counts[JobState.RUNNING] == 0
+
+    wait_until(settled, 120.0, "the steady-state window's last jobs", interval=0.1)
+    jobs = list(jobs_since(client.store, queue, ids[0]))
+    inside = [
+        job
+        for job in jobs
+        if job.state is JobState.SUCCEEDED
+        and job.finished_at is not None
+        and started_wall <= job.finished_at <= ended_wall
+    ]
+    latencies = [
+        (job.finished_at - job.created_at) * 1000 for job in inside if job.finished_at is not None
+    ]
+    window = ended_wall - started_wall
+    cancelled = sum(1 for job in jobs if job.state is JobState.CANCELLED)
+    return {
+        "offered_per_second": rate,
+        "seconds": round(window, 3),
+        "submitted": len(ids),
+        "submitted_per_second": len(ids) / window,
+        "submit_requests": submit_calls,
+        "completed_in_window": len(inside),
+        "completed_per_second": len(inside) / window,
+        "left_queued_and_cancelled": cancelled,
+        "latency_p50_ms": percentile(latencies, 0.50),
+        "latency_p99_ms": percentile(latencies, 0.99),
+        "cpu": used,
+        "window": window,
+    }
