@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import threading
 import time
@@ -19,6 +18,7 @@ from taskq.broker.client import call_spec
 from taskq.broker.connect import open_store
 from taskq.broker.records import JobState
 from taskq.broker.store import Consistency, Statement
+from tests.support.processes import run_together, started_together
 from tests.support.rqlite_cluster import RqliteCluster
 
 LIMIT = 3
@@ -71,27 +71,14 @@ def test_max_running_is_never_exceeded_by_several_workers(url: str) -> None:
             [stats] = [s for s in plan.run(store, ops.job_counts()) if s.queue == queue]
             sampled.append(stats.counts[JobState.RUNNING])
 
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(PROCESSES)
-    out = context.Queue()
-    processes = [
-        context.Process(target=_work, args=(url, queue, barrier, out)) for _ in range(PROCESSES)
-    ]
     sampler = threading.Thread(target=sample, daemon=True)
-    for process in processes:
-        process.start()
-    sampler.start()
-    try:
-        results = [out.get(timeout=180) for _ in processes]
-    finally:
-        sampling.set()
-        sampler.join(timeout=30)
-        for process in processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=10)
-    assert not [result for result in results if isinstance(result, str)]
+    with started_together(_work, (url, queue), PROCESSES) as collect:
+        sampler.start()
+        try:
+            results = collect()
+        finally:
+            sampling.set()
+            sampler.join(timeout=30)
     assert sum(results) == jobs
     assert sum(1 for result in results if result) > 1, "the work was not shared"
     assert max(sampled) <= LIMIT
@@ -127,34 +114,13 @@ def _within_token_bucket(times: list[float], capacity: float, rate: float) -> bo
     return True
 
 
-def _spawn(target: Any, args_of: Any, count: int) -> list[Any]:
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(count)
-    out = context.Queue()
-    processes = [
-        context.Process(target=target, args=(*args_of(), barrier, out)) for _ in range(count)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        results = [out.get(timeout=180) for _ in processes]
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=10)
-    assert not [result for result in results if isinstance(result, str)]
-    return results
-
-
 def test_a_queue_rate_holds_across_several_workers(url: str) -> None:
     queue = f"rated-{uuid.uuid4().hex[:8]}"
     rate, jobs = 20.0, 90
     store = open_store(url)
     plan.run(store, ops.queue_set_limits(queue, rate_limit=rate, rate_period=1.0))
     plan.run(store, ops.job_enqueue([call_spec("m:f", queue=queue) for _ in range(jobs)]))
-    results = _spawn(_work, lambda: (url, queue), PROCESSES)
+    results = run_together(_work, (url, queue), PROCESSES)
     assert sum(results) == jobs
     rows = store.query(
         Statement(
@@ -198,7 +164,7 @@ def test_a_submitter_rate_holds_across_several_clients(url: str) -> None:
     rate = 30.0
     store = open_store(url)
     plan.run(store, ops.submit_limit_set(submitter, rate, 1.0))
-    results = _spawn(_submit, lambda: (url, submitter, queue), PROCESSES)
+    results = run_together(_submit, (url, submitter, queue), PROCESSES)
     assert sum(refused for _, refused in results) > 0, "the limit was never reached"
     jobs = plan.run(store, ops.job_list(queue=queue, limit=1000))
     assert len(jobs) == sum(accepted for accepted, _ in results)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from taskq.broker import operations as ops
 from taskq.broker import plan
 from taskq.broker.client import call_spec
 from taskq.broker.connect import open_store
+from tests.support.processes import run_together
 from tests.support.rqlite_cluster import RqliteCluster
 
 T0 = 1_900_000_000.0
@@ -35,26 +35,7 @@ def _scheduler(url: str, name: str, times: list[float], barrier: Any, out: Any) 
 
 
 def _race(url: str, name: str, times: list[float]) -> list[int]:
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(PROCESSES)
-    out = context.Queue()
-    processes = [
-        context.Process(target=_scheduler, args=(url, name, times, barrier, out))
-        for _ in range(PROCESSES)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        results = [out.get(timeout=120) for _ in processes]
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=10)
-    failures = [result for result in results if isinstance(result, str)]
-    assert not failures
-    return [int(result) for result in results]
+    return [int(fired) for fired in run_together(_scheduler, (url, name, times), PROCESSES)]
 
 
 @pytest.fixture(params=["sqlite", "rqlite"])
