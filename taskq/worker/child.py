@@ -3,12 +3,12 @@
 The worker starts this in a new session (so it leads its own process group)
 with stdout and stderr on the worker's output pipe, stdin on /dev/null and
 the control socket at fd N. It reads ``job`` messages from the socket and
-answers with ``started``, ``progress`` and ``result`` messages (see
-``protocol``). Modes:
+answers with ``progress`` and ``result`` messages (see ``protocol``). Modes:
 
 - ``once``: run one job under limits it cannot raise, report, exit.
-- ``pool``: run jobs one after another until the socket closes, each under
-  its own soft limits (see ``rlimits``).
+- ``pool``: say ``ready``, then run jobs one after another until the socket
+  closes, each under its own soft limits (see ``rlimits``). Each result
+  carries the job's usage and whether it left a process running.
 - ``exec``: apply the limits, then replace this process with a ``shell``
   payload's command, which thereby keeps the pid, process group and limits.
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _serve_once(control: socket.socket) -> None:
-    message = protocol.receive_message(control)
+    message = protocol.MessageReader(control).receive()
     if message is None:
         return
     request = protocol.JobRequest.from_message(message)
@@ -79,20 +79,29 @@ def _serve_once(control: socket.socket) -> None:
 
 def _serve_pool(control: socket.socket, ceiling: str) -> None:
     rlimits.set_pool_ceiling(parse_limits(json.loads(ceiling)))
-    while (message := protocol.receive_message(control)) is not None:
+    meter = rlimits.JobMeter()
+    reader = protocol.MessageReader(control)
+    protocol.send_message(control, {"type": "ready", "cpu_seconds": rlimits.cpu_with_children()})
+    while (message := reader.receive()) is not None:
         request = protocol.JobRequest.from_message(message)
-        usage = rlimits.JobUsage.start()
-        protocol.send_message(control, {"type": "started", "cpu_seconds": usage.cpu_seconds})
+        meter.start()
         rlimits.confine_pool_job(request.limits)
         result = _run_job(request, control)
-        cpu_seconds, peak_rss_bytes = usage.finish()
+        usage = meter.finish()
         _send_result(
-            control, {**result, "cpu_seconds": cpu_seconds, "peak_rss_bytes": peak_rss_bytes}
+            control,
+            {
+                **result,
+                "cpu_seconds": usage.cpu_seconds,
+                "peak_rss_bytes": usage.peak_rss_bytes,
+                "cpu_total_seconds": usage.cpu_total_seconds,
+                "children_left": rlimits.has_children(),
+            },
         )
 
 
 def _exec_command(control: socket.socket) -> None:
-    message = protocol.receive_message(control)
+    message = protocol.MessageReader(control).receive()
     if message is None:
         return
     request = protocol.JobRequest.from_message(message)

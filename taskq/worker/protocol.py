@@ -5,10 +5,12 @@ holding an object with a ``type``. The channel is a Unix socket pair kept
 apart from the job's stdout and stderr, so nothing a job prints can be
 mistaken for its result.
 
-Parent to child: ``job``. Child to parent: ``started``, ``progress`` and
-``result``. The parent reads with ``MessageDecoder``, which bounds message
-size because the child runs code the worker does not trust; the child reads
-and writes with the blocking helpers.
+Parent to child: ``job``. Child to parent: ``progress`` and ``result``,
+and from a pool child first of all ``ready``, with the CPU time its start
+took, so the worker can tell a job's CPU from its child's lifetime total.
+The parent reads with ``MessageDecoder``, which bounds message size because
+the child runs code the worker does not trust; the child reads with
+``MessageReader`` and writes with the blocking helpers.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from taskq.worker.json_value import JsonValue
 from taskq.worker.progress import Progress
 
 _LENGTH = struct.Struct(">I")
+_READ_BYTES = 64 * 1024
 
 
 class ProtocolError(errors.TaskqError):
@@ -101,8 +104,8 @@ class JobRequest:
 class ChildReport:
     """A ``result`` message: how the payload ended, as the child saw it.
 
-    ``cpu_seconds`` and ``peak_rss_bytes`` come from pool children, which
-    measure each job themselves; a one-job child is measured by its reaping.
+    The usage figures come from pool children, which measure each job
+    themselves; a one-job child is measured by its reaping.
     """
 
     status: outcome.Status
@@ -110,6 +113,10 @@ class ChildReport:
     error: outcome.ErrorInfo | None = None
     cpu_seconds: float | None = None
     peak_rss_bytes: int | None = None
+    cpu_total_seconds: float | None = None
+    """The pool child's CPU over its life so far: the next job's starting point."""
+    children_left: bool = False
+    """The job left a process of its own running in the pool child."""
 
 
 _REPORTABLE = {
@@ -133,10 +140,13 @@ def parse_report(message: Mapping[str, Any]) -> ChildReport:
     ):
         raise ProtocolError("result has a malformed error")
     cpu_seconds = message.get("cpu_seconds")
+    cpu_total_seconds = message.get("cpu_total_seconds")
     peak_rss_bytes = message.get("peak_rss_bytes")
     whole_peak = isinstance(peak_rss_bytes, int) and not isinstance(peak_rss_bytes, bool)
-    if not (cpu_seconds is None or _is_number(cpu_seconds)) or not (
-        peak_rss_bytes is None or whole_peak
+    if (
+        not all(value is None or _is_number(value) for value in (cpu_seconds, cpu_total_seconds))
+        or not (peak_rss_bytes is None or whole_peak)
+        or not isinstance(message.get("children_left", False), bool)
     ):
         raise ProtocolError("result has malformed usage figures")
     return ChildReport(
@@ -145,14 +155,16 @@ def parse_report(message: Mapping[str, Any]) -> ChildReport:
         cast(outcome.ErrorInfo | None, error),
         cpu_seconds,
         peak_rss_bytes,
+        cpu_total_seconds,
+        message.get("children_left", False),
     )
 
 
-def parse_started(message: Mapping[str, Any]) -> float:
-    """The CPU seconds a pool child had used when its job started."""
+def parse_ready(message: Mapping[str, Any]) -> float:
+    """The CPU seconds a pool child used to start, from its ``ready`` message."""
     cpu_seconds = message.get("cpu_seconds")
     if not _is_number(cpu_seconds):
-        raise ProtocolError("started message has no cpu_seconds")
+        raise ProtocolError("ready message has no cpu_seconds")
     return float(cpu_seconds)
 
 
@@ -174,28 +186,39 @@ def send_message(sock: socket.socket, message: Mapping[str, object]) -> None:
     sock.sendall(encode_message(message))
 
 
-def receive_message(sock: socket.socket) -> dict[str, Any] | None:
-    """Block for the next message; ``None`` when the other side closed the channel."""
-    header = _receive_exactly(sock, _LENGTH.size)
-    if header is None:
-        return None
-    (length,) = _LENGTH.unpack(header)
-    body = _receive_exactly(sock, length)
-    if body is None:
-        raise ProtocolError("the channel closed in the middle of a message")
-    return _decode(body)
+class MessageReader:
+    """Blocking reads of whole messages, a buffer at a time (a child reads this way).
 
+    One ``recv`` usually brings a whole message; bytes past it wait in the
+    buffer for the next call.
+    """
 
-def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            if chunks:
-                raise ProtocolError("the channel closed in the middle of a message")
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = bytearray()
+
+    def receive(self) -> dict[str, Any] | None:
+        """Block for the next message; ``None`` when the other side closed the channel."""
+        header = self._take(_LENGTH.size)
+        if header is None:
             return None
-        chunks += chunk
-    return bytes(chunks)
+        (length,) = _LENGTH.unpack(header)
+        body = self._take(length)
+        if body is None:
+            raise ProtocolError("the channel closed in the middle of a message")
+        return _decode(body)
+
+    def _take(self, size: int) -> bytes | None:
+        while len(self._buffer) < size:
+            chunk = self._sock.recv(max(size - len(self._buffer), _READ_BYTES))
+            if not chunk:
+                if self._buffer:
+                    raise ProtocolError("the channel closed in the middle of a message")
+                return None
+            self._buffer += chunk
+        taken = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return taken
 
 
 def _decode(body: bytes) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.progress import Progress
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings
+from taskq.worker.stopping import StopRequest
 
 log = logging.getLogger("taskq.worker")
 
@@ -56,7 +57,7 @@ class StopReason:
 @dataclass
 class RunningJob:
     job: ClaimedJob
-    cancel: anyio.Event = field(default_factory=anyio.Event)
+    cancel: StopRequest = field(default_factory=StopRequest)
     stopped_because: str | None = None
     started: float = field(default_factory=time.monotonic)
     progress: Progress | None = None

@@ -23,9 +23,11 @@ as the worker's user with its files and network. A process that leaves the
 job's process group (``setsid``) escapes the kill. Linux only: it relies on
 pidfds (kernel 5.3 or later) and /proc.
 
-The blocking supervision runs in a worker thread with a capacity limiter of
-its own per job, so it never queues behind unrelated ``to_thread`` work while
-the child's wall clock is already running.
+A pool child is watched from the event loop (``pool_child``): a job costs a
+message each way and no thread. A fresh child per job is supervised by
+blocking code in a worker thread, with a capacity limiter of its own per
+job, so it never queues behind unrelated ``to_thread`` work while the
+child's wall clock is already running.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ from taskq.worker import classify, protocol
 from taskq.worker.child_process import ChildProcess
 from taskq.worker.outcome import Outcome, Status
 from taskq.worker.payloads import Payload, Policy, ShellPayload
+from taskq.worker.pool_child import PoolChild
 from taskq.worker.progress import Progress
+from taskq.worker.stopping import StopRequest
 from taskq.worker.supervision import JobSupervisor
 
 ProgressCallback = Callable[[Progress], None]
@@ -62,7 +66,7 @@ class Sandbox(Protocol):
         payload: Payload,
         limits: Limits,
         *,
-        cancel: anyio.Event | None = None,
+        cancel: StopRequest | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Outcome:
         """Run ``payload`` within ``limits`` (lowered to the worker's maximums).
@@ -124,7 +128,7 @@ class ProcessSandbox(_SandboxBase):
         payload: Payload,
         limits: Limits,
         *,
-        cancel: anyio.Event | None = None,
+        cancel: StopRequest | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Outcome:
         """Run ``payload`` in a new child process; see ``Sandbox.run``."""
@@ -155,7 +159,7 @@ class PoolSandbox(_SandboxBase):
             raise ValueError("max_jobs_per_child must be at least 1")
         super().__init__(policy=policy, worker_max=worker_max, import_path=import_path)
         self._max_jobs_per_child = max_jobs_per_child
-        self._child: ChildProcess | None = None
+        self._child: PoolChild | None = None
         self._jobs_in_child = 0
         self._lock = anyio.Lock()
 
@@ -164,7 +168,7 @@ class PoolSandbox(_SandboxBase):
         payload: Payload,
         limits: Limits,
         *,
-        cancel: anyio.Event | None = None,
+        cancel: StopRequest | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> Outcome:
         """Run ``payload`` in the pool child (a fresh process for ``shell``); see ``Sandbox.run``.
@@ -182,56 +186,51 @@ class PoolSandbox(_SandboxBase):
                 on_progress,
             )
         async with self._lock:
-            return await _supervise_in_thread(
-                lambda supervisor: self._run_in_pool_child(supervisor, request),
-                request,
-                cancel,
-                on_progress,
+            child = await self._ready_child()
+            self._jobs_in_child += 1
+            try:
+                supervised = await child.run(request, stop=cancel, on_progress=on_progress)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._retire_child()
+                raise
+            outcome = classify.decide_outcome(
+                supervised, kind=request.payload.kind, limits=request.limits
             )
+            if (
+                supervised.ended is not None
+                or outcome.status not in _POOL_CHILD_SURVIVES
+                or self._jobs_in_child >= self._max_jobs_per_child
+                or (supervised.report is not None and supervised.report.children_left)
+            ):
+                await self._retire_child()
+            return outcome
 
     async def aclose(self) -> None:
         """Stop the pool child, after the running job if there is one."""
         async with self._lock:
-            await anyio.to_thread.run_sync(self._retire_child)
+            await self._retire_child()
 
-    def _run_in_pool_child(
-        self, supervisor: JobSupervisor, request: protocol.JobRequest
-    ) -> Outcome:
-        child = self._ready_child()
-        self._jobs_in_child += 1
-        supervised = supervisor.watch(child, request, child_stays=True)
-        outcome = classify.decide_outcome(
-            supervised, kind=request.payload.kind, limits=request.limits
-        )
-        if (
-            supervised.ended is not None
-            or outcome.status not in _POOL_CHILD_SURVIVES
-            or self._jobs_in_child >= self._max_jobs_per_child
-            or child.has_children()
-        ):
-            self._retire_child()
-        return outcome
-
-    def _ready_child(self) -> ChildProcess:
+    async def _ready_child(self) -> PoolChild:
         # A child that died between jobs (a job's leftover thread, the OOM
         # killer) must not be blamed on the next job.
-        if self._child is not None and self._child.has_exited():
-            self._retire_child()
+        if self._child is not None and not self._child.usable():
+            await self._retire_child()
         if self._child is None:
-            self._child = ChildProcess.spawn("pool", ceiling=self._worker_max)
+            self._child = await PoolChild.spawn(self._worker_max)
             self._jobs_in_child = 0
         return self._child
 
-    def _retire_child(self) -> None:
+    async def _retire_child(self) -> None:
         if self._child is not None:
-            self._child.close()
-            self._child = None
+            child, self._child = self._child, None
+            await child.aclose()
 
 
 def _run_in_fresh_child(supervisor: JobSupervisor, request: protocol.JobRequest) -> Outcome:
     child = ChildProcess.spawn("exec" if isinstance(request.payload, ShellPayload) else "once")
     try:
-        supervised = supervisor.watch(child, request, child_stays=False)
+        supervised = supervisor.watch(child, request)
     finally:
         child.close()
     return classify.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
@@ -240,7 +239,7 @@ def _run_in_fresh_child(supervisor: JobSupervisor, request: protocol.JobRequest)
 async def _supervise_in_thread(
     run_blocking: Callable[[JobSupervisor], Outcome],
     request: protocol.JobRequest,
-    cancel: anyio.Event | None,
+    cancel: StopRequest | None,
     on_progress: ProgressCallback | None,
 ) -> Outcome:
     """Run ``run_blocking`` in a thread, cancelling its job when ``cancel`` is set or we are."""
@@ -268,7 +267,7 @@ def _in_event_loop(on_progress: ProgressCallback | None) -> ProgressCallback | N
     return lambda report: anyio.from_thread.run_sync(callback, report)
 
 
-async def _cancel_when_set(cancel: anyio.Event | None, supervisor: JobSupervisor) -> None:
+async def _cancel_when_set(cancel: StopRequest | None, supervisor: JobSupervisor) -> None:
     """Cancel the job when ``cancel`` is set, or when the calling task is cancelled.
 
     The thread running the job cannot be interrupted, so the task's own

@@ -1,11 +1,13 @@
-"""Watching one job's child process: the wall clock, the output cap, cancellation, messages.
+"""Watching a one-job child process: the wall clock, the output cap, cancellation, messages.
 
 ``JobSupervisor.watch`` blocks (the async sandbox runs it in a worker thread)
 on one ``select`` over the child's pidfd, control socket and output pipe, and
 a wake-up pipe that ``cancel`` writes to from any thread. It returns as soon
-as the job is over: the child exited, a pool child reported its result, or
-the supervisor killed the child's process group for running too long,
-writing too much, breaking the protocol, or being cancelled.
+as the job is over: the child exited, or the supervisor killed the child's
+process group for running too long, writing too much, breaking the protocol,
+or being cancelled. A child that costs an interpreter start per job can
+afford a thread; pool children are watched from the event loop instead
+(``pool_child``). Both end in a ``Supervised``.
 """
 
 from __future__ import annotations
@@ -88,25 +90,20 @@ class JobSupervisor:
                 os.close(self._wake_read)
                 os.close(self._wake_write)
 
-    def watch(
-        self, child: ChildProcess, request: protocol.JobRequest, *, child_stays: bool
-    ) -> Supervised:
-        """Send ``request`` to ``child`` and block until the job is over.
+    def watch(self, child: ChildProcess, request: protocol.JobRequest) -> Supervised:
+        """Send ``request`` to a one-job ``child`` and block until the job is over.
 
-        With ``child_stays`` (pool mode) a ``result`` message ends the job and
-        the child lives on; otherwise the job ends when the child exits, and
-        the child's whole process group is killed then, so that no process
-        the job started outlives it. Either way a child that is not meant to
-        live on has been reaped when this returns.
+        The job ends when the child exits, and the child's whole process group
+        is killed then, so that no process the job started outlives it. The
+        child has been reaped when this returns.
         """
         started = time.monotonic()
-        job = _JobWatch(child, self._limits, self._on_progress, child_stays)
+        job = _JobWatch(child, self._limits, self._on_progress)
         try:
             reason = job.wait(protocol.encode_message(request.to_message()), self._wake_read)
-            if reason is not EndReason.REPORTED:
-                # Also after EXITED: the job's own children may still be running.
-                child.kill_group()
-                job.ended = child.reap()
+            # Also after EXITED: the job's own children may still be running.
+            child.kill_group()
+            job.ended = child.reap()
             job.drain()
         except BaseException:
             child.kill_group()
@@ -115,7 +112,7 @@ class JobSupervisor:
             reason=reason,
             report=job.report,
             ended=job.ended,
-            cpu_seconds_at_start=job.cpu_seconds_at_start,
+            cpu_seconds_at_start=None,
             output_bytes=job.output.total_bytes,
             log_tail=job.output.text(),
             wall_seconds=time.monotonic() - started,
@@ -131,24 +128,21 @@ class _JobWatch:
         child: ChildProcess,
         limits: Limits,
         on_progress: Callable[[Progress], None] | None,
-        child_stays: bool,
     ) -> None:
         self.child = child
         self.limits = limits
         self.on_progress = on_progress
-        self.child_stays = child_stays
         self.output = OutputTail(limits.log_tail_bytes)
         self.decoder = protocol.MessageDecoder(limits.result_bytes + _MESSAGE_OVERHEAD_BYTES)
         self.report: protocol.ChildReport | None = None
         self.ended: Ended | None = None
-        self.cpu_seconds_at_start: float | None = None
         self.protocol_error = ""
 
     def wait(self, request_frame: bytes, wake_fd: int) -> EndReason:
         """Send the request, then handle the child's messages and output until the job is over.
 
-        Returns why it is over; every reason but ``REPORTED`` means the child
-        must now be killed (if it still lives) and reaped.
+        Returns why it is over; the child must then be killed (if it still
+        lives) and reaped.
         """
         deadline = time.monotonic() + self.limits.wall_seconds
         outbox = request_frame
@@ -178,8 +172,6 @@ class _JobWatch:
                             self._handle_messages(data)
                     if self.protocol_error:
                         return EndReason.PROTOCOL_ERROR
-                    if self.child_stays and self.report is not None:
-                        return EndReason.REPORTED
                 if "output" in ready:
                     data = _read_now(lambda: os.read(self.child.output_fd, _READ_CHUNK_BYTES))
                     if data == b"":
@@ -196,11 +188,8 @@ class _JobWatch:
     def drain(self) -> None:
         """Read what the job left in the pipes once it is over.
 
-        Everything a pool job wrote before its result is already in the
-        output pipe (the write finished before the result was sent), so a
-        non-blocking read until empty collects all of it. A one-job child is
-        dead by now, so its pipes end; the output cap still bounds the read
-        in case a process that escaped the group keeps writing.
+        The child is dead by now, so its pipes end; the output cap still
+        bounds the read in case a process that escaped the group keeps writing.
         """
         while self.report is None and not self.protocol_error:
             data = _read_now(lambda: self.child.control.recv(_READ_CHUNK_BYTES))
@@ -228,8 +217,6 @@ class _JobWatch:
             for message in self.decoder.feed(data):
                 if message["type"] == "progress":
                     latest_progress = protocol.parse_progress(message)
-                elif message["type"] == "started":
-                    self.cpu_seconds_at_start = protocol.parse_started(message)
                 elif message["type"] == "result":
                     self.report = protocol.parse_report(message)
                 else:

@@ -17,6 +17,7 @@ from taskq.worker.outcome import Status
 from taskq.worker.payloads import CallPayload, Policy, PythonExecPayload, ShellPayload
 from taskq.worker.progress import Progress
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
+from taskq.worker.stopping import StopRequest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
@@ -264,7 +265,7 @@ async def test_progress_reaches_the_callback(sandbox: Sandbox) -> None:
 
 
 async def test_cancel_kills_the_running_job_and_its_group(sandbox: Sandbox) -> None:
-    cancel = anyio.Event()
+    cancel = StopRequest()
     groups: list[int] = []
 
     def on_progress(report: Progress) -> None:

@@ -38,9 +38,13 @@ def test_blocking_helpers_talk_over_a_socket_pair() -> None:
     left, right = socket.socketpair()
     with left, right:
         protocol.send_message(left, {"type": "job", "payload": {"x": [1, 2]}})
+        protocol.send_message(left, {"type": "job", "payload": {"x": [3]}})
         left.shutdown(socket.SHUT_WR)
-        assert protocol.receive_message(right) == {"type": "job", "payload": {"x": [1, 2]}}
-        assert protocol.receive_message(right) is None
+        reader = protocol.MessageReader(right)
+        # Both messages may come in one read: the second must wait for its own call.
+        assert reader.receive() == {"type": "job", "payload": {"x": [1, 2]}}
+        assert reader.receive() == {"type": "job", "payload": {"x": [3]}}
+        assert reader.receive() is None
 
 
 def test_a_message_cut_short_is_an_error() -> None:
@@ -49,7 +53,7 @@ def test_a_message_cut_short_is_an_error() -> None:
         left.sendall(protocol.encode_message({"type": "job"})[:-2])
         left.shutdown(socket.SHUT_WR)
         with pytest.raises(protocol.ProtocolError, match="middle of a message"):
-            protocol.receive_message(right)
+            protocol.MessageReader(right).receive()
 
 
 def test_report_is_read_with_its_usage() -> None:
@@ -60,9 +64,11 @@ def test_report_is_read_with_its_usage() -> None:
             "result": [1],
             "cpu_seconds": 0.5,
             "peak_rss_bytes": 1024,
+            "cpu_total_seconds": 2.5,
+            "children_left": True,
         }
     )
-    assert report == protocol.ChildReport(Status.SUCCEEDED, [1], None, 0.5, 1024)
+    assert report == protocol.ChildReport(Status.SUCCEEDED, [1], None, 0.5, 1024, 2.5, True)
 
 
 @pytest.mark.parametrize(
@@ -73,6 +79,8 @@ def test_report_is_read_with_its_usage() -> None:
         {"type": "result", "status": "error", "error": {"type": "E", "message": "m"}},
         {"type": "result", "status": "succeeded", "cpu_seconds": "fast"},
         {"type": "result", "status": "succeeded", "peak_rss_bytes": 1.5},
+        {"type": "result", "status": "succeeded", "cpu_total_seconds": None, "cpu_seconds": []},
+        {"type": "result", "status": "succeeded", "children_left": "no"},
     ],
 )
 def test_a_report_a_job_could_forge_is_refused(message: dict[str, object]) -> None:
@@ -80,13 +88,13 @@ def test_a_report_a_job_could_forge_is_refused(message: dict[str, object]) -> No
         protocol.parse_report(message)
 
 
-def test_progress_and_started_messages_are_checked() -> None:
+def test_progress_and_ready_messages_are_checked() -> None:
     assert protocol.parse_progress({"fraction": 1, "message": "done"}) == Progress(1.0, "done")
-    assert protocol.parse_started({"cpu_seconds": 2}) == 2.0
+    assert protocol.parse_ready({"cpu_seconds": 2}) == 2.0
     with pytest.raises(protocol.ProtocolError):
         protocol.parse_progress({"fraction": 2, "message": ""})
     with pytest.raises(protocol.ProtocolError):
-        protocol.parse_started({"cpu_seconds": None})
+        protocol.parse_ready({"cpu_seconds": None})
 
 
 def test_output_tail_keeps_the_last_bytes_and_counts_all() -> None:
