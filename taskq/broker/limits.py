@@ -60,6 +60,8 @@ class Limits:
 
     def bounded_by(self, worker_max: Limits) -> Limits:
         """These limits, each lowered to the worker's maximum where it asks for more."""
+        if self == worker_max:
+            return self  # the common case, a job on the worker's defaults: nothing to lower
         return Limits(
             **{
                 field.name: min(getattr(self, field.name), getattr(worker_max, field.name))

@@ -9,10 +9,11 @@ so nothing is lost).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 
@@ -28,12 +29,16 @@ Send = Callable[[list[Report]], Awaitable[list[Fenced]]]
 @dataclass
 class _Pending:
     report: Report
-    done: anyio.Event = field(default_factory=anyio.Event)
-    verdict: Fenced = Fenced.LEASE_LOST
+    verdict: asyncio.Future[Fenced]
 
 
 class AckBatcher:
-    """Gathers reports for up to ``max_delay`` seconds and sends them together."""
+    """Gathers reports for up to ``max_delay`` seconds and sends them together.
+
+    ``still_running`` says how many of the worker's jobs may yet report; once
+    none may, the batch goes at once, since waiting longer gathers nothing
+    (jobs claimed together tend to finish together, and then wait for this).
+    """
 
     def __init__(
         self,
@@ -43,22 +48,28 @@ class AckBatcher:
         max_delay: float = 0.002,
         max_batch: int = 128,
         on_outage: Callable[[str], None] | None = None,
+        still_running: Callable[[], int] = lambda: 1,
     ) -> None:
         self._send = send
         self._give_up_after = give_up_after
         self._max_delay = max_delay
         self._max_batch = max_batch
         self._on_outage = on_outage
+        self._still_running = still_running
         self._queue: list[_Pending] = []
         self._wake = anyio.Event()
 
+    def _batch_is_ready(self) -> bool:
+        return len(self._queue) >= self._max_batch or self._still_running() <= 0
+
     async def report(self, report: Report) -> Fenced:
         """Queue ``report`` and wait for the store's verdict on it."""
-        pending = _Pending(report)
+        # A bare future, not an anyio Event: it is one per job, and it is cheaper.
+        pending = _Pending(report, asyncio.get_running_loop().create_future())
         self._queue.append(pending)
-        self._wake.set()
-        await pending.done.wait()
-        return pending.verdict
+        if len(self._queue) == 1 or self._batch_is_ready():
+            self._wake.set()
+        return await pending.verdict
 
     async def run(self, stop: anyio.Event) -> None:
         """Send batches until ``stop`` is set and nothing is left to send."""
@@ -70,14 +81,16 @@ class AckBatcher:
                 with anyio.move_on_after(0.05):
                     await self._wake.wait()
                 continue
-            if len(self._queue) < self._max_batch:
+            if not self._batch_is_ready():
                 # Let the reports of jobs finishing at about the same time join.
-                await anyio.sleep(self._max_delay)
+                self._wake = anyio.Event()
+                with anyio.move_on_after(self._max_delay):
+                    await self._wake.wait()
             batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
             verdicts = await self._send_until_known([pending.report for pending in batch])
             for pending, verdict in zip(batch, verdicts, strict=True):
-                pending.verdict = verdict
-                pending.done.set()
+                if not pending.verdict.done():  # done: its job's task was cancelled
+                    pending.verdict.set_result(verdict)
 
     async def _send_until_known(self, reports: list[Report]) -> list[Fenced]:
         delay = 0.05

@@ -1,16 +1,19 @@
 """The worker: claims jobs for its free slots, runs them in sandboxes, reports, heartbeats.
 
-One anyio task group holds the loops. The claimer asks for as many jobs as
-there are free slots in one request, and when idle lets a cheap read decide
-whether a claim is worth a write. The heartbeat extends every lease in one
-statement and stops any job whose lease is gone. Reports are fenced by the
-lease: a result the store refuses is dropped, never forced in. Draining stops
-claims, gives running jobs a grace period, then stops them and hands them back
-without using up an attempt.
+One anyio task group holds the loops, and one task per slot runs that
+slot's jobs one after another in the slot's own sandbox: a job costs no task
+of its own. The claimer asks for as many jobs as there are free slots in one
+request, and when idle lets a cheap read decide whether a claim is worth a
+write; while busy, claims ride along with the acknowledgements. The heartbeat
+extends every lease in one statement and stops any job whose lease is gone.
+Reports are fenced by the lease: a result the store refuses is dropped, never
+forced in. Draining stops claims, gives running jobs a grace period, then
+stops them and hands them back without using up an attempt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -61,7 +64,7 @@ class RunningJob:
     stopped_because: str | None = None
     started: float = field(default_factory=time.monotonic)
     progress: Progress | None = None
-    progress_changed: anyio.Event = field(default_factory=anyio.Event)
+    progress_changed: anyio.Event | None = None  # set up by the job's first progress report
     reporting: bool = False  # the outcome is being reported: the report's fencing decides
 
     def stop(self, reason: str) -> None:
@@ -106,22 +109,21 @@ class Worker:
         else:
             shared = ProcessSandbox(policy=policy, worker_max=settings.max_limits)
             self._sandboxes = [shared] * settings.concurrency
-        # Job tasks take a sandbox from this pool and put it back when done; a
-        # job claimed while another is still reporting waits a moment for it.
-        self._sandbox_pool, self._sandbox_queue = anyio.create_memory_object_stream[Sandbox](
-            max_buffer_size=settings.concurrency
-        )
-        for sandbox in self._sandboxes:
-            self._sandbox_pool.send_nowait(sandbox)
+        # Claimed jobs wait here for a slot; a slot whose job is still being
+        # reported takes the next one as soon as the store has answered.
+        self._claimed: asyncio.Queue[RunningJob] = asyncio.Queue()
         # Slots promised to a claim in flight, so two claims never fill the same slot.
         self._reserved = 0
-        self._jobs: anyio.abc.TaskGroup | None = None
+        # Jobs in their sandbox now: each will report soon.
+        self._executing = 0
+        self._loops: anyio.abc.TaskGroup | None = None
         self._acks = AckBatcher(
             self._send_reports,
             give_up_after=2 * settings.lease_seconds,
             on_outage=lambda error: self.events.emit(
                 "store_unavailable", worker=self.worker_id, error=error
             ),
+            still_running=lambda: self._executing,
         )
 
     # -- the store, with the same plans as every other caller
@@ -153,15 +155,18 @@ class Worker:
         )
         try:
             async with anyio.create_task_group() as loops:
+                self._loops = loops
                 loops.start_soon(self._heartbeat_loop)
                 loops.start_soon(self._acks.run, self.stopped)
                 if self.settings.maintenance:
                     maintainer = Maintainer(self.store, holder=self.worker_id)
                     loops.start_soon(lambda: maintainer.run_forever(stop=self.stopped))
-                async with anyio.create_task_group() as jobs:
-                    self._jobs = jobs
+                async with anyio.create_task_group() as slots:
+                    for sandbox in self._sandboxes:
+                        slots.start_soon(self._slot, sandbox)
                     await self._claim_loop()
                     await self._wait_for_jobs(self.settings.grace_seconds)
+                    slots.cancel_scope.cancel()
                 self.stopped.set()
         finally:
             self.stopped.set()
@@ -185,8 +190,6 @@ class Worker:
         # In process isolation every slot shares one sandbox: close each once.
         for sandbox in {id(sandbox): sandbox for sandbox in self._sandboxes}.values():
             await sandbox.aclose()
-        self._sandbox_pool.close()
-        self._sandbox_queue.close()
         try:
             await self._run(ops.worker_set_state(self.worker_id, "stopped"))
         except errors.StoreError as exc:
@@ -194,12 +197,17 @@ class Worker:
         self.events.emit("worker_stopped", worker=self.worker_id)
 
     async def _wait_for_jobs(self, grace: float) -> None:
+        """Give running jobs ``grace`` seconds, then stop the rest; return once all are reported."""
         with anyio.move_on_after(grace):
-            while self.running:
-                self._slot_freed = anyio.Event()
-                await self._slot_freed.wait()
+            await self._until_no_jobs()
         for running in list(self.running.values()):
             running.stop(StopReason.DRAIN)
+        await self._until_no_jobs()
+
+    async def _until_no_jobs(self) -> None:
+        while self.running:
+            self._slot_freed = anyio.Event()
+            await self._slot_freed.wait()
 
     # -- claiming
 
@@ -216,10 +224,9 @@ class Worker:
         )
 
     def _start(self, job: ClaimedJob) -> None:
-        assert self._jobs is not None, "jobs start only while the worker runs"
         running = RunningJob(job)
         self.running[job.lease.job_id] = running
-        self._jobs.start_soon(self._run_job, running)
+        self._claimed.put_nowait(running)
 
     async def _claim_loop(self) -> None:
         """Claim for free slots; while busy, most claims ride along with acknowledgements."""
@@ -277,11 +284,23 @@ class Worker:
             waits.start_soon(store_changed)
             waits.start_soon(slot_freed)
 
-    # -- running one job
+    # -- running jobs
 
-    async def _run_job(self, running: RunningJob) -> None:
+    async def _slot(self, sandbox: Sandbox) -> None:
+        """Run claimed jobs one after another in ``sandbox``, until cancelled."""
+        while True:
+            running = await self._claimed.get()
+            try:
+                await self._run_job(running, sandbox)
+            finally:
+                self.running.pop(running.job.lease.job_id, None)
+                # Most slots are refilled by the claim that rode with their report:
+                # wake the claimer (or a drain) only when there is something to do.
+                if not self.running or self._free_slots() > 0:
+                    self._slot_freed.set()
+
+    async def _run_job(self, running: RunningJob, sandbox: Sandbox) -> None:
         job = running.job
-        sandbox = await self._sandbox_queue.receive()
         running.started = time.monotonic()
         self.events.emit(
             "job_started",
@@ -290,16 +309,18 @@ class Worker:
             attempt=f"{job.attempt}/{job.max_attempts}",
             target=job.payload.get("target") or job.kind.value,
         )
+        self._executing += 1
         try:
             outcome = await self._execute(running, sandbox)
-            await self._report(running, outcome)
         finally:
-            self._sandbox_pool.send_nowait(sandbox)
-            self.running.pop(job.lease.job_id, None)
-            self._slot_freed.set()
+            self._executing -= 1
+        await self._report(running, outcome)
 
     async def _execute(self, running: RunningJob, sandbox: Sandbox) -> Outcome:
         job = running.job
+        if running.cancel.is_set():
+            # Stopped while it waited for its slot: never started, so handed back as it is.
+            return Outcome(Status.CANCELLED, error=error_info("Cancelled", "stopped before it ran"))
         try:
             payload = parse_payload({"kind": job.kind.value, **job.payload})
             limits = self._limits_of(job)
@@ -308,15 +329,19 @@ class Worker:
 
         def progress(update: Progress) -> None:
             running.progress = update
+            if running.progress_changed is None:
+                # The first report: only now does this job need a task to forward them.
+                running.progress_changed = anyio.Event()
+                assert self._loops is not None, "jobs run only while the worker runs"
+                self._loops.start_soon(self._forward_progress, running)
             running.progress_changed.set()
 
-        async with anyio.create_task_group() as helpers:
-            helpers.start_soon(self._forward_progress, running)
-            outcome = await sandbox.run(
-                payload, limits, cancel=running.cancel, on_progress=progress
-            )
-            helpers.cancel_scope.cancel()
-        return outcome
+        try:
+            return await sandbox.run(payload, limits, cancel=running.cancel, on_progress=progress)
+        finally:
+            running.progress = None
+            if running.progress_changed is not None:
+                running.progress_changed.set()  # lets the forwarder see the job is over
 
     def _limits_of(self, job: ClaimedJob) -> Limits:
         if not job.limits and job.timeout is None:
@@ -327,13 +352,17 @@ class Worker:
         return limits.bounded_by(self.settings.max_limits)
 
     async def _forward_progress(self, running: RunningJob) -> None:
-        """Send the latest progress, at most a few times a second (a job may report often)."""
+        """Send the latest progress, at most a few times a second (a job may report often).
+
+        Ends when the job does (its progress is cleared then).
+        """
         while True:
+            assert running.progress_changed is not None
             await running.progress_changed.wait()
             running.progress_changed = anyio.Event()
             update = running.progress
             if update is None:
-                continue
+                return
             try:
                 verdict = await self._run(
                     ops.job_progress(running.job.lease, update.fraction, update.message)
