@@ -147,13 +147,21 @@ def run_once(
 
 @dataclass
 class Maintainer:
-    """Runs the services on a tick while this process holds the leader lease."""
+    """Runs the services on a tick while this process holds the leader lease.
+
+    With ``renewed_by_heartbeat`` a worker's heartbeat renews the lease in its
+    own write (see ``heartbeat_renewal``), and the tick renews it only if the
+    heartbeats fall behind, at two thirds of the lease gone: an idle leader
+    then writes nothing but its heartbeats. The lease must then outlast two
+    heartbeat intervals.
+    """
 
     store: Store
     holder: str
     services: list[MaintenanceService] = field(default_factory=default_services)
     tick_seconds: float = 1.0
     lease_seconds: float = 10.0
+    renewed_by_heartbeat: bool = False
     is_leader: bool = False
     _last_run: dict[str, float] = field(default_factory=dict)
     _elected_at: float = float("-inf")
@@ -169,14 +177,15 @@ class Maintainer:
     def plan_tick(self, *, now: float | None = None) -> Op[dict[str, dict[str, int]]]:
         """Keep or take the lease; run the services that are due if we lead.
 
-        A leader renews its lease once a third of it is left, not every tick,
-        so an idle cluster sees few writes; the lease outlasts two ticks, so
-        a renewal is never late.
+        A leader renews its lease once a third of it is gone (two thirds when
+        heartbeats renew it), not every tick, so an idle cluster sees few
+        writes; the lease outlasts two ticks, so a renewal is never late.
         """
         started = time.monotonic()
         # Measured on the tick's own clock: the injected one in tests.
         tick_time = started if now is None else now
-        if self.is_leader and tick_time - self._elected_at < self.lease_seconds / 3:
+        renew_after = self.lease_seconds * (2 / 3 if self.renewed_by_heartbeat else 1 / 3)
+        if self.is_leader and tick_time - self._elected_at < renew_after:
             pass  # the lease is fresh: nothing to renew
         elif self.is_leader or (
             yield from operations.leader_lease_open(LEADER_LEASE, self.holder, now=now)
@@ -197,6 +206,18 @@ class Maintainer:
             self._last_run[service.name] = started
             done[service.name] = yield from service.plan_once(now=now)
         return done
+
+    def heartbeat_renewal(self) -> operations.LeaderRenewal | None:
+        """The lease for the next heartbeat to renew: ours, if we lead."""
+        if not (self.renewed_by_heartbeat and self.is_leader):
+            return None
+        return operations.LeaderRenewal(LEADER_LEASE, self.lease_seconds)
+
+    def heartbeat_renewed(self, held: bool, *, sent_at: float) -> None:
+        """Take in a heartbeat's renewal, sent at ``sent_at`` (``time.monotonic``)."""
+        self.is_leader = held
+        if held:
+            self._elected_at = max(self._elected_at, sent_at)
 
     async def run_forever(self, *, stop: anyio.Event | None = None) -> None:
         """Tick until ``stop`` is set; a failed tick is logged and the loop goes on."""

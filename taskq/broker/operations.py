@@ -59,6 +59,16 @@ class HeartbeatResult:
 
     kept: frozenset[Lease]
     lost: frozenset[Lease]
+    leader_held: bool | None = None
+    """With a leader lease to renew: whether the worker holds it after the heartbeat."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderRenewal:
+    """A leader lease for a heartbeat to renew in the same write (see ``job_heartbeat``)."""
+
+    name: str
+    ttl_seconds: float
 
 
 # -- encoding ---------------------------------------------------------------
@@ -309,12 +319,15 @@ def job_heartbeat(
     leases: Sequence[Lease],
     *,
     lease_seconds: float,
+    renew: LeaderRenewal | None = None,
     now: float | None = None,
 ) -> Op[HeartbeatResult]:
     """Extend every lease the worker still holds, in one statement; report the lost ones.
 
     A lease is lost when its job was requeued after expiry (the token changed)
-    or a cancel was requested: the worker must stop that job.
+    or a cancel was requested: the worker must stop that job. ``renew`` also
+    keeps (or takes) a leader lease for the worker in the same write, so that
+    leading costs an idle worker no writes beyond its heartbeats.
     """
     tokens = json.dumps([lease.token for lease in leases])
     batch = [
@@ -327,10 +340,15 @@ def job_heartbeat(
             queries.query("worker_heartbeat"), {"worker_id": worker_id, "running": len(leases)}
         ),
     ]
+    if renew is not None:
+        batch.append(_leader_elect(renew.name, worker_id, renew.ttl_seconds))
     results = yield Write(batch, idempotent=True)
     kept_tokens = {str(row["lease_token"]) for row in results[1].rows}
     kept = frozenset(lease for lease in leases if lease.token in kept_tokens)
-    return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept)
+    leader_held = None
+    if renew is not None:
+        leader_held = any(row["holder"] == worker_id for row in results[3].rows)
+    return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept, leader_held=leader_held)
 
 
 def _execution_finish(lease: Lease, report: AttemptReport, error: str | None) -> Statement:
@@ -1017,17 +1035,15 @@ def leader_attempt_elect(
     name: str, holder: str, *, ttl_seconds: float, now: float | None = None
 ) -> Op[bool]:
     """Take or keep the leader lease ``name``; True when ``holder`` holds it now."""
-    results = yield Write(
-        [
-            _clock(now),
-            Statement(
-                queries.query("leader_attempt_elect"),
-                {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
-            ),
-        ],
-        idempotent=True,
-    )
+    results = yield Write([_clock(now), _leader_elect(name, holder, ttl_seconds)], idempotent=True)
     return any(row["holder"] == holder for row in results[1].rows)
+
+
+def _leader_elect(name: str, holder: str, ttl_seconds: float) -> Statement:
+    return Statement(
+        queries.query("leader_attempt_elect"),
+        {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
+    )
 
 
 def leader_lease_open(name: str, holder: str, *, now: float | None = None) -> Op[bool]:

@@ -20,6 +20,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -117,6 +118,7 @@ class Worker:
         # Jobs in their sandbox now: each will report soon.
         self._executing = 0
         self._loops: anyio.abc.TaskGroup | None = None
+        self._maintainer: Maintainer | None = None
         self._acks = AckBatcher(
             self._send_reports,
             give_up_after=2 * settings.lease_seconds,
@@ -159,8 +161,14 @@ class Worker:
                 loops.start_soon(self._heartbeat_loop)
                 loops.start_soon(self._acks.run, self.stopped)
                 if self.settings.maintenance:
-                    maintainer = Maintainer(self.store, holder=self.worker_id)
-                    loops.start_soon(lambda: maintainer.run_forever(stop=self.stopped))
+                    self._maintainer = Maintainer(
+                        self.store,
+                        holder=self.worker_id,
+                        # Two heartbeats and a margin: a late one does not lose the lease.
+                        lease_seconds=max(10.0, 3 * self.settings.heartbeat_seconds),
+                        renewed_by_heartbeat=True,
+                    )
+                    loops.start_soon(partial(self._maintainer.run_forever, stop=self.stopped))
                 async with anyio.create_task_group() as slots:
                     for sandbox in self._sandboxes:
                         slots.start_soon(self._slot, sandbox)
@@ -426,15 +434,23 @@ class Worker:
     async def _heartbeat_loop(self) -> None:
         while not self.stopped.is_set():
             leases = [running.job.lease for running in self.running.values()]
+            maintainer = self._maintainer
+            renew = maintainer.heartbeat_renewal() if maintainer is not None else None
+            sent_at = time.monotonic()
             try:
                 beat = await self._run(
                     ops.job_heartbeat(
-                        self.worker_id, leases, lease_seconds=self.settings.lease_seconds
+                        self.worker_id,
+                        leases,
+                        lease_seconds=self.settings.lease_seconds,
+                        renew=renew,
                     )
                 )
             except errors.StoreError as exc:
                 self.events.emit("store_unavailable", worker=self.worker_id, error=str(exc))
             else:
+                if maintainer is not None and beat.leader_held is not None:
+                    maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
                 for lease in beat.lost:
                     running = self.running.get(lease.job_id)
                     # A job reported since this heartbeat was sent has left

@@ -475,6 +475,23 @@ def test_one_leader_at_a_time(run: Any, queue: str) -> None:
     assert run(ops.leader_attempt_elect(name, "a", ttl_seconds=10, now=T0 + 20))
 
 
+def test_a_heartbeat_can_hold_a_leader_lease_in_its_own_write(run: Any, queue: str) -> None:
+    renew = ops.LeaderRenewal(f"maintenance-{queue}", ttl_seconds=10)
+
+    def beat(worker: str, at: float, lease: ops.LeaderRenewal | None = renew) -> bool | None:
+        return run(
+            ops.job_heartbeat(worker, [], lease_seconds=LEASE, renew=lease, now=at)
+        ).leader_held
+
+    assert beat("a", T0) is True
+    assert not run(ops.leader_attempt_elect(renew.name, "b", ttl_seconds=10, now=T0 + 9))
+    assert beat("a", T0 + 8) is True  # renewed: now held until T0 + 18
+    assert not run(ops.leader_attempt_elect(renew.name, "b", ttl_seconds=10, now=T0 + 17))
+    assert run(ops.leader_attempt_elect(renew.name, "b", ttl_seconds=10, now=T0 + 19))
+    assert beat("a", T0 + 20) is False
+    assert beat("a", T0 + 20, lease=None) is None
+
+
 # -- listing ----------------------------------------------------------------------------
 
 

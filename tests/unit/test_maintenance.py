@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from taskq import errors
-from taskq.broker import maintenance, plan
+from taskq.broker import maintenance, plan, queries
 from taskq.broker import operations as ops
 from taskq.broker.client import Client, call_spec
 from taskq.broker.connect import open_store
@@ -155,3 +156,42 @@ def test_idle_maintenance_writes_only_to_renew_its_lease(store: Store) -> None:
     # Once the leader stops renewing, the follower takes over after the lease.
     plan.run(store, follower.plan_tick(now=T0 + 30 + 9))
     assert follower.is_leader
+
+
+def test_a_leader_renewed_by_heartbeats_writes_nothing_of_its_own(store: Store) -> None:
+    writes: list[str] = []
+    execute = store.execute
+
+    def counting(statements: list[Any], **options: Any) -> Any:
+        is_heartbeat = any(st.sql == queries.query("worker_heartbeat") for st in statements)
+        writes.append("heartbeat" if is_heartbeat else "maintenance")
+        return execute(statements, **options)
+
+    store.execute = counting  # type: ignore[method-assign]
+    leader = Maintainer(store, holder="idle", lease_seconds=15, renewed_by_heartbeat=True)
+    follower = Maintainer(store, holder="other", lease_seconds=15, renewed_by_heartbeat=True)
+
+    def heartbeat(second: int) -> None:
+        renew = leader.heartbeat_renewal()
+        beat = plan.run(
+            store, ops.job_heartbeat("idle", [], lease_seconds=30, renew=renew, now=T0 + second)
+        )
+        if renew is not None:
+            assert beat.leader_held is not None
+            leader.heartbeat_renewed(beat.leader_held, sent_at=T0 + second)
+
+    for second in range(30):
+        if second % 5 == 0:
+            heartbeat(second)
+        plan.run(store, leader.plan_tick(now=T0 + second))
+        plan.run(store, follower.plan_tick(now=T0 + second))
+    # The first tick elects; from then on the heartbeats renew and the ticks only read.
+    assert writes.count("maintenance") == 1
+    assert writes.count("heartbeat") == 6
+    assert (leader.is_leader, follower.is_leader) == (True, False)
+    # Heartbeats stop (the last renewed at 25): the tick renews itself at two thirds.
+    for second in range(30, 50):
+        plan.run(store, leader.plan_tick(now=T0 + second))
+        plan.run(store, follower.plan_tick(now=T0 + second))
+    assert writes.count("maintenance") == 3  # at 35 and 45
+    assert (leader.is_leader, follower.is_leader) == (True, False)
