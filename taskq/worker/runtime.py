@@ -148,14 +148,19 @@ class Worker:
                 slots=self.settings.concurrency,
             )
         )
-        self.events.emit(
-            "worker_started",
-            worker=self.worker_id,
-            queues=",".join(self.settings.queues),
-            slots=self.settings.concurrency,
-            isolation=self.settings.isolation,
-        )
         try:
+            # Pool children start before the first claim: a claimed job's lease
+            # is running, and an interpreter start is tens of milliseconds.
+            async with anyio.create_task_group() as warming:
+                for sandbox in self._distinct_sandboxes():
+                    warming.start_soon(sandbox.warm_up)
+            self.events.emit(
+                "worker_started",
+                worker=self.worker_id,
+                queues=",".join(self.settings.queues),
+                slots=self.settings.concurrency,
+                isolation=self.settings.isolation,
+            )
             async with anyio.create_task_group() as loops:
                 self._loops = loops
                 loops.start_soon(self._heartbeat_loop)
@@ -194,9 +199,12 @@ class Worker:
         for running in list(self.running.values()):
             running.stop(StopReason.DRAIN)
 
+    def _distinct_sandboxes(self) -> list[Sandbox]:
+        # In process isolation every slot shares one sandbox.
+        return list({id(sandbox): sandbox for sandbox in self._sandboxes}.values())
+
     async def _close(self) -> None:
-        # In process isolation every slot shares one sandbox: close each once.
-        for sandbox in {id(sandbox): sandbox for sandbox in self._sandboxes}.values():
+        for sandbox in self._distinct_sandboxes():
             await sandbox.aclose()
         try:
             await self._run(ops.worker_set_state(self.worker_id, "stopped"))

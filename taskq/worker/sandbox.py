@@ -80,6 +80,10 @@ class Sandbox(Protocol):
         """
         ...
 
+    async def warm_up(self) -> None:
+        """Start any child process kept between jobs now, so the first job does not wait."""
+        ...
+
     async def aclose(self) -> None:
         """Stop any child process kept between jobs."""
         ...
@@ -105,6 +109,9 @@ class _SandboxBase:
         if not self._policy.allows(payload.kind):
             return classify.disabled_kind_outcome(payload.kind)
         return protocol.JobRequest(payload, limits.bounded_by(self._worker_max), self._import_path)
+
+    async def warm_up(self) -> None:
+        """Start any child process kept between jobs now, so the first job does not wait."""
 
     async def aclose(self) -> None:
         """Stop any child process kept between jobs."""
@@ -207,6 +214,11 @@ class PoolSandbox(_SandboxBase):
             ):
                 await self._retire_child()
             return outcome
+
+    async def warm_up(self) -> None:
+        """Start the pool child now rather than at the first job."""
+        async with self._lock:
+            await self._ready_child()
 
     async def aclose(self) -> None:
         """Stop the pool child, after the running job if there is one."""
