@@ -351,23 +351,6 @@ def job_heartbeat(
     return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept, leader_held=leader_held)
 
 
-def _execution_finish(lease: Lease, report: AttemptReport, error: str | None) -> Statement:
-    return Statement(
-        queries.query("execution_finish"),
-        {
-            "job_id": lease.job_id,
-            "lease_token": lease.token,
-            "outcome": report.outcome,
-            "exit_code": report.exit_code,
-            "signal": report.signal,
-            "peak_rss_bytes": report.peak_rss_bytes,
-            "cpu_seconds": report.cpu_seconds,
-            "log_tail": report.log_tail,
-            "error": error,
-        },
-    )
-
-
 class Verdict(enum.Enum):
     """What a worker reports about an attempt it ran."""
 
@@ -388,35 +371,60 @@ class Report:
     retryable: bool = True
 
 
-def _report_statements(report: Report, backoff: Backoff) -> list[Statement]:
-    lease = report.lease
-    fence: dict[str, SqlValue] = {"job_id": lease.job_id, "lease_token": lease.token}
-    if report.verdict is Verdict.COMPLETE:
-        encoded = to_json(report.result, "the result")
-        return [
-            _execution_finish(lease, report.attempt, None),
-            Statement(queries.query("job_complete"), {**fence, "result": encoded}),
-        ]
-    if report.verdict is Verdict.FAIL:
-        error = to_json(report.error or {"type": "Error", "message": ""}, "the error")
-        return [
-            _execution_finish(lease, report.attempt, error),
-            Statement(
-                queries.query("job_fail"),
-                {
-                    **fence,
-                    "error": error,
-                    "retryable": int(report.retryable),
-                    "backoff_base": backoff.base,
-                    "backoff_cap": backoff.cap,
-                    "jitter": backoff.factor(),
-                },
-            ),
-        ]
-    return [
-        _execution_finish(lease, report.attempt, None),
-        Statement(queries.query("job_release"), fence),
-    ]
+# The statements that record each kind of report, by verdict.
+_REPORT_QUERIES = {
+    Verdict.COMPLETE: "job_complete",
+    Verdict.FAIL: "job_fail",
+    Verdict.RELEASE: "job_release",
+}
+
+
+def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Statement]:
+    """Statements recording ``reports``: one per kind of change, however many reports.
+
+    The first finishes the attempts; each after it updates the jobs of one
+    verdict and returns the (id, lease_token) of every job it changed.
+    """
+    attempts: list[dict[str, Any]] = []
+    by_verdict: dict[Verdict, list[dict[str, Any]]] = {verdict: [] for verdict in Verdict}
+    for report in reports:
+        fence = {"job_id": report.lease.job_id, "lease_token": report.lease.token}
+        error = None
+        if report.verdict is Verdict.COMPLETE:
+            row = {**fence, "result": to_json(report.result, "the result")}
+        elif report.verdict is Verdict.FAIL:
+            error = to_json(report.error or {"type": "Error", "message": ""}, "the error")
+            row = {
+                **fence,
+                "error": error,
+                "retryable": int(report.retryable),
+                "jitter": backoff.factor(),
+            }
+        else:
+            row = fence
+        by_verdict[report.verdict].append(row)
+        attempt = report.attempt
+        attempts.append(
+            {
+                **fence,
+                "outcome": attempt.outcome,
+                "exit_code": attempt.exit_code,
+                "signal": attempt.signal,
+                "peak_rss_bytes": attempt.peak_rss_bytes,
+                "cpu_seconds": attempt.cpu_seconds,
+                "log_tail": attempt.log_tail,
+                "error": error,
+            }
+        )
+    statements = [Statement(queries.query("execution_finish"), {"reports": json.dumps(attempts)})]
+    for verdict, rows in by_verdict.items():
+        if not rows:
+            continue
+        params: dict[str, SqlValue] = {"reports": json.dumps(rows)}
+        if verdict is Verdict.FAIL:
+            params |= {"backoff_base": backoff.base, "backoff_cap": backoff.cap}
+        statements.append(Statement(queries.query(_REPORT_QUERIES[verdict]), params))
+    return statements
 
 
 def job_report(
@@ -464,10 +472,12 @@ def _report_and_claim(
         if not pending and claim is None:
             break
         batch = [_clock(now)]
-        fenced_at: list[int] = []
-        for report in pending:
-            batch += _report_statements(report, backoff)
-            fenced_at.append(len(batch) - 1)
+        # Indexes of the statements whose rows name the jobs that took their report.
+        job_updates: range = range(0)
+        if pending:
+            reporting = _report_statements(pending, backoff)
+            job_updates = range(len(batch) + 1, len(batch) + len(reporting))
+            batch += reporting
         claim_token = secrets.token_hex(8)
         claim_at = len(batch)
         if claim is not None:
@@ -497,8 +507,16 @@ def _report_and_claim(
                     still_running.append(report)
             pending = still_running
             continue
-        for report, index in zip(pending, fenced_at, strict=True):
-            verdicts[report.lease] = Fenced.ACCEPTED if results[index].rows else Fenced.LEASE_LOST
+        taken = {
+            (int(row["id"]), str(row["lease_token"]))
+            for index in job_updates
+            for row in results[index].rows
+        }
+        for report in pending:
+            lease = report.lease
+            verdicts[lease] = (
+                Fenced.ACCEPTED if (lease.job_id, lease.token) in taken else Fenced.LEASE_LOST
+            )
         if claim is not None:
             claimed = _claimed_rows(results[claim_at].rows)
         pending, claim = [], None

@@ -37,7 +37,13 @@ def test_an_unknown_outcome_is_resolved_job_by_job() -> None:
     assert isinstance(retry, Write)
     assert len(retry.statements) == 1 + 2
     with pytest.raises(StopIteration) as done:
-        plan.send([StatementResult(), StatementResult(), StatementResult(rows=[{"id": 2}])])
+        plan.send(
+            [
+                StatementResult(),
+                StatementResult(),
+                StatementResult(rows=[{"id": 2, "lease_token": "t2"}]),
+            ]
+        )
     assert done.value.value == [Fenced.ACCEPTED, Fenced.ACCEPTED, Fenced.LEASE_LOST]
 
 

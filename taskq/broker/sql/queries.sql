@@ -228,53 +228,64 @@ WHERE state = 'running' AND worker_id = :worker_id AND cancel_requested = 0
     AND lease_token IN (SELECT value FROM json_each(:tokens))
 RETURNING id, lease_token, lease_until
 
+-- Reports arrive as one JSON array per statement, so a batch of finished jobs
+-- costs the same few statements whatever its size. Each row is fenced by its
+-- own lease: job id and token must still match a running job.
 -- name: execution_finish
 UPDATE executions SET
     finished_at = (SELECT now FROM taskq_clock),
-    outcome = :outcome,
-    exit_code = :exit_code,
-    signal = :signal,
-    peak_rss_bytes = :peak_rss_bytes,
-    cpu_seconds = :cpu_seconds,
-    log_tail = :log_tail,
-    error = :error
-WHERE lease_token = :lease_token AND finished_at IS NULL
+    outcome = report.value ->> '$.outcome',
+    exit_code = report.value ->> '$.exit_code',
+    signal = report.value ->> '$.signal',
+    peak_rss_bytes = report.value ->> '$.peak_rss_bytes',
+    cpu_seconds = report.value ->> '$.cpu_seconds',
+    log_tail = report.value ->> '$.log_tail',
+    error = report.value ->> '$.error'
+FROM json_each(:reports) AS report
+WHERE executions.lease_token = report.value ->> '$.lease_token'
+    AND executions.finished_at IS NULL
     AND EXISTS (
         SELECT 1 FROM jobs
-        WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+        WHERE jobs.id = report.value ->> '$.job_id'
+            AND jobs.lease_token = executions.lease_token AND jobs.state = 'running'
     )
 
 -- name: job_complete
 UPDATE jobs SET
     state = 'succeeded',
-    result = :result,
+    result = report.value ->> '$.result',
     error = NULL,
     finished_at = (SELECT now FROM taskq_clock),
     lease_until = NULL
-WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
-RETURNING id, state
+FROM json_each(:reports) AS report
+WHERE jobs.id = report.value ->> '$.job_id'
+    AND jobs.lease_token = report.value ->> '$.lease_token' AND jobs.state = 'running'
+RETURNING jobs.id, jobs.lease_token
 
 -- name: job_fail
 UPDATE jobs SET
     state = CASE
-        WHEN :retryable = 0 THEN 'failed'
+        WHEN report.value ->> '$.retryable' = 0 THEN 'failed'
         WHEN attempts >= max_attempts THEN 'dead'
         ELSE 'queued'
     END,
     run_at = CASE
-        WHEN :retryable = 1 AND attempts < max_attempts
+        WHEN report.value ->> '$.retryable' = 1 AND attempts < max_attempts
         THEN (SELECT now FROM taskq_clock)
-            + MIN(:backoff_cap, :backoff_base * (1 << MIN(attempts - 1, 30))) * :jitter
+            + MIN(:backoff_cap, :backoff_base * (1 << MIN(attempts - 1, 30)))
+            * (report.value ->> '$.jitter')
         ELSE run_at
     END,
     finished_at = CASE
-        WHEN :retryable = 1 AND attempts < max_attempts THEN NULL
+        WHEN report.value ->> '$.retryable' = 1 AND attempts < max_attempts THEN NULL
         ELSE (SELECT now FROM taskq_clock)
     END,
-    error = :error,
+    error = report.value ->> '$.error',
     lease_until = NULL
-WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
-RETURNING id, state
+FROM json_each(:reports) AS report
+WHERE jobs.id = report.value ->> '$.job_id'
+    AND jobs.lease_token = report.value ->> '$.lease_token' AND jobs.state = 'running'
+RETURNING jobs.id, jobs.lease_token
 
 -- name: job_release
 UPDATE jobs SET
@@ -283,8 +294,10 @@ UPDATE jobs SET
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
     run_at = (SELECT now FROM taskq_clock),
     lease_until = NULL
-WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
-RETURNING id, state
+FROM json_each(:reports) AS report
+WHERE jobs.id = report.value ->> '$.job_id'
+    AND jobs.lease_token = report.value ->> '$.lease_token' AND jobs.state = 'running'
+RETURNING jobs.id, jobs.lease_token
 
 -- name: job_progress
 UPDATE jobs SET progress = :progress, progress_message = :message
