@@ -45,7 +45,7 @@ class AckBatcher:
         send: Send,
         *,
         give_up_after: float,
-        max_delay: float = 0.002,
+        max_delay: float = 0.005,
         max_batch: int = 128,
         on_outage: Callable[[str], None] | None = None,
         still_running: Callable[[], int] = lambda: 1,
