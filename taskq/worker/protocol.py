@@ -15,6 +15,7 @@ the child runs code the worker does not trust; the child reads with
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import struct
@@ -95,9 +96,22 @@ class JobRequest:
             raise ProtocolError(f"expected a job message, got {message.get('type')!r}")
         return cls(
             payloads.parse_payload(message["payload"]),
-            limits.parse_limits(message["limits"]),
+            _parse_limits(message["limits"]),
             list(message["import_path"]),
         )
+
+
+def _parse_limits(message: Mapping[str, Any]) -> limits.Limits:
+    # A pool child's jobs nearly all share their limits: parse each set once.
+    try:
+        return _parse_limits_once(tuple(sorted(message.items())))
+    except TypeError:  # a value that cannot be hashed: parsing it will say what is wrong
+        return limits.parse_limits(message)
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_limits_once(items: tuple[tuple[str, Any], ...]) -> limits.Limits:
+    return limits.parse_limits(dict(items))
 
 
 @dataclass(frozen=True, slots=True)
