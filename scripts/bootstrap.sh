@@ -28,3 +28,8 @@ if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
     fi
     touch "$stamp"
 fi
+# An editable install leaves taskq's bytecode to be written on first import,
+# which PYTHONDONTWRITEBYTECODE (set in some environments) forbids: then every
+# sandbox child and CLI call compiles taskq again. Compile it here, once per
+# change; up-to-date files are skipped.
+"$venv/bin/python" -m compileall -q "$root/taskq" >/dev/null
