@@ -49,6 +49,11 @@ log = logging.getLogger("taskq.worker")
 # Statuses that will come out the same on another try: fail without retrying.
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.DISABLED_KIND}
 _PROGRESS_INTERVAL = 0.25
+# Jobs tend to come in bursts: for a while after the last one, an idle worker
+# looks again sooner. On rqlite, where looking is a read every poll, this is
+# the pickup latency; a long-idle worker polls at the store's own pace.
+_BUSY_POLL_SECONDS = 0.01
+_BUSY_POLL_WINDOW_SECONDS = 1.0
 
 
 class StopReason:
@@ -117,6 +122,7 @@ class Worker:
         self._reserved = 0
         # Jobs in their sandbox now: each will report soon.
         self._executing = 0
+        self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
         self._maintainer: Maintainer | None = None
         self._acks = AckBatcher(
@@ -243,6 +249,7 @@ class Worker:
         running = RunningJob(job)
         self.running[job.lease.job_id] = running
         self._claimed.put_nowait(running)
+        self._last_claimed = running.started
 
     async def _claim_loop(self) -> None:
         """Claim for free slots; while busy, most claims ride along with acknowledgements."""
@@ -281,7 +288,10 @@ class Worker:
                 continue  # a full batch: there may be more waiting
             if claimed:
                 idle = min(0.05, self.settings.idle_poll_seconds)
-            await self._pause(idle)
+            if time.monotonic() - self._last_claimed < _BUSY_POLL_WINDOW_SECONDS:
+                await self._pause(min(idle, _BUSY_POLL_SECONDS))
+            else:
+                await self._pause(idle)
             idle = min(idle * 2, self.settings.idle_poll_seconds)
 
     async def _pause(self, seconds: float) -> None:
