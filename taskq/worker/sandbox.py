@@ -265,6 +265,12 @@ async def _supervise_in_thread(
                 run_blocking, supervisor, limiter=anyio.CapacityLimiter(1)
             )
             task_group.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Only the job's own task can fail (the canceller just waits): raise
+        # what it raised, as the pool sandbox does, not a group around it.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
     finally:
         supervisor.close()
     # The thread cannot be interrupted, so a cancelled caller has waited for the

@@ -332,3 +332,49 @@ async def test_pool_keeps_its_child_after_an_exception(pool: PoolSandbox) -> Non
     before = await pool.run(call("getpid"), LIMITS)
     assert (await pool.run(call("fail", "boom"), LIMITS)).status is Status.ERROR
     assert (await pool.run(call("getpid"), LIMITS)).result == before.result
+
+
+async def test_pool_replaces_a_child_whose_job_left_a_process_running(pool: PoolSandbox) -> None:
+    before = await pool.run(call("getpid"), LIMITS)
+    outcome = await pool.run(call("spawn_grandchild_and_sleep", 0), LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    grandchild = int(outcome.log_tail.split("grandchild=")[1].split()[0])
+    assert wait_until_gone(grandchild)  # killed with the child's process group
+    after = await pool.run(call("getpid"), LIMITS)
+    assert after.result != before.result
+
+
+async def test_pool_does_not_blame_the_next_job_for_a_child_that_died_between_jobs(
+    pool: PoolSandbox,
+) -> None:
+    first = await pool.run(call("getpid"), LIMITS)
+    assert isinstance(first.result, int)
+    os.kill(first.result, signal.SIGKILL)
+    assert wait_until_gone(first.result)
+    second = await pool.run(call("getpid"), LIMITS)
+    assert second.status is Status.SUCCEEDED
+    assert second.result != first.result
+
+
+async def test_a_failing_progress_callback_kills_the_job_and_propagates(sandbox: Sandbox) -> None:
+    groups: list[int] = []
+
+    def on_progress(report: Progress) -> None:
+        groups.append(int(report.message.removeprefix("pgid=")))
+        raise LookupError("the callback broke")
+
+    with pytest.raises(LookupError, match="the callback broke"):
+        await sandbox.run(call("report_and_sleep", 30), LIMITS, on_progress=on_progress)
+    assert not group_exists(groups[0])
+
+
+async def test_pool_warm_up_starts_the_child_before_the_first_job(pool: PoolSandbox) -> None:
+    await pool.warm_up()
+    # A child belongs to the thread that started it: look at every thread's.
+    children = {
+        pid
+        for task in Path("/proc/self/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    }
+    outcome = await pool.run(call("getpid"), LIMITS)
+    assert str(outcome.result) in children
