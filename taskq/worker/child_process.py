@@ -96,26 +96,6 @@ class ChildProcess:
         poller.register(self.pidfd, select.POLLIN)
         return bool(poller.poll(0))
 
-    def has_children(self) -> bool:
-        """Whether the child has processes of its own (a job left one running); never blocks.
-
-        Reads ``/proc/PID/task/*/children`` (Linux >= 3.5 with CONFIG_PROC_CHILDREN; without
-        it, says False). A process the job double-forked away is no longer its child and
-        is missed: it lives in the child's process group until the child is replaced.
-        """
-        try:
-            tasks = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            return False
-        for task in tasks:
-            try:
-                with open(f"/proc/{self.pid}/task/{task}/children") as children:
-                    if children.read().strip():
-                        return True
-            except OSError:
-                continue
-        return False
-
     def kill_group(self) -> None:
         """SIGKILL the child's whole process group; a no-op once the child is reaped."""
         if self._reaped:

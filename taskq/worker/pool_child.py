@@ -30,10 +30,6 @@ from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
 from taskq.worker.supervision import EndReason, Supervised
 
-_READ_CHUNK_BYTES = 64 * 1024
-# Room in a result message for the error and usage figures beside the result.
-_MESSAGE_OVERHEAD_BYTES = 256 * 1024
-
 
 @dataclass
 class _Job:
@@ -60,7 +56,7 @@ class PoolChild:
     def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
         self._child = child
         self._loop = asyncio.get_running_loop()
-        self._decoder = protocol.MessageDecoder(ceiling.result_bytes + _MESSAGE_OVERHEAD_BYTES)
+        self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         self._job: _Job | None = None
         self._outbox = b""
         # The child's CPU total before the next job: from its ``ready`` message,
@@ -200,7 +196,7 @@ class PoolChild:
     def _read_control(self, *, until_empty: bool = False) -> None:
         while True:
             try:
-                data = self._child.control.recv(_READ_CHUNK_BYTES)
+                data = self._child.control.recv(protocol.READ_CHUNK_BYTES)
             except BlockingIOError:
                 return
             except ConnectionResetError:
@@ -210,7 +206,7 @@ class PoolChild:
                 return
             self._handle_messages(data)
             # A short read has probably emptied the socket; if not, the reader fires again.
-            if len(data) < _READ_CHUNK_BYTES and not until_empty:
+            if len(data) < protocol.READ_CHUNK_BYTES and not until_empty:
                 return
 
     def _handle_messages(self, data: bytes) -> None:
@@ -249,7 +245,7 @@ class PoolChild:
 
     def _read_output(self) -> None:
         try:
-            data = os.read(self._child.output_fd, _READ_CHUNK_BYTES)
+            data = os.read(self._child.output_fd, protocol.READ_CHUNK_BYTES)
         except BlockingIOError:
             return
         if not data:
@@ -271,7 +267,7 @@ class PoolChild:
         """
         while job.output.total_bytes <= job.limits.output_bytes:
             try:
-                data = os.read(self._child.output_fd, _READ_CHUNK_BYTES)
+                data = os.read(self._child.output_fd, protocol.READ_CHUNK_BYTES)
             except BlockingIOError:
                 return
             if not data:

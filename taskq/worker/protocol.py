@@ -30,7 +30,10 @@ from taskq.worker.json_value import JsonValue
 from taskq.worker.progress import Progress
 
 _LENGTH = struct.Struct(">I")
-_READ_BYTES = 64 * 1024
+READ_CHUNK_BYTES = 64 * 1024
+"""How much to read from a child's socket or pipe at a time."""
+# Room in a result message for the error and usage figures beside the result.
+_RESULT_OVERHEAD_BYTES = 256 * 1024
 
 
 class ProtocolError(errors.TaskqError):
@@ -66,6 +69,11 @@ class MessageDecoder:
             messages.append(_decode(bytes(self._buffer[_LENGTH.size : end])))
             del self._buffer[:end]
         return messages
+
+
+def decoder_for_results(result_bytes: int) -> MessageDecoder:
+    """A decoder for a child's messages, bounded by the largest result it may send."""
+    return MessageDecoder(result_bytes + _RESULT_OVERHEAD_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +232,7 @@ class MessageReader:
 
     def _take(self, size: int) -> bytes | None:
         while len(self._buffer) < size:
-            chunk = self._sock.recv(max(size - len(self._buffer), _READ_BYTES))
+            chunk = self._sock.recv(max(size - len(self._buffer), READ_CHUNK_BYTES))
             if not chunk:
                 if self._buffer:
                     raise ProtocolError("the channel closed in the middle of a message")

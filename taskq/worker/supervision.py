@@ -26,10 +26,7 @@ from taskq.worker import protocol
 from taskq.worker.child_process import ChildProcess, Ended
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
-
-_READ_CHUNK_BYTES = 64 * 1024
-# Room in a result message for the error and usage figures beside the result.
-_MESSAGE_OVERHEAD_BYTES = 256 * 1024
+from taskq.worker.protocol import READ_CHUNK_BYTES
 
 
 class EndReason(enum.Enum):
@@ -133,7 +130,7 @@ class _JobWatch:
         self.limits = limits
         self.on_progress = on_progress
         self.output = OutputTail(limits.log_tail_bytes)
-        self.decoder = protocol.MessageDecoder(limits.result_bytes + _MESSAGE_OVERHEAD_BYTES)
+        self.decoder = protocol.decoder_for_results(limits.result_bytes)
         self.report: protocol.ChildReport | None = None
         self.ended: Ended | None = None
         self.protocol_error = ""
@@ -165,7 +162,7 @@ class _JobWatch:
                         if not outbox:
                             selector.modify(self.child.control, selectors.EVENT_READ, "control")
                     if ready["control"] & selectors.EVENT_READ:
-                        data = _read_now(lambda: self.child.control.recv(_READ_CHUNK_BYTES))
+                        data = _read_now(lambda: self.child.control.recv(READ_CHUNK_BYTES))
                         if data == b"":
                             selector.unregister(self.child.control)
                         elif data:
@@ -173,7 +170,7 @@ class _JobWatch:
                     if self.protocol_error:
                         return EndReason.PROTOCOL_ERROR
                 if "output" in ready:
-                    data = _read_now(lambda: os.read(self.child.output_fd, _READ_CHUNK_BYTES))
+                    data = _read_now(lambda: os.read(self.child.output_fd, READ_CHUNK_BYTES))
                     if data == b"":
                         selector.unregister(self.child.output_fd)
                     elif data:
@@ -192,12 +189,12 @@ class _JobWatch:
         bounds the read in case a process that escaped the group keeps writing.
         """
         while self.report is None and not self.protocol_error:
-            data = _read_now(lambda: self.child.control.recv(_READ_CHUNK_BYTES))
+            data = _read_now(lambda: self.child.control.recv(READ_CHUNK_BYTES))
             if not data:
                 break
             self._handle_messages(data)
         while self.output.total_bytes <= self.limits.output_bytes:
-            data = _read_now(lambda: os.read(self.child.output_fd, _READ_CHUNK_BYTES))
+            data = _read_now(lambda: os.read(self.child.output_fd, READ_CHUNK_BYTES))
             if not data:
                 break
             self.output.feed(data)
