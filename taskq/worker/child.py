@@ -57,6 +57,11 @@ def main(argv: list[str] | None = None) -> None:
     # The job's own subprocesses (and an exec'd command) must not inherit the channel.
     os.set_inheritable(args.control_fd, False)
     control = socket.socket(fileno=args.control_fd)
+    # A child woken by a job frame then waits for the worker to yield its CPU
+    # instead of preempting it: the worker sends the frames of a whole batch
+    # of claimed jobs before any child runs, and the job's own processes (which
+    # inherit this) stay out of the way of the worker's heartbeats.
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     if args.mode == "pool":
         _serve_pool(control, args.ceiling)
     elif args.mode == "once":
@@ -78,14 +83,13 @@ def _serve_once(control: socket.socket) -> None:
 
 
 def _serve_pool(control: socket.socket, ceiling: str) -> None:
-    rlimits.set_pool_ceiling(parse_limits(json.loads(ceiling)))
+    pool_limits = rlimits.PoolLimits(parse_limits(json.loads(ceiling)))
     meter = rlimits.JobMeter()
     reader = protocol.MessageReader(control)
     protocol.send_message(control, {"type": "ready", "cpu_seconds": rlimits.cpu_with_children()})
     while (message := reader.receive()) is not None:
         request = protocol.JobRequest.from_message(message)
-        meter.start()
-        rlimits.confine_pool_job(request.limits)
+        pool_limits.confine_job(request.limits, cpu_used=meter.start())
         result = _run_job(request, control)
         usage = meter.finish()
         _send_result(

@@ -8,12 +8,12 @@ Two ways to apply them:
 
 - ``confine`` (a process that runs one job, then exits): soft and hard limits
   both set to the job's, so the job cannot raise them again.
-- ``set_pool_ceiling`` once when a pool child starts, then ``confine_pool_job``
-  before each job: the hard limits are the worker's maximums and each job
-  gets soft limits of its own. Soft limits can move freely under the hard
-  ones, so a pool child never has to be replaced for a job with different
-  limits. The price: a job can raise its soft limits back up to the worker's
-  maximums, so pool mode is for trusted code.
+- ``PoolLimits`` in a pool child: its hard limits are the worker's maximums,
+  set once at start, and each job gets soft limits of its own. Soft limits
+  can move freely under the hard ones, so a pool child never has to be
+  replaced for a job with different limits. The price: a job can raise its
+  soft limits back up to the worker's maximums, so pool mode is for trusted
+  code.
 
 RLIMIT_CPU counts the process's whole life, so a pool job's CPU limit is
 ``cpu used so far + job limit``, rounded up to whole seconds (the job may get
@@ -49,19 +49,39 @@ def confine(limits: Limits) -> None:
     _set(resource.RLIMIT_AS, limits.memory_bytes, limits.memory_bytes)
 
 
-def set_pool_ceiling(worker_max: Limits) -> None:
-    """Fix a pool child's hard limits at the worker's maximums, before any job runs."""
-    _set(resource.RLIMIT_CORE, 0, 0)
-    _set(resource.RLIMIT_NOFILE, worker_max.open_files, worker_max.open_files)
-    _set(resource.RLIMIT_AS, worker_max.memory_bytes, worker_max.memory_bytes)
+class PoolLimits:
+    """A pool child's limits: hard ones fixed when it starts, soft ones set for each job.
 
+    The hard limits are remembered rather than read back before every job:
+    only a job can change them, and only downwards, which ``confine_job``
+    notices when the kernel refuses a soft limit above one.
+    """
 
-def confine_pool_job(limits: Limits) -> None:
-    """Set a pool child's soft limits for its next job (within the ceiling)."""
-    _set(resource.RLIMIT_NOFILE, limits.open_files, resource.RLIM_INFINITY)
-    cpu_limit = math.ceil(own_cpu_seconds() + limits.cpu_seconds)
-    _set(resource.RLIMIT_CPU, cpu_limit, resource.RLIM_INFINITY)
-    _set(resource.RLIMIT_AS, limits.memory_bytes, resource.RLIM_INFINITY)
+    def __init__(self, worker_max: Limits) -> None:
+        _set(resource.RLIMIT_CORE, 0, 0)
+        _set(resource.RLIMIT_NOFILE, worker_max.open_files, worker_max.open_files)
+        _set(resource.RLIMIT_AS, worker_max.memory_bytes, worker_max.memory_bytes)
+        self._hard = {
+            limit: resource.getrlimit(limit)[1]
+            for limit in (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_AS)
+        }
+
+    def confine_job(self, limits: Limits, cpu_used: float) -> None:
+        """Set the soft limits for the next job; ``cpu_used`` is this process's CPU so far."""
+        self._set_soft(resource.RLIMIT_NOFILE, limits.open_files)
+        self._set_soft(resource.RLIMIT_CPU, math.ceil(cpu_used + limits.cpu_seconds))
+        self._set_soft(resource.RLIMIT_AS, limits.memory_bytes)
+
+    def _set_soft(self, limit: int, soft: int) -> None:
+        hard = self._hard[limit]
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        try:
+            resource.setrlimit(limit, (soft, hard))
+        except ValueError:
+            # A job lowered this hard limit: the next ones live with its choice.
+            self._hard[limit] = resource.getrlimit(limit)[1]
+            _set(limit, soft, resource.RLIM_INFINITY)
 
 
 def own_cpu_seconds() -> float:
@@ -98,24 +118,31 @@ class JobMeter:
         self._cpu_at_start = 0.0
         self._children_peak_kib_at_start = 0
 
-    def start(self) -> None:
-        """Take the counters and reset the peak-RSS mark, just before a job runs."""
+    def start(self) -> float:
+        """Take the counters and reset the peak-RSS mark, just before a job runs.
+
+        Returns this process's own CPU seconds so far: what RLIMIT_CPU counts.
+        """
         if self._clear_refs is not None:
             with contextlib.suppress(OSError):
                 os.write(self._clear_refs, b"5")
+        own = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self._cpu_at_start = cpu_with_children()
+        own_cpu = own.ru_utime + own.ru_stime
+        self._cpu_at_start = own_cpu + children.ru_utime + children.ru_stime
         self._children_peak_kib_at_start = children.ru_maxrss
+        return own_cpu
 
     def finish(self) -> JobUsage:
         """What the job since ``start`` used (with the children it waited for)."""
-        cpu_total = cpu_with_children()
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
         peak_kib = self._own_peak_rss_kib()
         # RUSAGE_CHILDREN's peak covers every child ever reaped; if it rose
         # during this job, one of this job's children set it.
-        children_peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        if children_peak_kib > self._children_peak_kib_at_start:
-            peak_kib = max(peak_kib, children_peak_kib)
+        if children.ru_maxrss > self._children_peak_kib_at_start:
+            peak_kib = max(peak_kib, children.ru_maxrss)
         return JobUsage(cpu_total - self._cpu_at_start, peak_kib * _KIB, cpu_total)
 
     def _own_peak_rss_kib(self) -> int:

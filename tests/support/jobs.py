@@ -155,3 +155,27 @@ def dereference_null() -> None:
     import ctypes
 
     ctypes.string_at(0)
+
+
+def lower_hard_open_files(limit: int) -> list[int]:
+    """Lower this process's hard limit on open files (allowed without privileges)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    return list(resource.getrlimit(resource.RLIMIT_NOFILE))
+
+
+def soft_limits() -> dict[str, int]:
+    """The soft limits this job runs under."""
+    import resource
+
+    open_files, open_files_hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return {
+        "open_files": open_files,
+        "open_files_hard": open_files_hard,
+        "memory_bytes": resource.getrlimit(resource.RLIMIT_AS)[0],
+    }
+
+
+def scheduling_policy() -> int:
+    return os.sched_getscheduler(0)
