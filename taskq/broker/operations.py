@@ -369,6 +369,8 @@ class Report:
     result: Any = None
     error: dict[str, Any] | None = None
     retryable: bool = True
+    result_json: str | None = None
+    """``result`` already encoded by :func:`to_json`, when the caller had to encode it anyway."""
 
 
 # The statements that record each kind of report, by verdict.
@@ -391,7 +393,10 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
         fence = {"job_id": report.lease.job_id, "lease_token": report.lease.token}
         error = None
         if report.verdict is Verdict.COMPLETE:
-            row = {**fence, "result": to_json(report.result, "the result")}
+            result = report.result_json
+            if result is None:
+                result = to_json(report.result, "the result")
+            row = {**fence, "result": result}
         elif report.verdict is Verdict.FAIL:
             error = to_json(report.error or {"type": "Error", "message": ""}, "the error")
             row = {

@@ -37,6 +37,8 @@ from taskq.worker.payloads import CallPayload, Payload, PythonExecPayload, Shell
 _EXEC_FILENAME = "<python_exec>"
 _MAX_MESSAGE_CHARS = 4_000
 _MAX_TRACEBACK_CHARS = 32_000
+# A result body's key for the return value as JSON text, sent as the message's "result".
+_ENCODED_RESULT = "result_json"
 
 # Built before any limit applies: when a job has used up its memory, even
 # describing that may fail, and this report needs no allocation to send.
@@ -87,8 +89,9 @@ def _serve_pool(control: socket.socket, ceiling: str) -> None:
     meter = rlimits.JobMeter()
     reader = protocol.MessageReader(control)
     protocol.send_message(control, {"type": "ready", "cpu_seconds": rlimits.cpu_with_children()})
+    request: protocol.JobRequest | None = None
     while (message := reader.receive()) is not None:
-        request = protocol.JobRequest.from_message(message)
+        request = protocol.JobRequest.from_message(message, previous=request)
         pool_limits.confine_job(request.limits, cpu_used=meter.start())
         result = _run_job(request, control)
         usage = meter.finish()
@@ -194,7 +197,8 @@ def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
 
 def _encode_result(value: object, result_bytes: int) -> dict[str, Any]:
     try:
-        size = len(json.dumps(value, allow_nan=False).encode())
+        # ASCII (json's default), so its length in characters is its size in bytes.
+        encoded = json.dumps(value, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         return {
             "status": outcome.Status.RESULT_INVALID.value,
@@ -202,15 +206,16 @@ def _encode_result(value: object, result_bytes: int) -> dict[str, Any]:
                 type(exc).__qualname__, f"the return value is not JSON-serialisable: {exc}"
             ),
         }
-    if size > result_bytes:
+    if len(encoded) > result_bytes:
         return {
             "status": outcome.Status.RESULT_INVALID.value,
             "error": outcome.error_info(
                 "ResultTooLarge",
-                f"the return value is {size} bytes of JSON, over the limit of {result_bytes}",
+                f"the return value is {len(encoded)} bytes of JSON, over the limit of "
+                f"{result_bytes}",
             ),
         }
-    return {"status": outcome.Status.SUCCEEDED.value, "result": value}
+    return {"status": outcome.Status.SUCCEEDED.value, _ENCODED_RESULT: encoded}
 
 
 def _describe(exc: BaseException) -> outcome.ErrorInfo:
@@ -231,7 +236,11 @@ def _describe(exc: BaseException) -> outcome.ErrorInfo:
 
 def _send_result(control: socket.socket, body: dict[str, Any]) -> None:
     try:
-        frame = protocol.encode_message({"type": "result", **body})
+        fields = {"type": "result", **body}
+        encoded = fields.pop(_ENCODED_RESULT, None)
+        frame = protocol.encode_message(
+            fields, encoded=None if encoded is None else {"result": encoded}
+        )
     except MemoryError:
         frame = _OUT_OF_MEMORY_FRAME
     control.sendall(frame)

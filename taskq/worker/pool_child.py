@@ -59,6 +59,7 @@ class PoolChild:
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         self._job: _Job | None = None
         self._outbox = b""
+        self._last_request: protocol.JobRequest | None = None  # what the child last received
         # The child's CPU total before the next job: from its ``ready`` message,
         # then from each result. A job that dies is charged its lifetime total minus this.
         self._cpu_before_job = 0.0
@@ -108,7 +109,8 @@ class PoolChild:
         timer = self._loop.call_later(request.limits.wall_seconds, job.end, EndReason.TIMEOUT)
         withdraw = stop.on_set(lambda: job.end(EndReason.CANCELLED)) if stop else None
         try:
-            self._send(protocol.encode_message(request.to_message()))
+            self._send(protocol.encode_message(request.to_message(previous=self._last_request)))
+            self._last_request = request
             try:
                 reason = await job.over
             finally:

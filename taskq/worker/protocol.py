@@ -40,9 +40,19 @@ class ProtocolError(errors.TaskqError):
     """A message on the control channel is malformed or too large."""
 
 
-def encode_message(message: Mapping[str, object]) -> bytes:
-    """One framed message, ready to send."""
-    body = json.dumps(message, separators=(",", ":")).encode()
+def encode_message(
+    message: Mapping[str, object], *, encoded: Mapping[str, str] | None = None
+) -> bytes:
+    """One framed message, ready to send.
+
+    ``encoded`` adds members whose values are JSON text already (a job's
+    result, encoded once to measure it), so they are not encoded twice.
+    """
+    text = json.dumps(message, separators=(",", ":"))
+    if encoded:
+        members = "".join(f",{json.dumps(key)}:{value}" for key, value in encoded.items())
+        text = text[:-1] + members + "}"
+    body = text.encode()
     return _LENGTH.pack(len(body)) + body
 
 
@@ -82,31 +92,47 @@ class JobRequest:
 
     ``import_path`` is the worker's ``sys.path``, so a child imports job code
     from exactly where the worker would, whatever directory it started in.
+    A pool child's jobs nearly all share their limits and import path, so a
+    message leaves out what is the same as in the one before it.
     """
 
     payload: payloads.Payload
     limits: limits.Limits
     import_path: list[str]
 
-    def to_message(self) -> dict[str, object]:
-        """The request as a message for the child."""
-        return {
+    def to_message(self, previous: JobRequest | None = None) -> dict[str, object]:
+        """The request as a message for a child that was last sent ``previous``."""
+        message: dict[str, object] = {
             "type": "job",
             "payload": payloads.payload_to_dict(self.payload),
-            "limits": self.limits.to_dict(),
-            "import_path": self.import_path,
         }
+        if previous is None or previous.limits != self.limits:
+            message["limits"] = self.limits.to_dict()
+        if previous is None or previous.import_path != self.import_path:
+            message["import_path"] = self.import_path
+        return message
 
     @classmethod
-    def from_message(cls, message: Mapping[str, Any]) -> JobRequest:
-        """Read a ``job`` message (in the child, from the trusted parent)."""
+    def from_message(
+        cls, message: Mapping[str, Any], previous: JobRequest | None = None
+    ) -> JobRequest:
+        """Read a ``job`` message (in the child, from the trusted parent) after ``previous``."""
         if message.get("type") != "job":
             raise ProtocolError(f"expected a job message, got {message.get('type')!r}")
-        return cls(
-            payloads.parse_payload(message["payload"]),
-            _parse_limits(message["limits"]),
-            list(message["import_path"]),
-        )
+        payload = payloads.parse_payload(message["payload"])
+        if "limits" in message:
+            job_limits = _parse_limits(message["limits"])
+        elif previous is not None:
+            job_limits = previous.limits
+        else:
+            raise ProtocolError("a child's first job message must carry its limits")
+        if "import_path" in message:
+            import_path = list(message["import_path"])
+        elif previous is not None:
+            import_path = previous.import_path
+        else:
+            raise ProtocolError("a child's first job message must carry its import path")
+        return cls(payload, job_limits, import_path)
 
 
 def _parse_limits(message: Mapping[str, Any]) -> limits.Limits:

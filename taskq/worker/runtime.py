@@ -490,11 +490,14 @@ def _report_of(
         return Report(lease, Verdict.RELEASE, attempt)
     if outcome.status is Status.SUCCEEDED:
         try:
-            ops.to_json(outcome.result, "the result")
+            # Encoded here, once: a result the store cannot take fails this job alone.
+            result_json = ops.to_json(outcome.result, "the result")
         except errors.InvalidJob as exc:
             error = {"type": "ResultInvalid", "message": str(exc), "status": "result_invalid"}
             return Report(lease, Verdict.FAIL, attempt, error=error, retryable=False)
-        return Report(lease, Verdict.COMPLETE, attempt, result=outcome.result)
+        return Report(
+            lease, Verdict.COMPLETE, attempt, result=outcome.result, result_json=result_json
+        )
     info = dict(outcome.error or error_info("Error", outcome.status.value))
     failure = {
         "type": info.get("type", "Error"),

@@ -6,9 +6,11 @@ import socket
 
 import pytest
 
+from taskq.broker.limits import Limits
 from taskq.worker import protocol
 from taskq.worker.outcome import Status
 from taskq.worker.output import OutputTail
+from taskq.worker.payloads import CallPayload
 from taskq.worker.progress import Progress
 
 
@@ -54,6 +56,43 @@ def test_a_message_cut_short_is_an_error() -> None:
         left.shutdown(socket.SHUT_WR)
         with pytest.raises(protocol.ProtocolError, match="middle of a message"):
             protocol.MessageReader(right).receive()
+
+
+def test_members_already_encoded_are_sent_as_json() -> None:
+    frame = protocol.encode_message(
+        {"type": "result", "status": "succeeded"}, encoded={"result": '{"n":[1,2]}'}
+    )
+    decoded = protocol.MessageDecoder(1024).feed(frame)
+    assert decoded == [{"type": "result", "status": "succeeded", "result": {"n": [1, 2]}}]
+
+
+def test_a_job_message_leaves_out_what_the_child_already_has() -> None:
+    first = protocol.JobRequest(
+        CallPayload("pkg.mod:run", [1]), Limits(cpu_seconds=5), ["/srv/jobs"]
+    )
+    same_context = protocol.JobRequest(
+        CallPayload("pkg.mod:run", [2]), Limits(cpu_seconds=5), first.import_path
+    )
+    new_limits = protocol.JobRequest(
+        CallPayload("pkg.mod:run", [3]), Limits(cpu_seconds=9), first.import_path
+    )
+
+    assert {"limits", "import_path"} <= first.to_message().keys()
+    short = same_context.to_message(previous=first)
+    assert "limits" not in short
+    assert "import_path" not in short
+    assert protocol.JobRequest.from_message(short, previous=first) == same_context
+    changed = new_limits.to_message(previous=same_context)
+    assert "limits" in changed
+    assert "import_path" not in changed
+    assert protocol.JobRequest.from_message(changed, previous=same_context) == new_limits
+
+
+def test_a_first_job_message_without_its_limits_is_refused() -> None:
+    first = protocol.JobRequest(CallPayload("pkg.mod:run", [1]), Limits(), ["/srv/jobs"])
+    second = protocol.JobRequest(CallPayload("pkg.mod:run", [2]), Limits(), ["/srv/jobs"])
+    with pytest.raises(protocol.ProtocolError, match="first job message must carry its limits"):
+        protocol.JobRequest.from_message(second.to_message(previous=first))
 
 
 def test_report_is_read_with_its_usage() -> None:
