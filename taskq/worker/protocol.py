@@ -19,9 +19,9 @@ import functools
 import json
 import socket
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard, cast
+from typing import Any, TypeGuard, TypeVar, cast
 
 from taskq import errors
 from taskq.broker import limits
@@ -29,6 +29,7 @@ from taskq.worker import outcome, payloads
 from taskq.worker.json_value import JsonValue
 from taskq.worker.progress import Progress
 
+_T = TypeVar("_T")
 _LENGTH = struct.Struct(">I")
 READ_CHUNK_BYTES = 64 * 1024
 """How much to read from a child's socket or pipe at a time."""
@@ -119,20 +120,24 @@ class JobRequest:
         """Read a ``job`` message (in the child, from the trusted parent) after ``previous``."""
         if message.get("type") != "job":
             raise ProtocolError(f"expected a job message, got {message.get('type')!r}")
-        payload = payloads.parse_payload(message["payload"])
-        if "limits" in message:
-            job_limits = _parse_limits(message["limits"])
-        elif previous is not None:
-            job_limits = previous.limits
-        else:
-            raise ProtocolError("a child's first job message must carry its limits")
-        if "import_path" in message:
-            import_path = list(message["import_path"])
-        elif previous is not None:
-            import_path = previous.import_path
-        else:
-            raise ProtocolError("a child's first job message must carry its import path")
-        return cls(payload, job_limits, import_path)
+        limits_before = None if previous is None else previous.limits
+        import_path_before = None if previous is None else previous.import_path
+        return cls(
+            payloads.parse_payload(message["payload"]),
+            _carried_over(message, "limits", limits_before, _parse_limits),
+            _carried_over(message, "import_path", import_path_before, list),
+        )
+
+
+def _carried_over(
+    message: Mapping[str, Any], key: str, earlier: _T | None, parse: Callable[[Any], _T]
+) -> _T:
+    """``message[key]`` parsed, or else what the previous job message said."""
+    if key in message:
+        return parse(message[key])
+    if earlier is None:
+        raise ProtocolError(f"a child's first job message must carry its {key}")
+    return earlier
 
 
 def _parse_limits(message: Mapping[str, Any]) -> limits.Limits:
