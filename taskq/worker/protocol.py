@@ -47,11 +47,12 @@ def encode_message(
     """One framed message, ready to send.
 
     ``encoded`` adds members whose values are JSON text already (a job's
-    result, encoded once to measure it), so they are not encoded twice.
+    result, encoded once to measure it), so they are not encoded twice; their
+    keys are names of this protocol, which JSON needs no escapes for.
     """
     text = json.dumps(message, separators=(",", ":"))
     if encoded:
-        members = "".join(f",{json.dumps(key)}:{value}" for key, value in encoded.items())
+        members = "".join(f',"{key}":{value}' for key, value in encoded.items())
         text = text[:-1] + members + "}"
     body = text.encode()
     return _LENGTH.pack(len(body)) + body
