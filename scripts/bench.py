@@ -36,9 +36,10 @@ ports (and kills by pid when done), it measures:
     .venv/bin/python scripts/bench.py [--quick] [--stores sqlite,rqlite] [--json FILE]
     .venv/bin/python scripts/bench.py --profile DIR [--stores sqlite]
 
-Workers run 8 slots each on SQLite and 16 on rqlite (``--concurrency``
-sets one count for both): an rqlite write costs the cluster milliseconds of
-CPU whatever its size, so fuller batches are what raise its throughput.
+Workers run 16 slots each (``--concurrency`` sets another count): a write
+costs about the same whatever its size (an fsync under SQLite's write lock,
+milliseconds of CPU across an rqlite cluster), so fuller batches are what
+raise throughput, up to where more sandbox children cost more than they save.
 
 ``--quick`` is a sanity run (under a minute, small numbers). rqlited
 comes from ``TASKQ_RQLITED`` or ``scripts/install_rqlite.sh``. It prints a
