@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,9 +177,10 @@ def _sqlite_connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _sqlite_raw_insert(path: Path, rows: list[tuple[str, str]], batch: int) -> float:
-    conn = _sqlite_connect(path)
-    sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+def _timed_batches(
+    conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]], batch: int
+) -> float:
+    """Seconds to insert ``rows`` with ``sql``, one transaction per ``batch``; closes ``conn``."""
     try:
         started = time.perf_counter()
         for first in range(0, len(rows), batch):
@@ -189,6 +190,11 @@ def _sqlite_raw_insert(path: Path, rows: list[tuple[str, str]], batch: int) -> f
         return time.perf_counter() - started
     finally:
         conn.close()
+
+
+def _sqlite_raw_insert(path: Path, rows: list[tuple[str, str]], batch: int) -> float:
+    sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+    return _timed_batches(_sqlite_connect(path), sql, rows, batch)
 
 
 _JOBS_COLUMNS = "(queue, kind, payload, run_at, idempotency_key, created_at)"
@@ -198,15 +204,7 @@ def _sqlite_raw_jobs(path: Path, rows: list[tuple[Any, ...]], batch: int) -> flo
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
     sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
-    try:
-        started = time.perf_counter()
-        for first in range(0, len(rows), batch):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(sql, rows[first : first + batch])
-            conn.execute("COMMIT")
-        return time.perf_counter() - started
-    finally:
-        conn.close()
+    return _timed_batches(conn, sql, rows, batch)
 
 
 def _sqlite_raw_commits(path: Path, count: int) -> float:
