@@ -38,6 +38,7 @@ _KNOWN_KEYS: dict[str, set[str]] = {
         "maintenance",
         "pool_recycle_after",
         "max_limits",
+        "cpus",
     },
 }
 

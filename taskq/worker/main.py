@@ -18,6 +18,7 @@ import anyio
 from taskq import __version__, errors
 from taskq.broker.connect import open_store
 from taskq.config import load_config
+from taskq.worker.cpus import pin_process
 from taskq.worker.events import FORMATS, EventLog
 from taskq.worker.runtime import Worker
 from taskq.worker.settings import ISOLATION_MODES, settings_from
@@ -38,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
     parser.add_argument("--name", help="a name for this worker (default: host-pid)")
     parser.add_argument("--isolation", choices=ISOLATION_MODES, help="pool (default) or process")
+    parser.add_argument(
+        "--cpus", help="CPUs the worker and its jobs run on, as in 0-3,6 (default: any)"
+    )
     parser.add_argument("--log-format", choices=FORMATS, default="text")
     return parser
 
@@ -70,11 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "labels": args.labels,
                 "name": args.name,
                 "isolation": args.isolation,
+                "cpus": args.cpus,
             },
         )
     except errors.ConfigError as exc:
         print(f"taskq-worker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    if settings.cpus is not None:
+        pin_process(settings.cpus)
     events = EventLog(format=args.log_format)
     try:
         store = open_store(args.store or config.store_url)

@@ -36,6 +36,7 @@ from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
 from taskq.broker.store import Store
 from taskq.worker.acks import AckBatcher
+from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
@@ -166,6 +167,7 @@ class Worker:
                 queues=",".join(self.settings.queues),
                 slots=self.settings.concurrency,
                 isolation=self.settings.isolation,
+                cpus=format_cpu_list(self.settings.cpus) if self.settings.cpus else "any",
             )
             async with anyio.create_task_group() as loops:
                 self._loops = loops

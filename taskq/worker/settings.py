@@ -15,6 +15,7 @@ from typing import Any
 
 from taskq import errors
 from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
+from taskq.worker.cpus import check_available, parse_cpu_list
 
 ISOLATION_MODES = ("pool", "process")
 
@@ -38,6 +39,8 @@ class WorkerSettings:
     # Respawning a pool child costs ~80 ms; a child that misbehaves is replaced at once.
     pool_recycle_after: int = 10_000
     max_limits: Limits = field(default_factory=Limits)
+    # None: wherever the machine lets it run.
+    cpus: frozenset[int] | None = None
 
     def __post_init__(self) -> None:
         if not self.queues or not all(isinstance(q, str) and q for q in self.queues):
@@ -83,6 +86,11 @@ def settings_from(
     for key in ("allow_python_exec", "allow_shell", "maintenance"):
         if key in values and not isinstance(values[key], bool):
             raise errors.ConfigError(f"worker: {key} must be true or false, got {values[key]!r}")
+    if "cpus" in values:
+        values["cpus"] = parse_cpu_list(values["cpus"])
+        check_available(values["cpus"])
+        # One job per CPU it may use, as without the setting.
+        values.setdefault("concurrency", len(values["cpus"]))
     if "max_limits" in values:
         raw = values["max_limits"]
         if not isinstance(raw, Mapping):

@@ -8,13 +8,17 @@ whichever worker holds the store's maintenance leader lease, a 10 s lease
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
 
+import pytest
+
 import taskq
 from taskq.broker import operations, plan
 from taskq.broker.records import JobState
+from taskq.worker.cpus import format_cpu_list
 from tests.support.worker_process import WorkerFleet, WorkerProcess
 
 JOBS = "tests.support.jobs"
@@ -156,6 +160,32 @@ def test_an_unknown_config_key_stops_the_worker_with_exit_2(
     assert len(lines) == 1, worker.describe()
     assert "concurency" in lines[0], lines[0]
     assert lines[0].startswith("taskq-worker: error:"), lines[0]
+
+
+@pytest.mark.parametrize("isolation", ["pool", "process"])
+def test_a_pinned_worker_runs_its_jobs_on_its_cpus(
+    workers: WorkerFleet, client: taskq.Client, store_url: str, isolation: str
+) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    worker = workers.start(store_url, extra_args=["--cpus", str(cpu), "--isolation", isolation])
+    assert worker.wait_for_event("worker_started")["cpus"] == str(cpu)
+    assert sorted(os.sched_getaffinity(worker.pid)) == [cpu]
+    job = client.wait(client.submit(f"{JOBS}:cpu_affinity").id, timeout=30)
+    assert job.state is JobState.SUCCEEDED, job
+    assert job.result == [cpu]
+
+
+def test_cpus_the_machine_lacks_stop_the_worker_with_exit_2(
+    workers: WorkerFleet, store_url: str
+) -> None:
+    beyond = max(os.sched_getaffinity(0)) + 1
+    worker = workers.start(store_url, extra_args=["--cpus", f"0,{beyond}"], wait_started=False)
+    assert worker.wait(30) == 2, worker.describe()
+    lines = [line for line in worker.log_text().splitlines() if line.strip()]
+    assert lines == [
+        f"taskq-worker: error: worker: cpus {beyond} not available to this process "
+        f"(available: {format_cpu_list(os.sched_getaffinity(0))})"
+    ], worker.describe()
 
 
 def test_an_unreachable_store_stops_the_worker_with_a_clear_error(workers: WorkerFleet) -> None:

@@ -179,3 +179,7 @@ def soft_limits() -> dict[str, int]:
 
 def scheduling_policy() -> int:
     return os.sched_getscheduler(0)
+
+
+def cpu_affinity() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
