@@ -8,7 +8,9 @@ ports (and kills by pid when done), it measures:
    requests of 1,000 jobs;
 2. drain throughput of a pre-enqueued backlog of no-op jobs (``bench_jobs:echo``
    returns its argument; results stored) by 2 real ``taskq-worker``
-   processes, in ``pool`` isolation (20,000 jobs) and in ``process``
+   processes, each pinned to a CPU of its own with ``--cpus`` (and once more
+   unpinned, for comparison; ``--unpinned`` leaves them all to the
+   scheduler), in ``pool`` isolation (20,000 jobs) and in ``process``
    isolation (500 jobs: a fresh interpreter per job is slow), from the first
    claim to the last job finished (and from the workers' start), with the
    write transactions it took and the CPU time of workers (main thread and
@@ -33,7 +35,7 @@ ports (and kills by pid when done), it measures:
 8. per-job sandbox overhead in ``pool`` and ``process`` isolation, through
    ``PoolSandbox.run`` / ``ProcessSandbox.run`` with no store.
 
-    .venv/bin/python scripts/bench.py [--quick] [--stores sqlite,rqlite] [--json FILE]
+    .venv/bin/python scripts/bench.py [--quick] [--stores sqlite,rqlite] [--unpinned] [--json FILE]
     .venv/bin/python scripts/bench.py --profile DIR [--stores sqlite]
 
 Workers run 16 slots each (``--concurrency`` sets another count): a write
@@ -66,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_claims
+import bench_workers
 from bench_common import (
     Result,
     cpu_breakdown,
@@ -81,11 +84,10 @@ from bench_workers import (
     WORKERS,
     Drain,
     broker_only_drain,
+    draining_workers,
     enqueue_echo,
     idle_writes,
-    measure_drain,
     pickup,
-    running_workers,
     steady,
 )
 
@@ -215,6 +217,8 @@ def bench_store(
                 "ratio",
                 "pool drain / the same reports and claims sent by one process with no worker",
             )
+            if bench_workers.PINNED:
+                _unpinned_drain(store, client, root, sizes, concurrency, add)
             _process_phase(store, client, root, sizes, concurrency, add)
         finally:
             client.close()
@@ -351,18 +355,16 @@ def _pool_phase(
     add: Callable[..., Result],
 ) -> None:
     say(f"drain: {sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots, pool isolation")
-    spawned = time.time()
-    with running_workers(
-        store, root / f"{name}-pool", queue="bench-pool", concurrency=concurrency, isolation="pool"
-    ) as fleet:
-        drained = measure_drain(
-            fleet,
-            client,
-            queue="bench-pool",
-            first_id=first_id,
-            jobs=sizes.backlog,
-            spawned=spawned,
-        )
+    with draining_workers(
+        store,
+        client,
+        root / f"{name}-pool",
+        queue="bench-pool",
+        first_id=first_id,
+        jobs=sizes.backlog,
+        concurrency=concurrency,
+        isolation="pool",
+    ) as (fleet, drained):
         _drain_results(
             drained,
             "drain.pool",
@@ -430,6 +432,39 @@ def _pickup_results(picked: dict[str, Any], key: str, add: Callable[..., Result]
     add(f"{key}.p99", picked["p99_ms"], "ms")
 
 
+def _unpinned_drain(
+    store: BenchStore,
+    client: Client,
+    root: Path,
+    sizes: Sizes,
+    concurrency: int,
+    add: Callable[..., Result],
+) -> None:
+    """The pool drain again with the workers left to the kernel's scheduler, for comparison."""
+    first_id = enqueue_echo(client, "bench-unpinned", 0, sizes.backlog)
+    say(f"drain: {sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots, not pinned")
+    with draining_workers(
+        store,
+        client,
+        root / f"{store.name}-unpinned",
+        queue="bench-unpinned",
+        first_id=first_id,
+        jobs=sizes.backlog,
+        concurrency=concurrency,
+        isolation="pool",
+        pinned=False,
+    ) as (_, drained):
+        pass
+    _drain_results(
+        drained,
+        "drain.pool_unpinned",
+        add,
+        f"as drain.pool, but the workers not pinned to CPUs (no --cpus): "
+        f"{sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots",
+        exact_writes=store.name == "rqlite",
+    )
+
+
 def _process_phase(
     store: BenchStore,
     client: Client,
@@ -441,17 +476,16 @@ def _process_phase(
     count = sizes.process_backlog
     first_id = enqueue_echo(client, "bench-process", 0, count)
     say(f"drain: {count:,} jobs, {WORKERS} workers x {concurrency} slots, process isolation")
-    spawned = time.time()
-    with running_workers(
+    with draining_workers(
         store,
+        client,
         root / f"{store.name}-process",
         queue="bench-process",
+        first_id=first_id,
+        jobs=count,
         concurrency=concurrency,
         isolation="process",
-    ) as fleet:
-        drained = measure_drain(
-            fleet, client, queue="bench-process", first_id=first_id, jobs=count, spawned=spawned
-        )
+    ) as (_, drained):
         _drain_results(
             drained,
             "drain.process",
@@ -526,6 +560,7 @@ ROWS: list[tuple[str, str]] = [
     ("drain.broker_only", "drain, broker only (no worker)"),
     ("drain.pool", "drain, pool (first claim -> last)"),
     ("drain.pool_from_start", "drain, pool (from workers' start)"),
+    ("drain.pool_unpinned", "drain, pool, workers not pinned"),
     ("ratio.drain_vs_raw", "pool drain / raw insert"),
     ("ratio.drain_vs_broker_only", "pool drain / broker-only drain"),
     ("drain.process", "drain, process (first claim -> last)"),
@@ -627,18 +662,17 @@ def profile(name: str, directory: Path, root: Path, jobs: int, concurrency: int)
         try:
             first_id = enqueue_echo(client, "bench-pool", 0, jobs)
             say(f"[{name}] profiling a drain of {jobs:,} jobs, first worker under cProfile")
-            spawned = time.time()
-            with running_workers(
+            with draining_workers(
                 store,
+                client,
                 root / f"{name}-profile",
                 queue="bench-pool",
+                first_id=first_id,
+                jobs=jobs,
                 concurrency=concurrency,
                 isolation="pool",
                 profile_to=output,
-            ) as fleet:
-                drained = measure_drain(
-                    fleet, client, queue="bench-pool", first_id=first_id, jobs=jobs, spawned=spawned
-                )
+            ) as (fleet, drained):
                 threads = []
                 for pid in fleet.pids:
                     total = process_cpu(pid)
@@ -680,6 +714,11 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     parser.add_argument(
+        "--unpinned",
+        action="store_true",
+        help="leave the workers to the scheduler (default: worker i runs with --cpus i)",
+    )
+    parser.add_argument(
         "--steady-rate",
         type=float,
         help="jobs/s the client offers in the steady state (default: 4,000 SQLite, 1,000 rqlite)",
@@ -706,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     if not stores or any(name not in ("sqlite", "rqlite") for name in stores):
         parser.error("--stores takes sqlite, rqlite or both")
     sizes = Sizes(args.quick)
+    bench_workers.PINNED = not args.unpinned
     slots = {name: args.concurrency or DEFAULT_CONCURRENCY[name] for name in stores}
     if args.rqlite_claim_backlog:
         sizes.claims["rqlite"] = [1_000, args.rqlite_claim_backlog]
@@ -763,6 +803,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{WORKERS} workers x "
         + ", ".join(f"{count} slots ({name})" for name, count in slots.items())
+        + ("; not pinned" if args.unpinned else "; worker i pinned with --cpus i")
         + "; otherwise default worker settings "
         f"(heartbeat {WorkerSettings().heartbeat_seconds:g} s, pool child recycled after "
         f"{WorkerSettings().pool_recycle_after} jobs); "
@@ -774,6 +815,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": facts,
         "settings": {
             "workers": WORKERS,
+            "pinned": bench_workers.PINNED,
             "concurrency": slots,
             "bulk_batch": BULK_BATCH,
             "sizes": vars(sizes),

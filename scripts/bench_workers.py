@@ -44,6 +44,9 @@ from taskq.worker.settings import WorkerSettings
 ECHO = "bench_jobs:echo"
 STAMP = "bench_jobs:stamp"
 WORKERS = 2
+# Each worker (and so its sandbox children) pinned to a CPU of its own, with
+# ``--cpus``: a worker's wake-ups of its children stay on one core.
+PINNED = True
 TICK = 0.010  # the steady-state client submits what is due once per tick
 
 
@@ -83,10 +86,13 @@ def running_workers(
     concurrency: int,
     isolation: str,
     profile_to: Path | None = None,
+    pinned: bool | None = None,
 ) -> Iterator[Fleet]:
     """Start WORKERS ``taskq-worker`` processes (not waiting for them); stop them by pid.
 
-    With ``profile_to``, the first worker runs under ``python -m cProfile -o profile_to``.
+    ``pinned`` (default ``PINNED``) gives worker i ``--cpus`` the i-th CPU
+    this process may use, round robin. With ``profile_to``, the first worker
+    runs under ``python -m cProfile -o profile_to``.
     """
     import_repo_root()
     from tests.support.worker_process import WorkerFleet, WorkerProcess, worker_environment
@@ -97,10 +103,13 @@ def running_workers(
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(part for part in (str(SCRIPTS), saved) if part)
     fleet = WorkerFleet(root)
-    args = ["--queues", queue, "--concurrency", str(concurrency), "--isolation", isolation]
+    common = ["--queues", queue, "--concurrency", str(concurrency), "--isolation", isolation]
+    cpus = sorted(os.sched_getaffinity(0))
     try:
         for index in range(WORKERS):
             tag = f"{isolation}-{index + 1}"
+            pin = ["--cpus", str(cpus[index % len(cpus)])]
+            args = common + pin if (PINNED if pinned is None else pinned) else common
             if index == 0 and profile_to is not None:
                 directory = root / f"worker-{tag}"
                 directory.mkdir(parents=True, exist_ok=True)
@@ -154,6 +163,32 @@ class Drain:
     @property
     def rate_from_spawn(self) -> float:
         return self.jobs / self.spawn_to_last if self.spawn_to_last > 0 else float("nan")
+
+
+@contextmanager
+def draining_workers(
+    store: BenchStore,
+    client: Client,
+    root: Path,
+    *,
+    queue: str,
+    first_id: int,
+    jobs: int,
+    concurrency: int,
+    isolation: str,
+    **options: Any,
+) -> Iterator[tuple[Fleet, Drain]]:
+    """Start the workers on a queued backlog; yield them, still running, with the drain's timing."""
+    spawned = time.time()
+    with running_workers(
+        store, root, queue=queue, concurrency=concurrency, isolation=isolation, **options
+    ) as fleet:
+        yield (
+            fleet,
+            measure_drain(
+                fleet, client, queue=queue, first_id=first_id, jobs=jobs, spawned=spawned
+            ),
+        )
 
 
 def measure_drain(
