@@ -548,6 +548,25 @@ def test_without_an_injected_time_the_store_clock_decides(
     assert json.loads(json.dumps(job.payload)) == job.payload
 
 
+def test_the_idle_read_sees_a_new_job_at_once(run: Any, queue: str) -> None:
+    """On the store's real clock, as an idle worker polls.
+
+    rqlite rounds a write's clock to about 86 ms, so half the new jobs would
+    look not yet due to a read of the exact clock.
+    """
+    assert run(ops.job_claimable([queue])) is False
+    for _ in range(12):
+        run(ops.job_enqueue([call_spec("m:f", queue=queue)]))
+        assert run(ops.job_claimable([queue])) is True
+        assert len(run(ops.job_claim("w", [queue], limit=10, lease_seconds=LEASE))) == 1
+        assert run(ops.job_claimable([queue])) is False
+    run(ops.job_enqueue([call_spec("m:f", queue=queue, delay=5.0)]))
+    assert run(ops.job_claimable([queue])) is False
+    run(ops.job_enqueue([call_spec("m:f", queue=queue)]))
+    run(ops.queue_set_paused(queue, True))
+    assert run(ops.job_claimable([queue])) is False
+
+
 def test_text_filter_matches_payload_or_queue(run: Any, queue: str) -> None:
     [resize] = run(ops.job_enqueue([call_spec("images.tools:resize", ["a.png"], queue=queue)]))
     [crop] = run(ops.job_enqueue([call_spec("images.tools:crop", ["b.png"], queue=queue)]))

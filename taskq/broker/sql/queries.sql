@@ -122,13 +122,17 @@ SELECT * FROM (
 
 -- name: job_claimable
 -- A read, so it is not replicated: the answering node's own clock is good
--- enough to decide whether a claim (a write) is worth sending.
+-- enough to decide whether a claim (a write) is worth sending. rqlite leaves
+-- 'now' in a read alone but rounds it in a write to about the nearest 1e-6
+-- day, so a new job's run_at can lie up to 43 ms ahead of the clock: the
+-- read allows 50 ms, or such a job would look not yet due for that long. A
+-- job delayed to within 50 ms of now may cost an early, empty claim.
 SELECT EXISTS (
     SELECT 1 FROM jobs
     WHERE state = 'queued'
         AND queue IN (SELECT value FROM json_each(:queues))
         AND queue NOT IN (SELECT name FROM queues WHERE paused = 1)
-        AND run_at <= (julianday('now') - 2440587.5) * 86400.0
+        AND run_at <= (julianday('now') - 2440587.5) * 86400.0 + 0.05
 ) AS ready
 
 -- name: queue_rate_spend
