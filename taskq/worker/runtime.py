@@ -263,6 +263,7 @@ class Worker:
                 await self._slot_freed.wait()
                 continue
             self._reserved += free
+            looked_at = time.monotonic()
             try:
                 claimed: list[ClaimedJob] = []
                 if await self._run(ops.job_claimable(self.settings.queues)):
@@ -291,9 +292,14 @@ class Worker:
             if claimed:
                 idle = min(0.05, self.settings.idle_poll_seconds)
             if time.monotonic() - self._last_claimed < _BUSY_POLL_WINDOW_SECONDS:
-                await self._pause(min(idle, _BUSY_POLL_SECONDS))
+                interval = min(idle, _BUSY_POLL_SECONDS)
             else:
-                await self._pause(idle)
+                interval = idle
+            # Looks start an interval apart, not an interval after the last claim
+            # ended: a claim's write (a Raft round on rqlite) would add to the wait.
+            since = time.monotonic() - looked_at
+            if since < interval:
+                await self._pause(interval - since)
             idle = min(idle * 2, self.settings.idle_poll_seconds)
 
     async def _pause(self, seconds: float) -> None:
