@@ -8,9 +8,9 @@ ports (and kills by pid when done), it measures:
    requests of 1,000 jobs;
 2. drain throughput of a pre-enqueued backlog of no-op jobs (``bench_jobs:echo``
    returns its argument; results stored) by 2 real ``taskq-worker``
-   processes, each pinned to a CPU of its own with ``--cpus`` (and once more
-   unpinned, for comparison; ``--unpinned`` leaves them all to the
-   scheduler), in ``pool`` isolation (20,000 jobs) and in ``process``
+   processes, in ``pool`` isolation (20,000 jobs; once more with each
+   worker pinned to a CPU of its own with ``--cpus``, for comparison;
+   ``--pinned`` pins them throughout) and in ``process``
    isolation (500 jobs: a fresh interpreter per job is slow), from the first
    claim to the last job finished (and from the workers' start), with the
    write transactions it took and the CPU time of workers (main thread and
@@ -35,7 +35,7 @@ ports (and kills by pid when done), it measures:
 8. per-job sandbox overhead in ``pool`` and ``process`` isolation, through
    ``PoolSandbox.run`` / ``ProcessSandbox.run`` with no store.
 
-    .venv/bin/python scripts/bench.py [--quick] [--stores sqlite,rqlite] [--unpinned] [--json FILE]
+    .venv/bin/python scripts/bench.py [--quick] [--stores sqlite,rqlite] [--pinned] [--json FILE]
     .venv/bin/python scripts/bench.py --profile DIR [--stores sqlite]
 
 Workers run 8 slots each on SQLite and 16 on rqlite (``--concurrency`` sets
@@ -100,8 +100,8 @@ BULK_BATCH = 1_000
 # (on rqlite several milliseconds of CPU across the cluster, on SQLite an
 # fsync that holds the write lock), so fuller acknowledgement batches pay, up
 # to where more sandbox children cost more CPU than the fewer writes save. On
-# 2 cores with the workers pinned, that is 8 slots for SQLite (about 10%
-# faster than 16, paired runs) and 16 for rqlite, whose writes cost more.
+# 2 cores that is 8 slots for SQLite (about 7% faster than 16 in paired runs,
+# pinned or not) and 16 for rqlite, whose writes cost more.
 DEFAULT_CONCURRENCY = {"sqlite": 8, "rqlite": 16}
 
 # The "Done when" numbers of issue 7, by (result key, store).
@@ -219,8 +219,7 @@ def bench_store(
                 "ratio",
                 "pool drain / the same reports and claims sent by one process with no worker",
             )
-            if bench_workers.PINNED:
-                _unpinned_drain(store, client, root, sizes, concurrency, add)
+            _pinning_drain(store, client, root, sizes, concurrency, add)
             _process_phase(store, client, root, sizes, concurrency, add)
         finally:
             client.close()
@@ -434,7 +433,7 @@ def _pickup_results(picked: dict[str, Any], key: str, add: Callable[..., Result]
     add(f"{key}.p99", picked["p99_ms"], "ms")
 
 
-def _unpinned_drain(
+def _pinning_drain(
     store: BenchStore,
     client: Client,
     root: Path,
@@ -442,26 +441,29 @@ def _unpinned_drain(
     concurrency: int,
     add: Callable[..., Result],
 ) -> None:
-    """The pool drain again with the workers left to the kernel's scheduler, for comparison."""
-    first_id = enqueue_echo(client, "bench-unpinned", 0, sizes.backlog)
-    say(f"drain: {sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots, not pinned")
+    """The pool drain again with the workers pinned to CPUs, or not, whichever it was not."""
+    pinned = not bench_workers.PINNED
+    name = "pinned" if pinned else "unpinned"
+    how = "pinned to a CPU each (--cpus i)" if pinned else "not pinned"
+    first_id = enqueue_echo(client, f"bench-{name}", 0, sizes.backlog)
+    say(f"drain: {sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots, {name}")
     with draining_workers(
         store,
         client,
-        root / f"{store.name}-unpinned",
-        queue="bench-unpinned",
+        root / f"{store.name}-{name}",
+        queue=f"bench-{name}",
         first_id=first_id,
         jobs=sizes.backlog,
         concurrency=concurrency,
         isolation="pool",
-        pinned=False,
+        pinned=pinned,
     ) as (_, drained):
         pass
     _drain_results(
         drained,
-        "drain.pool_unpinned",
+        f"drain.pool_{name}",
         add,
-        f"as drain.pool, but the workers not pinned to CPUs (no --cpus): "
+        f"as drain.pool, but with the workers {how}: "
         f"{sizes.backlog:,} jobs, {WORKERS} workers x {concurrency} slots",
         exact_writes=store.name == "rqlite",
     )
@@ -562,6 +564,7 @@ ROWS: list[tuple[str, str]] = [
     ("drain.broker_only", "drain, broker only (no worker)"),
     ("drain.pool", "drain, pool (first claim -> last)"),
     ("drain.pool_from_start", "drain, pool (from workers' start)"),
+    ("drain.pool_pinned", "drain, pool, workers pinned"),
     ("drain.pool_unpinned", "drain, pool, workers not pinned"),
     ("ratio.drain_vs_raw", "pool drain / raw insert"),
     ("ratio.drain_vs_broker_only", "pool drain / broker-only drain"),
@@ -716,9 +719,9 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     parser.add_argument(
-        "--unpinned",
+        "--pinned",
         action="store_true",
-        help="leave the workers to the scheduler (default: worker i runs with --cpus i)",
+        help="pin worker i with --cpus i throughout (default: the scheduler places them)",
     )
     parser.add_argument(
         "--steady-rate",
@@ -747,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     if not stores or any(name not in ("sqlite", "rqlite") for name in stores):
         parser.error("--stores takes sqlite, rqlite or both")
     sizes = Sizes(args.quick)
-    bench_workers.PINNED = not args.unpinned
+    bench_workers.PINNED = args.pinned
     slots = {name: args.concurrency or DEFAULT_CONCURRENCY[name] for name in stores}
     if args.rqlite_claim_backlog:
         sizes.claims["rqlite"] = [1_000, args.rqlite_claim_backlog]
@@ -805,7 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{WORKERS} workers x "
         + ", ".join(f"{count} slots ({name})" for name, count in slots.items())
-        + ("; not pinned" if args.unpinned else "; worker i pinned with --cpus i")
+        + ("; worker i pinned with --cpus i" if args.pinned else "; not pinned")
         + "; otherwise default worker settings "
         f"(heartbeat {WorkerSettings().heartbeat_seconds:g} s, pool child recycled after "
         f"{WorkerSettings().pool_recycle_after} jobs); "

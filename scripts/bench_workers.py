@@ -44,9 +44,9 @@ from taskq.worker.settings import WorkerSettings
 ECHO = "bench_jobs:echo"
 STAMP = "bench_jobs:stamp"
 WORKERS = 2
-# Each worker (and so its sandbox children) pinned to a CPU of its own, with
-# ``--cpus``: a worker's wake-ups of its children stay on one core.
-PINNED = True
+# Whether each worker (and so its sandbox children) is pinned to a CPU of its
+# own with ``--cpus``, so that its wake-ups of its children stay on one core.
+PINNED = False
 TICK = 0.010  # the steady-state client submits what is due once per tick
 
 
