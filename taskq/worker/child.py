@@ -39,6 +39,8 @@ _MAX_MESSAGE_CHARS = 4_000
 _MAX_TRACEBACK_CHARS = 32_000
 # A result body's key for the return value as JSON text, sent as the message's "result".
 _ENCODED_RESULT = "result_json"
+# Built once rather than by json.dumps for every result.
+_RESULT_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 # Built before any limit applies: when a job has used up its memory, even
 # describing that may fail, and this report needs no allocation to send.
@@ -94,6 +96,9 @@ def _serve_pool(control: socket.socket, ceiling: str) -> None:
         request = protocol.JobRequest.from_message(message, previous=request)
         pool_limits.confine_job(request.limits, cpu_used=meter.start())
         result = _run_job(request, control)
+        # Before the meter reads its counters: the zombies this reaps are the
+        # job's, and nothing may reap between one job's finish and the next's start.
+        children_left = rlimits.has_children()
         usage = meter.finish()
         _send_result(
             control,
@@ -102,7 +107,7 @@ def _serve_pool(control: socket.socket, ceiling: str) -> None:
                 "cpu_seconds": usage.cpu_seconds,
                 "peak_rss_bytes": usage.peak_rss_bytes,
                 "cpu_total_seconds": usage.cpu_total_seconds,
-                "children_left": rlimits.has_children(),
+                "children_left": children_left,
             },
         )
 
@@ -176,7 +181,8 @@ def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
     found: object
     if isinstance(payload, CallPayload):
         module_name, _, attribute_path = payload.target.partition(":")
-        found = importlib.import_module(module_name)
+        # A warm pool child has nearly always imported the module already.
+        found = sys.modules.get(module_name) or importlib.import_module(module_name)
         for attribute in attribute_path.split("."):
             found = getattr(found, attribute)
         name = payload.target
@@ -198,7 +204,7 @@ def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
 def _encode_result(value: object, result_bytes: int) -> dict[str, Any]:
     try:
         # ASCII (json's default), so its length in characters is its size in bytes.
-        encoded = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        encoded = _RESULT_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         return {
             "status": outcome.Status.RESULT_INVALID.value,

@@ -35,6 +35,10 @@ READ_CHUNK_BYTES = 64 * 1024
 """How much to read from a child's socket or pipe at a time."""
 # Room in a result message for the error and usage figures beside the result.
 _RESULT_OVERHEAD_BYTES = 256 * 1024
+# Built once: json.dumps and json.loads with options build a coder per call,
+# which costs as much as coding a small message (two messages a job, each side).
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_DECODER = json.JSONDecoder()
 
 
 class ProtocolError(errors.TaskqError):
@@ -50,7 +54,7 @@ def encode_message(
     result, encoded once to measure it), so they are not encoded twice; their
     keys are names of this protocol, which JSON needs no escapes for.
     """
-    text = json.dumps(message, separators=(",", ":"))
+    text = _ENCODER.encode(message)
     if encoded:
         members = "".join(f',"{key}":{value}' for key, value in encoded.items())
         text = text[:-1] + members + "}"
@@ -277,7 +281,7 @@ class MessageReader:
 
 def _decode(body: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(body)
+        message = _DECODER.decode(body.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"message is not JSON: {exc}") from exc
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):

@@ -100,11 +100,31 @@ class JobUsage:
     """The child's CPU (with the children it waited for) when the job ended."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Counters:
+    own_cpu: float
+    """This process's CPU seconds: what RLIMIT_CPU counts."""
+    cpu_total: float
+    """With the CPU of the children it waited for."""
+    children_peak_kib: int
+    """The largest peak RSS of any child it waited for."""
+
+
+def _read_counters() -> _Counters:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own_cpu = own.ru_utime + own.ru_stime
+    return _Counters(own_cpu, own_cpu + children.ru_utime + children.ru_stime, children.ru_maxrss)
+
+
 class JobMeter:
     """Measures a pool child's jobs one after another.
 
-    The /proc files stay open for the child's life: a job then costs a few
-    syscalls to measure, not file openings.
+    The /proc files stay open for the child's life, and a job starts from the
+    counters its predecessor ended with: a job then costs a few syscalls to
+    measure, not file openings. The microseconds the child spends between
+    two jobs (sending one result, reading the next message) count towards
+    the second; nothing may reap a child process in that gap.
     """
 
     def __init__(self) -> None:
@@ -115,35 +135,32 @@ class JobMeter:
         except OSError:
             self._clear_refs = None
         self._status = os.open("/proc/self/status", os.O_RDONLY)
-        self._cpu_at_start = 0.0
-        self._children_peak_kib_at_start = 0
+        self._at_start: _Counters | None = None
+        self._at_last_finish: _Counters | None = None
 
     def start(self) -> float:
-        """Take the counters and reset the peak-RSS mark, just before a job runs.
+        """Reset the peak-RSS mark just before a job runs.
 
         Returns this process's own CPU seconds so far: what RLIMIT_CPU counts.
         """
         if self._clear_refs is not None:
             with contextlib.suppress(OSError):
                 os.write(self._clear_refs, b"5")
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        own_cpu = own.ru_utime + own.ru_stime
-        self._cpu_at_start = own_cpu + children.ru_utime + children.ru_stime
-        self._children_peak_kib_at_start = children.ru_maxrss
-        return own_cpu
+        self._at_start = self._at_last_finish or _read_counters()
+        return self._at_start.own_cpu
 
     def finish(self) -> JobUsage:
         """What the job since ``start`` used (with the children it waited for)."""
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu_total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+        if self._at_start is None:
+            raise RuntimeError("finish() before start()")
+        at_start, at_end = self._at_start, _read_counters()
+        self._at_last_finish = at_end
         peak_kib = self._own_peak_rss_kib()
         # RUSAGE_CHILDREN's peak covers every child ever reaped; if it rose
         # during this job, one of this job's children set it.
-        if children.ru_maxrss > self._children_peak_kib_at_start:
-            peak_kib = max(peak_kib, children.ru_maxrss)
-        return JobUsage(cpu_total - self._cpu_at_start, peak_kib * _KIB, cpu_total)
+        if at_end.children_peak_kib > at_start.children_peak_kib:
+            peak_kib = max(peak_kib, at_end.children_peak_kib)
+        return JobUsage(at_end.cpu_total - at_start.cpu_total, peak_kib * _KIB, at_end.cpu_total)
 
     def _own_peak_rss_kib(self) -> int:
         """VmHWM, the peak RSS since ``start`` reset it (ru_maxrss cannot be reset)."""

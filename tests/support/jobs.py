@@ -54,6 +54,14 @@ def report_and_sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def burn_cpu_in_a_subprocess(seconds: float) -> None:
+    """Run a process that spins for ``seconds`` of CPU, and wait for it."""
+    spin_for = (
+        f"import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass"
+    )
+    subprocess.run([sys.executable, "-c", spin_for], check=True)
+
+
 def spawn_grandchild_and_sleep(seconds: float) -> None:
     grandchild = subprocess.Popen(["sleep", "1000"])
     print(f"grandchild={grandchild.pid}")

@@ -328,6 +328,16 @@ async def test_pool_gives_each_job_its_own_output_and_usage(pool: PoolSandbox) -
     assert second.cpu_seconds < 0.5  # not the child's start-up, nor the first job's
 
 
+async def test_a_pool_job_is_charged_the_cpu_of_the_processes_it_waited_for(
+    pool: PoolSandbox,
+) -> None:
+    burning = await pool.run(call("burn_cpu_in_a_subprocess", 0.3), LIMITS)
+    after = await pool.run(call("say_and_return", "after"), LIMITS)
+    assert burning.status is Status.SUCCEEDED
+    assert burning.cpu_seconds >= 0.3
+    assert after.cpu_seconds < 0.1  # the job before it is not carried over
+
+
 async def test_pool_keeps_its_child_after_an_exception(pool: PoolSandbox) -> None:
     before = await pool.run(call("getpid"), LIMITS)
     assert (await pool.run(call("fail", "boom"), LIMITS)).status is Status.ERROR
