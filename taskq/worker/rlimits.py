@@ -124,7 +124,8 @@ class JobMeter:
     counters its predecessor ended with: a job then costs a few syscalls to
     measure, not file openings. The microseconds the child spends between
     two jobs (sending one result, reading the next message) count towards
-    the second; nothing may reap a child process in that gap.
+    the second, as would a process that a thread left behind by a job
+    reaped in that gap.
     """
 
     def __init__(self) -> None:
