@@ -32,6 +32,13 @@ _BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
 _FIRST_LOCK_RETRY_SECONDS = 0.00005
 _LONGEST_LOCK_RETRY_SECONDS = 0.001
 _CHANGE_POLL_SECONDS = 0.001
+# Pages of WAL (4 KiB each) after which a commit copies them back into the
+# database file, holding up the worker that made it. A copy takes each page
+# once however often it was written since the last: at SQLite's default of
+# 1,000 a busy worker pays for one every few dozen commits, and the pages that
+# nearly every commit writes (the clock, the counts, the index leaves being
+# filled) are copied that often. A WAL of up to about 40 MiB is the price.
+_WAL_AUTOCHECKPOINT_PAGES = 10_000
 _CONSTRAINT_CODES = {
     "SQLITE_CONSTRAINT",
     "SQLITE_CONSTRAINT_UNIQUE",
@@ -80,6 +87,7 @@ class SqliteStore:
             self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self.options.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_AUTOCHECKPOINT_PAGES}")
         except sqlite3.Error as exc:
             raise errors.StoreUnavailable(f"cannot open SQLite store {self.path}: {exc}") from exc
         return conn
