@@ -101,7 +101,9 @@ BULK_BATCH = 1_000
 # fsync that holds the write lock), so fuller acknowledgement batches pay, up
 # to where more sandbox children cost more CPU than the fewer writes save. On
 # 2 cores that is 8 slots for SQLite (about 7% faster than 16 in paired runs,
-# pinned or not) and 16 for rqlite, whose writes cost more.
+# pinned or not) and 16 for rqlite, whose writes cost more. The workers run
+# with their default prefetch (twice the slots), which is what fills the
+# batches beyond the slots with jobs this short.
 DEFAULT_CONCURRENCY = {"sqlite": 8, "rqlite": 16}
 
 # The "Done when" numbers of issue 7, by (result key, store).

@@ -39,6 +39,7 @@ _KNOWN_KEYS: dict[str, set[str]] = {
         "pool_recycle_after",
         "max_limits",
         "cpus",
+        "prefetch",
     },
 }
 

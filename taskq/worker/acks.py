@@ -1,7 +1,7 @@
 """Acknowledging finished jobs in batches: one request for what finished within a few ms.
 
-Each job's task hands its report over and waits for its own verdict; the
-batcher sends what has gathered as one fenced ``job_report``. A store outage
+Each finished job's report is handed over with a future for its own verdict;
+the batcher sends what has gathered as one fenced ``job_report``. A store outage
 is ridden out with backoff until the leases have surely expired, after which
 the reports count as lost (the jobs go back to their queue by lease expiry,
 so nothing is lost).
@@ -38,6 +38,8 @@ class AckBatcher:
     ``still_running`` says how many of the worker's jobs may yet report; once
     none may, the batch goes at once, since waiting longer gathers nothing
     (jobs claimed together tend to finish together, and then wait for this).
+    ``enough``, when above zero, is a number of reports that also sends the
+    batch at once.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class AckBatcher:
         max_batch: int = 128,
         on_outage: Callable[[str], None] | None = None,
         still_running: Callable[[], int] = lambda: 1,
+        enough: Callable[[], int] = lambda: 0,
     ) -> None:
         self._send = send
         self._give_up_after = give_up_after
@@ -56,20 +59,25 @@ class AckBatcher:
         self._max_batch = max_batch
         self._on_outage = on_outage
         self._still_running = still_running
+        self._enough = enough
         self._queue: list[_Pending] = []
         self._wake = anyio.Event()
 
     def _batch_is_ready(self) -> bool:
-        return len(self._queue) >= self._max_batch or self._still_running() <= 0
+        waiting = len(self._queue)
+        if waiting >= self._max_batch or self._still_running() <= 0:
+            return True
+        enough = self._enough()
+        return 0 < enough <= waiting
 
-    async def report(self, report: Report) -> Fenced:
-        """Queue ``report`` and wait for the store's verdict on it."""
+    def submit(self, report: Report) -> asyncio.Future[Fenced]:
+        """Queue ``report``; the future gets the store's verdict on it."""
         # A bare future, not an anyio Event: it is one per job, and it is cheaper.
         pending = _Pending(report, asyncio.get_running_loop().create_future())
         self._queue.append(pending)
         if len(self._queue) == 1 or self._batch_is_ready():
             self._wake.set()
-        return await pending.verdict
+        return pending.verdict
 
     async def run(self, stop: anyio.Event) -> None:
         """Send batches until ``stop`` is set and nothing is left to send."""

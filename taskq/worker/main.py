@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")
     parser.add_argument("--queues", help="comma-separated queues to take jobs from")
     parser.add_argument("--concurrency", type=int, help="jobs at once (default: CPU count)")
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        help="most jobs claimed beyond the free slots while jobs are short "
+        "(default: twice the concurrency; 0: never)",
+    )
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
     parser.add_argument("--name", help="a name for this worker (default: host-pid)")
     parser.add_argument("--isolation", choices=ISOLATION_MODES, help="pool (default) or process")
@@ -75,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "name": args.name,
                 "isolation": args.isolation,
                 "cpus": args.cpus,
+                "prefetch": args.prefetch,
             },
         )
     except errors.ConfigError as exc:

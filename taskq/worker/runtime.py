@@ -3,12 +3,14 @@
 One anyio task group holds the loops, and one task per slot runs that
 slot's jobs one after another in the slot's own sandbox: a job costs no task
 of its own. The claimer asks for as many jobs as there are free slots in one
-request, and when idle lets a cheap read decide whether a claim is worth a
-write; while busy, claims ride along with the acknowledgements. The heartbeat
+request (and, while jobs are short, a few more: see ``prefetch``), and when
+idle lets a cheap read decide whether a claim is worth a write; while busy,
+claims ride along with the acknowledgements. The heartbeat
 extends every lease in one statement and stops any job whose lease is gone.
 Reports are fenced by the lease: a result the store refuses is dropped, never
-forced in. Draining stops claims, gives running jobs a grace period, then
-stops them and hands them back without using up an attempt.
+forced in. Draining stops claims, hands back jobs claimed ahead, gives running
+jobs a grace period, then stops them and hands them back without using up an
+attempt.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
+from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress import Progress
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings
@@ -123,6 +126,7 @@ class Worker:
         self._reserved = 0
         # Jobs in their sandbox now: each will report soon.
         self._executing = 0
+        self._prefetch = Prefetch(slots=settings.concurrency, most=settings.most_prefetch)
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
         self._maintainer: Maintainer | None = None
@@ -132,7 +136,10 @@ class Worker:
             on_outage=lambda error: self.events.emit(
                 "store_unavailable", worker=self.worker_id, error=error
             ),
-            still_running=lambda: self._executing,
+            still_running=lambda: self._executing + self._claimed.qsize(),
+            # Claiming ahead, a batch is worth sending once the jobs waiting
+            # for a slot are about used up: the claim riding with it refills them.
+            enough=lambda: self._prefetch.jobs,
         )
 
     # -- the store, with the same plans as every other caller
@@ -236,7 +243,9 @@ class Worker:
     # -- claiming
 
     def _free_slots(self) -> int:
-        return self.settings.concurrency - len(self.running) - self._reserved
+        """Jobs to claim now: free slots, plus those claimed ahead while jobs are short."""
+        wanted = self.settings.concurrency + self._prefetch.jobs
+        return wanted - len(self.running) - self._reserved
 
     def _claim_request(self, limit: int) -> ops.ClaimRequest:
         return ops.ClaimRequest(
@@ -321,20 +330,32 @@ class Worker:
     # -- running jobs
 
     async def _slot(self, sandbox: Sandbox) -> None:
-        """Run claimed jobs one after another in ``sandbox``, until cancelled."""
+        """Run claimed jobs one after another in ``sandbox``, until cancelled.
+
+        A finished job's report is handed to the batcher and the slot moves on:
+        the job leaves ``running`` when the store has answered.
+        """
         while True:
             running = await self._claimed.get()
             try:
-                await self._run_job(running, sandbox)
-            finally:
-                self.running.pop(running.job.lease.job_id, None)
-                # Most slots are refilled by the claim that rode with their report:
-                # wake the claimer (or a drain) only when there is something to do.
-                if not self.running or self._free_slots() > 0:
-                    self._slot_freed.set()
+                outcome = await self._run_job(running, sandbox)
+            except BaseException:
+                self._forget(running)
+                raise
+            self._report(running, outcome)
 
-    async def _run_job(self, running: RunningJob, sandbox: Sandbox) -> None:
+    def _forget(self, running: RunningJob) -> None:
+        self.running.pop(running.job.lease.job_id, None)
+        # Most slots are refilled by the claim that rode with their report:
+        # wake the claimer (or a drain) only when there is something to do.
+        if not self.running or self._free_slots() > 0:
+            self._slot_freed.set()
+
+    async def _run_job(self, running: RunningJob, sandbox: Sandbox) -> Outcome:
         job = running.job
+        if self.draining.is_set() and not running.cancel.is_set():
+            # Claimed ahead, not started: another worker may run it now.
+            running.stop(StopReason.DRAIN)
         running.started = time.monotonic()
         self.events.emit(
             "job_started",
@@ -348,7 +369,9 @@ class Worker:
             outcome = await self._execute(running, sandbox)
         finally:
             self._executing -= 1
-        await self._report(running, outcome)
+        if running.stopped_because is None:  # a stopped job's time says nothing of the others
+            self._prefetch.job_ran(time.monotonic() - running.started)
+        return outcome
 
     async def _execute(self, running: RunningJob, sandbox: Sandbox) -> Outcome:
         job = running.job
@@ -410,7 +433,8 @@ class Worker:
 
     # -- reporting
 
-    async def _report(self, running: RunningJob, outcome: Outcome) -> None:
+    def _report(self, running: RunningJob, outcome: Outcome) -> None:
+        """Queue the job's report; once the store has answered, log it and free its place."""
         job = running.job
         running.reporting = True
         # Only a job we killed is handed back: one that finished as it was being
@@ -426,16 +450,23 @@ class Worker:
             cpu_seconds=outcome.cpu_seconds,
             log_tail=outcome.log_tail or None,
         )
-        verdict = await self._acks.report(_report_of(job.lease, stopped, outcome, attempt))
-        self.events.emit(
-            "job_finished" if verdict is Fenced.ACCEPTED else "job_dropped",
-            job=job.lease.job_id,
-            status=status,
-            stopped=stopped or "",
-            seconds=round(time.monotonic() - running.started, 3),
-            peak_rss_mib=round((outcome.peak_rss_bytes or 0) / 2**20, 1),
-            error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
-        )
+        verdict = self._acks.submit(_report_of(job.lease, stopped, outcome, attempt))
+
+        def answered(verdict: asyncio.Future[Fenced]) -> None:
+            self._forget(running)
+            if verdict.cancelled():
+                return
+            self.events.emit(
+                "job_finished" if verdict.result() is Fenced.ACCEPTED else "job_dropped",
+                job=job.lease.job_id,
+                status=status,
+                stopped=stopped or "",
+                seconds=round(time.monotonic() - running.started, 3),
+                peak_rss_mib=round((outcome.peak_rss_bytes or 0) / 2**20, 1),
+                error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
+            )
+
+        verdict.add_done_callback(answered)
 
     async def _send_reports(self, reports: list[Report]) -> list[Fenced]:
         """Acknowledge, and claim in the same request for the slots these reports free."""
@@ -445,12 +476,14 @@ class Worker:
             verdicts: list[Fenced] = await self._run(ops.job_report(reports))
             return verdicts
         self._reserved += free
+        sent_at = time.monotonic()
         try:
             verdicts, claimed = await self._run(
                 ops.job_report_and_claim(reports, self._claim_request(free))
             )
         finally:
             self._reserved -= free
+        self._prefetch.round_took(time.monotonic() - sent_at)
         for job in claimed:
             self._start(job)
         return verdicts

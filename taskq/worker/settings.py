@@ -41,6 +41,9 @@ class WorkerSettings:
     max_limits: Limits = field(default_factory=Limits)
     # None: wherever the machine lets it run.
     cpus: frozenset[int] | None = None
+    # Most jobs claimed beyond the free slots while jobs are short (see
+    # taskq.worker.prefetch); None: twice the concurrency; 0: never.
+    prefetch: int | None = None
 
     def __post_init__(self) -> None:
         if not self.queues or not all(isinstance(q, str) and q for q in self.queues):
@@ -58,6 +61,14 @@ class WorkerSettings:
                 raise errors.ConfigError(
                     f"worker: {name} must be a whole number >= 1, got {value!r}"
                 )
+        if self.prefetch is not None and (
+            isinstance(self.prefetch, bool)
+            or not isinstance(self.prefetch, int)
+            or self.prefetch < 0
+        ):
+            raise errors.ConfigError(
+                f"worker: prefetch must be a whole number >= 0, got {self.prefetch!r}"
+            )
         for name in ("lease_seconds", "heartbeat_seconds", "grace_seconds", "idle_poll_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -72,6 +83,10 @@ class WorkerSettings:
             )
         if not self.name:
             raise errors.ConfigError("worker: name must not be empty")
+
+    @property
+    def most_prefetch(self) -> int:
+        return 2 * self.concurrency if self.prefetch is None else self.prefetch
 
 
 def settings_from(

@@ -191,3 +191,9 @@ def scheduling_policy() -> int:
 
 def cpu_affinity() -> list[int]:
     return sorted(os.sched_getaffinity(0))
+
+
+def running_span() -> list[float]:
+    """When this job ran: its wall-clock start and end."""
+    started = time.time()
+    return [started, time.time()]

@@ -1,0 +1,76 @@
+"""The real ``taskq-worker`` claiming short jobs ahead of its free slots.
+
+Claimed-ahead jobs hold a lease and count as running in the store, but the
+worker still runs only ``concurrency`` of them at once, and a drain hands
+back the ones that have not started.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+
+import taskq
+from taskq.broker.records import JobState
+from tests.support.worker_process import WorkerFleet
+
+JOBS = "tests.support.jobs"
+
+
+def _claimed_together(client: taskq.Client, job_ids: list[int]) -> int:
+    """The most jobs whose first execution began at the same store time: one claim's batch."""
+    claimed_at = Counter(client.executions(job_id)[0].started_at for job_id in job_ids)
+    return max(claimed_at.values())
+
+
+def test_short_jobs_are_claimed_ahead_but_run_one_at_a_time(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    worker = workers.start(store_url, worker={"concurrency": 1, "prefetch": 4})
+    handles = client.submit_many([taskq.call_spec(f"{JOBS}:running_span") for _ in range(80)])
+    spans = sorted(handle.result(timeout=60) for handle in handles)
+
+    overlapping = [(a, b) for a, b in pairwise(spans) if b[0] < a[1]]
+    assert not overlapping, f"jobs ran at the same time with concurrency 1: {overlapping[:3]}"
+    # With one slot and no claiming ahead, every claim would take exactly one job.
+    together = _claimed_together(client, [handle.id for handle in handles])
+    assert 2 <= together <= 1 + 4, f"{together} jobs claimed in one go\n{worker.describe()}"
+
+
+def test_without_prefetch_each_claim_fills_only_free_slots(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    workers.start(store_url, worker={"concurrency": 1, "prefetch": 0})
+    handles = client.submit_many([taskq.call_spec(f"{JOBS}:running_span") for _ in range(30)])
+    for handle in handles:
+        handle.result(timeout=60)
+    assert _claimed_together(client, [handle.id for handle in handles]) == 1
+
+
+def test_a_drain_hands_back_jobs_claimed_ahead_without_using_an_attempt(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    worker = workers.start(store_url, worker={"concurrency": 1, "prefetch": 4, "grace_seconds": 5})
+    # Short jobs first, so the worker has seen that jobs here are short.
+    for handle in client.submit_many([taskq.call_spec(f"{JOBS}:running_span") for _ in range(30)]):
+        handle.result(timeout=60)
+    slow, *waiting = client.submit_many(
+        [taskq.call_spec(f"{JOBS}:sleep", [1.0])]
+        + [taskq.call_spec(f"{JOBS}:running_span") for _ in range(3)]
+    )
+    worker.wait_for_event("job_started", job=slow.id)
+    claimed_ahead = [
+        handle.id for handle in waiting if client.get(handle.id).state is JobState.RUNNING
+    ]
+    assert claimed_ahead, f"nothing was claimed ahead of the slow job\n{worker.describe()}"
+
+    worker.terminate()
+    assert worker.wait(30) == 0, worker.describe()
+
+    assert client.get(slow.id).state is JobState.SUCCEEDED
+    for job_id in claimed_ahead:
+        job = client.get(job_id)
+        context = f"{job}\n{client.executions(job_id)}\n{worker.describe()}"
+        assert job.state is JobState.QUEUED, context
+        assert job.attempts == 0, context
+        assert [e.outcome for e in client.executions(job_id)] == ["released"], context

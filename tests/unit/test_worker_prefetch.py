@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from taskq import errors
+from taskq.worker.prefetch import Prefetch
+from taskq.worker.settings import settings_from
+
+
+def test_nothing_is_claimed_ahead_before_a_job_and_a_round_were_seen() -> None:
+    prefetch = Prefetch(slots=8, most=16)
+    assert prefetch.jobs == 0
+    prefetch.job_ran(0.001)
+    assert prefetch.jobs == 0
+    prefetch.round_took(0.004)
+    assert prefetch.jobs == 16
+
+
+def test_claims_ahead_what_the_slots_start_within_one_round() -> None:
+    prefetch = Prefetch(slots=4, most=100)
+    prefetch.job_ran(0.010)
+    prefetch.round_took(0.005)
+    # Each slot starts half a job per round.
+    assert prefetch.jobs == 2
+
+
+def test_long_jobs_get_nothing_claimed_ahead() -> None:
+    prefetch = Prefetch(slots=8, most=16)
+    prefetch.round_took(0.005)
+    prefetch.job_ran(0.5)
+    assert prefetch.jobs == 0
+
+
+def test_the_averages_follow_a_change_in_job_length() -> None:
+    prefetch = Prefetch(slots=8, most=16)
+    prefetch.round_took(0.005)
+    prefetch.job_ran(0.001)
+    assert prefetch.jobs == 16
+    for _ in range(20):
+        prefetch.job_ran(1.0)
+    assert prefetch.jobs == 0
+
+
+def test_prefetch_zero_never_claims_ahead() -> None:
+    prefetch = Prefetch(slots=8, most=0)
+    prefetch.job_ran(0.0)
+    prefetch.round_took(0.005)
+    assert prefetch.jobs == 0
+
+
+def test_prefetch_defaults_to_twice_the_concurrency() -> None:
+    assert settings_from({"concurrency": 3}).most_prefetch == 6
+    assert settings_from({"concurrency": 3, "prefetch": 0}).most_prefetch == 0
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "4"])
+def test_a_bad_prefetch_is_a_config_error(value: object) -> None:
+    with pytest.raises(errors.ConfigError, match="prefetch must be a whole number >= 0"):
+        settings_from({"prefetch": value})
