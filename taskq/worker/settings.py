@@ -55,20 +55,14 @@ class WorkerSettings:
                 f"worker: isolation must be one of {', '.join(ISOLATION_MODES)}, "
                 f"got {self.isolation!r}"
             )
-        for name in ("concurrency", "pool_recycle_after"):
+        for name, least in (("concurrency", 1), ("pool_recycle_after", 1), ("prefetch", 0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if value is None:  # prefetch's default, worked out from the concurrency
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise errors.ConfigError(
-                    f"worker: {name} must be a whole number >= 1, got {value!r}"
+                    f"worker: {name} must be a whole number >= {least}, got {value!r}"
                 )
-        if self.prefetch is not None and (
-            isinstance(self.prefetch, bool)
-            or not isinstance(self.prefetch, int)
-            or self.prefetch < 0
-        ):
-            raise errors.ConfigError(
-                f"worker: prefetch must be a whole number >= 0, got {self.prefetch!r}"
-            )
         for name in ("lease_seconds", "heartbeat_seconds", "grace_seconds", "idle_poll_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
