@@ -335,7 +335,7 @@ def _drain_results(
         f"{what}; first claim {drain.spawn_to_first:.2f} s after the workers started; "
         f"jobs per worker {sorted(drain.per_worker.values())}; "
         f"{drain.writes:,} write transactions ({drain.jobs / max(drain.writes, 1):.1f} jobs per "
-        f"write{'' if exact_writes else '; SQLite: counted by polling, a lower bound'}); "
+        f"write{'' if exact_writes else '; SQLite: claiming transactions, from lease tokens'}); "
         + cpu_note(drain.cpu, wall),
         first_to_last_seconds=round(drain.first_to_last, 3),
         spawn_to_first_seconds=round(drain.spawn_to_first, 3),
