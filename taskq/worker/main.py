@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prefetch",
         type=int,
         help="most jobs claimed beyond the free slots while jobs are short "
-        "(default: twice the concurrency; 0: never)",
+        "(default: four times the concurrency; 0: never)",
     )
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
     parser.add_argument("--name", help="a name for this worker (default: host-pid)")

@@ -42,7 +42,7 @@ class WorkerSettings:
     # None: wherever the machine lets it run.
     cpus: frozenset[int] | None = None
     # Most jobs claimed beyond the free slots while jobs are short (see
-    # taskq.worker.prefetch); None: twice the concurrency; 0: never.
+    # taskq.worker.prefetch); None: four times the concurrency; 0: never.
     prefetch: int | None = None
 
     def __post_init__(self) -> None:
@@ -80,7 +80,9 @@ class WorkerSettings:
 
     @property
     def most_prefetch(self) -> int:
-        return 2 * self.concurrency if self.prefetch is None else self.prefetch
+        # Four times: with no-op jobs on 2 cores, 4 slots drained 8% faster with
+        # 16 than with 8 (paired runs), and no faster with 32.
+        return 4 * self.concurrency if self.prefetch is None else self.prefetch
 
 
 def settings_from(
