@@ -232,12 +232,12 @@ def measure_drain(
         per_worker=per_worker,
         cpu=used,
         wrong_results=wrong,
-        writes=counted.get("writes") or claim_transactions(client.store, first_id),
+        writes=counted.get("writes") or claim_transactions(client.store, queue, first_id),
     )
 
 
-def claim_transactions(store: Store, first_id: int) -> int:
-    """How many write transactions claimed the jobs from ``first_id`` on.
+def claim_transactions(store: Store, queue: str, first_id: int) -> int:
+    """How many write transactions claimed the jobs of ``queue`` from ``first_id`` on.
 
     Each claim gives its jobs lease tokens with one prefix, and while busy a
     worker's reports ride along with its claims: for a drain this is the
@@ -246,9 +246,10 @@ def claim_transactions(store: Store, first_id: int) -> int:
     """
     rows = store.query(
         Statement(
-            "SELECT COUNT(DISTINCT substr(lease_token, 1, instr(lease_token, '.') - 1)) AS claims"
-            " FROM executions WHERE job_id >= :first_id",
-            {"first_id": first_id},
+            "SELECT COUNT(DISTINCT substr(e.lease_token, 1, instr(e.lease_token, '.') - 1))"
+            " AS claims FROM executions AS e JOIN jobs ON jobs.id = e.job_id"
+            " WHERE jobs.queue = :queue AND jobs.id >= :first_id",
+            {"queue": queue, "first_id": first_id},
         )
     )
     return int(rows[0]["claims"])
