@@ -319,15 +319,18 @@ def job_heartbeat(
     leases: Sequence[Lease],
     *,
     lease_seconds: float,
+    busy: int | None = None,
     renew: LeaderRenewal | None = None,
     now: float | None = None,
 ) -> Op[HeartbeatResult]:
     """Extend every lease the worker still holds, in one statement; report the lost ones.
 
     A lease is lost when its job was requeued after expiry (the token changed)
-    or a cancel was requested: the worker must stop that job. ``renew`` also
-    keeps (or takes) a leader lease for the worker in the same write, so that
-    leading costs an idle worker no writes beyond its heartbeats.
+    or a cancel was requested: the worker must stop that job. ``busy`` is how
+    many of these jobs are in the worker's slots now (by default all of them):
+    the rest were claimed ahead and wait for a slot. ``renew`` also keeps (or
+    takes) a leader lease for the worker in the same write, so that leading
+    costs an idle worker no writes beyond its heartbeats.
     """
     tokens = json.dumps([lease.token for lease in leases])
     batch = [
@@ -337,7 +340,8 @@ def job_heartbeat(
             {"worker_id": worker_id, "tokens": tokens, "lease_seconds": float(lease_seconds)},
         ),
         Statement(
-            queries.query("worker_heartbeat"), {"worker_id": worker_id, "running": len(leases)}
+            queries.query("worker_heartbeat"),
+            {"worker_id": worker_id, "running": len(leases) if busy is None else busy},
         ),
     ]
     if renew is not None:

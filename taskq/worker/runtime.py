@@ -502,6 +502,8 @@ class Worker:
                         self.worker_id,
                         leases,
                         lease_seconds=self.settings.lease_seconds,
+                        # Jobs claimed ahead hold leases but no slot yet.
+                        busy=self._executing,
                         renew=renew,
                     )
                 )

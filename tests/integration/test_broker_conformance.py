@@ -431,6 +431,8 @@ def test_workers_register_heartbeat_and_are_marked_lost(run: Any, queue: str) ->
         )
     )
     run(ops.job_heartbeat(worker, [], lease_seconds=LEASE, now=T0 + 10))
+    [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+    assert info.running == 0
     assert worker not in run(ops.worker_mark_lost(grace_seconds=30, now=T0 + 35))
     assert worker in run(ops.worker_mark_lost(grace_seconds=30, now=T0 + 41))
     [info] = [w for w in run(ops.worker_list()) if w.id == worker]
@@ -441,6 +443,25 @@ def test_workers_register_heartbeat_and_are_marked_lost(run: Any, queue: str) ->
     run(ops.worker_set_state(worker, "stopped", now=T0 + 60))
     [info] = [w for w in run(ops.worker_list()) if w.id == worker]
     assert info.state == "stopped"
+
+
+def test_a_heartbeat_counts_busy_slots_not_jobs_claimed_ahead(run: Any, queue: str) -> None:
+    worker = f"worker-{queue}"
+    run(
+        ops.worker_register(
+            worker, name="lab-2", host="lab-2", pid=43, queues=[queue], labels=[], slots=1, now=T0
+        )
+    )
+    _enqueue(run, queue, 3)
+    leases = [job.lease for job in _claim(run, queue, worker=worker)]
+
+    def running_after(**busy: int) -> int:
+        run(ops.job_heartbeat(worker, leases, lease_seconds=LEASE, now=T0 + 5, **busy))
+        [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+        return info.running
+
+    assert running_after() == 3
+    assert running_after(busy=1) == 1
 
 
 def test_prune_deletes_old_finished_jobs_and_their_attempts(
