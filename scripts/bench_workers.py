@@ -209,9 +209,13 @@ def measure_drain(
 
     # SQLite's count comes from the data afterwards: polling the store while it
     # drains took about 5% of the CPU the drain needs.
-    counting = fleet.store.count_writes() if fleet.store.name == "rqlite" else nullcontext({})
+    raft_entries = fleet.store.name == "rqlite"
+    counting = fleet.store.count_writes() if raft_entries else nullcontext({"writes": 0})
     with counting as counted:
         wait_until(done, max(120.0, jobs / 20), f"draining {jobs} jobs", interval=0.05)
+    writes = (
+        counted["writes"] if raft_entries else claim_transactions(client.store, queue, first_id)
+    )
     used = fleet.cpu().minus(baseline)
     found = list(jobs_since(client.store, queue, first_id))
     succeeded = [job for job in found if job.state is JobState.SUCCEEDED]
@@ -232,7 +236,7 @@ def measure_drain(
         per_worker=per_worker,
         cpu=used,
         wrong_results=wrong,
-        writes=counted.get("writes") or claim_transactions(client.store, queue, first_id),
+        writes=writes,
     )
 
 

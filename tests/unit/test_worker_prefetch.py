@@ -48,7 +48,7 @@ def test_prefetch_zero_never_claims_ahead() -> None:
     assert prefetch.jobs == 0
 
 
-def test_prefetch_defaults_to_twice_the_concurrency() -> None:
+def test_prefetch_defaults_to_four_times_the_concurrency() -> None:
     assert settings_from({"concurrency": 3}).most_prefetch == 12
     assert settings_from({"concurrency": 3, "prefetch": 0}).most_prefetch == 0
 
