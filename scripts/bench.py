@@ -21,7 +21,9 @@ ports (and kills by pid when done), it measures:
    target for the store) in one request per 10 ms tick;
 4. pickup latency p50/p99 with idle workers: 200 jobs submitted 20 ms apart,
    from just before the submit call to the job's first line (the job returns
-   ``time.time()``); in process isolation 50 jobs 100 ms apart;
+   ``time.time()``); in process isolation 50 jobs 100 ms apart. Meanwhile a
+   probe times a 4 KiB appending fsync on the store's disk every 20 ms, and
+   the note says how many of the slow pickups met a slow fsync;
 5. writes committed (and CPU used) while the 2 workers sit idle, against
    their heartbeats;
 6. claim latency at 1,000 and 1,000,000 queued jobs (rqlite: 100,000 unless
@@ -79,6 +81,7 @@ from bench_common import (
     process_cpu,
     say,
 )
+from bench_disk import STALL_SECONDS, disk_probe
 from bench_sandbox import sandbox_overhead
 from bench_stores import BenchStore, open_bench_store, payload_text
 from bench_workers import (
@@ -398,9 +401,15 @@ def _pool_phase(
         )
         say(f"pickup: {sizes.pickup} jobs, {sizes.pickup_spacing * 1000:g} ms apart")
         # The workers have just been idle for the whole idle window.
-        picked = pickup(
-            client, "bench-pool", jobs=sizes.pickup, spacing=sizes.pickup_spacing, idle_first=0.5
-        )
+        with disk_probe(store.directory) as disk:
+            picked = pickup(
+                client,
+                "bench-pool",
+                jobs=sizes.pickup,
+                spacing=sizes.pickup_spacing,
+                idle_first=0.5,
+                disk=disk,
+            )
         _pickup_results(picked, "pickup.pool", add)
         rate = steady_rate or STEADY_RATE[name]
         say(f"steady state: submitting {rate:,.0f} jobs/s for {sizes.steady_seconds:g} s")
@@ -436,6 +445,14 @@ def _pickup_results(picked: dict[str, Any], key: str, add: Callable[..., Result]
         f"min {picked['min_ms']:.1f} max {picked['max_ms']:.1f} ms; the submit call itself "
         f"p50 {picked['submit_call_p50_ms']:.1f} ms"
     )
+    if "fsyncs" in picked:
+        note += (
+            f"; the disk meanwhile: a 4 KiB appending fsync p50 {picked['fsync_p50_ms']:.1f} "
+            f"max {picked['fsync_max_ms']:.1f} ms, {picked['fsync_stalls']} of "
+            f"{picked['fsyncs']} over {STALL_SECONDS * 1000:g} ms; "
+            f"{picked['slow_pickups_during_stall']} of the {picked['slow_pickups']} pickups "
+            "over 3x the median overlapped such a stall"
+        )
     add(f"{key}.p50", picked["p50_ms"], "ms", note, **picked)
     add(f"{key}.p99", picked["p99_ms"], "ms")
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,19 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).resolve().parent
 _TICKS = os.sysconf("SC_CLK_TCK")
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED, JobState.DEAD, JobState.CANCELLED)
+
+
+@contextmanager
+def in_background(name: str, work: Callable[[threading.Event], None]) -> Iterator[None]:
+    """Run ``work(stop)`` in a thread while the ``with`` block runs; ``stop`` is set at its end."""
+    stop = threading.Event()
+    thread = threading.Thread(target=work, args=(stop,), name=name, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def import_repo_root() -> None:

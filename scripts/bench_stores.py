@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_common import import_repo_root
+from bench_common import import_repo_root, in_background
 
 from taskq.broker.connect import open_store
 
@@ -37,6 +37,8 @@ class BenchStore:
 
     name: str
     url: str
+    directory: Path
+    """Where the store keeps its files (all of its nodes', for rqlite)."""
     server_pids: list[int] = field(default_factory=list)
     sqlite_path: Path | None = None
     cluster: Any = None  # tests.support.rqlite_cluster.RqliteCluster for rqlite
@@ -110,9 +112,8 @@ class BenchStore:
             return
         assert self.sqlite_path is not None
         path = self.sqlite_path
-        stop = threading.Event()
 
-        def watch() -> None:
+        def watch(stop: threading.Event) -> None:
             conn = sqlite3.connect(path, timeout=5)
             try:
                 last = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -125,13 +126,8 @@ class BenchStore:
             finally:
                 conn.close()
 
-        watcher = threading.Thread(target=watch, name="bench-write-counter", daemon=True)
-        watcher.start()
-        try:
+        with in_background("bench-write-counter", watch):
             yield counted
-        finally:
-            stop.set()
-            watcher.join()
 
     def _commit_index(self) -> int:
         leader = self.cluster.wait_for_leader()
@@ -153,14 +149,22 @@ def open_bench_store(name: str, root: Path) -> Iterator[BenchStore]:
     if name == "sqlite":
         path = root / "sqlite" / "bench.db"
         path.parent.mkdir(parents=True, exist_ok=True)
-        yield BenchStore(name="sqlite", url=f"sqlite://{path}", sqlite_path=path)
+        yield BenchStore(
+            name="sqlite", url=f"sqlite://{path}", directory=path.parent, sqlite_path=path
+        )
         return
     import_repo_root()
     from tests.support.rqlite_cluster import running_cluster
 
     with running_cluster(root / "rqlite", size=3) as cluster:
         pids = [node.process.pid for node in cluster.nodes if node.process is not None]
-        yield BenchStore(name="rqlite", url=cluster.url, server_pids=pids, cluster=cluster)
+        yield BenchStore(
+            name="rqlite",
+            url=cluster.url,
+            directory=root / "rqlite",
+            server_pids=pids,
+            cluster=cluster,
+        )
 
 
 # -- SQLite -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from bench_common import (
     queue_counts,
     wait_until,
 )
+from bench_disk import DiskProbe
 from bench_stores import BenchStore
 
 from taskq.broker import operations, plan
@@ -345,13 +346,21 @@ def idle_writes(store: BenchStore, fleet: Fleet, seconds: float) -> dict[str, fl
 
 
 def pickup(
-    client: Client, queue: str, *, jobs: int, spacing: float, idle_first: float = 2.0
+    client: Client,
+    queue: str,
+    *,
+    jobs: int,
+    spacing: float,
+    idle_first: float = 2.0,
+    disk: DiskProbe | None = None,
 ) -> dict[str, Any]:
     """Submit ``jobs`` stamp jobs ``spacing`` apart to idle workers; time to each job's first line.
 
     Latency: from the wall clock read just before ``submit`` to the time the
     job read when it started (its result). The submit call's own duration is
-    reported too: on a replicated store it is a commit by quorum.
+    reported too: on a replicated store it is a commit by quorum. With a
+    running ``disk`` probe, the slow pickups (over three times the median)
+    are checked against the disk's fsync stalls.
     """
     finished_before = finished_count(client.store, queue)
     time.sleep(idle_first)  # idle workers have backed off to their slowest poll
@@ -375,11 +384,12 @@ def pickup(
         f"pickup of {jobs} jobs",
     )
     found = {job.id: job for job in jobs_since(client.store, queue, first_id)}
-    latencies = []
+    windows = []  # (submitted, started) wall-clock times
     for job_id, before in submitted:
         job = found[job_id]
         if job.state is JobState.SUCCEEDED and isinstance(job.result, float):
-            latencies.append((job.result - before) * 1000)
+            windows.append((before, job.result))
+    latencies = [(started - before) * 1000 for before, started in windows]
     return {
         "jobs": jobs,
         "spacing_ms": spacing * 1000,
@@ -390,6 +400,18 @@ def pickup(
         "min_ms": min(latencies) if latencies else None,
         "submit_call_p50_ms": percentile([s * 1000 for s in submit_seconds], 0.50),
         "submit_call_p99_ms": percentile([s * 1000 for s in submit_seconds], 0.99),
+        **({} if disk is None else _slow_pickups_and_disk(windows, disk)),
+    }
+
+
+def _slow_pickups_and_disk(windows: list[tuple[float, float]], disk: DiskProbe) -> dict[str, Any]:
+    """The disk's fsync times during the pickups, and how many slow pickups met a stall."""
+    median = percentile([started - before for before, started in windows], 0.50)
+    slow = [(before, started) for before, started in windows if started - before > 3 * median]
+    return {
+        **disk.summary(),
+        "slow_pickups": len(slow),
+        "slow_pickups_during_stall": sum(disk.overlaps_stall(*window) for window in slow),
     }
 
 
