@@ -651,24 +651,37 @@ def queue_set_paused(queue: str, paused: bool, *, now: float | None = None) -> O
     )
 
 
+class Keep(enum.Enum):
+    """A limit left as it is: ``queue_set_limits`` changes only the limits it is given."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
 def queue_set_limits(
     queue: str,
     *,
-    max_running: int | None = None,
-    rate_limit: float | None = None,
+    max_running: int | Keep | None = KEEP,
+    rate_limit: float | Keep | None = KEEP,
     rate_period: float = 1.0,
     now: float | None = None,
 ) -> Op[None]:
     """Cap a queue cluster-wide: ``max_running`` jobs at once, ``rate_limit`` starts per period.
 
-    ``None`` lifts a limit. The caps are applied by every claim, in the store.
+    ``None`` lifts a limit; a limit not given (``KEEP``) stays as the store
+    has it, in the same statement, so two people changing different limits
+    at once do not undo each other. A new rate starts with a full bucket. The
+    caps are applied by every claim, in the store.
     """
-    if max_running is not None and max_running < 0:
+    if isinstance(max_running, int) and max_running < 0:
         raise errors.ConfigError(f"max_running must be 0 or more, got {max_running}")
-    if rate_limit is not None and not (math.isfinite(rate_limit) and rate_limit > 0):
+    if isinstance(rate_limit, int | float) and not (math.isfinite(rate_limit) and rate_limit > 0):
         raise errors.ConfigError(f"rate limit must be a positive number, got {rate_limit}")
     if not (math.isfinite(rate_period) and rate_period > 0):
         raise errors.ConfigError(f"rate period must be positive seconds, got {rate_period}")
+    rate = None if rate_limit is KEEP else rate_limit
     yield Write(
         [
             _clock(now),
@@ -676,9 +689,11 @@ def queue_set_limits(
                 queries.query("queue_set_limits"),
                 {
                     "queue": queue,
-                    "max_running": max_running,
-                    "rate_limit": rate_limit,
-                    "rate_period": rate_period if rate_limit is not None else None,
+                    "set_max_running": int(max_running is not KEEP),
+                    "max_running": None if max_running is KEEP else max_running,
+                    "set_rate": int(rate_limit is not KEEP),
+                    "rate_limit": rate,
+                    "rate_period": rate_period if rate is not None else None,
                 },
             ),
         ],

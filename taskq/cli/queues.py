@@ -144,20 +144,22 @@ def cmd_limit(args: argparse.Namespace) -> int:
     # Options left out are absent from args (SUPPRESS); "none" is given, as None.
     given = vars(args)
     with connection.opened(args) as store:
-        current = _queue(store, args.queue)
         if "max_running" in given or "rate" in given:
-            max_running = given.get("max_running", current.max_running if current else None)
-            rate: values.Rate | None = given["rate"] if "rate" in given else _rate_of(current)
+            # A limit not named on the command line stays as the store has it.
+            rate: values.Rate | None = given.get("rate")
+            rate_limit: float | operations.Keep | None = operations.KEEP
+            if "rate" in given:
+                rate_limit = rate.count if rate else None
             plan.run(
                 store,
                 operations.queue_set_limits(
                     args.queue,
-                    max_running=max_running,
-                    rate_limit=rate.count if rate else None,
+                    max_running=given.get("max_running", operations.KEEP),
+                    rate_limit=rate_limit,
                     rate_period=rate.period if rate else 1.0,
                 ),
             )
-            current = _queue(store, args.queue)
+        current = _queue(store, args.queue)
     if args.json:
         rate = _rate_of(current)
         output.print_json(

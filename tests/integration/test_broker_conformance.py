@@ -701,6 +701,23 @@ def test_rate_limit_spaces_out_starts(run: Any, queue: str) -> None:
     assert len(_claim(run, queue, limit=10, now=T0 + 60)) == 3
 
 
+def test_setting_one_limit_keeps_the_other_and_its_bucket(run: Any, queue: str) -> None:
+    _enqueue(run, queue, 10)
+    run(ops.queue_set_limits(queue, max_running=5, now=T0))
+    run(ops.queue_set_limits(queue, rate_limit=3, rate_period=10, now=T0))
+    assert len(_claim(run, queue, limit=10, now=T0)) == 3
+    # Changing the cap alone neither lifts the rate nor refills its bucket.
+    run(ops.queue_set_limits(queue, max_running=4, now=T0))
+    assert _claim(run, queue, limit=10, now=T0 + 1) == []
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert (stats.max_running, stats.rate_limit, stats.rate_period) == (4, 3, 10)
+    run(ops.queue_set_limits(queue, rate_limit=None, now=T0))
+    # The rate is lifted; the cap of 4 still holds with 3 running.
+    assert len(_claim(run, queue, limit=10, now=T0 + 1)) == 1
+    [stats] = [s for s in run(ops.job_counts()) if s.queue == queue]
+    assert (stats.max_running, stats.rate_limit) == (4, None)
+
+
 def test_submitters_over_their_rate_are_refused_with_a_retry_time(run: Any, queue: str) -> None:
     alice, bob = f"alice-{queue}", f"bob-{queue}"
     run(ops.submit_limit_set(alice, 5, 60))

@@ -153,16 +153,17 @@ UPDATE queues SET
 WHERE rate_limit IS NOT NULL AND name IN (SELECT value FROM json_each(:queues))
 
 -- name: queue_set_limits
+-- Only the limits flagged as given change; a changed rate starts a new bucket.
 INSERT INTO queues (name, paused, updated_at, max_running, rate_limit, rate_period)
 VALUES (
     :queue, 0, (SELECT now FROM taskq_clock), :max_running, :rate_limit, :rate_period
 )
 ON CONFLICT (name) DO UPDATE SET
-    max_running = excluded.max_running,
-    rate_limit = excluded.rate_limit,
-    rate_period = excluded.rate_period,
-    rate_tokens = NULL,
-    rate_updated_at = NULL,
+    max_running = CASE WHEN :set_max_running THEN excluded.max_running ELSE max_running END,
+    rate_limit = CASE WHEN :set_rate THEN excluded.rate_limit ELSE rate_limit END,
+    rate_period = CASE WHEN :set_rate THEN excluded.rate_period ELSE rate_period END,
+    rate_tokens = CASE WHEN :set_rate THEN NULL ELSE rate_tokens END,
+    rate_updated_at = CASE WHEN :set_rate THEN NULL ELSE rate_updated_at END,
     updated_at = excluded.updated_at
 
 -- name: submit_bucket_spend
