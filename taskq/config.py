@@ -40,6 +40,7 @@ _KNOWN_KEYS: dict[str, set[str]] = {
         "max_limits",
         "cpus",
         "prefetch",
+        "child_queue",
     },
 }
 

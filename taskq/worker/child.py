@@ -8,7 +8,10 @@ answers with ``progress`` and ``result`` messages (see ``protocol``). Modes:
 - ``once``: run one job under limits it cannot raise, report, exit.
 - ``pool``: say ``ready``, then run jobs one after another until the socket
   closes, each under its own soft limits (see ``rlimits``). Each result
-  carries the job's usage and whether it left a process running.
+  carries the job's usage and whether it left a process running. Jobs sent
+  while one runs wait their turn here; after a job that leaves the child
+  unfit for more (out of memory, a process left running) the rest are
+  answered ``withdrawn`` unrun, for the worker to run in a fresh child.
 - ``exec``: apply the limits, then replace this process with a ``shell``
   payload's command, which thereby keeps the pid, process group and limits.
 
@@ -19,6 +22,7 @@ log even when it dies without flushing.
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import json
 import linecache
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("mode", choices=["once", "pool", "exec"])
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
+    parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
     args = parser.parse_args(argv)
     # The job's own subprocesses (and an exec'd command) must not inherit the channel.
     os.set_inheritable(args.control_fd, False)
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     # inherit this) stay out of the way of the worker's heartbeats.
     os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     if args.mode == "pool":
-        _serve_pool(control, args.ceiling)
+        _serve_pool(control, args.ceiling, args.marker)
     elif args.mode == "once":
         _serve_once(control)
     else:
@@ -86,14 +91,20 @@ def _serve_once(control: socket.socket) -> None:
     os._exit(0)
 
 
-def _serve_pool(control: socket.socket, ceiling: str) -> None:
+def _serve_pool(control: socket.socket, ceiling: str, marker: str) -> None:
     pool_limits = rlimits.PoolLimits(parse_limits(json.loads(ceiling)))
     meter = rlimits.JobMeter()
-    reader = protocol.MessageReader(control)
+    jobs = _JobQueue(protocol.MessageReader(control))
     protocol.send_message(control, {"type": "ready", "cpu_seconds": rlimits.cpu_with_children()})
-    request: protocol.JobRequest | None = None
-    while (message := reader.receive()) is not None:
-        request = protocol.JobRequest.from_message(message, previous=request)
+    fit = True
+    while (job := jobs.next()) is not None:
+        seq, request, marked = job
+        if not fit or jobs.withdrawn(seq):
+            protocol.send_message(control, {"type": "withdrawn", "seq": seq})
+            continue
+        if marked:
+            # Straight to the pipe: everything the job before wrote is there already.
+            os.write(sys.stdout.fileno(), protocol.output_marker(marker, seq))
         pool_limits.confine_job(request.limits, cpu_used=meter.start())
         result = _run_job(request, control)
         # Before the meter reads its counters: the zombies this reaps are the
@@ -104,12 +115,58 @@ def _serve_pool(control: socket.socket, ceiling: str) -> None:
             control,
             {
                 **result,
+                "seq": seq,
                 "cpu_seconds": usage.cpu_seconds,
                 "peak_rss_bytes": usage.peak_rss_bytes,
                 "cpu_total_seconds": usage.cpu_total_seconds,
                 "children_left": children_left,
             },
         )
+        fit = not children_left and result["status"] != outcome.Status.MEMORY.value
+
+
+class _JobQueue:
+    """The jobs a pool child has been sent and not yet run, and those taken back."""
+
+    def __init__(self, reader: protocol.MessageReader) -> None:
+        self._reader = reader
+        self._waiting: collections.deque[tuple[int, protocol.JobRequest, bool]] = (
+            collections.deque()
+        )
+        self._withdrawn: set[int] = set()
+        # Messages leave out what the one before said: read them in the order sent.
+        self._last_request: protocol.JobRequest | None = None
+
+    def next(self) -> tuple[int, protocol.JobRequest, bool] | None:
+        """The next job to run (seq, request, marked); ``None`` once the socket closes."""
+        while True:
+            # A withdrawal sent after the job must be seen before the job starts.
+            while (message := self._reader.receive_nowait()) is not None:
+                self._take(message)
+            if self._waiting:
+                return self._waiting.popleft()
+            message = self._reader.receive()
+            if message is None:
+                return None
+            self._take(message)
+
+    def withdrawn(self, seq: int) -> bool:
+        """Whether job ``seq`` was taken back (asked once per job, as it comes up)."""
+        if not self._withdrawn:
+            return False
+        found = seq in self._withdrawn
+        # Withdrawals of jobs already run are late: forget them with this one.
+        self._withdrawn = {later for later in self._withdrawn if later > seq}
+        return found
+
+    def _take(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "withdraw":
+            self._withdrawn.add(protocol.parse_seq(message))
+            return
+        request = protocol.JobRequest.from_message(message, previous=self._last_request)
+        self._last_request = request
+        seq = protocol.parse_seq(message)
+        self._waiting.append((seq, request, bool(message.get("mark", False))))
 
 
 def _exec_command(control: socket.socket) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -48,9 +49,15 @@ class ChildProcess:
     """
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], control: socket.socket, output_fd: int
+        self,
+        popen: subprocess.Popen[bytes],
+        control: socket.socket,
+        output_fd: int,
+        marker: str = "",
     ) -> None:
         self._popen = popen
+        self.marker = marker
+        """A pool child's output marker token (see ``protocol.output_marker``)."""
         self.pid = popen.pid
         self.control = control
         self.output_fd = output_fd
@@ -61,14 +68,16 @@ class ChildProcess:
     def spawn(cls, mode: Mode, *, ceiling: Limits | None = None) -> ChildProcess:
         """Start ``python -m taskq.worker.child`` in ``mode`` in a new session.
 
-        ``ceiling`` (pool mode) is passed on as the child's hard limits.
+        ``ceiling`` (pool mode) is passed on as the child's hard limits, with
+        a fresh token for the markers between its jobs' output.
         """
         control, child_control = socket.socketpair()
         output_fd, child_output_fd = os.pipe()
         argv = [sys.executable, "-u", "-m", "taskq.worker.child", mode]
         argv += ["--control-fd", str(child_control.fileno())]
+        marker = secrets.token_hex(8)
         if ceiling is not None:
-            argv += ["--ceiling", json.dumps(ceiling.to_dict())]
+            argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
         try:
             popen = subprocess.Popen(
                 argv,
@@ -87,7 +96,7 @@ class ChildProcess:
             os.close(child_output_fd)
         control.setblocking(False)
         os.set_blocking(output_fd, False)
-        return cls(popen, control, output_fd)
+        return cls(popen, control, output_fd, marker)
 
     def has_exited(self) -> bool:
         """Whether the child has exited (it may still need reaping); never blocks."""

@@ -66,6 +66,11 @@ def disabled_kind_outcome(kind: Kind) -> Outcome:
     )
 
 
+def stopped_before_start() -> Outcome:
+    """The outcome of a job stopped before it ran: nothing to report but that."""
+    return Outcome(Status.CANCELLED, error=error_info("Cancelled", "stopped before it ran"))
+
+
 def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status, ErrorInfo | None]:
     reason = supervised.reason
     if reason is EndReason.TIMEOUT:

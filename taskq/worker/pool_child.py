@@ -7,6 +7,16 @@ child's result, its exit, too much output, a broken message, a stop request
 or the timer. No thread and no task per job: at thousands of jobs a second
 the hand-offs a thread needs cost more than the jobs themselves.
 
+Jobs may be sent while one is running (``submit``, then ``finish`` each in
+turn): the child queues them, and starts the next the moment one ends,
+without waiting for the worker to hear of it. The first job in flight is the
+one running; its wall clock starts when the one before it reports. A job
+sent behind another is announced by a marker in the output pipe when it
+starts, so each job's output stays its own. A stop request for a queued job
+withdraws it; if the child had already started it (its marker says so) the
+child is killed, as for a running job. Jobs still queued when the child dies
+or is killed end ``NOT_STARTED``, for the sandbox to run in a fresh child.
+
 The worker runs on anyio's asyncio backend, and this uses that loop's
 reader callbacks directly (anyio has no persistent fd watch).
 """
@@ -17,7 +27,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
@@ -30,19 +40,37 @@ from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
 from taskq.worker.supervision import EndReason, Supervised
 
+# Reads of the output pipe once the child is gone: a process the job left
+# behind (outside the child's group) may still be writing to it.
+_READS_AFTER_EXIT = 64
 
-@dataclass
-class _Job:
-    """One job in the pool child, from its request until it is over."""
 
+@dataclass(eq=False)
+class PoolJob:
+    """One job sent to a pool child, from its request until it is over."""
+
+    seq: int
     limits: Limits
     on_progress: Callable[[Progress], None] | None
     over: asyncio.Future[EndReason]
     output: OutputTail
+    marked: bool
+    """Sent behind another job: the child marks its start in the output."""
     report: protocol.ChildReport | None = None
     protocol_error: str = ""
     progress_error: BaseException | None = None
-    started: float = field(default_factory=time.monotonic)
+    started: float = 0.0
+    """When it came to the front of the child's queue (its wall clock's start)."""
+    cpu_before: float = 0.0
+    """The child's CPU total then: what a job that dies is charged from."""
+    timer: asyncio.TimerHandle | None = None
+    unhook_stop: Callable[[], None] | None = None
+    withdrawing: bool = False
+    seen_starting: bool = False
+    """Its marker came: the child started it."""
+    output_closed: bool = False
+    """A later job's marker came: all its output has been read."""
+    output_collected: bool = False
 
     def end(self, reason: EndReason) -> None:
         """The job is over for ``reason``; the first reason given stands."""
@@ -51,13 +79,18 @@ class _Job:
 
 
 class PoolChild:
-    """One pool child process, running one job at a time, watched by the event loop."""
+    """One pool child process, running the jobs sent to it in order, watched by the event loop."""
 
     def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
         self._child = child
         self._loop = asyncio.get_running_loop()
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
-        self._job: _Job | None = None
+        self._splitter = protocol.OutputSplitter(child.marker)
+        # In the order sent, which is the order the child runs them: the first is running.
+        self._in_flight: dict[int, PoolJob] = {}
+        self._awaiting_marker: dict[int, PoolJob] = {}
+        self._output_job: PoolJob | None = None  # whose output the pipe carries now
+        self._next_seq = 1
         self._outbox = b""
         self._last_request: protocol.JobRequest | None = None  # what the child last received
         # The child's CPU total before the next job: from its ``ready`` message,
@@ -66,6 +99,8 @@ class PoolChild:
         self._exit: asyncio.Future[None] = self._loop.create_future()
         self._ended: Ended | None = None
         self._fault = ""  # a message that came with no job running
+        self._doomed = False  # being killed, or unfit for more jobs: send it none
+        self._closed = False
         self._loop.add_reader(child.control.fileno(), self._read_control)
         self._loop.add_reader(child.output_fd, self._read_output)
         self._loop.add_reader(child.pidfd, self._on_exit)
@@ -81,9 +116,19 @@ class PoolChild:
     def pid(self) -> int:
         return self._child.pid
 
+    @property
+    def in_flight(self) -> int:
+        """Jobs sent and not yet over in the child."""
+        return len(self._in_flight)
+
     def usable(self) -> bool:
-        """Whether the child can take another job: alive, and it kept to the protocol."""
-        return not self._exit.done() and not self._fault and not self._child.has_exited()
+        """Whether the child can take another job: alive, fit, and it kept to the protocol."""
+        return (
+            not self._exit.done()
+            and not self._fault
+            and not self._doomed
+            and not self._child.has_exited()
+        )
 
     async def run(
         self,
@@ -92,31 +137,65 @@ class PoolChild:
         stop: StopRequest | None,
         on_progress: Callable[[Progress], None] | None,
     ) -> Supervised:
-        """Send ``request`` and wait until the job is over; see ``Sandbox.run``.
+        """Send ``request`` and wait until the job is over; see ``Sandbox.run``."""
+        return await self.finish(self.submit(request, stop=stop, on_progress=on_progress))
 
-        Unless the child reported a result, it is killed (with its process
-        group) and reaped by the time this returns or raises.
+    def submit(
+        self,
+        request: protocol.JobRequest,
+        *,
+        stop: StopRequest | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> PoolJob:
+        """Send ``request`` to the child, behind any jobs it has; ``finish`` waits for it.
+
+        Setting ``stop`` ends the job ``CANCELLED`` (a queued one is withdrawn).
         """
-        if self._job is not None:
-            raise RuntimeError("a pool child runs one job at a time")
-        job = _Job(
+        # State the loop's callbacks change, so the caller's check still holds.
+        if self._exit.done() or self._fault or self._doomed:
+            raise RuntimeError("a pool child that cannot take jobs was sent one")
+        # A job's output is only its own once the pipe's earlier bytes are read.
+        previous = self._output_job
+        marked = bool(self._in_flight) or (previous is not None and not previous.output_collected)
+        job = PoolJob(
+            self._next_seq,
             request.limits,
             on_progress,
             self._loop.create_future(),
             OutputTail(request.limits.log_tail_bytes),
+            marked,
         )
-        self._job = job
-        timer = self._loop.call_later(request.limits.wall_seconds, job.end, EndReason.TIMEOUT)
-        withdraw = stop.on_set(lambda: job.end(EndReason.CANCELLED)) if stop else None
+        self._next_seq += 1
+        message = request.to_message(previous=self._last_request)
+        message["seq"] = job.seq
+        if marked:
+            message["mark"] = True
+            self._awaiting_marker[job.seq] = job
+        else:
+            self._switch_output(job)
+        self._in_flight[job.seq] = job
+        if len(self._in_flight) == 1:
+            self._begin(job)
+        self._send(protocol.encode_message(message))
+        self._last_request = request
+        if stop is not None:
+            job.unhook_stop = stop.on_set(lambda: self._stop(job))
+        return job
+
+    async def finish(self, job: PoolJob) -> Supervised:
+        """Wait until ``job`` is over; how it went.
+
+        Unless the child reported a result (or never started the job), it is
+        killed with its process group, and reaped, by the time this returns
+        or raises.
+        """
         try:
-            self._send(protocol.encode_message(request.to_message(previous=self._last_request)))
-            self._last_request = request
             try:
                 reason = await job.over
             finally:
-                timer.cancel()
-                if withdraw is not None:
-                    withdraw()
+                self._let_go(job)
+            if reason is EndReason.NOT_STARTED:
+                return Supervised(reason, None, None, None, 0, "", 0.0)
             if reason is not EndReason.REPORTED or job.progress_error is not None:
                 # Also after EXITED: the job's own processes may still be running.
                 await self._kill_and_reap()
@@ -126,18 +205,13 @@ class PoolChild:
             with anyio.CancelScope(shield=True):
                 await self._kill_and_reap()
             raise
-        finally:
-            self._job = None
         if job.progress_error is not None:
             raise job.progress_error
-        cpu_before_job = self._cpu_before_job
-        if job.report is not None and job.report.cpu_total_seconds is not None:
-            self._cpu_before_job = job.report.cpu_total_seconds
         return Supervised(
             reason=reason,
             report=job.report,
             ended=None if reason is EndReason.REPORTED else self._ended,
-            cpu_seconds_at_start=cpu_before_job,
+            cpu_seconds_at_start=job.cpu_before,
             output_bytes=job.output.total_bytes,
             log_tail=job.output.text(),
             wall_seconds=time.monotonic() - job.started,
@@ -148,11 +222,54 @@ class PoolChild:
         """Kill and reap the child (it holds no state worth a graceful exit); release its fds."""
         with anyio.CancelScope(shield=True):
             await self._kill_and_reap()
-        self._child.close()
+        if not self._closed:
+            self._closed = True
+            self._child.close()
+
+    # -- the jobs in flight
+
+    def _begin(self, job: PoolJob) -> None:
+        """``job`` is first in line: the child is running it, or is about to."""
+        job.started = time.monotonic()
+        job.cpu_before = self._cpu_before_job
+        job.timer = self._loop.call_later(job.limits.wall_seconds, job.end, EndReason.TIMEOUT)
+
+    def _let_go(self, job: PoolJob) -> None:
+        if job.timer is not None:
+            job.timer.cancel()
+        if job.unhook_stop is not None:
+            job.unhook_stop()
+
+    def _stop(self, job: PoolJob) -> None:
+        if job.over.done():
+            return
+        if next(iter(self._in_flight.values()), None) is job or not job.marked:
+            job.end(EndReason.CANCELLED)
+        elif not job.withdrawing:
+            job.withdrawing = True
+            self._send(protocol.encode_message({"type": "withdraw", "seq": job.seq}))
+
+    def _front_is_over(self, kind: str, seq: int | None) -> PoolJob:
+        """The first job in flight, which ``kind`` (a result or withdrawal) has just ended."""
+        if not self._in_flight:
+            raise protocol.ProtocolError(f"a {kind!r} message with no job running")
+        job = next(iter(self._in_flight.values()))
+        if seq is not None and seq != job.seq:
+            raise protocol.ProtocolError(f"a {kind!r} message for job {seq}, not {job.seq}")
+        del self._in_flight[job.seq]
+        if kind == "withdrawn":
+            self._awaiting_marker.pop(job.seq, None)
+        # else its marker, written before it ran, may still be in the pipe.
+        if job.timer is not None:
+            job.timer.cancel()
+        if self._in_flight:
+            self._begin(next(iter(self._in_flight.values())))
+        return job
 
     # -- the child's end of things
 
     async def _kill_and_reap(self) -> Ended:
+        self._doomed = True
         if self._ended is None:
             self._child.kill_group()
             await self._exit
@@ -168,18 +285,28 @@ class PoolChild:
 
     def _on_exit(self) -> None:
         self._loop.remove_reader(self._child.pidfd)
+        self._doomed = True
         # A result sent just before the exit counts: read it before the exit does.
         self._read_control(until_empty=True)
+        # And the markers: they tell the queued jobs that had started from those that had not.
+        for _ in range(_READS_AFTER_EXIT):
+            if not self._read_output():
+                break
         if not self._exit.done():
             self._exit.set_result(None)
-        if self._job is not None:
-            self._job.end(EndReason.EXITED)
+        for job in self._in_flight.values():
+            job.end(
+                EndReason.EXITED if job.seen_starting or not job.marked else EndReason.NOT_STARTED
+            )
+        self._in_flight.clear()
 
     # -- the control channel
 
     def _send(self, frame: bytes) -> None:
-        self._outbox = frame
-        self._send_some()
+        waiting = bool(self._outbox)
+        self._outbox += frame
+        if not waiting:
+            self._send_some()
 
     def _send_some(self) -> None:
         try:
@@ -212,66 +339,105 @@ class PoolChild:
                 return
 
     def _handle_messages(self, data: bytes) -> None:
-        job = self._job
-        latest_progress = None
+        latest_progress: tuple[PoolJob, Progress] | None = None
         try:
             for message in self._decoder.feed(data):
                 kind = message["type"]
                 if kind == "ready":
                     self._cpu_before_job = protocol.parse_ready(message)
-                elif job is None or job.over.done():
-                    raise protocol.ProtocolError(f"a {kind!r} message with no job running")
-                elif kind == "progress":
-                    latest_progress = protocol.parse_progress(message)
                 elif kind == "result":
-                    job.report = protocol.parse_report(message)
-                    job.end(EndReason.REPORTED)
+                    report = protocol.parse_report(message)
+                    seq = message.get("seq")  # none in the frame of a child out of memory
+                    job = self._front_is_over(
+                        kind, None if seq is None else protocol.parse_seq(message)
+                    )
+                    if report.cpu_total_seconds is not None:
+                        self._cpu_before_job = report.cpu_total_seconds
+                    if not job.over.done():
+                        job.report = report
+                        job.end(EndReason.REPORTED)
+                elif kind == "withdrawn":
+                    job = self._front_is_over(kind, protocol.parse_seq(message))
+                    if not job.withdrawing:
+                        self._doomed = True  # it stopped taking jobs: it is unfit for more
+                    job.end(EndReason.NOT_STARTED)
+                elif kind == "progress":
+                    running = next(iter(self._in_flight.values()), None)
+                    if running is None:
+                        raise protocol.ProtocolError("a 'progress' message with no job running")
+                    if not running.over.done():
+                        latest_progress = (running, protocol.parse_progress(message))
                 else:
                     raise protocol.ProtocolError(f"unexpected message type {kind!r}")
         except protocol.ProtocolError as exc:
-            if job is None or job.over.done():
+            self._doomed = True
+            running = next(iter(self._in_flight.values()), None)
+            if running is None or running.over.done():
                 self._fault = str(exc)
             else:
-                job.protocol_error = str(exc)
-                job.end(EndReason.PROTOCOL_ERROR)
+                running.protocol_error = str(exc)
+                running.end(EndReason.PROTOCOL_ERROR)
             return
         # Only the newest of a burst of reports is worth passing on.
-        if latest_progress is not None and job is not None and job.on_progress is not None:
-            try:
-                job.on_progress(latest_progress)
-            except BaseException as exc:
-                job.progress_error = exc
-                job.end(EndReason.CANCELLED)
+        if latest_progress is not None:
+            job, update = latest_progress
+            if job.on_progress is not None:
+                try:
+                    job.on_progress(update)
+                except BaseException as exc:
+                    job.progress_error = exc
+                    job.end(EndReason.CANCELLED)
 
     # -- the output pipe
 
-    def _read_output(self) -> None:
+    def _read_output(self) -> bool:
+        """Read once from the output pipe; whether anything came."""
         try:
             data = os.read(self._child.output_fd, protocol.READ_CHUNK_BYTES)
         except BlockingIOError:
-            return
+            return False
         if not data:
             self._loop.remove_reader(self._child.output_fd)
+            return False
+        for piece in self._splitter.feed(data):
+            if isinstance(piece, int):
+                self._switch_output(self._awaiting_marker.pop(piece, None))
+            else:
+                self._take_output(piece)
+        return True
+
+    def _switch_output(self, job: PoolJob | None) -> None:
+        """From here on the pipe carries ``job``'s output (``None``: nobody's)."""
+        if self._output_job is not None:
+            self._output_job.output_closed = True
+        self._output_job = job
+        if job is None or not job.marked:
             return
-        job = self._job
+        job.seen_starting = True
+        if job.withdrawing:
+            # The child started it before the withdrawal reached it: stop it the hard way.
+            job.end(EndReason.CANCELLED)
+
+    def _take_output(self, data: bytes) -> None:
+        job = self._output_job
         if job is None:
-            return  # written between jobs, by a thread a job left behind: nobody's output
+            return  # written before any job, by a thread a job left behind: nobody's output
         job.output.feed(data)
         if job.output.total_bytes > job.limits.output_bytes:
             job.end(EndReason.OUTPUT_LIMIT)
 
-    def _read_leftover_output(self, job: _Job) -> None:
-        """Collect what the job wrote that the reader has not seen yet.
+    def _read_leftover_output(self, job: PoolJob) -> None:
+        """Collect what ``job`` wrote that the reader has not seen yet.
 
-        A job's writes finished before its result was sent, so a
-        non-blocking read until empty collects all of it; the output cap
-        bounds the read in case something keeps writing.
+        A job's writes finished before its result was sent, so reading until
+        the pipe is empty or the next job's marker comes collects all of it;
+        the output cap bounds the read in case something keeps writing.
         """
-        while job.output.total_bytes <= job.limits.output_bytes:
-            try:
-                data = os.read(self._child.output_fd, protocol.READ_CHUNK_BYTES)
-            except BlockingIOError:
-                return
-            if not data:
-                return
-            job.output.feed(data)
+        while (
+            not self._closed
+            and not job.output_closed
+            and job.output.total_bytes <= job.limits.output_bytes
+            and self._read_output()
+        ):
+            pass
+        job.output_collected = True

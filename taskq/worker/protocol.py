@@ -11,12 +11,24 @@ took, so the worker can tell a job's CPU from its child's lifetime total.
 The parent reads with ``MessageDecoder``, which bounds message size because
 the child runs code the worker does not trust; the child reads with
 ``MessageReader`` and writes with the blocking helpers.
+
+A pool child may be sent jobs while one is still running: it queues them
+and runs them in order, so short jobs do not each wait for a round trip.
+Each job message then carries a ``seq``, and its ``result`` the same one.
+The parent can take back a queued job with ``withdraw``; the child answers
+``withdrawn`` in its place (as it does for every queued job once it has
+stopped taking jobs). The job's output shares one pipe with the jobs before
+it, so a job sent with ``mark`` is announced there by ``output_marker``
+when it starts, which tells the parent where one job's output ends and the
+next one's begins (``OutputSplitter``), and whether a job it wanted back
+had started.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import socket
 import struct
 from collections.abc import Callable, Mapping
@@ -239,6 +251,74 @@ def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def parse_seq(message: Mapping[str, Any]) -> int:
+    """The ``seq`` of a pool child's ``job``, ``withdraw``, ``result`` or ``withdrawn`` message."""
+    seq = message.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ProtocolError(f"{message.get('type')!r} message has no valid seq")
+    return seq
+
+
+# The record separator cannot be typed and rarely appears in text, and the
+# token (random, one per child) makes a marker a job writes by chance unlikely.
+_MARKER_EDGE = b"\x1e"
+_MARKER_TAIL = re.compile(rb"(\d{1,19})\x1e")
+_MARKER_TAIL_BYTES = 20
+
+
+def output_marker(token: str, seq: int) -> bytes:
+    """What a pool child writes to its output when job ``seq``, sent with ``mark``, starts."""
+    return b"%staskq-job %s %d%s" % (_MARKER_EDGE, token.encode(), seq, _MARKER_EDGE)
+
+
+class OutputSplitter:
+    """Finds a pool child's job markers in its output stream, wherever reads cut it.
+
+    ``feed`` returns the stream as pieces in order: ``bytes`` of output, and
+    ``int`` for a marker, the ``seq`` of the job whose output follows. The
+    end of a read that might be the start of a marker is held back until the
+    next read says what it is.
+    """
+
+    def __init__(self, token: str) -> None:
+        self._prefix = b"%staskq-job %s " % (_MARKER_EDGE, token.encode())
+        self._held = b""
+
+    def feed(self, data: bytes) -> list[bytes | int]:
+        if self._held:
+            data, self._held = self._held + data, b""
+        elif _MARKER_EDGE not in data:
+            return [data]
+        pieces: list[bytes | int] = []
+        start = 0
+        while (found := data.find(self._prefix, start)) >= 0:
+            tail = _MARKER_TAIL.match(data, found + len(self._prefix))
+            if tail is None:
+                if len(data) - found - len(self._prefix) < _MARKER_TAIL_BYTES:
+                    break  # the marker's number may go on in the next read
+                found += 1  # not a marker after all: output
+                pieces.append(data[start:found])
+                start = found
+                continue
+            if found > start:
+                pieces.append(data[start:found])
+            pieces.append(int(tail.group(1)))
+            start = tail.end()
+        else:
+            # Hold back an ending that could be the first bytes of a marker.
+            edge = data.rfind(_MARKER_EDGE, max(start, len(data) - len(self._prefix)))
+            if edge >= 0 and self._prefix.startswith(data[edge:]):
+                self._held = data[edge:]
+                data = data[:edge]
+            if len(data) > start:
+                pieces.append(data[start:])
+            return pieces
+        self._held = data[found:]
+        if found > start:
+            pieces.append(data[start:found])
+        return pieces
+
+
 def send_message(sock: socket.socket, message: Mapping[str, object]) -> None:
     """Send one message, blocking until it is all written."""
     sock.sendall(encode_message(message))
@@ -265,6 +345,24 @@ class MessageReader:
         if body is None:
             raise ProtocolError("the channel closed in the middle of a message")
         return _decode(body)
+
+    def receive_nowait(self) -> dict[str, Any] | None:
+        """The next message if it has arrived whole, else ``None``; never blocks."""
+        while True:
+            if len(self._buffer) >= _LENGTH.size:
+                (length,) = _LENGTH.unpack_from(self._buffer)
+                end = _LENGTH.size + length
+                if len(self._buffer) >= end:
+                    body = bytes(self._buffer[_LENGTH.size : end])
+                    del self._buffer[:end]
+                    return _decode(body)
+            try:
+                chunk = self._sock.recv(READ_CHUNK_BYTES, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return None
+            if not chunk:
+                return None  # closed: the next ``receive`` says so
+            self._buffer += chunk
 
     def _take(self, size: int) -> bytes | None:
         while len(self._buffer) < size:

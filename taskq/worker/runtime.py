@@ -16,6 +16,7 @@ attempt.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import socket
@@ -38,13 +39,14 @@ from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
 from taskq.broker.store import Store
 from taskq.worker.acks import AckBatcher
+from taskq.worker.classify import stopped_before_start
 from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress import Progress
-from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
+from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.stopping import StopRequest
 
@@ -76,6 +78,7 @@ class RunningJob:
     progress: Progress | None = None
     progress_changed: anyio.Event | None = None  # set up by the job's first progress report
     reporting: bool = False  # the outcome is being reported: the report's fencing decides
+    queued: bool = False  # handed to a pool child behind another job: claimed ahead, in effect
 
     def stop(self, reason: str) -> None:
         if self.stopped_because is None:
@@ -126,6 +129,8 @@ class Worker:
         self._reserved = 0
         # Jobs in their sandbox now: each will report soon.
         self._executing = 0
+        # Slots waiting for a claimed job: the jobs they will take are not to be queued.
+        self._idle_slots = 0
         self._prefetch = Prefetch(slots=settings.concurrency, most=settings.most_prefetch)
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
@@ -207,6 +212,10 @@ class Worker:
             self.events.emit("worker_draining", worker=self.worker_id, running=len(self.running))
             self.draining.set()
             self._slot_freed.set()
+            # Jobs waiting in a pool child behind another go back, as those claimed ahead do.
+            for running in list(self.running.values()):
+                if running.queued:
+                    running.stop(StopReason.DRAIN)
 
     def stop_now(self) -> None:
         """Stop every running job at once and hand it back (a second signal)."""
@@ -332,17 +341,51 @@ class Worker:
     async def _slot(self, sandbox: Sandbox) -> None:
         """Run claimed jobs one after another in ``sandbox``, until cancelled.
 
-        A finished job's report is handed to the batcher and the slot moves on:
-        the job leaves ``running`` when the store has answered.
+        While jobs are short and more wait than the idle slots will take, the
+        slot hands its pool child a few at once (see ``_may_queue``): the
+        child then goes from one to the next without a round trip to this
+        loop in between. A finished job's report is handed to the batcher and
+        the slot moves on: the job leaves ``running`` when the store has answered.
         """
-        while True:
-            running = await self._claimed.get()
-            try:
-                outcome = await self._run_job(running, sandbox)
-            except BaseException:
+        held: collections.deque[tuple[RunningJob, StartedJob | Outcome]] = collections.deque()
+        try:
+            while True:
+                if not held:
+                    self._idle_slots += 1
+                    try:
+                        running = await self._claimed.get()
+                    finally:
+                        self._idle_slots -= 1
+                    held.append((running, await self._start_job(running, sandbox)))
+                while self._may_queue(sandbox, len(held)):
+                    running = self._claimed.get_nowait()
+                    running.queued = True
+                    held.append((running, await self._start_job(running, sandbox)))
+                running, started = held[0]
+                outcome = await self._finish_job(running, sandbox, started)
+                held.popleft()
+                if held:
+                    held[0][0].queued = False
+                self._report(running, outcome)
+        except BaseException:
+            for running, _ in held:
                 self._forget(running)
-                raise
-            self._report(running, outcome)
+            raise
+
+    def _may_queue(self, sandbox: Sandbox, held: int) -> bool:
+        """Whether the slot should take another job now, behind the ``held`` it has.
+
+        Only while jobs are short (they are claimed ahead then), only as many
+        as ``child_queue`` allows, and only jobs no idle slot is about to take:
+        a job queued behind a long one would wait for it.
+        """
+        return (
+            held < self.settings.child_queue
+            and self._prefetch.jobs > 0
+            and self._claimed.qsize() > self._idle_slots
+            and not self.draining.is_set()
+            and sandbox.can_queue()
+        )
 
     def _forget(self, running: RunningJob) -> None:
         self.running.pop(running.job.lease.job_id, None)
@@ -351,7 +394,8 @@ class Worker:
         if not self.running or self._free_slots() > 0:
             self._slot_freed.set()
 
-    async def _run_job(self, running: RunningJob, sandbox: Sandbox) -> Outcome:
+    async def _start_job(self, running: RunningJob, sandbox: Sandbox) -> StartedJob | Outcome:
+        """Hand the job to ``sandbox``; or its outcome, when it is not to run."""
         job = running.job
         if self.draining.is_set() and not running.cancel.is_set():
             # Claimed ahead, not started: another worker may run it now.
@@ -365,19 +409,9 @@ class Worker:
             target=job.payload.get("target") or job.kind.value,
         )
         self._executing += 1
-        try:
-            outcome = await self._execute(running, sandbox)
-        finally:
-            self._executing -= 1
-        if running.stopped_because is None:  # a stopped job's time says nothing of the others
-            self._prefetch.job_ran(time.monotonic() - running.started)
-        return outcome
-
-    async def _execute(self, running: RunningJob, sandbox: Sandbox) -> Outcome:
-        job = running.job
         if running.cancel.is_set():
             # Stopped while it waited for its slot: never started, so handed back as it is.
-            return Outcome(Status.CANCELLED, error=error_info("Cancelled", "stopped before it ran"))
+            return stopped_before_start()
         try:
             payload = parse_payload({"kind": job.kind.value, **job.payload})
             limits = self._limits_of(job)
@@ -394,11 +428,28 @@ class Worker:
             running.progress_changed.set()
 
         try:
-            return await sandbox.run(payload, limits, cancel=running.cancel, on_progress=progress)
+            return await sandbox.start(payload, limits, cancel=running.cancel, on_progress=progress)
+        except BaseException:
+            self._executing -= 1
+            raise
+
+    async def _finish_job(
+        self, running: RunningJob, sandbox: Sandbox, started: StartedJob | Outcome
+    ) -> Outcome:
+        try:
+            if isinstance(started, Outcome):
+                outcome = started
+            else:
+                outcome = await sandbox.finish(started)
         finally:
+            self._executing -= 1
             running.progress = None
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over
+        # A stopped job's time says nothing of the others.
+        if running.stopped_because is None and outcome.wall_seconds > 0:
+            self._prefetch.job_ran(outcome.wall_seconds)
+        return outcome
 
     def _limits_of(self, job: ClaimedJob) -> Limits:
         if not job.limits and job.timeout is None:
@@ -502,8 +553,9 @@ class Worker:
                         self.worker_id,
                         leases,
                         lease_seconds=self.settings.lease_seconds,
-                        # Jobs claimed ahead hold leases but no slot yet.
-                        busy=self._executing,
+                        # Jobs claimed ahead hold leases but no slot yet, as do
+                        # those waiting in a pool child behind another.
+                        busy=self._executing - sum(r.queued for r in self.running.values()),
                         renew=renew,
                     )
                 )

@@ -24,10 +24,13 @@ job's process group (``setsid``) escapes the kill. Linux only: it relies on
 pidfds (kernel 5.3 or later) and /proc.
 
 A pool child is watched from the event loop (``pool_child``): a job costs a
-message each way and no thread. A fresh child per job is supervised by
-blocking code in a worker thread, with a capacity limiter of its own per
-job, so it never queues behind unrelated ``to_thread`` work while the
-child's wall clock is already running.
+message each way and no thread. While jobs are short, a slot may queue more
+than one in its pool child (``start`` them, then ``finish`` each in turn),
+so the child goes from one to the next without waiting for the worker.
+
+A fresh child per job is supervised by blocking code in a worker thread,
+with a capacity limiter of its own per job, so it never queues behind
+unrelated ``to_thread`` work while the child's wall clock is already running.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Self
 
 import anyio
 import anyio.from_thread
@@ -48,10 +52,10 @@ from taskq.worker import classify, protocol
 from taskq.worker.child_process import ChildProcess
 from taskq.worker.outcome import Outcome, Status
 from taskq.worker.payloads import Payload, Policy, ShellPayload
-from taskq.worker.pool_child import PoolChild
+from taskq.worker.pool_child import PoolChild, PoolJob
 from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
-from taskq.worker.supervision import JobSupervisor
+from taskq.worker.supervision import EndReason, JobSupervisor
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -59,38 +63,24 @@ ProgressCallback = Callable[[Progress], None]
 _POOL_CHILD_SURVIVES = {Status.SUCCEEDED, Status.ERROR, Status.RESULT_INVALID}
 
 
-class Sandbox(Protocol):
-    """Runs payloads in limited child processes; see ``ProcessSandbox`` and ``PoolSandbox``."""
+@dataclass(eq=False)
+class StartedJob:
+    """A job handed to a sandbox: its request, and where it is (if anywhere yet)."""
 
-    async def run(
-        self,
-        payload: Payload,
-        limits: Limits,
-        *,
-        cancel: StopRequest | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> Outcome:
-        """Run ``payload`` within ``limits`` (lowered to the worker's maximums).
-
-        Setting ``cancel`` kills the job (outcome ``cancelled``); so does
-        cancelling the calling task, which then sees its cancellation once
-        the job's processes are dead. ``on_progress`` is called in the event
-        loop's thread with the job's ``progress.report`` calls; if it
-        raises, the job is killed and the exception propagates.
-        """
-        ...
-
-    async def warm_up(self) -> None:
-        """Start any child process kept between jobs now, so the first job does not wait."""
-        ...
-
-    async def aclose(self) -> None:
-        """Stop any child process kept between jobs."""
-        ...
+    payload: Payload
+    limits: Limits
+    cancel: StopRequest | None
+    on_progress: ProgressCallback | None
+    request: protocol.JobRequest | Outcome
+    """What to send a child, or the outcome of a job the policy refuses."""
+    in_child: tuple[PoolChild, PoolJob] | None = None
 
 
-class _SandboxBase:
-    """What both modes share: the policy, the worker's maximums, the import path."""
+class Sandbox:
+    """Runs payloads in limited child processes; see ``ProcessSandbox`` and ``PoolSandbox``.
+
+    What both modes share: the policy, the worker's maximums, the import path.
+    """
 
     def __init__(
         self,
@@ -110,6 +100,62 @@ class _SandboxBase:
             return classify.disabled_kind_outcome(payload.kind)
         return protocol.JobRequest(payload, limits.bounded_by(self._worker_max), self._import_path)
 
+    async def run(
+        self,
+        payload: Payload,
+        limits: Limits,
+        *,
+        cancel: StopRequest | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Outcome:
+        """Run ``payload`` within ``limits`` (lowered to the worker's maximums).
+
+        Setting ``cancel`` kills the job (outcome ``cancelled``); so does
+        cancelling the calling task, which then sees its cancellation once
+        the job's processes are dead. ``on_progress`` is called in the event
+        loop's thread with the job's ``progress.report`` calls; if it
+        raises, the job is killed and the exception propagates.
+        """
+        return await self.finish(
+            await self.start(payload, limits, cancel=cancel, on_progress=on_progress)
+        )
+
+    async def start(
+        self,
+        payload: Payload,
+        limits: Limits,
+        *,
+        cancel: StopRequest | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> StartedJob:
+        """Hand the job over, behind those started before; ``finish`` waits for it.
+
+        ``run`` is ``start`` then ``finish``; jobs are finished in the order
+        they were started.
+        """
+        started = StartedJob(payload, limits, cancel, on_progress, self._request(payload, limits))
+        await self._hand_over(started)
+        return started
+
+    async def _hand_over(self, started: StartedJob) -> None:
+        """Send the job on its way now, if this sandbox runs jobs before ``finish`` (no)."""
+
+    async def finish(self, started: StartedJob) -> Outcome:
+        """Wait for a started job to end; its outcome (see ``run``)."""
+        request = started.request
+        if isinstance(request, Outcome):
+            return request
+        return await _supervise_in_thread(
+            lambda supervisor: _run_in_fresh_child(supervisor, request),
+            request,
+            started.cancel,
+            started.on_progress,
+        )
+
+    def can_queue(self) -> bool:
+        """Whether a job started now would wait in a child already running one."""
+        return False
+
     async def warm_up(self) -> None:
         """Start any child process kept between jobs now, so the first job does not wait."""
 
@@ -128,30 +174,11 @@ class _SandboxBase:
         await self.aclose()
 
 
-class ProcessSandbox(_SandboxBase):
+class ProcessSandbox(Sandbox):
     """Runs every job in a fresh child process: the isolation for untrusted code."""
 
-    async def run(
-        self,
-        payload: Payload,
-        limits: Limits,
-        *,
-        cancel: StopRequest | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> Outcome:
-        """Run ``payload`` in a new child process; see ``Sandbox.run``."""
-        request = self._request(payload, limits)
-        if isinstance(request, Outcome):
-            return request
-        return await _supervise_in_thread(
-            lambda supervisor: _run_in_fresh_child(supervisor, request),
-            request,
-            cancel,
-            on_progress,
-        )
 
-
-class PoolSandbox(_SandboxBase):
+class PoolSandbox(Sandbox):
     """Runs jobs one after another in a reused child process: for trusted code."""
 
     def __init__(
@@ -172,53 +199,66 @@ class PoolSandbox(_SandboxBase):
         # asyncio's lock: taken uncontended once a job, it costs no trip round the event loop.
         self._lock = asyncio.Lock()
 
-    async def run(
-        self,
-        payload: Payload,
-        limits: Limits,
-        *,
-        cancel: StopRequest | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> Outcome:
-        """Run ``payload`` in the pool child (a fresh process for ``shell``); see ``Sandbox.run``.
-
-        Calls wait for each other: the pool child runs one job at a time.
-        """
-        request = self._request(payload, limits)
-        if isinstance(request, Outcome):
-            return request
-        if isinstance(request.payload, ShellPayload):
-            return await _supervise_in_thread(
-                lambda supervisor: _run_in_fresh_child(supervisor, request),
-                request,
-                cancel,
-                on_progress,
-            )
-        async with self._lock:
+    async def _hand_over(self, started: StartedJob) -> None:
+        """Send the job to the pool child, behind any it has (``shell``: run in ``finish``)."""
+        request = started.request
+        if not isinstance(request, Outcome) and not isinstance(request.payload, ShellPayload):
             child = await self._ready_child()
             self._jobs_in_child += 1
-            try:
-                supervised = await child.run(request, stop=cancel, on_progress=on_progress)
-            except BaseException:
-                with anyio.CancelScope(shield=True):
-                    await self._retire_child()
-                raise
-            outcome = classify.decide_outcome(
-                supervised, kind=request.payload.kind, limits=request.limits
+            job = child.submit(request, stop=started.cancel, on_progress=started.on_progress)
+            started.in_child = (child, job)
+
+    async def finish(self, started: StartedJob) -> Outcome:
+        """Wait for a started job; see ``Sandbox.run``.
+
+        A job its child never started (the child died or was retired first)
+        runs now in a fresh child, unless it was stopped meanwhile.
+        """
+        if started.in_child is None:
+            return await super().finish(started)
+        child, job = started.in_child
+        try:
+            supervised = await child.finish(job)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._retire(child)
+            raise
+        if supervised.reason is EndReason.NOT_STARTED:
+            if started.cancel is not None and started.cancel.is_set():
+                return classify.stopped_before_start()
+            return await self.finish(
+                await self.start(
+                    started.payload,
+                    started.limits,
+                    cancel=started.cancel,
+                    on_progress=started.on_progress,
+                )
             )
-            if (
-                supervised.ended is not None
-                or outcome.status not in _POOL_CHILD_SURVIVES
-                or self._jobs_in_child >= self._max_jobs_per_child
-                or (supervised.report is not None and supervised.report.children_left)
-            ):
-                await self._retire_child()
-            return outcome
+        assert isinstance(started.request, protocol.JobRequest), "only requests go to a child"
+        outcome = classify.decide_outcome(
+            supervised, kind=started.payload.kind, limits=started.request.limits
+        )
+        if (
+            supervised.ended is not None
+            or outcome.status not in _POOL_CHILD_SURVIVES
+            or (supervised.report is not None and supervised.report.children_left)
+            or (self._jobs_in_child >= self._max_jobs_per_child and child.in_flight == 0)
+        ):
+            await self._retire(child)
+        return outcome
+
+    def can_queue(self) -> bool:
+        child = self._child
+        return (
+            child is not None
+            and child.in_flight > 0
+            and child.usable()
+            and self._jobs_in_child < self._max_jobs_per_child
+        )
 
     async def warm_up(self) -> None:
         """Start the pool child now rather than at the first job."""
-        async with self._lock:
-            await self._ready_child()
+        await self._ready_child()
 
     async def aclose(self) -> None:
         """Stop the pool child, after the running job if there is one."""
@@ -226,14 +266,25 @@ class PoolSandbox(_SandboxBase):
             await self._retire_child()
 
     async def _ready_child(self) -> PoolChild:
-        # A child that died between jobs (a job's leftover thread, the OOM
-        # killer) must not be blamed on the next job.
-        if self._child is not None and not self._child.usable():
-            await self._retire_child()
-        if self._child is None:
-            self._child = await PoolChild.spawn(self._worker_max)
-            self._jobs_in_child = 0
-        return self._child
+        async with self._lock:
+            # A child that died between jobs (a job's leftover thread, the OOM
+            # killer) must not be blamed on the next job; one that has run its
+            # share of jobs makes way once those are over.
+            child = self._child
+            if child is not None and (
+                not child.usable() or self._jobs_in_child >= self._max_jobs_per_child
+            ):
+                await self._retire_child()
+            if self._child is None:
+                self._child = await PoolChild.spawn(self._worker_max)
+                self._jobs_in_child = 0
+            return self._child
+
+    async def _retire(self, child: PoolChild) -> None:
+        """Retire ``child`` if it is still the current one (a job may have retired it already)."""
+        async with self._lock:
+            if self._child is child:
+                await self._retire_child()
 
     async def _retire_child(self) -> None:
         if self._child is not None:

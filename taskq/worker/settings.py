@@ -44,6 +44,9 @@ class WorkerSettings:
     # Most jobs claimed beyond the free slots while jobs are short (see
     # taskq.worker.prefetch); None: four times the concurrency; 0: never.
     prefetch: int | None = None
+    # Most jobs a pool slot hands its child at once while jobs are short (see
+    # Worker._may_queue); 1: one at a time.
+    child_queue: int = 4
 
     def __post_init__(self) -> None:
         if not self.queues or not all(isinstance(q, str) and q for q in self.queues):
@@ -55,7 +58,12 @@ class WorkerSettings:
                 f"worker: isolation must be one of {', '.join(ISOLATION_MODES)}, "
                 f"got {self.isolation!r}"
             )
-        for name, least in (("concurrency", 1), ("pool_recycle_after", 1), ("prefetch", 0)):
+        for name, least in (
+            ("concurrency", 1),
+            ("pool_recycle_after", 1),
+            ("prefetch", 0),
+            ("child_queue", 1),
+        ):
             value = getattr(self, name)
             if value is None:  # prefetch's default, worked out from the concurrency
                 continue

@@ -40,6 +40,8 @@ class EndReason(enum.Enum):
     CANCELLED = "cancelled"
     OUTPUT_LIMIT = "output_limit"
     PROTOCOL_ERROR = "protocol_error"
+    NOT_STARTED = "not_started"
+    """A job queued in a pool child never started: withdrawn, refused, or the child ended first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,3 +74,17 @@ def test_a_drain_hands_back_jobs_claimed_ahead_without_using_an_attempt(
         assert job.state is JobState.QUEUED, context
         assert job.attempts == 0, context
         assert [e.outcome for e in client.executions(job_id)] == ["released"], context
+
+
+def test_jobs_handed_to_a_pool_child_together_keep_their_own_output(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    workers.start(store_url, worker={"concurrency": 1, "prefetch": 8, "child_queue": 4})
+    texts = [f"job {index} " + "x" * (index % 7) * 500 for index in range(120)]
+    handles = client.submit_many(
+        [taskq.call_spec(f"{JOBS}:say_and_return", [text]) for text in texts]
+    )
+    assert [handle.result(timeout=60) for handle in handles] == texts
+    for handle, text in zip(handles, texts, strict=True):
+        tails = [execution.log_tail for execution in client.executions(handle.id)]
+        assert tails == [text + "\n"], handle.id

@@ -32,6 +32,13 @@ def say_and_return(text: str) -> str:
     return text
 
 
+def append_line(path: str, text: str) -> int:
+    """Append ``text`` as a line to ``path``: a record of each time this job ran."""
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(text + "\n")
+    return os.getpid()
+
+
 def hog_memory() -> None:
     """Touch memory 8 MiB at a time until the address-space limit stops it."""
     chunks = []

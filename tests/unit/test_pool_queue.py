@@ -1,0 +1,164 @@
+"""Jobs queued in a pool child behind a running one: order, output, withdrawal, replacement."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from taskq.broker.limits import Limits
+from taskq.worker import protocol
+from taskq.worker.json_value import JsonValue
+from taskq.worker.outcome import Status
+from taskq.worker.payloads import CallPayload
+from taskq.worker.sandbox import PoolSandbox
+from taskq.worker.stopping import StopRequest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+
+LIMITS = Limits(memory_bytes=256 << 20, cpu_seconds=5, wall_seconds=10)
+
+
+def call(function: str, *args: JsonValue) -> CallPayload:
+    return CallPayload(f"tests.support.jobs:{function}", list(args))
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[PoolSandbox]:
+    async with PoolSandbox() as made:
+        yield made
+
+
+async def test_queued_jobs_run_in_order_in_one_child_each_with_its_own_output(
+    pool: PoolSandbox,
+) -> None:
+    texts = [f"job {index} says " + "x" * index * 300 for index in range(8)]
+    started = [await pool.start(call("say_and_return", text), LIMITS) for text in texts]
+    assert pool.can_queue()
+    outcomes = [await pool.finish(job) for job in started]
+    assert [outcome.status for outcome in outcomes] == [Status.SUCCEEDED] * len(texts)
+    assert [outcome.result for outcome in outcomes] == texts
+    assert [outcome.log_tail for outcome in outcomes] == [text + "\n" for text in texts]
+
+
+async def test_a_withdrawn_job_never_runs_and_the_child_carries_on(
+    pool: PoolSandbox, tmp_path: Path
+) -> None:
+    record = tmp_path / "ran"
+    before = await pool.run(call("getpid"), LIMITS)
+    running = await pool.start(call("sleep", 0.5), LIMITS)
+    stop = StopRequest()
+    withdrawn = await pool.start(call("append_line", str(record), "withdrawn"), LIMITS, cancel=stop)
+    after = await pool.start(call("getpid"), LIMITS)
+    stop.set()
+
+    first = await pool.finish(running)
+    second = await pool.finish(withdrawn)
+    third = await pool.finish(after)
+
+    assert first.status is Status.SUCCEEDED
+    assert second.status is Status.CANCELLED
+    assert second.error is not None
+    assert "before it ran" in second.error["message"]
+    assert not record.exists()
+    assert third.result == before.result, "the child was replaced for a withdrawal"
+
+
+async def test_a_queued_job_the_child_had_already_started_is_killed_when_stopped(
+    pool: PoolSandbox,
+) -> None:
+    quick = await pool.start(call("say_and_return", "quick"), LIMITS)
+    stop = StopRequest()
+    slow = await pool.start(call("sleep", 30), LIMITS, cancel=stop)
+    # The loop does not run meanwhile, so the worker still thinks the slow
+    # job is waiting when the child has already started it.
+    time.sleep(0.5)
+    stop.set()
+
+    assert (await pool.finish(quick)).status is Status.SUCCEEDED
+    stopped = await pool.finish(slow)
+    assert stopped.status is Status.CANCELLED
+    assert stopped.error is not None
+    assert "before it ran" not in stopped.error["message"]
+    assert stopped.wall_seconds < 10
+
+
+async def test_jobs_queued_behind_a_timed_out_job_run_once_in_a_fresh_child(
+    pool: PoolSandbox, tmp_path: Path
+) -> None:
+    record = tmp_path / "ran"
+    doomed = await pool.start(call("sleep_and_identify", 30), Limits(wall_seconds=0.5))
+    queued = [
+        await pool.start(call("append_line", str(record), f"job {index}"), LIMITS)
+        for index in range(3)
+    ]
+    timed_out = await pool.finish(doomed)
+    outcomes = [await pool.finish(job) for job in queued]
+
+    assert timed_out.status is Status.TIMEOUT
+    assert [outcome.status for outcome in outcomes] == [Status.SUCCEEDED] * 3
+    assert record.read_text().splitlines() == ["job 0", "job 1", "job 2"]
+    assert len({outcome.result for outcome in outcomes}) == 1
+
+
+async def test_jobs_queued_behind_one_that_ran_out_of_memory_run_in_a_fresh_child(
+    pool: PoolSandbox,
+) -> None:
+    before = await pool.run(call("getpid"), LIMITS)
+    hog = await pool.start(call("hog_memory"), LIMITS)
+    queued = [await pool.start(call("getpid"), LIMITS) for _ in range(2)]
+
+    assert (await pool.finish(hog)).status is Status.MEMORY
+    pids = [(await pool.finish(job)).result for job in queued]
+    assert pids[0] == pids[1] != before.result
+
+
+async def test_a_stopped_job_queued_behind_one_that_crashed_is_not_run_again(
+    pool: PoolSandbox, tmp_path: Path
+) -> None:
+    record = tmp_path / "ran"
+    crash = await pool.start(call("exit_hard", 3), LIMITS)
+    stop = StopRequest()
+    queued = await pool.start(call("append_line", str(record), "queued"), LIMITS, cancel=stop)
+    stop.set()
+
+    assert (await pool.finish(crash)).status is Status.CRASHED
+    assert (await pool.finish(queued)).status is Status.CANCELLED
+    assert not record.exists()
+
+
+def test_the_splitter_finds_markers_however_the_reads_cut_them() -> None:
+    token = "0123456789abcdef"
+    stream = (
+        b"before\x1e"
+        + protocol.output_marker(token, 7)
+        + b"seven \x1etaskq-job ffffffffffffffff 8\x1e"
+        + protocol.output_marker(token, 12)
+        + b"twelve\x1e"
+    )
+    for size in (1, 2, 5, 64):
+        splitter = protocol.OutputSplitter(token)
+        pieces: list[bytes | int] = []
+        for offset in range(0, len(stream), size):
+            pieces += splitter.feed(stream[offset : offset + size])
+        pieces += splitter.feed(b"after")
+        assert _joined(pieces) == [
+            b"before\x1e",
+            7,
+            b"seven \x1etaskq-job ffffffffffffffff 8\x1e",
+            12,
+            b"twelve\x1eafter",
+        ], size
+
+
+def _joined(pieces: list[bytes | int]) -> list[bytes | int]:
+    """Adjacent byte pieces run together: where reads cut the output does not matter."""
+    joined: list[bytes | int] = []
+    for piece in pieces:
+        if isinstance(piece, bytes) and joined and isinstance(joined[-1], bytes):
+            joined[-1] += piece
+        elif piece != b"":
+            joined.append(piece)
+    return joined
