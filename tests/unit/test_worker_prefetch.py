@@ -57,3 +57,9 @@ def test_prefetch_defaults_to_four_times_the_concurrency() -> None:
 def test_a_bad_prefetch_is_a_config_error(value: object) -> None:
     with pytest.raises(errors.ConfigError, match="prefetch must be a whole number >= 0"):
         settings_from({"prefetch": value})
+
+
+@pytest.mark.parametrize("value", [0, 2.5, False, "4"])
+def test_a_bad_child_queue_is_a_config_error(value: object) -> None:
+    with pytest.raises(errors.ConfigError, match="child_queue must be a whole number >= 1"):
+        settings_from({"child_queue": value})
