@@ -121,14 +121,18 @@ class PoolChild:
         """Jobs sent and not yet over in the child."""
         return len(self._in_flight)
 
+    def accepting(self) -> bool:
+        """Whether jobs may be queued here, as far as the loop has heard.
+
+        No syscall: a child that died unnoticed still ends a queued job
+        ``NOT_STARTED`` (its marker never came), so it is run elsewhere.
+        """
+        return not self._exit.done() and not self._fault and not self._doomed
+
     def usable(self) -> bool:
-        """Whether the child can take another job: alive, fit, and it kept to the protocol."""
-        return (
-            not self._exit.done()
-            and not self._fault
-            and not self._doomed
-            and not self._child.has_exited()
-        )
+        """Whether the child can take a job to start at once: accepting, and still alive."""
+        # Checked before a job that is not queued: a death between jobs would be blamed on it.
+        return self.accepting() and not self._child.has_exited()
 
     async def run(
         self,
@@ -152,7 +156,7 @@ class PoolChild:
         Setting ``stop`` ends the job ``CANCELLED`` (a queued one is withdrawn).
         """
         # State the loop's callbacks change, so the caller's check still holds.
-        if self._exit.done() or self._fault or self._doomed:
+        if not self.accepting():
             raise RuntimeError("a pool child that cannot take jobs was sent one")
         # A job's output is only its own once the pipe's earlier bytes are read.
         previous = self._output_job

@@ -252,7 +252,7 @@ class PoolSandbox(Sandbox):
         return (
             child is not None
             and child.in_flight > 0
-            and child.usable()
+            and child.accepting()
             and self._jobs_in_child < self._max_jobs_per_child
         )
 
