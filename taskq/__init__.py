@@ -1,7 +1,7 @@
 """taskq: a job queue that never loses a job, on embedded SQLite or a replicated rqlite.
 
 The client names are imported on first use: the sandbox's child processes
-import ``taskq.worker`` and must not pay for the broker and httpx they never
+import ``taskq.worker`` and must not pay for the broker and HTTP client they never
 use (start-up time and memory that counts against a job's limit).
 """
 

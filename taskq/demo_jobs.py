@@ -1,7 +1,7 @@
 """Sample jobs for ``taskq demo``: quick ones, flaky ones that succeed on a retry, a memory hog.
 
 They run inside a worker's sandbox, so they import only the standard
-library and :mod:`taskq.worker.progress` (cheap: no broker, no httpx).
+library and :mod:`taskq.worker.progress` (cheap: no broker, no HTTP client).
 """
 
 from __future__ import annotations

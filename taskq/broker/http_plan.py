@@ -10,14 +10,12 @@ sleep, so the blocking and async clients share every decision.
 from __future__ import annotations
 
 import enum
-import json
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
-import httpx
 
 T = TypeVar("T")
 
@@ -70,44 +68,22 @@ Feedback: TypeAlias = HttpReply | SendFailure | None
 Plan: TypeAlias = Generator[HttpCall | Pause, Feedback, T]
 
 
-def classify_exception(exc: httpx.HTTPError) -> SendFailure:
-    """Map an httpx transport error to how far the request got."""
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-        return SendFailure(SendStage.NOT_SENT, f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
-        return SendFailure(SendStage.NOT_SENT, f"{type(exc).__name__}: {exc}")
-    return SendFailure(SendStage.SENT, f"{type(exc).__name__}: {exc}")
+class Transport(Protocol):
+    """What moves a plan's calls: each call comes back answered or failed, never raised."""
+
+    def send(self, call: HttpCall) -> HttpReply | SendFailure: ...
+
+    async def send_async(self, call: HttpCall) -> HttpReply | SendFailure: ...
+
+    def close(self) -> None:
+        """Close what blocking sends opened."""
+
+    async def aclose(self) -> None:
+        """Close everything."""
 
 
-def reply_from_response(response: httpx.Response) -> HttpReply:
-    text = response.text
-    try:
-        data = json.loads(text) if text else None
-    except ValueError:
-        data = None
-    return HttpReply(
-        status=response.status_code, data=data, text=text, headers=dict(response.headers)
-    )
-
-
-def _build_request(client: httpx.Client | httpx.AsyncClient, call: HttpCall) -> httpx.Request:
-    content = None if call.body is None else json.dumps(call.body)
-    headers = {"Content-Type": "application/json"} if content is not None else None
-    extensions = {}
-    if call.timeout is not None:
-        extensions["timeout"] = httpx.Timeout(call.timeout).as_dict()
-    return client.build_request(
-        call.method,
-        call.base_url + call.path,
-        params=dict(call.params),
-        content=content,
-        headers=headers,
-        extensions=extensions,
-    )
-
-
-def run_plan(plan: Plan[T], client: httpx.Client) -> T:
-    """Drive ``plan`` with a blocking client."""
+def run_plan(plan: Plan[T], transport: Transport) -> T:
+    """Drive ``plan``, blocking."""
     try:
         step = next(plan)
         while True:
@@ -116,18 +92,15 @@ def run_plan(plan: Plan[T], client: httpx.Client) -> T:
                 time.sleep(step.seconds)
                 feedback = None
             else:
-                try:
-                    feedback = reply_from_response(client.send(_build_request(client, step)))
-                except httpx.HTTPError as exc:
-                    feedback = classify_exception(exc)
+                feedback = transport.send(step)
             step = plan.send(feedback)
     except StopIteration as done:
         result: T = done.value
         return result
 
 
-async def run_plan_async(plan: Plan[T], client: httpx.AsyncClient) -> T:
-    """Drive ``plan`` with an async client."""
+async def run_plan_async(plan: Plan[T], transport: Transport) -> T:
+    """Drive ``plan`` in an anyio task."""
     try:
         step = next(plan)
         while True:
@@ -136,11 +109,7 @@ async def run_plan_async(plan: Plan[T], client: httpx.AsyncClient) -> T:
                 await anyio.sleep(step.seconds)
                 feedback = None
             else:
-                try:
-                    response = await client.send(_build_request(client, step))
-                    feedback = reply_from_response(response)
-                except httpx.HTTPError as exc:
-                    feedback = classify_exception(exc)
+                feedback = await transport.send_async(step)
             step = plan.send(feedback)
     except StopIteration as done:
         result: T = done.value

@@ -1,4 +1,4 @@
-"""The replicated store: a thin httpx transport to an rqlite cluster.
+"""The replicated store: plans of HTTP calls to an rqlite cluster.
 
 It knows every node it was given (and every node the cluster reports), sends
 writes straight to the leader, and when a node dies or leadership moves it
@@ -9,16 +9,23 @@ otherwise :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
-import httpx
 
 from taskq import errors
 from taskq.broker import rqlite_protocol as protocol
-from taskq.broker.http_plan import HttpCall, HttpReply, Pause, Plan, run_plan, run_plan_async
+from taskq.broker.http_plan import (
+    HttpCall,
+    HttpReply,
+    Pause,
+    Plan,
+    Transport,
+    run_plan,
+    run_plan_async,
+)
+from taskq.broker.http_transport import HttpTransport, TransportOptions
 from taskq.broker.rqlite_protocol import Verdict
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.store_url import RqliteTarget, mask_password
@@ -75,78 +82,54 @@ class RqliteStore:
         target: RqliteTarget,
         *,
         display_url: str | None = None,
-        transport: httpx.MockTransport | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.target = target
-        # Tests hand in an httpx.MockTransport to script the cluster's answers.
-        self._transport = transport
+        # Tests hand in a scripted transport to play the cluster's part.
+        self._transport = transport or HttpTransport(
+            TransportOptions(
+                timeout=target.timeout,
+                connect_timeout=min(target.timeout, 2.0),
+                username=target.username,
+                password=target.password,
+                ca_file=target.ca_file,
+                insecure=target.insecure,
+            )
+        )
         self._display_url = mask_password(display_url or ",".join(target.base_urls()))
         self.cluster = ClusterView(nodes=list(target.base_urls()))
-        self._sync_client: httpx.Client | None = None
-        self._async_client: httpx.AsyncClient | None = None
 
     @property
     def url(self) -> str:
         return self._display_url
-
-    # -- clients, made on first use so a sync-only caller never builds an async one
-
-    def _client_options(self) -> dict[str, object]:
-        auth = None
-        if self.target.username is not None:
-            auth = httpx.BasicAuth(self.target.username, self.target.password or "")
-        verify: bool | ssl.SSLContext = True
-        if self.target.insecure:
-            verify = False
-        elif self.target.ca_file:
-            verify = ssl.create_default_context(cafile=self.target.ca_file)
-        options: dict[str, object] = {
-            "auth": auth,
-            "verify": verify,
-            "timeout": httpx.Timeout(self.target.timeout, connect=min(self.target.timeout, 2.0)),
-            "follow_redirects": False,
-        }
-        if self._transport is not None:
-            options["transport"] = self._transport
-        return options
-
-    def _sync(self) -> httpx.Client:
-        if self._sync_client is None:
-            self._sync_client = httpx.Client(**self._client_options())  # type: ignore[arg-type]
-        return self._sync_client
-
-    def _async(self) -> httpx.AsyncClient:
-        if self._async_client is None:
-            self._async_client = httpx.AsyncClient(**self._client_options())  # type: ignore[arg-type]
-        return self._async_client
 
     # -- the Store interface: each entry point runs the same plan
 
     def execute(
         self, statements: Sequence[Statement], *, idempotent: bool = False
     ) -> list[StatementResult]:
-        return run_plan(self._execute_plan(statements, idempotent), self._sync())
+        return run_plan(self._execute_plan(statements, idempotent), self._transport)
 
     async def execute_async(
         self, statements: Sequence[Statement], *, idempotent: bool = False
     ) -> list[StatementResult]:
-        return await run_plan_async(self._execute_plan(statements, idempotent), self._async())
+        return await run_plan_async(self._execute_plan(statements, idempotent), self._transport)
 
     def query(
         self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
     ) -> list[Row]:
-        return run_plan(self._query_plan(statement, consistency), self._sync())
+        return run_plan(self._query_plan(statement, consistency), self._transport)
 
     async def query_async(
         self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
     ) -> list[Row]:
-        return await run_plan_async(self._query_plan(statement, consistency), self._async())
+        return await run_plan_async(self._query_plan(statement, consistency), self._transport)
 
     def nodes(self) -> list[NodeInfo]:
-        return run_plan(self._nodes_plan(), self._sync())
+        return run_plan(self._nodes_plan(), self._transport)
 
     async def nodes_async(self) -> list[NodeInfo]:
-        return await run_plan_async(self._nodes_plan(), self._async())
+        return await run_plan_async(self._nodes_plan(), self._transport)
 
     async def wait_for_change(self, timeout: float) -> None:
         # rqlite pushes nothing to clients: wait a short poll interval and let
@@ -154,15 +137,10 @@ class RqliteStore:
         await anyio.sleep(min(timeout, _CHANGE_POLL_SECONDS))
 
     def close(self) -> None:
-        if self._sync_client is not None:
-            self._sync_client.close()
-            self._sync_client = None
+        self._transport.close()
 
     async def aclose(self) -> None:
-        self.close()
-        if self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
+        await self._transport.aclose()
 
     # -- plans
 
