@@ -100,7 +100,7 @@ class HttpTransport:
         try:
             sock = self._idle_socket(endpoint) or self._open_socket(endpoint, timeout)
         except OSError as exc:
-            return _failure(SendStage.NOT_SENT, endpoint, exc)
+            return _failure(SendStage.NOT_SENT, exc)
         reader = ReplyReader(call.method)
         try:
             sock.settimeout(timeout)
@@ -112,7 +112,7 @@ class HttpTransport:
                 reply = reader.feed(data) if data else reader.end_of_stream()
         except (OSError, ReplyInvalid) as exc:
             sock.close()
-            return _failure(SendStage.SENT, endpoint, exc)
+            return _failure(SendStage.SENT, exc)
         if reader.keep_alive:
             self._keep_socket(endpoint, sock)
         else:
@@ -169,8 +169,9 @@ class HttpTransport:
             if stream is None:
                 with anyio.fail_after(self._connect_timeout(timeout)):
                     stream = await self._open_stream(endpoint)
-        except (OSError, TimeoutError) as exc:
-            return _failure(SendStage.NOT_SENT, endpoint, exc)
+        except (OSError, TimeoutError, anyio.BrokenResourceError) as exc:
+            # BrokenResourceError: the node hung up during the TLS handshake.
+            return _failure(SendStage.NOT_SENT, exc)
         reader = ReplyReader(call.method)
         reply = None
         try:
@@ -184,7 +185,7 @@ class HttpTransport:
                     else:
                         reply = reader.feed(data)
         except (OSError, TimeoutError, ReplyInvalid, anyio.BrokenResourceError) as exc:
-            return _failure(SendStage.SENT, endpoint, exc)
+            return _failure(SendStage.SENT, exc)
         finally:
             # A call cut short (failed, or its task cancelled) leaves the
             # connection mid-exchange: it can carry nothing else.
@@ -250,10 +251,10 @@ def _still_open(sock: socket.socket) -> bool:
         return False
 
 
-def _failure(stage: SendStage, endpoint: Endpoint, exc: BaseException) -> SendFailure:
+def _failure(stage: SendStage, exc: BaseException) -> SendFailure:
     if isinstance(exc.__cause__, OSError):
         exc = exc.__cause__  # anyio's "all connection attempts failed" wraps the reason
     detail = str(exc) or "no detail"
     if isinstance(exc, TimeoutError | socket.timeout):
         detail = "timed out"
-    return SendFailure(stage, f"{endpoint.authority}: {type(exc).__name__}: {detail}")
+    return SendFailure(stage, f"{type(exc).__name__}: {detail}")

@@ -38,7 +38,8 @@ class Endpoint:
         if parts.scheme not in {"http", "https"} or not parts.hostname:
             raise ValueError(f"not an http(s) base URL: {base_url!r}")
         tls = parts.scheme == "https"
-        return cls(parts.hostname, parts.port or (443 if tls else 80), tls)
+        port = parts.port if parts.port is not None else (443 if tls else 80)
+        return cls(parts.hostname, port, tls)
 
     @property
     def authority(self) -> str:
@@ -136,8 +137,10 @@ class ReplyReader:
 
     def _frame_body(self, status_line: str) -> None:
         assert self._status is not None
-        connection = self._headers.get("connection", "").lower()
-        if connection == "close" or status_line.startswith("HTTP/1.0"):
+        connection = {
+            token.strip() for token in self._headers.get("connection", "").lower().split(",")
+        }
+        if "close" in connection or status_line.startswith("HTTP/1.0"):
             self.keep_alive = False
         if self._method == "HEAD" or self._status in {204, 304}:
             self._length = 0

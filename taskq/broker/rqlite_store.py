@@ -9,6 +9,7 @@ otherwise :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -84,6 +85,10 @@ class RqliteStore:
         display_url: str | None = None,
         transport: Transport | None = None,
     ) -> None:
+        if target.tls and target.ca_file is not None and not os.path.isfile(target.ca_file):
+            raise errors.ConfigError(
+                f"rqlite store: ca_file {target.ca_file!r} is not a file (the CA to trust for TLS)"
+            )
         self.target = target
         # Tests hand in a scripted transport to play the cluster's part.
         self._transport = transport or HttpTransport(

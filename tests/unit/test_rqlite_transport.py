@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import pytest
@@ -17,7 +18,7 @@ from taskq import errors
 from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
 from taskq.broker.rqlite_store import RqliteStore
 from taskq.broker.store import Consistency, Statement
-from taskq.broker.store_url import parse_store_url
+from taskq.broker.store_url import RqliteTarget, parse_store_url
 
 A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
 INSERT = Statement("INSERT INTO t (name) VALUES (:name)", {"name": "x"})
@@ -78,7 +79,7 @@ class FakeCluster:
 
 def _store(cluster: FakeCluster, url: str = "rqlite://a:4001,b:4001,c:4001") -> RqliteStore:
     target = parse_store_url(url + ("&" if "?" in url else "?") + "retries=3")
-    assert not isinstance(target, type(None))
+    assert isinstance(target, RqliteTarget)
     return RqliteStore(target, transport=cluster)
 
 
@@ -252,3 +253,11 @@ def test_async_driver_makes_the_same_decisions() -> None:
 
     anyio.run(scenario)
     assert cluster.posts() == [A, C]
+
+
+def test_a_missing_ca_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-ca.pem"
+    target = parse_store_url(f"rqlites://a:4001?ca_file={missing}")
+    assert isinstance(target, RqliteTarget)
+    with pytest.raises(errors.ConfigError, match=r"no-such-ca\.pem"):
+        RqliteStore(target)
