@@ -95,7 +95,10 @@ class HttpTransport:
 
     def send(self, call: HttpCall) -> HttpReply | SendFailure:
         """Send ``call`` and wait for its reply, within the call's time limit."""
-        endpoint, request, timeout = self._prepare(call)
+        try:
+            endpoint, request, timeout = self._prepare(call)
+        except ValueError as exc:
+            return SendFailure(SendStage.NOT_SENT, str(exc))
         deadline = time.monotonic() + timeout
         try:
             sock = self._idle_socket(endpoint) or self._open_socket(endpoint, timeout)
@@ -163,7 +166,10 @@ class HttpTransport:
 
     async def send_async(self, call: HttpCall) -> HttpReply | SendFailure:
         """As :meth:`send`, for an anyio task."""
-        endpoint, request, timeout = self._prepare(call)
+        try:
+            endpoint, request, timeout = self._prepare(call)
+        except ValueError as exc:  # no address: a node the cluster reports but cannot reach
+            return SendFailure(SendStage.NOT_SENT, str(exc))
         try:
             stream = await self._idle_stream(endpoint)
             if stream is None:

@@ -410,6 +410,16 @@ def test_an_idle_connection_the_server_closed_is_not_reused(
     assert [r.target for r in server.received] == ["/call/1", "/call/2"]
 
 
+@pytest.mark.parametrize("base_url", ["", "ftp://127.0.0.1:21", "http://127.0.0.1:notaport"])
+def test_a_call_to_no_usable_address_fails_as_not_sent(client_for: Clients, base_url: str) -> None:
+    # rqlite lists an unreachable node with an empty address.
+    async def scenario(send: Send) -> HttpReply | SendFailure:
+        return await send(HttpCall("GET", base_url, "/status"))
+
+    failure = _failure(client_for().run(scenario))
+    assert failure.stage is SendStage.NOT_SENT
+
+
 def test_a_refused_connection_fails_as_not_sent(client_for: Clients) -> None:
     with socket.create_server(("127.0.0.1", 0)) as placeholder:
         port = placeholder.getsockname()[1]
