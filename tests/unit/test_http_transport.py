@@ -10,7 +10,6 @@ async ``send_async``, each inside ``anyio.run``.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import socket
 import threading
@@ -288,12 +287,8 @@ class Clients:
     params=[
         "send",
         "send_async",
-        pytest.param(
-            "send_async-uvloop",
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec("uvloop") is None, reason="uvloop is not installed"
-            ),
-        ),
+        # uvloop is a dependency: the worker's loop, so the transport must work on it.
+        "send_async-uvloop",
     ]
 )
 def client_for(request: pytest.FixtureRequest) -> Iterator[Clients]:
