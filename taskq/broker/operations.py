@@ -805,6 +805,10 @@ def job_list(
     # Each query leads with the filter its index serves; the rest are residual.
     if worker_id is not None:
         name = "job_list_by_worker"
+    elif state is JobState.RUNNING:
+        name = "job_list_running"
+    elif state is JobState.SUCCEEDED:
+        name = "job_list_succeeded"
     elif state is not None:
         name = "job_list_by_state"
     elif submitter is not None:

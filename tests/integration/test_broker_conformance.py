@@ -536,6 +536,39 @@ def test_list_filters_and_pages_by_keyset(run: Any, queue: str) -> None:
     assert len(run(ops.job_list(submitter="bob", queue=queue))) == 2
 
 
+def test_list_by_each_state_finds_exactly_its_jobs_newest_first(run: Any, queue: str) -> None:
+    """Each state is listed through an index of its own kind (see migration 0003)."""
+    _enqueue(run, queue, 2, max_attempts=1)
+    [failing] = _enqueue(run, queue, 1, max_attempts=2)
+    claimed = _claim(run, queue, limit=3)
+    run(ops.job_complete(claimed[0].lease, None, now=T0))
+    run(ops.job_fail(claimed[1].lease, {"type": "E", "message": ""}, now=T0))
+    lease = claimed[2].lease
+    run(ops.job_fail(lease, {"type": "E", "message": ""}, retryable=False, now=T0))
+    queued = _enqueue(run, queue, 5)
+    running = [job.lease.job_id for job in _claim(run, queue, limit=2)]
+    [cancelled] = queued[-1:]
+    run(ops.job_cancel([cancelled], now=T0))
+    expected = {
+        JobState.QUEUED: sorted(set(queued[:-1]) - set(running), reverse=True),
+        JobState.RUNNING: sorted(running, reverse=True),
+        JobState.SUCCEEDED: [claimed[0].lease.job_id],
+        JobState.DEAD: [claimed[1].lease.job_id],
+        JobState.FAILED: [failing],
+        JobState.CANCELLED: [cancelled],
+    }
+    assert lease.job_id == failing
+    for state, ids in expected.items():
+        assert [job.id for job in run(ops.job_list(state=state, queue=queue))] == ids, state
+        assert all(job.state is state for job in run(ops.job_list(state=state, queue=queue)))
+        paged: list[int] = []
+        before = None
+        while page := run(ops.job_list(state=state, queue=queue, limit=1, before=before)):
+            paged.append(page[0].id)
+            before = page[0].id
+        assert paged == ids, state
+
+
 def test_counts_follow_every_transition(run: Any, queue: str) -> None:
     _enqueue(run, queue, 5, max_attempts=1)
     claimed = _claim(run, queue, limit=3)

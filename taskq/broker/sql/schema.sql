@@ -55,9 +55,11 @@ CREATE INDEX jobs_claimable ON jobs (queue, priority DESC, run_at, id) WHERE sta
 -- Requeue of expired leases and the heartbeat of one worker's jobs.
 CREATE INDEX jobs_lease ON jobs (lease_until) WHERE state = 'running';
 CREATE INDEX jobs_running_worker ON jobs (worker_id) WHERE state = 'running';
--- Counts per queue and state, listings by state or submitter (keyset on id).
-CREATE INDEX jobs_queue_state ON jobs (queue, state);
-CREATE INDEX jobs_state_id ON jobs (state, id);
+-- Listings by state or submitter (keyset on id). A job on the hot path, from
+-- queued to running to succeeded, leaves one state index and enters another:
+-- running jobs are listed by jobs_running_worker.
+CREATE INDEX jobs_state_id ON jobs (state, id) WHERE state NOT IN ('running', 'succeeded');
+CREATE INDEX jobs_succeeded_id ON jobs (id) WHERE state = 'succeeded';
 CREATE INDEX jobs_submitter_id ON jobs (submitter, id);
 -- Pruning of finished jobs past their retention.
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;

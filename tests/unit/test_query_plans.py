@@ -1,0 +1,72 @@
+"""The plans SQLite picks for the hot path and the listings, on a store with no statistics.
+
+taskq never runs ANALYZE, so the planner goes by the schema alone: these
+pin the choices that keep a busy worker's statements proportional to the
+jobs they name, and every listing on an index, however many jobs there are.
+"""
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from taskq.broker import queries
+from taskq.broker.migrations import migrate
+from taskq.broker.sqlite_store import SqliteStore
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    store = SqliteStore(Path(tmp_path_factory.mktemp("plans")) / "plans.db")
+    migrate(store)
+    yield store
+    store.close()
+
+
+def _plan(store: SqliteStore, name: str) -> list[str]:
+    sql = queries.query(name)
+    params = {param: None for param in re.findall(r":([a-z_0-9]+)", sql)}
+    with store._lock:
+        rows = store._conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+    return [row["detail"] for row in rows]
+
+
+@pytest.mark.parametrize("name", ["job_complete", "job_fail", "job_release"])
+def test_reports_find_their_jobs_by_id(store: SqliteStore, name: str) -> None:
+    plan = _plan(store, name)
+    assert "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+
+
+@pytest.mark.parametrize(
+    "name", ["execution_start", "job_heartbeat", "job_claimed_by_token", "queue_rate_spend"]
+)
+def test_one_workers_running_jobs_are_found_by_worker(store: SqliteStore, name: str) -> None:
+    plan = _plan(store, name)
+    assert any("jobs USING INDEX jobs_running_worker (worker_id=?)" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("name", ["job_requeue_expired", "execution_expire"])
+def test_expired_leases_are_found_by_expiry(store: SqliteStore, name: str) -> None:
+    plan = _plan(store, name)
+    assert any("jobs USING INDEX jobs_lease (lease_until<?)" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("name", ["job_prune", "execution_prune"])
+def test_pruning_walks_finished_jobs_in_order(store: SqliteStore, name: str) -> None:
+    plan = _plan(store, name)
+    assert any("jobs USING INDEX jobs_finished (finished_at<?)" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+@pytest.mark.parametrize(
+    ("name", "index"),
+    [
+        ("job_list_by_state", "jobs_state_id (state=? AND id<?)"),
+        ("job_list_running", "jobs_running_worker"),
+        ("job_list_succeeded", "jobs_succeeded_id (id<?)"),
+    ],
+)
+def test_each_state_is_listed_through_an_index(store: SqliteStore, name: str, index: str) -> None:
+    plan = _plan(store, name)
+    assert any(f"jobs USING INDEX {index}" in step for step in plan), plan
