@@ -103,9 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # uvloop: the loop's own work per job (callbacks, timers, fd watches)
         # costs a fraction of asyncio's, and a busy worker's main thread is
         # mostly that work.
-        anyio.run(
-            _serve, Worker(store, settings, events=events), backend_options={"use_uvloop": True}
-        )
+        try:
+            anyio.run(
+                _serve,
+                Worker(store, settings, events=events),
+                backend_options={"use_uvloop": True},
+            )
+        finally:
+            events.flush()  # the last lines, should the loop have ended before writing them
     except errors.StoreError as exc:
         print(f"taskq-worker: error: the store failed: {exc}", file=sys.stderr)
         return EXIT_ERROR

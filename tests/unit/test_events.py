@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -59,3 +60,51 @@ def test_the_stamp_follows_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="log format must be one of text, json"):
         EventLog(io.StringIO(), format="yaml")
+
+
+def test_in_an_event_loop_the_lines_of_one_pass_are_written_together() -> None:
+    class CountingStream(io.StringIO):
+        writes = 0
+
+        def write(self, text: str) -> int:
+            self.writes += 1
+            return super().write(text)
+
+    stream = CountingStream()
+    log = EventLog(stream, format="text")
+
+    async def one_pass() -> str:
+        for job in range(5):
+            log.emit("job_started", job=job)
+        written_during_the_pass = stream.getvalue()
+        await asyncio.sleep(0)
+        return written_during_the_pass
+
+    assert asyncio.run(one_pass()) == ""
+    assert [line.split()[2] for line in stream.getvalue().splitlines()] == [
+        f"job={job}" for job in range(5)
+    ]
+    assert stream.writes == 1
+
+
+def test_lines_left_by_a_loop_that_ended_are_written_by_the_next_one_or_flush() -> None:
+    stream = io.StringIO()
+    log = EventLog(stream, format="text")
+
+    async def emit_and_end(job: int) -> None:
+        log.emit("job_started", job=job)
+
+    loop = asyncio.new_event_loop()
+
+    def emit_and_stop() -> None:
+        log.emit("job_started", job=1)
+        loop.stop()  # before the flush it scheduled can run
+
+    loop.call_soon(emit_and_stop)
+    loop.run_forever()
+    loop.close()
+    assert stream.getvalue() == ""
+    asyncio.run(emit_and_end(2))
+    assert [line.split()[2] for line in stream.getvalue().splitlines()] == ["job=1", "job=2"]
+    log.emit("outside_a_loop", job=3)
+    assert stream.getvalue().splitlines()[-1].endswith("job=3")
