@@ -19,7 +19,7 @@ class EventLog:
     """Writes events such as ``job_started`` or ``lease_lost`` as single lines.
 
     Inside an event loop, the lines of one pass of the loop are written
-    together once the pass is over: a busy worker emits a few dozen per pass,
+    together by a callback of the next: a busy worker emits a few dozen per pass,
     and each write of its own cost a system call (and, in a worker, a hand-off
     of the GIL to its store thread). Outside a loop each line is written at once.
     """
