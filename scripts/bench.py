@@ -28,7 +28,9 @@ ports (and kills by pid when done), it measures:
    their heartbeats;
 6. claim latency at 1,000 and 1,000,000 queued jobs (rqlite: 100,000 unless
    ``--rqlite-claim-backlog``), with requeue and ``job_counts`` latency and the
-   fill rate: the first version of this bench;
+   fill rate: the first version of this bench. On SQLite each backlog has a
+   file of its own and the two are measured in turn, sample by sample; the
+   rqlite cluster's one backlog grows from the small size to the large;
 7. the raw ceiling of the store: as many rows in batches of 1,000 with no
    broker logic (SQLite ``executemany`` into a two-column table, one
    transaction per batch, the same pragmas; rqlite ``/db/execute`` with 1,000
@@ -539,15 +541,16 @@ def _claims(
     store: BenchStore, root: Path, name: str, sizes: Sizes, add: Callable[..., Result]
 ) -> dict[str, Any]:
     backlogs = sizes.claims[name]
-    if name == "sqlite":
-        # A file of its own, as in the first version of this bench.
-        path = root / "sqlite-claims" / "bench.db"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        url = f"sqlite://{path}"
-    else:
-        url = store.url
     say(f"claim latency at {', '.join(f'{size:,}' for size in backlogs)} queued jobs")
-    latencies, fills = bench_claims.run(backlogs, url)
+    if name == "sqlite":
+        # A file of its own for each backlog, measured side by side.
+        directory = root / "sqlite-claims"
+        directory.mkdir(parents=True, exist_ok=True)
+        urls = {size: f"sqlite://{directory / f'backlog-{size}.db'}" for size in backlogs}
+        latencies, fills = bench_claims.run_side_by_side(urls)
+    else:
+        # One cluster: its backlog grows from one size to the next.
+        latencies, fills = bench_claims.run(backlogs, store.url)
     claims = [latency for latency in latencies if latency.operation.startswith("claim")]
     small, large = claims[0], claims[-1]
     add(f"claim.p50@{small.backlog}", small.p50_ms, "ms", f"claim of {bench_claims.CLAIM_LIMIT}")

@@ -10,15 +10,24 @@ percentile of:
 
 The backlog is filled through the broker's own bulk enqueue, 10,000 jobs per
 request, and the fill rate is reported too.
+
+Where each size has a store of its own (SQLite files), the sizes are measured
+in turn sample by sample, after the fills' writes have reached the disk: a
+commit's fsync varies by tens of percent from minute to minute, and measured
+one size after the other (the large one right after its fill, while the
+kernel still writes it back) that drift would show as a cost of the backlog.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from taskq.broker import operations, plan
@@ -71,9 +80,22 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 def measure(backlog: int, operation: str, step: Callable[[], float]) -> Latency:
     """Run ``step`` (which returns the seconds it timed) WARMUP + SAMPLES times."""
+    return measure_in_turn(operation, {backlog: step})[0]
+
+
+def measure_in_turn(operation: str, steps: dict[int, Callable[[], float]]) -> list[Latency]:
+    """Run each backlog's step once in turn, WARMUP + SAMPLES rounds; one latency per backlog."""
     for _ in range(WARMUP):
-        step()
-    timings = sorted(step() * 1000 for _ in range(SAMPLES))
+        for step in steps.values():
+            step()
+    timings: dict[int, list[float]] = {backlog: [] for backlog in steps}
+    for _ in range(SAMPLES):
+        for backlog, step in steps.items():
+            timings[backlog].append(step() * 1000)
+    return [_latency(backlog, operation, sorted(taken)) for backlog, taken in timings.items()]
+
+
+def _latency(backlog: int, operation: str, timings: list[float]) -> Latency:
     return Latency(
         backlog=backlog,
         operation=operation,
@@ -136,18 +158,35 @@ def queued_jobs(store: Store) -> int:
     return 0
 
 
-def measure_backlog(store: Store, backlog: int) -> list[Latency]:
-    if queued_jobs(store) != backlog:
-        raise RuntimeError(f"expected {backlog:,} jobs, found {queued_jobs(store):,}")
+def measure_backlogs(stores: dict[int, Store]) -> list[Latency]:
+    """Each operation at each backlog (``stores``: the store holding it), backlogs in turn."""
+    for backlog, store in stores.items():
+        if queued_jobs(store) != backlog:
+            raise RuntimeError(f"expected {backlog:,} jobs, found {queued_jobs(store):,}")
+
+    def each(step: Callable[[Store], float]) -> dict[int, Callable[[], float]]:
+        return {backlog: partial(step, store) for backlog, store in stores.items()}
+
     return [
-        measure(backlog, f"claim (limit={CLAIM_LIMIT})", lambda: claim_then_release(store)),
-        measure(
-            backlog,
+        *measure_in_turn(f"claim (limit={CLAIM_LIMIT})", each(claim_then_release)),
+        *measure_in_turn(
             "requeue expired (none)",
-            lambda: timed(store, operations.job_requeue_expired())[1],
+            each(lambda store: timed(store, operations.job_requeue_expired())[1]),
         ),
-        measure(backlog, "job_counts", lambda: timed(store, operations.job_counts())[1]),
+        *measure_in_turn(
+            "job_counts", each(lambda store: timed(store, operations.job_counts())[1])
+        ),
     ]
+
+
+def _filled(url: str, current: int, size: int) -> Fill:
+    store = open_store(url)
+    try:
+        return fill_to(store, current, size)
+    finally:
+        # Closing checkpoints the write-ahead log the bulk fill left behind,
+        # so the measurement starts where a long-running store would be.
+        store.close()
 
 
 def run(sizes: list[int], url: str) -> tuple[list[Latency], list[Fill]]:
@@ -156,18 +195,27 @@ def run(sizes: list[int], url: str) -> tuple[list[Latency], list[Fill]]:
     fills: list[Fill] = []
     current = 0
     for size in sizes:
-        store = open_store(url)
-        try:
-            fills.append(fill_to(store, current, size))
-        finally:
-            # Closing checkpoints the write-ahead log the bulk fill left behind,
-            # so the measurement starts where a long-running store would be.
-            store.close()
+        fills.append(_filled(url, current, size))
         current = size
         print(f"  measuring claims at {size:,} queued jobs", file=sys.stderr)
         store = open_store(url)
         try:
-            results += measure_backlog(store, size)
+            results += measure_backlogs({size: store})
         finally:
             store.close()
     return results, fills
+
+
+def run_side_by_side(urls: dict[int, str]) -> tuple[list[Latency], list[Fill]]:
+    """Fill a store of its own to each size (``urls``), then measure them in turn."""
+    fills = [_filled(url, 0, size) for size, url in urls.items()]
+    os.sync()  # the fills' pages reach the disk before any commit is timed
+    print(
+        f"  measuring claims at {', '.join(f'{size:,}' for size in urls)} queued jobs, in turn",
+        file=sys.stderr,
+    )
+    with ExitStack() as stack:
+        stores = {size: open_store(url) for size, url in urls.items()}
+        for store in stores.values():
+            stack.callback(store.close)
+        return measure_backlogs(stores), fills
