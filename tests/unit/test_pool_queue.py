@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from taskq.broker.limits import Limits
@@ -72,6 +73,7 @@ async def test_a_queued_job_the_child_had_already_started_is_killed_when_stopped
     quick = await pool.start(call("say_and_return", "quick"), LIMITS)
     stop = StopRequest()
     slow = await pool.start(call("sleep", 30), LIMITS, cancel=stop)
+    await anyio.sleep(0)  # one pass of the loop: the frames go out at its end
     # The loop does not run meanwhile, so the worker still thinks the slow
     # job is waiting when the child has already started it.
     time.sleep(0.5)
