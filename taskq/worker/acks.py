@@ -70,6 +70,10 @@ class AckBatcher:
         enough = self._enough()
         return 0 < enough <= waiting
 
+    def has_waiting(self) -> bool:
+        """Whether reports wait to be sent: a batch will go within ``max_delay``."""
+        return bool(self._queue)
+
     def submit(self, report: Report) -> asyncio.Future[Fenced]:
         """Queue ``report``; the future gets the store's verdict on it."""
         # A bare future, not an anyio Event: it is one per job, and it is cheaper.

@@ -276,7 +276,10 @@ class Worker:
         idle = min(0.05, self.settings.idle_poll_seconds)
         while not self.draining.is_set():
             free = self._free_slots()
-            if free <= 0:
+            # Reports waiting to go: their batch claims for these slots, and its
+            # answer wakes this loop. A claim of its own would be a write for
+            # the few jobs a busy worker's slots free between two batches.
+            if free <= 0 or self._acks.has_waiting():
                 self._slot_freed = anyio.Event()
                 await self._slot_freed.wait()
                 continue
