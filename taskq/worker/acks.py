@@ -71,7 +71,11 @@ class AckBatcher:
         return 0 < enough <= waiting
 
     def has_waiting(self) -> bool:
-        """Whether reports wait to be sent: a batch will go within ``max_delay``."""
+        """Whether reports wait to be sent.
+
+        They go in the next batch: within ``max_delay``, or once the batch in
+        flight is answered.
+        """
         return bool(self._queue)
 
     def submit(self, report: Report) -> asyncio.Future[Fenced]:
