@@ -78,11 +78,6 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[rank - 1]
 
 
-def measure(backlog: int, operation: str, step: Callable[[], float]) -> Latency:
-    """Run ``step`` (which returns the seconds it timed) WARMUP + SAMPLES times."""
-    return measure_in_turn(operation, {backlog: step})[0]
-
-
 def measure_in_turn(operation: str, steps: dict[int, Callable[[], float]]) -> list[Latency]:
     """Run each backlog's step once in turn, WARMUP + SAMPLES rounds; one latency per backlog."""
     for _ in range(WARMUP):
