@@ -241,10 +241,18 @@ class PoolChild:
         job.timer = self._loop.call_later(job.limits.wall_seconds, job.end, EndReason.TIMEOUT)
 
     def _let_go(self, job: PoolJob) -> None:
-        if job.timer is not None:
-            job.timer.cancel()
-        if job.unhook_stop is not None:
-            job.unhook_stop()
+        # Dropped, not just called: the hook and the timer refer back to the job,
+        # and a cycle per job would leave thousands a second to the cyclic collector.
+        self._cancel_timer(job)
+        unhook, job.unhook_stop = job.unhook_stop, None
+        if unhook is not None:
+            unhook()
+
+    @staticmethod
+    def _cancel_timer(job: PoolJob) -> None:
+        timer, job.timer = job.timer, None
+        if timer is not None:
+            timer.cancel()
 
     def _stop(self, job: PoolJob) -> None:
         if job.over.done():
@@ -266,8 +274,7 @@ class PoolChild:
         if kind == "withdrawn":
             self._awaiting_marker.pop(job.seq, None)
         # else its marker, written before it ran, may still be in the pipe.
-        if job.timer is not None:
-            job.timer.cancel()
+        self._cancel_timer(job)
         if self._in_flight:
             self._begin(next(iter(self._in_flight.values())))
         return job
