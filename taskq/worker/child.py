@@ -84,8 +84,17 @@ def _serve_once(control: socket.socket) -> None:
     if message is None:
         return
     request = protocol.JobRequest.from_message(message)
+    # Measured here, not by reaping: a child's ru_maxrss starts from the
+    # worker's own peak, which the kernel carries over into it.
+    meter = rlimits.JobMeter()
+    meter.start()
     rlimits.confine(request.limits)
-    _send_result(control, _run_job(request, control))
+    result = _run_job(request, control)
+    usage = meter.finish()
+    _send_result(
+        control,
+        {**result, "cpu_seconds": usage.cpu_seconds, "peak_rss_bytes": usage.peak_rss_bytes},
+    )
     # Skip interpreter shutdown: atexit hooks or non-daemon threads the job left
     # must not hold the process (and the worker's slot) once the result is in.
     os._exit(0)

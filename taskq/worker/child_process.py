@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from taskq.broker.limits import Limits
+from taskq.worker.rlimits import own_peak_rss_bytes
 
 Mode = Literal["once", "pool", "exec"]
 
@@ -39,6 +40,7 @@ class Ended:
     exit_code: int | None
     signal: int | None
     peak_rss_bytes: int
+    """0 when unknown: the child never went past the worker's own peak (see ``reap``)."""
     cpu_seconds: float
 
 
@@ -56,6 +58,9 @@ class ChildProcess:
         marker: str = "",
     ) -> None:
         self._popen = popen
+        # The kernel starts a child's ru_maxrss from its parent's peak RSS (and
+        # carries it across exec): read after the spawn, as the peak only grows.
+        self._inherited_peak_rss_bytes = own_peak_rss_bytes()
         self.marker = marker
         """A pool child's output marker token (see ``protocol.output_marker``)."""
         self.pid = popen.pid
@@ -116,13 +121,15 @@ class ChildProcess:
         """Wait for the child to exit (blocking) and collect its status and rusage."""
         _, status, usage = os.wait4(self.pid, 0)
         self._reaped = True
+        peak_rss_bytes = usage.ru_maxrss * _KIB  # KiB on Linux
+        if peak_rss_bytes <= self._inherited_peak_rss_bytes:
+            peak_rss_bytes = 0  # the worker's peak, not the child's: the child's is unknown
         # Tell Popen the child is gone, so it neither waits for it nor warns.
         self._popen.returncode = os.waitstatus_to_exitcode(status)
         return Ended(
             exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            # ru_maxrss is in KiB on Linux.
-            peak_rss_bytes=usage.ru_maxrss * _KIB,
+            peak_rss_bytes=peak_rss_bytes,
             cpu_seconds=usage.ru_utime + usage.ru_stime,
         )
 

@@ -165,12 +165,24 @@ class JobMeter:
 
     def _own_peak_rss_kib(self) -> int:
         """VmHWM, the peak RSS since ``start`` reset it (ru_maxrss cannot be reset)."""
-        status = os.pread(self._status, 16 * _KIB, 0)
-        found = status.find(b"\nVmHWM:")
-        if found < 0:
-            raise OSError("/proc/self/status has no VmHWM line")
-        line_end = status.index(b"\n", found + 1)
-        return int(status[found + len(b"\nVmHWM:") : line_end].split()[0])
+        return _peak_rss_kib(os.pread(self._status, 16 * _KIB, 0))
+
+
+def own_peak_rss_bytes() -> int:
+    """This process's peak RSS so far (VmHWM); 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            return _peak_rss_kib(status.read()) * _KIB
+    except OSError:
+        return 0
+
+
+def _peak_rss_kib(status: bytes) -> int:
+    found = status.find(b"\nVmHWM:")
+    if found < 0:
+        raise OSError("/proc/self/status has no VmHWM line")
+    line_end = status.index(b"\n", found + 1)
+    return int(status[found + len(b"\nVmHWM:") : line_end].split()[0])
 
 
 def cpu_with_children() -> float:

@@ -257,6 +257,28 @@ async def test_segfault_is_a_crash_with_its_signal(sandbox: Sandbox) -> None:
     assert outcome.exit_code is None
 
 
+def _raise_own_peak_rss(nbytes: int) -> None:
+    """Touch ``nbytes`` of fresh memory, so this process's peak RSS is at least that."""
+    block = bytearray(nbytes)
+    block[::4096] = b"\x01" * len(range(0, nbytes, 4096))
+    del block
+
+
+async def test_a_crash_is_not_blamed_on_the_memory_the_worker_once_used(
+    sandbox: Sandbox,
+) -> None:
+    # A child's ru_maxrss starts from its parent's peak: a worker that once
+    # used most of a job's memory limit must not make its jobs' crashes look
+    # like running out of memory, nor their peaks look like its own.
+    _raise_own_peak_rss(LIMITS.memory_bytes)
+    crashed = await sandbox.run(call("segfault"), LIMITS)
+    small = await sandbox.run(call("add", 2, 3), LIMITS)
+    assert crashed.status is Status.CRASHED
+    assert crashed.peak_rss_bytes < LIMITS.memory_bytes // 2
+    assert small.status is Status.SUCCEEDED
+    assert 0 < small.peak_rss_bytes < LIMITS.memory_bytes // 2
+
+
 async def test_progress_reaches_the_callback(sandbox: Sandbox) -> None:
     seen: list[Progress] = []
     outcome = await sandbox.run(call("report_progress"), LIMITS, on_progress=seen.append)
