@@ -269,10 +269,13 @@ class PoolSandbox(Sandbox):
         async with self._lock:
             # A child that died between jobs (a job's leftover thread, the OOM
             # killer) must not be blamed on the next job; one that has run its
-            # share of jobs makes way once those are over.
+            # share of jobs makes way once those are over. A job queued behind
+            # others needs no system call to ask: were the child dead, the job
+            # would end NOT_STARTED and run in a fresh one.
             child = self._child
             if child is not None and (
-                not child.usable() or self._jobs_in_child >= self._max_jobs_per_child
+                not (child.accepting() if child.in_flight else child.usable())
+                or self._jobs_in_child >= self._max_jobs_per_child
             ):
                 await self._retire_child()
             if self._child is None:
