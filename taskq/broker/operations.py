@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taskq import errors
+from taskq import errors, fast_json
 from taskq.broker import limits, queries, schedules
 from taskq.broker.plan import Op, Read, Sleep, Write
 from taskq.broker.records import (
@@ -85,7 +85,7 @@ def to_json(value: Any, what: str) -> str:
 
 
 def _from_json(text: Any) -> Any:
-    return json.loads(text) if isinstance(text, str) else text
+    return fast_json.loads(text) if isinstance(text, str) else text
 
 
 def _clock(now: float | None) -> Statement:
@@ -425,11 +425,13 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "error": error,
             }
         )
-    statements = [Statement(queries.query("execution_finish"), {"reports": json.dumps(attempts)})]
+    statements = [
+        Statement(queries.query("execution_finish"), {"reports": fast_json.dumps_text(attempts)})
+    ]
     for verdict, rows in by_verdict.items():
         if not rows:
             continue
-        params: dict[str, SqlValue] = {"reports": json.dumps(rows)}
+        params: dict[str, SqlValue] = {"reports": fast_json.dumps_text(rows)}
         if verdict is Verdict.FAIL:
             params |= {"backoff_base": backoff.base, "backoff_cap": backoff.cap}
         statements.append(Statement(queries.query(_REPORT_QUERIES[verdict]), params))

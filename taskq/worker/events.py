@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from typing import Any, TextIO
 
-FORMATS = ("text", "json")
+from taskq import fast_json
 
-# Two events a job: one encoder for every line, since building one per line
-# costs about as much as the encoding itself.
-_JSON_LINE = json.JSONEncoder(default=str)
+FORMATS = ("text", "json")
 
 
 class EventLog:
@@ -37,7 +34,9 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> None:
         now = time.time()
         if self.format == "json":
-            line = _JSON_LINE.encode({"ts": round(now, 3), "event": event, **fields})
+            line = fast_json.dumps_text(
+                {"ts": round(now, 3), "event": event, **fields}, default=str
+            )
         else:
             details = " ".join(f"{key}={value}" for key, value in fields.items() if value != "")
             line = f"{self._local_time(now)} {event:<17} {details}"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard, TypeVar, cast
 
-from taskq import errors
+from taskq import errors, fast_json
 from taskq.broker import limits
 from taskq.worker import outcome, payloads
 from taskq.worker.json_value import JsonValue
@@ -47,10 +47,6 @@ READ_CHUNK_BYTES = 64 * 1024
 """How much to read from a child's socket or pipe at a time."""
 # Room in a result message for the error and usage figures beside the result.
 _RESULT_OVERHEAD_BYTES = 256 * 1024
-# Built once: json.dumps and json.loads with options build a coder per call,
-# which costs as much as coding a small message (two messages a job, each side).
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-_DECODER = json.JSONDecoder()
 
 
 class ProtocolError(errors.TaskqError):
@@ -66,11 +62,10 @@ def encode_message(
     result, encoded once to measure it), so they are not encoded twice; their
     keys are names of this protocol, which JSON needs no escapes for.
     """
-    text = _ENCODER.encode(message)
+    body = fast_json.dumps(message)
     if encoded:
         members = "".join(f',"{key}":{value}' for key, value in encoded.items())
-        text = text[:-1] + members + "}"
-    body = text.encode()
+        body = body[:-1] + members.encode() + b"}"
     return _LENGTH.pack(len(body)) + body
 
 
@@ -379,7 +374,7 @@ class MessageReader:
 
 def _decode(body: bytes) -> dict[str, Any]:
     try:
-        message = _DECODER.decode(body.decode())
+        message = fast_json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"message is not JSON: {exc}") from exc
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):

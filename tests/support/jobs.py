@@ -19,6 +19,10 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+def echo(value: object) -> object:
+    return value
+
+
 def getpid() -> int:
     return os.getpid()
 

@@ -433,3 +433,19 @@ async def test_pool_warm_up_starts_the_child_before_the_first_job(pool: PoolSand
     }
     outcome = await pool.run(call("getpid"), LIMITS)
     assert str(outcome.result) in children
+
+
+async def test_values_at_the_edges_of_json_come_back_exactly(sandbox: Sandbox) -> None:
+    edges: JsonValue = {
+        "huge": 2**100,
+        "negative": -(2**70),
+        "u64": 2**64 - 1,
+        "float": 0.1,
+        "text": "ünï \U0001f600",
+        "nested": [[], {}, None, True],
+    }
+    outcome = await sandbox.run(call("echo", edges), LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert outcome.result == edges
+    assert isinstance(outcome.result, dict)
+    assert type(outcome.result["huge"]) is int

@@ -1,0 +1,55 @@
+"""JSON for taskq's own traffic: orjson where it answers as json would, json elsewhere.
+
+A busy worker codes several small JSON documents a job: its control frames,
+its event lines, the parameters of each batch's statements, the claimed
+rows. orjson does each in a tenth of the time of ``json``. It parts from
+``json`` at the edges, and there this module hands over to ``json``:
+
+- orjson decodes an integer past 64 bits as a float, losing digits: a
+  document with 19 digits in a row is decoded by ``json`` instead;
+- what orjson refuses to decode (``NaN``, lone surrogates) or to encode
+  (integers past 64 bits, keys that are not strings, lone surrogates) gets
+  ``json``'s answer, as before.
+
+orjson writes NaN and the infinities as ``null`` where ``json`` would write
+them out: ``dumps`` is for values that hold none, such as taskq's own
+figures and what was decoded from documents taskq wrote. Values from user
+code are encoded by ``taskq.broker.operations.to_json``, which refuses them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+# Anything orjson might read as an integer outside 64 bits (-2**63 has 19 digits).
+_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+_SEPARATORS = (",", ":")
+
+
+def loads(document: bytes | str) -> Any:
+    """Decode ``document`` exactly as ``json.loads`` does."""
+    data = document.encode() if isinstance(document, str) else document
+    if _LONG_DIGIT_RUN.search(data) is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # json may accept it (NaN), or say what is wrong in its own words
+    return json.loads(document)
+
+
+def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> bytes:
+    """Compact JSON of ``value`` (which holds no NaN or infinity), as UTF-8."""
+    try:
+        return orjson.dumps(value, default=default)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=_SEPARATORS, default=default).encode()
+
+
+def dumps_text(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """``dumps`` as a string."""
+    return dumps(value, default=default).decode()
