@@ -6,7 +6,8 @@ rows. orjson does each in a tenth of the time of ``json``. It parts from
 ``json`` at the edges, and there this module hands over to ``json``:
 
 - orjson decodes an integer past 64 bits as a float, losing digits: a
-  document with 19 digits in a row is decoded by ``json`` instead;
+  document with 19 digits in a row, other than a fraction's, is decoded by
+  ``json`` instead;
 - what orjson refuses to decode (``NaN``, lone surrogates) or to encode
   (integers past 64 bits, keys that are not strings, lone surrogates) gets
   ``json``'s answer, as before.
@@ -14,7 +15,9 @@ rows. orjson does each in a tenth of the time of ``json``. It parts from
 orjson writes NaN and the infinities as ``null`` where ``json`` would write
 them out: ``dumps`` is for values that hold none, such as taskq's own
 figures and what was decoded from documents taskq wrote. Values from user
-code are encoded by ``taskq.broker.operations.to_json``, which refuses them.
+code are encoded by ``taskq.broker.operations.to_json``, which refuses them
+(through ``dumps_decoded`` when they were decoded from JSON, as a job's
+result is).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from typing import Any
 import orjson
 
 # Anything orjson might read as an integer outside 64 bits (-2**63 has 19 digits).
-_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+# A run just after a decimal point is a fraction's, which orjson reads exactly:
+# CPU times such as 0.00032199999999998896 come in every result frame.
+_LONG_DIGIT_RUN = re.compile(rb"(?<![\d.])\d{19}")
 _SEPARATORS = (",", ":")
 
 
@@ -53,3 +58,21 @@ def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> bytes:
 def dumps_text(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
     """``dumps`` as a string."""
     return dumps(value, default=default).decode()
+
+
+def dumps_decoded(value: Any) -> str:
+    """Compact JSON of ``value``, a value decoded from JSON, refusing NaN and infinities.
+
+    Means what ``json.dumps(value, allow_nan=False)`` means, and raises
+    ``ValueError`` where it does. Only for what a JSON decoder returns (dicts
+    with string keys, lists, str, int, float, bool, None): orjson would also
+    encode types ``json`` refuses, such as UUIDs and enums.
+    """
+    try:
+        encoded = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, allow_nan=False, separators=_SEPARATORS)
+    if b"null" in encoded:
+        # Perhaps a NaN or an infinity, which orjson writes as null: json refuses them.
+        return json.dumps(value, allow_nan=False, separators=_SEPARATORS)
+    return encoded.decode()

@@ -74,9 +74,15 @@ class LeaderRenewal:
 # -- encoding ---------------------------------------------------------------
 
 
-def to_json(value: Any, what: str) -> str:
-    """Encode ``value`` as JSON or raise :class:`taskq.errors.InvalidJob` saying why."""
+def to_json(value: Any, what: str, *, decoded: bool = False) -> str:
+    """Encode ``value`` as JSON or raise :class:`taskq.errors.InvalidJob` saying why.
+
+    ``decoded``: ``value`` was itself decoded from JSON (a job's result, say),
+    so the faster encoder gives the same answer.
+    """
     try:
+        if decoded:
+            return fast_json.dumps_decoded(value)
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise errors.InvalidJob(

@@ -589,7 +589,7 @@ def _report_of(
     if outcome.status is Status.SUCCEEDED:
         try:
             # Encoded here, once: a result the store cannot take fails this job alone.
-            result_json = ops.to_json(outcome.result, "the result")
+            result_json = ops.to_json(outcome.result, "the result", decoded=True)
         except errors.InvalidJob as exc:
             error = {"type": "ResultInvalid", "message": str(exc), "status": "result_invalid"}
             return Report(lease, Verdict.FAIL, attempt, error=error, retryable=False)

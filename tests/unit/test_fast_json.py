@@ -64,3 +64,35 @@ def test_default_encodes_what_json_cannot() -> None:
 
     assert fast_json.loads(fast_json.dumps({"x": Opaque()}, default=str)) == {"x": "opaque"}
     assert fast_json.dumps_text([1, "é"]) == '[1,"é"]'
+
+
+@given(st.from_regex(r"-?(0|[1-9][0-9]{0,4})\.[0-9]{15,40}([eE][-+]?[0-9]{1,2})?", fullmatch=True))
+def test_long_fractions_decode_to_the_same_float(number: str) -> None:
+    # orjson decodes these itself: only integer digit runs need the standard library.
+    assert fast_json.loads(f"[{number}]") == json.loads(f"[{number}]")
+
+
+def test_a_long_fraction_is_not_taken_for_a_long_integer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(document: object) -> object:
+        raise AssertionError(f"decoded by json: {document!r}")
+
+    monkeypatch.setattr(fast_json.json, "loads", refuse)
+    frame = b'{"cpu_seconds":0.00032199999999998896,"peak":17158144}'
+    assert fast_json.loads(frame) == {"cpu_seconds": 0.00032199999999998896, "peak": 17158144}
+
+
+@given(json_values)
+def test_re_encoding_a_decoded_value_means_what_json_means(value: object) -> None:
+    text = fast_json.dumps_decoded(value)
+    assert json.loads(text) == json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_re_encoding_refuses_what_json_refuses(number: float) -> None:
+    # orjson alone would write these as null.
+    with pytest.raises(ValueError, match="JSON compliant"):
+        fast_json.dumps_decoded({"result": [1, None, number]})
+
+
+def test_re_encoding_keeps_integers_past_64_bits() -> None:
+    assert json.loads(fast_json.dumps_decoded([2**64, -(2**70)])) == [2**64, -(2**70)]
