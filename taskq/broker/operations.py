@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from taskq import errors, fast_json
 from taskq.broker import limits, queries, schedules
 from taskq.broker.plan import Op, Read, Sleep, Write
@@ -231,8 +233,7 @@ def _claimed(row: Row) -> ClaimedJob:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimRequest:
+class ClaimRequest(msgspec.Struct, frozen=True):
     """A worker asking for up to ``limit`` jobs of its queues, with its labels."""
 
     worker_id: str
@@ -369,8 +370,7 @@ class Verdict(enum.Enum):
     RELEASE = "release"
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(msgspec.Struct, frozen=True):
     """One finished attempt, as reported under its lease."""
 
     lease: Lease

@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 
 class JobState(enum.StrEnum):
     """Where a job is in its life, and which operation moves it on.
@@ -105,16 +107,18 @@ class Job:
     error: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
+# The records made for every job a worker runs are frozen msgspec Structs
+# rather than frozen dataclasses: as immutable, and built several times faster.
+
+
+class Lease(msgspec.Struct, frozen=True):
     """A claimed job's proof of ownership: every report must carry it."""
 
     job_id: int
     token: str
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimedJob:
+class ClaimedJob(msgspec.Struct, frozen=True):
     """What a worker needs to run a job it now holds."""
 
     lease: Lease
@@ -147,8 +151,7 @@ class Execution:
     error: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptReport:
+class AttemptReport(msgspec.Struct, frozen=True):
     """How an attempt went, as the worker measured it (all optional)."""
 
     outcome: str

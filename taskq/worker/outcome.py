@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import TypedDict
+
+import msgspec
 
 from taskq.worker.json_value import JsonValue
 
@@ -45,8 +46,7 @@ class ErrorInfo(TypedDict):
     traceback: str
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """Everything the worker reports about one attempt.
 
     ``exit_code`` and ``signal`` describe how the job's process ended, and stay

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, cast
+
+import msgspec
 
 from taskq import errors
 from taskq.worker.json_value import JsonValue
@@ -33,34 +35,31 @@ class PayloadInvalid(errors.TaskqError):
     """A job payload is malformed: unknown kind, missing or mistyped field."""
 
 
-@dataclass(frozen=True, slots=True)
-class CallPayload:
+class CallPayload(msgspec.Struct, frozen=True):
     """Call ``target`` (``"pkg.mod:func"``) with JSON arguments."""
 
     target: str
-    args: list[JsonValue] = field(default_factory=list)
-    kwargs: dict[str, JsonValue] = field(default_factory=dict)
+    args: list[JsonValue] = msgspec.field(default_factory=list)
+    kwargs: dict[str, JsonValue] = msgspec.field(default_factory=dict)
     kind: ClassVar[Literal["call"]] = "call"
 
 
-@dataclass(frozen=True, slots=True)
-class PythonExecPayload:
+class PythonExecPayload(msgspec.Struct, frozen=True):
     """Execute ``code`` as a module, then call its ``function`` with JSON arguments."""
 
     code: str
     function: str
-    args: list[JsonValue] = field(default_factory=list)
-    kwargs: dict[str, JsonValue] = field(default_factory=dict)
+    args: list[JsonValue] = msgspec.field(default_factory=list)
+    kwargs: dict[str, JsonValue] = msgspec.field(default_factory=dict)
     kind: ClassVar[Literal["python_exec"]] = "python_exec"
 
 
-@dataclass(frozen=True, slots=True)
-class ShellPayload:
+class ShellPayload(msgspec.Struct, frozen=True):
     """Run ``argv`` (no shell parsing) in ``cwd`` with ``env`` added to the environment."""
 
     argv: list[str]
     cwd: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     kind: ClassVar[Literal["shell"]] = "shell"
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 MAX_MESSAGE_CHARS = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
+class Progress(msgspec.Struct, frozen=True):
     """How far a job has got: ``fraction`` from 0.0 to 1.0 and a short message."""
 
     fraction: float

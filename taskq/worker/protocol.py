@@ -32,8 +32,9 @@ import re
 import socket
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeGuard, TypeVar, cast
+
+import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import limits
@@ -99,8 +100,7 @@ def decoder_for_results(result_bytes: int) -> MessageDecoder:
     return MessageDecoder(result_bytes + _RESULT_OVERHEAD_BYTES)
 
 
-@dataclass(frozen=True, slots=True)
-class JobRequest:
+class JobRequest(msgspec.Struct, frozen=True):
     """The ``job`` message: what to run, within which limits, importing from where.
 
     ``import_path`` is the worker's ``sys.path``, so a child imports job code
@@ -165,8 +165,7 @@ def _parse_limits_once(items: tuple[tuple[str, Any], ...]) -> limits.Limits:
     return limits.parse_limits(dict(items))
 
 
-@dataclass(frozen=True, slots=True)
-class ChildReport:
+class ChildReport(msgspec.Struct, frozen=True):
     """A ``result`` message: how the payload ended, as the child saw it.
 
     The usage figures come from pool children, which measure each job

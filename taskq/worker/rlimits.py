@@ -28,7 +28,8 @@ import contextlib
 import math
 import os
 import resource
-from dataclasses import dataclass
+
+import msgspec
 
 from taskq.broker.limits import Limits
 
@@ -90,8 +91,7 @@ def own_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@dataclass(frozen=True, slots=True)
-class JobUsage:
+class JobUsage(msgspec.Struct, frozen=True):
     """What one pool job used: CPU seconds, peak RSS bytes, and the child's CPU total after it."""
 
     cpu_seconds: float
@@ -100,8 +100,7 @@ class JobUsage:
     """The child's CPU (with the children it waited for) when the job ended."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Counters:
+class _Counters(msgspec.Struct, frozen=True):
     own_cpu: float
     """This process's CPU seconds: what RLIMIT_CPU counts."""
     cpu_total: float

@@ -19,7 +19,8 @@ import selectors
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from taskq.broker.limits import Limits
 from taskq.worker import protocol
@@ -44,8 +45,7 @@ class EndReason(enum.Enum):
     """A job queued in a pool child never started: withdrawn, refused, or the child ended first."""
 
 
-@dataclass(frozen=True, slots=True)
-class Supervised:
+class Supervised(msgspec.Struct, frozen=True):
     """What watching a job saw; ``decide_outcome`` turns it into an ``Outcome``."""
 
     reason: EndReason
