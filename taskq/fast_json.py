@@ -29,22 +29,47 @@ from typing import Any
 
 import orjson
 
-# Anything orjson might read as an integer outside 64 bits (-2**63 has 19 digits).
-# A run just after a decimal point is a fraction's, which orjson reads exactly:
-# CPU times such as 0.00032199999999998896 come in every result frame.
-_LONG_DIGIT_RUN = re.compile(rb"(?<![\d.])\d{19}")
+# The document with every digit read as 0: a run of 19 zeros there is a run
+# of 19 digits here. Translating and searching for a fixed string is several
+# times faster than a regular expression trying each digit as a run's start.
+_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_RUN = b"0" * 19
+_ZERO = ord("0")
+_DECIMAL_POINT = ord(".")
+_NOT_ZERO = re.compile(rb"[^0]")
 _SEPARATORS = (",", ":")
 
 
 def loads(document: bytes | str) -> Any:
     """Decode ``document`` exactly as ``json.loads`` does."""
     data = document.encode() if isinstance(document, str) else document
-    if _LONG_DIGIT_RUN.search(data) is None:
+    if not _may_hold_long_integer(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # json may accept it (NaN), or say what is wrong in its own words
     return json.loads(document)
+
+
+def _may_hold_long_integer(data: bytes) -> bool:
+    """Whether ``data`` has a run of 19 digits or more other than a fraction's.
+
+    Such a run may be an integer outside 64 bits (-2**63 has 19 digits),
+    which orjson would read as a float. A run just after a decimal point is a
+    fraction's, which orjson reads exactly: CPU times such as
+    0.00032199999999998896 come in every result frame.
+    """
+    shape = data.translate(_DIGITS_AS_ZERO)
+    at = shape.find(_LONG_RUN)
+    while at >= 0:
+        if at == 0 or shape[at - 1] != _DECIMAL_POINT:
+            return True
+        # A fraction: look again past the end of its digits.
+        end = _NOT_ZERO.search(shape, at)
+        if end is None:
+            return False
+        at = shape.find(_LONG_RUN, end.start())
+    return False
 
 
 def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> bytes:

@@ -96,3 +96,17 @@ def test_re_encoding_refuses_what_json_refuses(number: float) -> None:
 
 def test_re_encoding_keeps_integers_past_64_bits() -> None:
     assert json.loads(fast_json.dumps_decoded([2**64, -(2**70)])) == [2**64, -(2**70)]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[0.00032199999999998896, 18446744073709551616]",
+        "[0.000321999999999988960000000000000001, -9223372036854775809]",
+        '{"a": 0.12345678901234567890123, "b": "x", "c": [123456789012345678901234]}',
+    ],
+)
+def test_a_long_integer_after_a_long_fraction_keeps_every_digit(document: str) -> None:
+    decoded = fast_json.loads(document)
+    assert decoded == json.loads(document)
+    assert repr(decoded) == repr(json.loads(document))
