@@ -76,6 +76,10 @@ class LeaderRenewal:
 # -- encoding ---------------------------------------------------------------
 
 
+# Built once: json.dumps builds an encoder on every call that asks for other than its defaults.
+_STRICT_JSON = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def to_json(value: Any, what: str, *, decoded: bool = False) -> str:
     """Encode ``value`` as JSON or raise :class:`taskq.errors.InvalidJob` saying why.
 
@@ -85,7 +89,7 @@ def to_json(value: Any, what: str, *, decoded: bool = False) -> str:
     try:
         if decoded:
             return fast_json.dumps_decoded(value)
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return _STRICT_JSON.encode(value)
     except (TypeError, ValueError) as exc:
         raise errors.InvalidJob(
             f"{what} must be JSON (lists, dicts, str, numbers, bools, None): {exc}"
