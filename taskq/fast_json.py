@@ -34,7 +34,6 @@ import orjson
 # times faster than a regular expression trying each digit as a run's start.
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_RUN = b"0" * 19
-_ZERO = ord("0")
 _DECIMAL_POINT = ord(".")
 _NOT_ZERO = re.compile(rb"[^0]")
 _SEPARATORS = (",", ":")
