@@ -73,9 +73,9 @@ class Fleet:
 
 
 def _config(root: Path) -> Path:
-    """A config with an empty [worker] section: the worker's defaults, nothing from the user."""
+    """A config with the worker's defaults, nothing from the user: only the jobs' module."""
     path = root / "worker.toml"
-    path.write_text("[worker]\n", encoding="utf-8")
+    path.write_text('[worker]\nmodules = ["bench_jobs"]\n', encoding="utf-8")
     return path
 
 

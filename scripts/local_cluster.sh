@@ -18,6 +18,7 @@
 #   TASKQ_CLUSTER_START_TIMEOUT  seconds `start` waits for a leader (default 60)
 #   TASKQ_CLUSTER_STOP_TIMEOUT   seconds `stop` waits after SIGTERM before SIGKILL (default 10)
 #   TASKQ_RQLITED            rqlited binary (otherwise found by scripts/install_rqlite.sh)
+#   TASKQ_WORKER_MODULES     modules the workers run jobs from (default taskq.demo_jobs)
 #
 # `start` wipes the previous cluster's data: every start is a fresh cluster.
 # Layout: $TASKQ_CLUSTER_DIR/node<i>/{data/,rqlited.log,pid,http,raft},
@@ -226,7 +227,8 @@ start_workers() {
     for ((i = 1; i <= count; i++)); do
         dir="$CLUSTER_DIR/worker$i"
         mkdir -p "$dir"
-        setsid "$worker_bin" --store "$url" --name "worker$i" </dev/null >"$dir/worker.log" 2>&1 &
+        setsid "$worker_bin" --store "$url" --name "worker$i" \
+            --modules "${TASKQ_WORKER_MODULES:-taskq.demo_jobs}" </dev/null >"$dir/worker.log" 2>&1 &
         echo "$!" >"$dir/pid"
         log "worker$i: pid $!, log $dir/worker.log"
     done

@@ -20,6 +20,7 @@ from taskq import errors
 from taskq.broker import operations, plan
 from taskq.broker.connect import open_store
 from taskq.broker.operations import CancelResult
+from taskq.broker.plan import Op
 from taskq.broker.records import Execution, Job, JobSpec, JobState, PayloadKind, QueueStats
 from taskq.broker.store import Store
 
@@ -135,9 +136,15 @@ class _ClientBase:
         config_path: str | Path | None = None,
         store: Store | None = None,
         submitter: str | None = None,
+        max_payload_bytes: int = operations.MAX_PAYLOAD_BYTES,
     ) -> None:
+        """``max_payload_bytes`` bounds a job's payload, its arguments included, as JSON."""
         self.store = store if store is not None else open_store(store_url, config_path=config_path)
         self.submitter = submitter if submitter is not None else default_submitter()
+        self.max_payload_bytes = max_payload_bytes
+
+    def _enqueue(self, specs: Sequence[JobSpec]) -> Op[list[int]]:
+        return operations.job_enqueue(specs, max_payload_bytes=self.max_payload_bytes)
 
     def _spec(self, target: str, args: Sequence[Any], options: dict[str, Any]) -> JobSpec:
         options.setdefault("submitter", self.submitter)
@@ -160,12 +167,12 @@ class Client(_ClientBase):
 
     def submit(self, target: str, *args: Any, **options: Any) -> JobHandle:
         """Enqueue ``target(*args)``; options are those of :func:`call_spec`."""
-        [job_id] = plan.run(self.store, operations.job_enqueue([self._spec(target, args, options)]))
+        [job_id] = plan.run(self.store, self._enqueue([self._spec(target, args, options)]))
         return JobHandle(self, job_id)
 
     def submit_many(self, specs: Sequence[JobSpec]) -> list[JobHandle]:
         """Enqueue many jobs in one request (build them with :func:`call_spec`)."""
-        ids = plan.run(self.store, operations.job_enqueue(specs))
+        ids = plan.run(self.store, self._enqueue(specs))
         return [JobHandle(self, job_id) for job_id in ids]
 
     def get(self, job_id: int) -> Job:
@@ -224,13 +231,13 @@ class AsyncClient(_ClientBase):
 
     async def submit(self, target: str, *args: Any, **options: Any) -> AsyncJobHandle:
         """Enqueue ``target(*args)``; options are those of :func:`call_spec`."""
-        op = operations.job_enqueue([self._spec(target, args, options)])
+        op = self._enqueue([self._spec(target, args, options)])
         [job_id] = await plan.run_async(self.store, op)
         return AsyncJobHandle(self, job_id)
 
     async def submit_many(self, specs: Sequence[JobSpec]) -> list[AsyncJobHandle]:
         """Enqueue many jobs in one request (build them with :func:`call_spec`)."""
-        ids = await plan.run_async(self.store, operations.job_enqueue(specs))
+        ids = await plan.run_async(self.store, self._enqueue(specs))
         return [AsyncJobHandle(self, job_id) for job_id in ids]
 
     async def get(self, job_id: int) -> Job:

@@ -111,7 +111,16 @@ def _ids_param(ids: Sequence[int]) -> str:
 # -- enqueue ----------------------------------------------------------------
 
 
-def validate_spec(spec: JobSpec) -> dict[str, Any]:
+MAX_PAYLOAD_BYTES = 1 << 20
+"""The largest payload (a call's arguments, python_exec code) a job may carry, as JSON.
+
+A queue is no place for data: a worker holds every payload it claims in
+memory, and a huge one would slow every store read of the job. Pass a path
+or a key instead; clients may set another bound.
+"""
+
+
+def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
     """Check one job and return the row the enqueue statement reads; raises InvalidJob."""
     if not spec.queue or not isinstance(spec.queue, str):
         raise errors.InvalidJob("queue must be a non-empty string")
@@ -131,10 +140,17 @@ def validate_spec(spec: JobSpec) -> dict[str, Any]:
         except limits.LimitsInvalid as exc:
             raise errors.InvalidJob(f"limits: {exc}") from exc
     kind = PayloadKind(spec.kind)
+    payload = to_json(spec.payload, "the payload")
+    # ASCII JSON (the encoder's default): its length in characters is its size in bytes.
+    if len(payload) > max_payload_bytes:
+        raise errors.InvalidJob(
+            f"the payload (arguments included) is {len(payload)} bytes of JSON, over the limit "
+            f"of {max_payload_bytes}; pass a path or a key to the data instead"
+        )
     return {
         "queue": spec.queue,
         "kind": kind.value,
-        "payload": to_json(spec.payload, "the payload"),
+        "payload": payload,
         "priority": int(spec.priority),
         "run_at": spec.run_at,
         "delay": float(spec.delay),
@@ -175,14 +191,21 @@ def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.Ra
     )
 
 
-def job_enqueue(specs: Sequence[JobSpec], *, now: float | None = None) -> Op[list[int]]:
+def job_enqueue(
+    specs: Sequence[JobSpec],
+    *,
+    now: float | None = None,
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+) -> Op[list[int]]:
     """Enqueue jobs in one request; return their ids in order.
 
     A job whose idempotency key is already stored is not enqueued again: its
     existing id is returned. Every job carries a key (a random one when the
     caller gave none), so the batch is safe to resend after an unknown outcome.
+    Every job is checked before anything is written: one bad job fails the
+    whole request, and nothing is written.
     """
-    rows = [validate_spec(spec) for spec in specs]
+    rows = [validate_spec(spec, max_payload_bytes=max_payload_bytes) for spec in specs]
     if not rows:
         return []
     keys_by_submitter: dict[str, list[str]] = {}

@@ -261,7 +261,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     queue=DEMO_QUEUE,
                     concurrency=SLOTS_PER_WORKER,
                     name="demo",
-                    extra_args=("--config", args.config) if args.config else (),
+                    extra_args=(
+                        *("--modules", "taskq.demo_jobs"),
+                        *(("--config", args.config) if args.config else ()),
+                    ),
                 )
                 specs = sample_jobs(args.jobs, work_dir, submitter=default_submitter())
                 print(

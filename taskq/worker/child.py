@@ -1,9 +1,11 @@
 """The sandbox child: ``python -u -m taskq.worker.child MODE --control-fd N``.
 
-The worker starts this in a new session (so it leads its own process group)
-with stdout and stderr on the worker's output pipe, stdin on /dev/null and
-the control socket at fd N. It reads ``job`` messages from the socket and
-answers with ``progress`` and ``result`` messages (see ``protocol``). Modes:
+The worker starts this in a new session with stdout and stderr on the
+worker's output pipe, stdin on /dev/null, the control socket at fd N and the
+keeper socket at another. It first splits into a keeper and a job process
+(see ``keeper``); the job process reads ``job`` messages from the control
+socket and answers with ``progress`` and ``result`` messages (see
+``protocol``). Modes:
 
 - ``once``: run one job under limits it cannot raise, report, exit.
 - ``pool``: say ``ready``, then run jobs one after another until the socket
@@ -26,6 +28,7 @@ import collections
 import importlib
 import json
 import linecache
+import math
 import os
 import signal
 import socket
@@ -35,8 +38,14 @@ from collections.abc import Callable
 from typing import Any
 
 from taskq.broker.limits import Limits, parse_limits
-from taskq.worker import outcome, progress, protocol, rlimits
-from taskq.worker.payloads import CallPayload, Payload, PythonExecPayload, ShellPayload
+from taskq.worker import keeper, linux, outcome, progress, protocol, rlimits
+from taskq.worker.payloads import (
+    CallPayload,
+    Payload,
+    PythonExecPayload,
+    ShellPayload,
+    module_allowed,
+)
 
 _EXEC_FILENAME = "<python_exec>"
 _MAX_MESSAGE_CHARS = 4_000
@@ -60,26 +69,36 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m taskq.worker.child")
     parser.add_argument("mode", choices=["once", "pool", "exec"])
     parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--keeper-fd", type=int, required=True)
+    parser.add_argument("--worker-pid", type=int, required=True)
+    parser.add_argument("--kill-by", type=float, default=math.inf, help="monotonic lease deadline")
     parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
     parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
     args = parser.parse_args(argv)
     # The job's own subprocesses (and an exec'd command) must not inherit the channel.
     os.set_inheritable(args.control_fd, False)
-    control = socket.socket(fileno=args.control_fd)
+    os.set_inheritable(args.keeper_fd, False)
     # A child woken by a job frame then waits for the worker to yield its CPU
     # instead of preempting it: the worker sends the frames of a whole batch
     # of claimed jobs before any child runs, and the job's own processes (which
     # inherit this) stay out of the way of the worker's heartbeats.
     os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    clock = keeper.split(
+        keeper_fd=args.keeper_fd,
+        worker_pid=args.worker_pid,
+        kill_by=args.kill_by,
+        job_fds=(args.control_fd,),
+    )
+    control = socket.socket(fileno=args.control_fd)
     if args.mode == "pool":
-        _serve_pool(control, args.ceiling, args.marker)
+        _serve_pool(control, clock, args.ceiling, args.marker)
     elif args.mode == "once":
-        _serve_once(control)
+        _serve_once(control, clock)
     else:
-        _exec_command(control)
+        _exec_command(control, clock)
 
 
-def _serve_once(control: socket.socket) -> None:
+def _serve_once(control: socket.socket, clock: keeper.JobClock) -> None:
     message = protocol.MessageReader(control).receive()
     if message is None:
         return
@@ -89,6 +108,7 @@ def _serve_once(control: socket.socket) -> None:
     meter = rlimits.JobMeter()
     meter.start()
     rlimits.confine(request.limits)
+    clock.job_started(request.limits.wall_seconds)
     result = _run_job(request, control)
     usage = meter.finish()
     _send_result(
@@ -100,7 +120,10 @@ def _serve_once(control: socket.socket) -> None:
     os._exit(0)
 
 
-def _serve_pool(control: socket.socket, ceiling: str, marker: str) -> None:
+def _serve_pool(control: socket.socket, clock: keeper.JobClock, ceiling: str, marker: str) -> None:
+    # Processes a job leaves behind, even ones that call setsid, become this
+    # process's children: a job that leaves one is then noticed (``children_left``).
+    linux.become_subreaper()
     pool_limits = rlimits.PoolLimits(parse_limits(json.loads(ceiling)))
     meter = rlimits.JobMeter()
     jobs = _JobQueue(protocol.MessageReader(control))
@@ -115,7 +138,9 @@ def _serve_pool(control: socket.socket, ceiling: str, marker: str) -> None:
             # Straight to the pipe: everything the job before wrote is there already.
             os.write(sys.stdout.fileno(), protocol.output_marker(marker, seq))
         pool_limits.confine_job(request.limits, cpu_used=meter.start())
+        clock.job_started(request.limits.wall_seconds)
         result = _run_job(request, control)
+        clock.job_ended()
         # Before the meter reads its counters: the zombies this reaps are the
         # job's, and nothing may reap between one job's finish and the next's start.
         children_left = rlimits.has_children()
@@ -178,7 +203,7 @@ class _JobQueue:
         self._waiting.append((seq, request, bool(message.get("mark", False))))
 
 
-def _exec_command(control: socket.socket) -> None:
+def _exec_command(control: socket.socket, clock: keeper.JobClock) -> None:
     message = protocol.MessageReader(control).receive()
     if message is None:
         return
@@ -187,6 +212,7 @@ def _exec_command(control: socket.socket) -> None:
     if not isinstance(command, ShellPayload):
         raise protocol.ProtocolError(f"exec mode runs shell payloads, not {command.kind}")
     rlimits.confine(request.limits)
+    clock.job_started(request.limits.wall_seconds)
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored
     # across exec: give the command the defaults it expects (``yes | head``).
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -212,18 +238,26 @@ def _run_job(request: protocol.JobRequest, control: socket.socket) -> dict[str, 
         )
     )
     try:
-        return _call(request.payload, request.limits)
+        return _call(request.payload, request.limits, request.modules)
     except MemoryError:
         return _OUT_OF_MEMORY
     finally:
         progress.attach(None)
 
 
-def _call(payload: Payload, limits: Limits) -> dict[str, Any]:
+def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any]:
     if isinstance(payload, ShellPayload):
         raise protocol.ProtocolError("shell payloads run in exec mode")
     try:
-        value = _resolve(payload)(*payload.args, **payload.kwargs)
+        function = _resolve(payload)
+        if isinstance(payload, CallPayload):
+            refusal = _foreign_function(payload.target, function, modules)
+            if refusal:
+                return {
+                    "status": outcome.Status.POLICY.value,
+                    "error": outcome.error_info("PolicyRefused", f"{refusal}; nothing was run"),
+                }
+        value = function(*payload.args, **payload.kwargs)
         return _encode_result(value, limits.result_bytes)
     except MemoryError as exc:
         # The traceback's frames hold the job's locals, and so its memory: free
@@ -241,6 +275,22 @@ def _call(payload: Payload, limits: Limits) -> dict[str, Any]:
         # SystemExit and KeyboardInterrupt raised by a job are its failures; they
         # must not end a pool child that has more jobs to run.
         return {"status": outcome.Status.ERROR.value, "error": _describe(exc)}
+
+
+def _foreign_function(target: str, function: object, modules: list[str]) -> str:
+    """Why ``function`` may not run as ``target`` (``""``: it may).
+
+    The worker checked the target's module; but a module of the worker's may
+    have imported ``os.system`` as ``mymod.system``: what runs must be
+    defined in one of the worker's modules too.
+    """
+    defined_in = getattr(function, "__module__", None)
+    if isinstance(defined_in, str) and module_allowed(defined_in, modules):
+        return ""
+    return (
+        f"{target} is defined in {defined_in or 'no module'}, not among this worker's "
+        f"modules ({', '.join(modules) or 'none given'})"
+    )
 
 
 def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:

@@ -1,11 +1,18 @@
-"""A sandbox child as the worker holds it: spawned, signalled by group, reaped with rusage.
+"""A sandbox child as the worker holds it: spawned, told its deadline, stopped, reaped with rusage.
 
-The child leads a new session, so its process group holds the job and every
-process the job starts (unless one calls ``setsid`` itself). Killing the group
-while the child is still unreaped is safe from pid reuse: an unreaped child,
-even a zombie, keeps its pid and so its group id.
+The process the worker starts is the child's keeper (see ``keeper``), which
+forks the process that runs the jobs. The worker never signals the job
+itself: it asks the keeper (SIGTERM), which kills the job's process group
+and every process left below it, then exits the way the job did. Signalling
+the keeper while it is unreaped is safe from pid reuse: an unreaped child,
+even a zombie, keeps its pid. A keeper that does not exit within
+``_KEEPER_PATIENCE_SECONDS`` of being asked is killed outright.
 
-The child is reaped with ``os.wait4`` rather than ``Popen.wait`` for its
+Children are started from one thread kept for the worker's whole life: the
+kernel's parent-death signal fires when the *thread* that started a process
+ends, and a pooled thread that went idle would end and set it off.
+
+The keeper is reaped with ``os.wait4`` rather than ``Popen.wait`` for its
 rusage: peak RSS and CPU time of the child and the children it waited for.
 A pidfd (Linux >= 5.3) says when the child has exited without reaping it, so
 a supervisor can wait on it in one ``select`` with the child's pipes.
@@ -13,8 +20,10 @@ a supervisor can wait on it in one ``select`` with the child's pipes.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import math
 import os
 import secrets
 import select
@@ -22,15 +31,19 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from taskq.broker.limits import Limits
+from taskq.worker import keeper
 from taskq.worker.rlimits import own_peak_rss_bytes
 
 Mode = Literal["once", "pool", "exec"]
 
 _KIB = 1024
+_KEEPER_PATIENCE_SECONDS = 5.0
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +67,7 @@ class ChildProcess:
         self,
         popen: subprocess.Popen[bytes],
         control: socket.socket,
+        keeper_channel: socket.socket,
         output_fd: int,
         marker: str = "",
     ) -> None:
@@ -65,21 +79,42 @@ class ChildProcess:
         """A pool child's output marker token (see ``protocol.output_marker``)."""
         self.pid = popen.pid
         self.control = control
+        self._keeper = keeper_channel
         self.output_fd = output_fd
         self.pidfd = os.pidfd_open(popen.pid)
         self._reaped = False
 
     @classmethod
-    def spawn(cls, mode: Mode, *, ceiling: Limits | None = None) -> ChildProcess:
-        """Start ``python -m taskq.worker.child`` in ``mode`` in a new session.
+    def spawn(
+        cls,
+        mode: Mode,
+        *,
+        env: Mapping[str, str],
+        ceiling: Limits | None = None,
+        kill_by: float = math.inf,
+    ) -> concurrent.futures.Future[ChildProcess]:
+        """Start ``python -m taskq.worker.child`` in ``mode``, in a new session, from one thread.
 
         ``ceiling`` (pool mode) is passed on as the child's hard limits, with
-        a fresh token for the markers between its jobs' output.
+        a fresh token for the markers between its jobs' output; ``kill_by``
+        is the monotonic time its jobs must be dead by (see ``set_deadline``);
+        ``env`` is the whole environment the child and its jobs get. Block on
+        the future's ``result()`` in a thread, or wrap it in the event loop.
         """
+        return _SPAWNER.submit(cls._spawn_here, mode, env, ceiling, kill_by)
+
+    @classmethod
+    def _spawn_here(
+        cls, mode: Mode, env: Mapping[str, str], ceiling: Limits | None, kill_by: float
+    ) -> ChildProcess:
         control, child_control = socket.socketpair()
+        keeper_channel, child_keeper = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         output_fd, child_output_fd = os.pipe()
         argv = [sys.executable, "-u", "-m", "taskq.worker.child", mode]
         argv += ["--control-fd", str(child_control.fileno())]
+        argv += ["--keeper-fd", str(child_keeper.fileno()), "--worker-pid", str(os.getpid())]
+        if math.isfinite(kill_by):
+            argv += ["--kill-by", repr(kill_by)]
         marker = secrets.token_hex(8)
         if ceiling is not None:
             argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
@@ -89,19 +124,35 @@ class ChildProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=child_output_fd,
                 stderr=child_output_fd,
-                pass_fds=(child_control.fileno(),),
+                pass_fds=(child_control.fileno(), child_keeper.fileno()),
                 start_new_session=True,
+                env=env,
             )
         except BaseException:
             control.close()
+            keeper_channel.close()
             os.close(output_fd)
             raise
         finally:
             child_control.close()
+            child_keeper.close()
             os.close(child_output_fd)
         control.setblocking(False)
+        keeper_channel.setblocking(False)
         os.set_blocking(output_fd, False)
-        return cls(popen, control, output_fd, marker)
+        return cls(popen, control, keeper_channel, output_fd, marker)
+
+    def set_deadline(self, kill_by: float) -> None:
+        """Tell the keeper the monotonic time the jobs must be dead by (``inf``: none)."""
+        with contextlib.suppress(OSError):  # the keeper is gone; its pidfd will say so
+            self._keeper.send(keeper.deadline_message(kill_by))
+
+    def ended_by_keeper(self) -> bytes:
+        """Why the keeper ended the job by itself (``keeper.LEASE_ENDED``...); ``b""`` if not."""
+        try:
+            return self._keeper.recv(16)
+        except OSError:
+            return b""
 
     def has_exited(self) -> bool:
         """Whether the child has exited (it may still need reaping); never blocks."""
@@ -110,15 +161,23 @@ class ChildProcess:
         poller.register(self.pidfd, select.POLLIN)
         return bool(poller.poll(0))
 
-    def kill_group(self) -> None:
-        """SIGKILL the child's whole process group; a no-op once the child is reaped."""
+    def kill_job(self) -> None:
+        """Have the keeper kill the job and every process it started; a no-op once reaped."""
         if self._reaped:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pid, signal.SIGKILL)
+            os.kill(self.pid, signal.SIGTERM)
 
     def reap(self) -> Ended:
-        """Wait for the child to exit (blocking) and collect its status and rusage."""
+        """Wait for the child to exit (blocking) and collect its status and rusage.
+
+        A keeper that does not exit within its patience is killed outright.
+        """
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        if not poller.poll(_KEEPER_PATIENCE_SECONDS * 1000):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         _, status, usage = os.wait4(self.pid, 0)
         self._reaped = True
         peak_rss_bytes = usage.ru_maxrss * _KIB  # KiB on Linux
@@ -136,8 +195,9 @@ class ChildProcess:
     def close(self) -> None:
         """Kill and reap the child if need be, then release its descriptors."""
         if not self._reaped:
-            self.kill_group()
+            self.kill_job()
             self.reap()
         self.control.close()
+        self._keeper.close()
         os.close(self.output_fd)
         os.close(self.pidfd)

@@ -56,19 +56,22 @@ def decide_outcome(supervised: Supervised, *, kind: Kind, limits: Limits) -> Out
     )
 
 
-def disabled_kind_outcome(kind: Kind) -> Outcome:
-    """The outcome of a payload whose kind the worker's policy does not allow."""
-    return Outcome(
-        Status.DISABLED_KIND,
-        error=error_info(
-            "KindDisabled", f"{kind} payloads are disabled on this worker; nothing was run"
-        ),
-    )
+def refused_outcome(reason: str) -> Outcome:
+    """The outcome of a payload the worker's policy refuses (see ``Policy.refusal``)."""
+    return Outcome(Status.POLICY, error=error_info("PolicyRefused", f"{reason}; nothing was run"))
 
 
 def stopped_before_start() -> Outcome:
     """The outcome of a job stopped before it ran: nothing to report but that."""
     return Outcome(Status.CANCELLED, error=error_info("Cancelled", "stopped before it ran"))
+
+
+def lease_expired_before_start() -> Outcome:
+    """The outcome of a job whose lease ran out before it could start."""
+    return Outcome(
+        Status.LEASE_EXPIRED,
+        error=error_info("LeaseExpired", "its lease could not be renewed in time; never started"),
+    )
 
 
 def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status, ErrorInfo | None]:
@@ -79,6 +82,12 @@ def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status,
         )
     if reason is EndReason.CANCELLED:
         return Status.CANCELLED, error_info("Cancelled", "cancelled by the worker; killed")
+    if reason is EndReason.LEASE_EXPIRED:
+        return Status.LEASE_EXPIRED, error_info(
+            "LeaseExpired",
+            "its lease could not be renewed in time (worker frozen or cut off from the store); "
+            "killed before another worker could claim it",
+        )
     if reason is EndReason.OUTPUT_LIMIT or supervised.output_bytes > limits.output_bytes:
         return Status.OUTPUT_LIMIT, error_info(
             "OutputLimit", f"wrote more than {limits.output_bytes} bytes of output; killed"

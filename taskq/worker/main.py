@@ -35,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", help="store URL (default: TASKQ_STORE, config, user data dir)")
     parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")
     parser.add_argument("--queues", help="comma-separated queues to take jobs from")
+    parser.add_argument(
+        "--modules",
+        help="comma-separated modules or packages whose functions this worker runs "
+        "(nothing else is run)",
+    )
     parser.add_argument("--concurrency", type=int, help="jobs at once (default: CPU count)")
     parser.add_argument(
         "--prefetch",
@@ -76,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config.worker,
             {
                 "queues": args.queues,
+                "modules": args.modules,
                 "concurrency": args.concurrency,
                 "labels": args.labels,
                 "name": args.name,
@@ -84,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "prefetch": args.prefetch,
             },
         )
+        settings.check_runs_something()
     except errors.ConfigError as exc:
         print(f"taskq-worker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -30,8 +30,10 @@ class Status(enum.StrEnum):
     """The return value is not JSON or is larger than ``Limits.result_bytes``."""
     CANCELLED = "cancelled"
     """The caller cancelled the job (e.g. its lease was lost)."""
-    DISABLED_KIND = "disabled_kind"
-    """The payload kind is not enabled on this worker; nothing was run."""
+    LEASE_EXPIRED = "lease_expired"
+    """The lease could not be renewed in time (worker frozen or cut off); killed first."""
+    POLICY = "policy"
+    """The worker is not configured to run this payload; nothing was run."""
 
 
 class ErrorInfo(TypedDict):

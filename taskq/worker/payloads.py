@@ -1,8 +1,9 @@
 """The kinds of job payload, their validation, and which kinds a worker allows.
 
 - ``call``: a Python callable by import path, ``{"target": "pkg.mod:func",
-  "args": [...], "kwargs": {...}}``. Always allowed: the code is already
-  installed on the worker.
+  "args": [...], "kwargs": {...}}``. Allowed from the worker's ``modules``
+  only (and their submodules), as Celery's ``-A`` or Dramatiq's module list:
+  any importable callable would include ``os:system`` and ``builtins:exec``.
 - ``python_exec``: source code sent with the job, ``{"code": "...",
   "function": "name", "args": [...], "kwargs": {...}}``.
 - ``shell``: a command, ``{"argv": [...], "cwd": "/dir", "env": {...}}``. The
@@ -15,7 +16,7 @@ so they run only when the worker's ``Policy`` enables them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, cast
 
@@ -68,18 +69,30 @@ Payload: TypeAlias = CallPayload | PythonExecPayload | ShellPayload
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Which payload kinds beyond ``call`` a worker is configured to run."""
+    """What a worker is configured to run: ``call`` targets from its modules, and which kinds."""
 
+    modules: tuple[str, ...] = ()
     allow_python_exec: bool = False
     allow_shell: bool = False
 
-    def allows(self, kind: Kind) -> bool:
-        """Whether payloads of ``kind`` may run under this policy."""
-        if kind == "python_exec":
-            return self.allow_python_exec
-        if kind == "shell":
-            return self.allow_shell
-        return True
+    def refusal(self, payload: Payload) -> str | None:
+        """Why this worker must not run ``payload``; ``None`` when it may."""
+        if isinstance(payload, CallPayload):
+            module = payload.target.partition(":")[0]
+            if not module_allowed(module, self.modules):
+                return (
+                    f"{payload.target}: {module} is not among this worker's modules "
+                    f"({', '.join(self.modules) or 'none given'})"
+                )
+            return None
+        if not (self.allow_python_exec if payload.kind == "python_exec" else self.allow_shell):
+            return f"{payload.kind} payloads are disabled on this worker"
+        return None
+
+
+def module_allowed(module: str, modules: Collection[str]) -> bool:
+    """Whether ``module`` is one of ``modules`` or inside one of those packages."""
+    return any(module == allowed or module.startswith(allowed + ".") for allowed in modules)
 
 
 def parse_payload(data: Mapping[str, object]) -> Payload:

@@ -24,21 +24,22 @@ reader callbacks directly (anyio has no persistent fd watch).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
-import anyio.to_thread
 
 from taskq.broker.limits import Limits
 from taskq.worker import protocol
 from taskq.worker.child_process import ChildProcess, Ended
+from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
-from taskq.worker.supervision import EndReason, Supervised
+from taskq.worker.supervision import EndReason, Supervised, keeper_reason
 
 # Reads of the output pipe once the child is gone: a process the job left
 # behind (outside the child's group) may still be writing to it.
@@ -81,8 +82,11 @@ class PoolJob:
 class PoolChild:
     """One pool child process, running the jobs sent to it in order, watched by the event loop."""
 
-    def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
+    def __init__(
+        self, child: ChildProcess, ceiling: Limits, deadline: LeaseDeadline | None
+    ) -> None:
         self._child = child
+        self._deadline = deadline
         self._loop = asyncio.get_running_loop()
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         self._splitter = protocol.OutputSplitter(child.marker)
@@ -106,11 +110,18 @@ class PoolChild:
         self._loop.add_reader(child.pidfd, self._on_exit)
 
     @classmethod
-    async def spawn(cls, ceiling: Limits) -> PoolChild:
-        """Start a pool child whose hard limits are ``ceiling``."""
+    async def spawn(
+        cls, ceiling: Limits, *, env: Mapping[str, str], deadline: LeaseDeadline | None
+    ) -> PoolChild:
+        """Start a pool child whose hard limits are ``ceiling``, its keeper held to ``deadline``."""
         # Starting a process blocks for milliseconds: not in the event loop's thread.
-        child = await anyio.to_thread.run_sync(lambda: ChildProcess.spawn("pool", ceiling=ceiling))
-        return cls(child, ceiling)
+        kill_by = math.inf if deadline is None else deadline.kill_by
+        child = await asyncio.wrap_future(
+            ChildProcess.spawn("pool", env=env, ceiling=ceiling, kill_by=kill_by)
+        )
+        if deadline is not None:
+            deadline.attach(child)
+        return cls(child, ceiling, deadline)
 
     @property
     def pid(self) -> int:
@@ -230,6 +241,8 @@ class PoolChild:
             await self._kill_and_reap()
         if not self._closed:
             self._closed = True
+            if self._deadline is not None:
+                self._deadline.detach(self._child)
             self._child.close()
 
     # -- the jobs in flight
@@ -284,7 +297,7 @@ class PoolChild:
     async def _kill_and_reap(self) -> Ended:
         self._doomed = True
         if self._ended is None:
-            self._child.kill_group()
+            self._child.kill_job()
             await self._exit
             self._stop_watching()
             self._ended = self._child.reap()
@@ -307,10 +320,9 @@ class PoolChild:
                 break
         if not self._exit.done():
             self._exit.set_result(None)
+        ran = keeper_reason(self._child, EndReason.EXITED)
         for job in self._in_flight.values():
-            job.end(
-                EndReason.EXITED if job.seen_starting or not job.marked else EndReason.NOT_STARTED
-            )
+            job.end(ran if job.seen_starting or not job.marked else EndReason.NOT_STARTED)
         self._in_flight.clear()
 
     # -- the control channel

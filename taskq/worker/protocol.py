@@ -104,14 +104,17 @@ class JobRequest(msgspec.Struct, frozen=True):
     """The ``job`` message: what to run, within which limits, importing from where.
 
     ``import_path`` is the worker's ``sys.path``, so a child imports job code
-    from exactly where the worker would, whatever directory it started in.
-    A pool child's jobs nearly all share their limits and import path, so a
-    message leaves out what is the same as in the one before it.
+    from exactly where the worker would, whatever directory it started in;
+    ``modules`` are the worker's modules, which the function a ``call``
+    resolves to must come from. A pool child's jobs nearly all share these
+    and their limits, so a message leaves out what is the same as in the one
+    before it.
     """
 
     payload: payloads.Payload
     limits: limits.Limits
     import_path: list[str]
+    modules: list[str]
 
     def to_message(self, previous: JobRequest | None = None) -> dict[str, object]:
         """The request as a message for a child that was last sent ``previous``."""
@@ -123,6 +126,8 @@ class JobRequest(msgspec.Struct, frozen=True):
             message["limits"] = self.limits.to_dict()
         if previous is None or previous.import_path != self.import_path:
             message["import_path"] = self.import_path
+        if previous is None or previous.modules != self.modules:
+            message["modules"] = self.modules
         return message
 
     @classmethod
@@ -134,10 +139,12 @@ class JobRequest(msgspec.Struct, frozen=True):
             raise ProtocolError(f"expected a job message, got {message.get('type')!r}")
         limits_before = None if previous is None else previous.limits
         import_path_before = None if previous is None else previous.import_path
+        modules_before = None if previous is None else previous.modules
         return cls(
             payloads.parse_payload(message["payload"]),
             _carried_over(message, "limits", limits_before, _parse_limits),
             _carried_over(message, "import_path", import_path_before, list),
+            _carried_over(message, "modules", modules_before, list),
         )
 
 
@@ -188,6 +195,7 @@ _REPORTABLE = {
     outcome.Status.ERROR,
     outcome.Status.MEMORY,
     outcome.Status.RESULT_INVALID,
+    outcome.Status.POLICY,
 }
 
 

@@ -34,7 +34,7 @@ from taskq.broker import operations as ops
 from taskq.broker import plan
 from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.maintenance import Maintainer
-from taskq.broker.operations import Report, Verdict
+from taskq.broker.operations import Report
 from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
 from taskq.broker.store import Store
@@ -42,18 +42,19 @@ from taskq.worker.acks import AckBatcher
 from taskq.worker.classify import stopped_before_start
 from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
+from taskq.worker.job_environment import job_environment
+from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.outcome import Outcome, Status, error_info
 from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress import Progress
+from taskq.worker.reports import report_of
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.stopping import StopRequest
 
 log = logging.getLogger("taskq.worker")
 
-# Statuses that will come out the same on another try: fail without retrying.
-_NOT_RETRYABLE = {Status.RESULT_INVALID, Status.DISABLED_KIND}
 _PROGRESS_INTERVAL = 0.25
 # Jobs tend to come in bursts: for a while after the last one, an idle worker
 # looks again sooner. On rqlite, where looking is a read every poll, this is
@@ -72,6 +73,8 @@ class StopReason:
 @dataclass
 class RunningJob:
     job: ClaimedJob
+    renewed_at: float
+    """When the request that last renewed its lease (or claimed it) was sent: monotonic."""
     cancel: StopRequest = field(default_factory=StopRequest)
     stopped_because: str | None = None
     started: float = field(default_factory=time.monotonic)
@@ -106,7 +109,13 @@ class Worker:
         self.stopped = anyio.Event()
         self._slot_freed = anyio.Event()
         policy = Policy(
-            allow_python_exec=settings.allow_python_exec, allow_shell=settings.allow_shell
+            modules=settings.modules,
+            allow_python_exec=settings.allow_python_exec,
+            allow_shell=settings.allow_shell,
+        )
+        environment = job_environment(os.environ, settings.env_passthrough)
+        self._deadline = LeaseDeadline(
+            lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
         )
         self._sandboxes: list[Sandbox]
         if settings.isolation == "pool":
@@ -115,12 +124,19 @@ class Worker:
                 PoolSandbox(
                     policy=policy,
                     worker_max=settings.max_limits,
+                    environment=environment,
+                    deadline=self._deadline,
                     max_jobs_per_child=settings.pool_recycle_after,
                 )
                 for _ in range(settings.concurrency)
             ]
         else:
-            shared = ProcessSandbox(policy=policy, worker_max=settings.max_limits)
+            shared = ProcessSandbox(
+                policy=policy,
+                worker_max=settings.max_limits,
+                environment=environment,
+                deadline=self._deadline,
+            )
             self._sandboxes = [shared] * settings.concurrency
         # Claimed jobs wait here for a slot; a slot whose job is still being
         # reported takes the next one as soon as the store has answered.
@@ -265,8 +281,9 @@ class Worker:
             labels=self.settings.labels,
         )
 
-    def _start(self, job: ClaimedJob) -> None:
-        running = RunningJob(job)
+    def _start(self, job: ClaimedJob, sent_at: float) -> None:
+        running = RunningJob(job, renewed_at=sent_at)
+        self._deadline.claimed(sent_at)
         self.running[job.lease.job_id] = running
         self._claimed.put_nowait(running)
         self._last_claimed = running.started
@@ -306,7 +323,7 @@ class Worker:
             finally:
                 self._reserved -= free
             for job in claimed:
-                self._start(job)
+                self._start(job, looked_at)
             if len(claimed) == free:
                 idle = min(0.05, self.settings.idle_poll_seconds)
                 continue  # a full batch: there may be more waiting
@@ -495,6 +512,8 @@ class Worker:
         # stopped has a real outcome. Read once: a heartbeat racing this report
         # may mark the job lost afterwards.
         stopped = running.stopped_because if outcome.status is Status.CANCELLED else None
+        if outcome.status is Status.LEASE_EXPIRED:
+            stopped = StopReason.LEASE_GONE  # handed back: no fault of the job's
         status = "released" if stopped == StopReason.DRAIN else outcome.status.value
         attempt = AttemptReport(
             outcome=status,
@@ -504,7 +523,7 @@ class Worker:
             cpu_seconds=outcome.cpu_seconds,
             log_tail=outcome.log_tail or None,
         )
-        verdict = self._acks.submit(_report_of(job.lease, stopped, outcome, attempt))
+        verdict = self._acks.submit(report_of(job.lease, stopped, outcome, attempt))
 
         def answered(verdict: asyncio.Future[Fenced]) -> None:
             self._forget(running)
@@ -539,7 +558,7 @@ class Worker:
             self._reserved -= free
         self._prefetch.round_took(time.monotonic() - sent_at)
         for job in claimed:
-            self._start(job)
+            self._start(job, sent_at)
         return verdicts
 
     # -- heartbeat
@@ -567,6 +586,7 @@ class Worker:
             else:
                 if maintainer is not None and beat.leader_held is not None:
                     maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
+                self._renewed(leases, beat.lost, sent_at)
                 for lease in beat.lost:
                     running = self.running.get(lease.job_id)
                     # A job reported since this heartbeat was sent has left
@@ -574,34 +594,22 @@ class Worker:
                     if running is not None and running.job.lease == lease and not running.reporting:
                         self.events.emit("lease_lost", job=lease.job_id)
                         running.stop(StopReason.LEASE_GONE)
+            self._deadline.held_since(
+                min(
+                    (
+                        running.renewed_at
+                        for running in self.running.values()
+                        if running.stopped_because is None and not running.reporting
+                    ),
+                    default=None,
+                )
+            )
             with anyio.move_on_after(self.settings.heartbeat_seconds):
                 await self.stopped.wait()
 
-
-def _report_of(
-    lease: Lease, stopped: str | None, outcome: Outcome, attempt: AttemptReport
-) -> Report:
-    """What to tell the store about one attempt (``stopped``: why we killed it, if we did)."""
-    if stopped is not None:
-        # We stopped it: hand it back. A cancel request ends it cancelled; a
-        # lease that moved on refuses, and whatever the job produced is dropped.
-        return Report(lease, Verdict.RELEASE, attempt)
-    if outcome.status is Status.SUCCEEDED:
-        try:
-            # Encoded here, once: a result the store cannot take fails this job alone.
-            result_json = ops.to_json(outcome.result, "the result", decoded=True)
-        except errors.InvalidJob as exc:
-            error = {"type": "ResultInvalid", "message": str(exc), "status": "result_invalid"}
-            return Report(lease, Verdict.FAIL, attempt, error=error, retryable=False)
-        return Report(
-            lease, Verdict.COMPLETE, attempt, result=outcome.result, result_json=result_json
-        )
-    info = dict(outcome.error or error_info("Error", outcome.status.value))
-    failure = {
-        "type": info.get("type", "Error"),
-        "message": info.get("message", ""),
-        "traceback": info.get("traceback", ""),
-        "status": outcome.status.value,
-    }
-    retryable = outcome.status not in _NOT_RETRYABLE
-    return Report(lease, Verdict.FAIL, attempt, error=failure, retryable=retryable)
+    def _renewed(self, leases: list[Lease], lost: frozenset[Lease], sent_at: float) -> None:
+        """Note the leases a heartbeat sent at ``sent_at`` renewed (all but ``lost``)."""
+        for lease in leases:
+            running = self.running.get(lease.job_id)
+            if running is not None and running.job.lease == lease and lease not in lost:
+                running.renewed_at = sent_at

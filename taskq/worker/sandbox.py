@@ -18,10 +18,16 @@ Two isolation modes share one interface, ``Sandbox``:
 ``shell`` payloads always run as a process of their own: a fresh child that
 applies the limits and then execs the command in its own process group.
 
+Every child is held by a keeper (see ``keeper``): a job dies with its
+worker, when its lease can no longer be renewed (``LeaseDeadline``), and at
+its wall clock even when the worker cannot act; the keeper kills every
+process below it, including those that called ``setsid``. A job's
+environment is the worker's less anything not on the allowlist (see
+``job_environment``): no store URL, no credentials.
+
 What the sandbox does not do: it bounds resources, not access. A job runs
-as the worker's user with its files and network. A process that leaves the
-job's process group (``setsid``) escapes the kill. Linux only: it relies on
-pidfds (kernel 5.3 or later) and /proc.
+as the worker's user with its files and network. Linux only: it relies on
+pidfds (kernel 5.3 or later), ``prctl`` and /proc.
 
 A pool child is watched from the event loop (``pool_child``): a job costs a
 message each way and no thread. While jobs are short, a slot may queue more
@@ -36,8 +42,10 @@ unrelated ``to_thread`` work while the child's wall clock is already running.
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -49,7 +57,9 @@ import anyio.to_thread
 
 from taskq.broker.limits import Limits
 from taskq.worker import classify, protocol
-from taskq.worker.child_process import ChildProcess
+from taskq.worker.child_process import ChildProcess, Mode
+from taskq.worker.job_environment import job_environment
+from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.outcome import Outcome, Status
 from taskq.worker.payloads import Payload, Policy, ShellPayload
 from taskq.worker.pool_child import PoolChild, PoolJob
@@ -79,7 +89,8 @@ class StartedJob:
 class Sandbox:
     """Runs payloads in limited child processes; see ``ProcessSandbox`` and ``PoolSandbox``.
 
-    What both modes share: the policy, the worker's maximums, the import path.
+    What both modes share: the policy, the worker's maximums, the import
+    path, the jobs' environment and the lease deadline.
     """
 
     def __init__(
@@ -88,17 +99,34 @@ class Sandbox:
         policy: Policy | None = None,
         worker_max: Limits | None = None,
         import_path: Sequence[str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        deadline: LeaseDeadline | None = None,
     ) -> None:
-        """``import_path`` is where children import ``call`` targets from (default ``sys.path``)."""
+        """``import_path`` is where children import ``call`` targets from (default ``sys.path``).
+
+        ``environment`` is the jobs' whole environment (default: this
+        process's, through ``job_environment``); ``deadline`` the worker's
+        lease deadline, which children's keepers enforce (default: none).
+        """
         self._policy = policy or Policy()
         self._worker_max = worker_max or Limits()
         self._import_path = list(sys.path if import_path is None else import_path)
+        self._environment = dict(
+            job_environment(os.environ) if environment is None else environment
+        )
+        self._deadline = deadline
+        self._modules = list(self._policy.modules)
 
     def _request(self, payload: Payload, limits: Limits) -> protocol.JobRequest | Outcome:
-        """The request to send a child, or the outcome of a payload the policy refuses."""
-        if not self._policy.allows(payload.kind):
-            return classify.disabled_kind_outcome(payload.kind)
-        return protocol.JobRequest(payload, limits.bounded_by(self._worker_max), self._import_path)
+        """The request to send a child, or the outcome of a job that is not to run."""
+        refusal = self._policy.refusal(payload)
+        if refusal is not None:
+            return classify.refused_outcome(refusal)
+        if self._deadline is not None and self._deadline.expired():
+            return classify.lease_expired_before_start()
+        return protocol.JobRequest(
+            payload, limits.bounded_by(self._worker_max), self._import_path, self._modules
+        )
 
     async def run(
         self,
@@ -146,7 +174,9 @@ class Sandbox:
         if isinstance(request, Outcome):
             return request
         return await _supervise_in_thread(
-            lambda supervisor: _run_in_fresh_child(supervisor, request),
+            lambda supervisor: _run_in_fresh_child(
+                supervisor, request, self._environment, self._deadline
+            ),
             request,
             started.cancel,
             started.on_progress,
@@ -187,12 +217,20 @@ class PoolSandbox(Sandbox):
         policy: Policy | None = None,
         worker_max: Limits | None = None,
         import_path: Sequence[str] | None = None,
+        environment: Mapping[str, str] | None = None,
+        deadline: LeaseDeadline | None = None,
         max_jobs_per_child: int = 100,
     ) -> None:
         """The child's hard limits are ``worker_max``; each job sets its own soft limits."""
         if max_jobs_per_child < 1:
             raise ValueError("max_jobs_per_child must be at least 1")
-        super().__init__(policy=policy, worker_max=worker_max, import_path=import_path)
+        super().__init__(
+            policy=policy,
+            worker_max=worker_max,
+            import_path=import_path,
+            environment=environment,
+            deadline=deadline,
+        )
         self._max_jobs_per_child = max_jobs_per_child
         self._child: PoolChild | None = None
         self._jobs_in_child = 0
@@ -279,7 +317,9 @@ class PoolSandbox(Sandbox):
             ):
                 await self._retire_child()
             if self._child is None:
-                self._child = await PoolChild.spawn(self._worker_max)
+                self._child = await PoolChild.spawn(
+                    self._worker_max, env=self._environment, deadline=self._deadline
+                )
                 self._jobs_in_child = 0
             return self._child
 
@@ -295,11 +335,22 @@ class PoolSandbox(Sandbox):
             await child.aclose()
 
 
-def _run_in_fresh_child(supervisor: JobSupervisor, request: protocol.JobRequest) -> Outcome:
-    child = ChildProcess.spawn("exec" if isinstance(request.payload, ShellPayload) else "once")
+def _run_in_fresh_child(
+    supervisor: JobSupervisor,
+    request: protocol.JobRequest,
+    environment: Mapping[str, str],
+    deadline: LeaseDeadline | None,
+) -> Outcome:
+    mode: Mode = "exec" if isinstance(request.payload, ShellPayload) else "once"
+    kill_by = math.inf if deadline is None else deadline.kill_by
+    child = ChildProcess.spawn(mode, env=environment, kill_by=kill_by).result()
+    if deadline is not None:
+        deadline.attach(child)
     try:
         supervised = supervisor.watch(child, request)
     finally:
+        if deadline is not None:
+            deadline.detach(child)
         child.close()
     return classify.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import msgspec
 
 from taskq.broker.limits import Limits
-from taskq.worker import protocol
+from taskq.worker import keeper, protocol
 from taskq.worker.child_process import ChildProcess, Ended
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
@@ -39,6 +39,8 @@ class EndReason(enum.Enum):
     """A pool child sent its result and lives on for the next job."""
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
+    LEASE_EXPIRED = "lease_expired"
+    """The child's keeper killed the job: its lease was not renewed in time."""
     OUTPUT_LIMIT = "output_limit"
     PROTOCOL_ERROR = "protocol_error"
     NOT_STARTED = "not_started"
@@ -101,11 +103,13 @@ class JobSupervisor:
         try:
             reason = job.wait(protocol.encode_message(request.to_message()), self._wake_read)
             # Also after EXITED: the job's own children may still be running.
-            child.kill_group()
+            child.kill_job()
             job.ended = child.reap()
+            if reason is EndReason.EXITED:
+                reason = keeper_reason(child, reason)
             job.drain()
         except BaseException:
-            child.kill_group()
+            child.kill_job()
             raise
         return Supervised(
             reason=reason,
@@ -226,6 +230,16 @@ class _JobWatch:
         # Only the newest of a burst of reports is worth passing on.
         if latest_progress is not None and self.on_progress is not None:
             self.on_progress(latest_progress)
+
+
+def keeper_reason(child: ChildProcess, otherwise: EndReason) -> EndReason:
+    """Why a child ended, when its keeper ended it (see ``keeper``); else ``otherwise``."""
+    said = child.ended_by_keeper()
+    if said == keeper.LEASE_ENDED:
+        return EndReason.LEASE_EXPIRED
+    if said == keeper.WALL_CLOCK_ENDED:
+        return EndReason.TIMEOUT
+    return otherwise
 
 
 def _read_now(read: Callable[[], bytes]) -> bytes | None:

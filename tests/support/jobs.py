@@ -164,9 +164,15 @@ def big_result(nbytes: int) -> str:
 
 
 def sleep_and_identify(seconds: float) -> dict[str, object]:
-    """Sleep, then say which worker ran this (its tag, and the pid of the sandbox's parent)."""
+    """Sleep, then say which worker ran this (its tag, and its pid: the keeper's parent)."""
     time.sleep(seconds)
-    return {"worker": os.environ.get(WORKER_TAG_ENV), "worker_pid": os.getppid()}
+    return {"worker": os.environ.get(WORKER_TAG_ENV), "worker_pid": parent_of(os.getppid())}
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of ``pid``, from /proc."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return int(stat.read().rsplit(b")", 1)[1].split()[1])
 
 
 def dereference_null() -> None:
@@ -208,3 +214,51 @@ def running_span() -> list[float]:
     """When this job ran: its wall-clock start and end."""
     started = time.time()
     return [started, time.time()]
+
+
+# -- containment: jobs that try to outlive their worker, lease or policy ----------------
+
+
+def _write_atomically(path: str, text: str) -> None:
+    partial = f"{path}.partial"
+    with open(partial, "w") as out:
+        out.write(text)
+    os.replace(partial, path)
+
+
+def record_pid_and_sleep(path: str, seconds: float) -> int:
+    """Write this process's pid to ``path``, then sleep (to be killed, normally)."""
+    _write_atomically(path, str(os.getpid()))
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def start_daemon(path: str) -> int:
+    """Start a daemon the classic way (fork, setsid, fork again), write its pid, return.
+
+    The daemon leaves the job's process group and session, and its parent
+    exits, so it is re-parented away from the job: it outlives the job
+    unless something adopts and kills it.
+    """
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        if os.fork() == 0:
+            _write_atomically(path, str(os.getpid()))
+            time.sleep(1000)
+        os._exit(0)
+    os.waitpid(first, 0)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return int(open(path).read())
+
+
+def environment() -> dict[str, str]:
+    """The environment this job sees."""
+    return dict(os.environ)
+
+
+# The standard library's os.system under a name in this module: a worker that runs
+# this module's functions must still refuse it, as it is not defined here.
+run_command = os.system

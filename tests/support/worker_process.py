@@ -31,8 +31,12 @@ REPO = Path(__file__).resolve().parents[2]
 # Short timings so that leases lapse and drains end within seconds.
 TEST_WORKER_SETTINGS: dict[str, object] = {
     "concurrency": 1,
+    "modules": ["tests.support"],
+    # Jobs tell which worker ran them through this variable.
+    "env_passthrough": [WORKER_TAG_ENV],
     "lease_seconds": 2,
     "heartbeat_seconds": 0.5,
+    "lease_margin_seconds": 0.5,
     "grace_seconds": 3,
     "idle_poll_seconds": 0.1,
 }
@@ -316,6 +320,7 @@ class WorkerFleet:
         worker: Mapping[str, object] | None = None,
         max_limits: Mapping[str, object] | None = None,
         extra_args: Sequence[str] = (),
+        extra_env: Mapping[str, str] | None = None,
         wait_started: bool = True,
     ) -> WorkerProcess:
         """Start ``taskq-worker`` named ``tag`` (jobs see it in ``WORKER_TAG_ENV``).
@@ -336,7 +341,11 @@ class WorkerFleet:
             *extra_args,
         ]
         process = WorkerProcess(
-            tag, argv, directory / "worker.log", worker_environment(tag), directory
+            tag,
+            argv,
+            directory / "worker.log",
+            {**worker_environment(tag), **(extra_env or {})},
+            directory,
         )
         self.workers.append(process)
         if wait_started:

@@ -15,7 +15,7 @@ from taskq.broker.limits import Limits
 from taskq.worker import protocol
 from taskq.worker.json_value import JsonValue
 from taskq.worker.outcome import Status
-from taskq.worker.payloads import CallPayload
+from taskq.worker.payloads import CallPayload, Policy
 from taskq.worker.sandbox import PoolSandbox
 from taskq.worker.stopping import StopRequest
 
@@ -30,7 +30,7 @@ def call(function: str, *args: JsonValue) -> CallPayload:
 
 @pytest.fixture
 async def pool() -> AsyncIterator[PoolSandbox]:
-    async with PoolSandbox() as made:
+    async with PoolSandbox(policy=Policy(modules=("tests.support",))) as made:
         yield made
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from taskq.broker.limits import Limits
 from taskq.worker.child_process import Ended
-from taskq.worker.classify import decide_outcome, disabled_kind_outcome
+from taskq.worker.classify import decide_outcome, refused_outcome
 from taskq.worker.outcome import Status, error_info
 from taskq.worker.protocol import ChildReport
 from taskq.worker.supervision import EndReason, Supervised
@@ -155,8 +155,11 @@ def test_a_broken_protocol_is_a_crash_with_the_reason() -> None:
     assert "bad frame" in outcome.error["message"]
 
 
-def test_a_disabled_kind_says_so() -> None:
-    outcome = disabled_kind_outcome("shell")
-    assert outcome.status is Status.DISABLED_KIND
+def test_a_refused_payload_says_so() -> None:
+    outcome = refused_outcome("shell payloads are disabled on this worker")
+    assert outcome.status is Status.POLICY
     assert outcome.error is not None
-    assert outcome.error["type"] == "KindDisabled"
+    assert outcome.error["type"] == "PolicyRefused"
+    assert outcome.error["message"] == (
+        "shell payloads are disabled on this worker; nothing was run"
+    )

@@ -58,8 +58,32 @@ def test_mistakes_are_named(data: dict[str, object], complaint: str) -> None:
 
 
 def test_policy_enables_kinds_beyond_call() -> None:
-    assert Policy().allows("call")
-    assert not Policy().allows("python_exec")
-    assert not Policy().allows("shell")
-    assert Policy(allow_python_exec=True).allows("python_exec")
-    assert Policy(allow_shell=True).allows("shell")
+    code = PythonExecPayload("def f(): pass", "f")
+    command = ShellPayload(["true"])
+    assert Policy().refusal(code) == "python_exec payloads are disabled on this worker"
+    assert Policy().refusal(command) == "shell payloads are disabled on this worker"
+    assert Policy(allow_python_exec=True).refusal(code) is None
+    assert Policy(allow_shell=True).refusal(command) is None
+
+
+@pytest.mark.parametrize(
+    ("target", "allowed"),
+    [
+        ("mypkg.tasks:resize", True),
+        ("mypkg.tasks.images:resize", True),
+        ("other:resize", True),
+        ("mypkg:resize", False),
+        ("mypkg.tasksx:resize", False),
+        ("os:system", False),
+        ("builtins:exec", False),
+        ("subprocess:check_call", False),
+    ],
+)
+def test_call_targets_run_only_from_the_workers_modules(target: str, allowed: bool) -> None:
+    policy = Policy(modules=("mypkg.tasks", "other"))
+    refusal = policy.refusal(CallPayload(target))
+    assert (refusal is None) is allowed, refusal
+    if not allowed:
+        assert refusal is not None
+        assert "not among this worker's modules" in refusal
+    assert Policy().refusal(CallPayload(target)) is not None

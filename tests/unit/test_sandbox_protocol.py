@@ -68,19 +68,20 @@ def test_members_already_encoded_are_sent_as_json() -> None:
 
 def test_a_job_message_leaves_out_what_the_child_already_has() -> None:
     first = protocol.JobRequest(
-        CallPayload("pkg.mod:run", [1]), Limits(cpu_seconds=5), ["/srv/jobs"]
+        CallPayload("pkg.mod:run", [1]), Limits(cpu_seconds=5), ["/srv/jobs"], ["pkg"]
     )
     same_context = protocol.JobRequest(
-        CallPayload("pkg.mod:run", [2]), Limits(cpu_seconds=5), first.import_path
+        CallPayload("pkg.mod:run", [2]), Limits(cpu_seconds=5), first.import_path, ["pkg"]
     )
     new_limits = protocol.JobRequest(
-        CallPayload("pkg.mod:run", [3]), Limits(cpu_seconds=9), first.import_path
+        CallPayload("pkg.mod:run", [3]), Limits(cpu_seconds=9), first.import_path, ["pkg"]
     )
 
-    assert {"limits", "import_path"} <= first.to_message().keys()
+    assert {"limits", "import_path", "modules"} <= first.to_message().keys()
     short = same_context.to_message(previous=first)
     assert "limits" not in short
     assert "import_path" not in short
+    assert "modules" not in short
     assert protocol.JobRequest.from_message(short, previous=first) == same_context
     changed = new_limits.to_message(previous=same_context)
     assert "limits" in changed
@@ -89,8 +90,8 @@ def test_a_job_message_leaves_out_what_the_child_already_has() -> None:
 
 
 def test_a_first_job_message_without_its_limits_is_refused() -> None:
-    first = protocol.JobRequest(CallPayload("pkg.mod:run", [1]), Limits(), ["/srv/jobs"])
-    second = protocol.JobRequest(CallPayload("pkg.mod:run", [2]), Limits(), ["/srv/jobs"])
+    first = protocol.JobRequest(CallPayload("pkg.mod:run", [1]), Limits(), ["/srv/jobs"], ["pkg"])
+    second = protocol.JobRequest(CallPayload("pkg.mod:run", [2]), Limits(), ["/srv/jobs"], ["pkg"])
     with pytest.raises(protocol.ProtocolError, match="first job message must carry its limits"):
         protocol.JobRequest.from_message(second.to_message(previous=first))
 

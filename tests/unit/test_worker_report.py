@@ -10,7 +10,7 @@ import pytest
 from taskq.broker.operations import Verdict
 from taskq.broker.records import AttemptReport, Lease
 from taskq.worker.outcome import Outcome, Status
-from taskq.worker.runtime import _report_of
+from taskq.worker.reports import report_of
 
 LEASE = Lease(job_id=7, token="t")
 ATTEMPT = AttemptReport("succeeded")
@@ -18,7 +18,7 @@ ATTEMPT = AttemptReport("succeeded")
 
 def test_a_result_is_encoded_once_with_every_digit() -> None:
     result = {"big": 2**70, "text": "é", "fraction": 0.00032199999999998896, "none": None}
-    report = _report_of(LEASE, None, Outcome(Status.SUCCEEDED, result=result), ATTEMPT)
+    report = report_of(LEASE, None, Outcome(Status.SUCCEEDED, result=result), ATTEMPT)
     assert report.verdict is Verdict.COMPLETE
     assert report.result_json is not None
     assert json.loads(report.result_json) == result
@@ -27,7 +27,7 @@ def test_a_result_is_encoded_once_with_every_digit() -> None:
 @pytest.mark.parametrize("number", [math.nan, math.inf])
 def test_a_result_json_cannot_hold_fails_the_job_without_retry(number: float) -> None:
     # Only a child that forged its frame gets such a value past its own encoder.
-    report = _report_of(LEASE, None, Outcome(Status.SUCCEEDED, result=[number]), ATTEMPT)
+    report = report_of(LEASE, None, Outcome(Status.SUCCEEDED, result=[number]), ATTEMPT)
     assert report.verdict is Verdict.FAIL
     assert report.retryable is False
     assert report.error is not None

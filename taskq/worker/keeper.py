@@ -1,0 +1,210 @@
+"""The keeper: a small process between the worker and a job, so no job outlives its right to run.
+
+Every sandbox child splits in two as it starts, before it runs any job
+code. The process the worker started stays behind as the *keeper*; its
+forked child, the *job process*, runs the jobs in a process group of its
+own. The keeper runs no job code, so a job cannot hold it up (a long C call
+holding the GIL, a deadlock): it sleeps in ``poll`` and ends the job, with
+every process the job started, the moment any of these happens:
+
+- **The worker dies.** The kernel sends the keeper SIGTERM (the
+  parent-death signal), and the socket from the worker reaches end of
+  file; either is enough, and a changed parent pid, checked at every
+  wake-up, is a third line.
+- **The lease deadline passes.** The worker sends the monotonic time by
+  which its jobs must be dead unless their leases are renewed (see
+  ``lease_deadline``), and a later one after each renewal. A worker that
+  is frozen, or cut off from the store, sends none, so its jobs die before
+  the store lets another worker claim them.
+- **The job's wall clock runs out.** The job process writes each job's
+  deadline into memory shared with the keeper, which kills the job a little
+  after it (the worker's own timer normally comes first, and names the
+  outcome).
+- **The worker asks** (SIGTERM), or **the job process ends.**
+
+Then the keeper kills the job's process group, then every process left
+below it: the keeper is a child subreaper, so a process that double-forked
+and called ``setsid`` is re-parented to it rather than to init, and is
+found among its children. It reaps them all, tells the worker why it acted
+(a byte on the socket: ``L`` lease, ``W`` wall clock), and exits the way the
+job process did (its exit status, or its signal), so the worker reads the
+job's end from the keeper's, with the job's resource usage in its rusage.
+
+The job process gets SIGKILL from the kernel if the keeper dies, whatever
+the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import mmap
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import time
+from typing import NoReturn
+
+from taskq.worker import linux
+
+LEASE_ENDED = b"L"
+WALL_CLOCK_ENDED = b"W"
+
+_DEADLINE = struct.Struct("d")
+"""Worker to keeper: the monotonic time the jobs must be dead by (``inf``: none)."""
+
+# The keeper looks at the job's wall-clock deadline at least this often: the
+# job process writes it without waking the keeper, which costs nothing per job.
+_LOOK_SECONDS = 0.25
+# After the wall-clock deadline: the worker's timer should have ended the job
+# by then, and its kill names the outcome more precisely.
+WALL_CLOCK_GRACE_SECONDS = 0.5
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class JobClock:
+    """The job process's side of the shared deadline: when the current job must be over."""
+
+    def __init__(self, shared: mmap.mmap) -> None:
+        self._shared = shared
+
+    def job_started(self, wall_seconds: float) -> None:
+        """A job starts now and may run ``wall_seconds``."""
+        _DEADLINE.pack_into(self._shared, 0, time.monotonic() + wall_seconds)
+
+    def job_ended(self) -> None:
+        """No job runs now: the keeper has no wall clock to enforce."""
+        _DEADLINE.pack_into(self._shared, 0, 0.0)
+
+
+def deadline_message(kill_by: float) -> bytes:
+    """The message telling a keeper its jobs must be dead by ``kill_by`` (``inf``: no deadline)."""
+    return _DEADLINE.pack(kill_by)
+
+
+def split(*, keeper_fd: int, worker_pid: int, kill_by: float, job_fds: tuple[int, ...]) -> JobClock:
+    """Fork the job process; return in it. The keeper never returns from here.
+
+    ``job_fds`` are the job process's channels to the worker, which the keeper
+    closes; ``keeper_fd`` is the keeper's, which the job process closes.
+    """
+    # First of all, so that no moment passes in which the worker could die unnoticed.
+    linux.set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != worker_pid:
+        os._exit(1)  # the worker died before the signal was armed: nothing to keep
+    linux.become_subreaper()
+    # Jobs crash with signals that dump core by default; so may the keeper, mirroring them.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    shared = mmap.mmap(-1, _DEADLINE.size)
+    keeper_pid = os.getpid()
+    job_pid = os.fork()
+    if job_pid == 0:
+        os.setpgid(0, 0)
+        linux.set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != keeper_pid:
+            os._exit(1)
+        os.close(keeper_fd)
+        return JobClock(shared)
+    for fd in job_fds:
+        os.close(fd)
+    # Nothing of the job's reads from here: its stdin stays /dev/null, and the
+    # keeper's own stdout goes there too. Its stderr stays on the job's
+    # output pipe, where anything it has to say is read.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    _keep(socket.socket(fileno=keeper_fd), job_pid, shared, worker_pid, kill_by)
+
+
+def _keep(
+    keeper: socket.socket, job_pid: int, shared: mmap.mmap, worker_pid: int, kill_by: float
+) -> NoReturn:
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    for number in _STOP_SIGNALS:
+        signal.signal(number, _note_signal)
+    keeper.setblocking(False)
+    job_fd = os.pidfd_open(job_pid)
+    poller = select.poll()
+    for fd in (keeper.fileno(), job_fd, wake_read):
+        poller.register(fd, select.POLLIN)
+    reason = b""
+    while True:
+        now = time.monotonic()
+        (job_deadline,) = _DEADLINE.unpack_from(shared, 0)
+        wall_deadline = job_deadline + WALL_CLOCK_GRACE_SECONDS if job_deadline else math.inf
+        if now >= kill_by:
+            reason = LEASE_ENDED
+            break
+        if now >= wall_deadline:
+            reason = WALL_CLOCK_ENDED
+            break
+        wait = min(kill_by, wall_deadline, now + _LOOK_SECONDS) - now
+        ready = {fd for fd, _ in poller.poll(wait * 1000)}
+        if job_fd in ready or wake_read in ready or os.getppid() != worker_pid:
+            break
+        if keeper.fileno() in ready:
+            renewed = _read_deadlines(keeper, kill_by)
+            if renewed is None:
+                break  # the worker is gone
+            kill_by = renewed
+    if reason:
+        with contextlib.suppress(OSError):
+            keeper.send(reason)
+    _mirror(sweep(job_pid))
+
+
+def _note_signal(number: int, frame: object) -> None:
+    """Nothing: the wake-up pipe has already told the loop."""
+
+
+def _read_deadlines(keeper: socket.socket, latest: float) -> float | None:
+    """The latest deadline the worker sent (else ``latest``); ``None`` once the worker is gone."""
+    while True:
+        try:
+            message = keeper.recv(64)
+        except BlockingIOError:
+            return latest
+        except OSError:
+            return None
+        if not message:
+            return None
+        if len(message) == _DEADLINE.size:
+            (latest,) = _DEADLINE.unpack(message)
+
+
+def sweep(job_pid: int) -> int | None:
+    """Kill the job process's group and every process left below the keeper; reap them all.
+
+    Returns the job process's wait status (``None`` if it was reaped before).
+    Every process killed here is a child of this one, not yet reaped, so its
+    pid cannot have been reused: the kill reaches the process meant.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(job_pid, signal.SIGKILL)
+    status = None
+    while True:
+        for pid in linux.own_children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            pid, wait_status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return status
+        if pid == job_pid:
+            status = wait_status
+
+
+def _mirror(status: int | None) -> NoReturn:
+    """Exit as the job process did, so the worker reads the job's end from the keeper's."""
+    if status is None or os.WIFEXITED(status):
+        os._exit(os.WEXITSTATUS(status) if status is not None else 1)
+    number = os.WTERMSIG(status)
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(number, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {number})
+    os.kill(os.getpid(), number)
+    os._exit(128 + number)  # a signal whose default is to carry on

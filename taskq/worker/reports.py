@@ -1,0 +1,41 @@
+"""What a worker tells the store about one attempt, from the attempt's outcome."""
+
+from __future__ import annotations
+
+from taskq import errors
+from taskq.broker import operations as ops
+from taskq.broker.operations import Report, Verdict
+from taskq.broker.records import AttemptReport, Lease
+from taskq.worker.outcome import Outcome, Status, error_info
+
+# Statuses that will come out the same on another try: fail without retrying.
+_NOT_RETRYABLE = {Status.RESULT_INVALID, Status.POLICY}
+
+
+def report_of(
+    lease: Lease, stopped: str | None, outcome: Outcome, attempt: AttemptReport
+) -> Report:
+    """What to tell the store about one attempt (``stopped``: why we killed it, if we did)."""
+    if stopped is not None:
+        # We stopped it: hand it back. A cancel request ends it cancelled; a
+        # lease that moved on refuses, and whatever the job produced is dropped.
+        return Report(lease, Verdict.RELEASE, attempt)
+    if outcome.status is Status.SUCCEEDED:
+        try:
+            # Encoded here, once: a result the store cannot take fails this job alone.
+            result_json = ops.to_json(outcome.result, "the result", decoded=True)
+        except errors.InvalidJob as exc:
+            error = {"type": "ResultInvalid", "message": str(exc), "status": "result_invalid"}
+            return Report(lease, Verdict.FAIL, attempt, error=error, retryable=False)
+        return Report(
+            lease, Verdict.COMPLETE, attempt, result=outcome.result, result_json=result_json
+        )
+    info = dict(outcome.error or error_info("Error", outcome.status.value))
+    failure = {
+        "type": info.get("type", "Error"),
+        "message": info.get("message", ""),
+        "traceback": info.get("traceback", ""),
+        "status": outcome.status.value,
+    }
+    retryable = outcome.status not in _NOT_RETRYABLE
+    return Report(lease, Verdict.FAIL, attempt, error=failure, retryable=retryable)

@@ -1,0 +1,214 @@
+"""Containment with the real ``taskq-worker``: a job never outlives its worker, lease or policy.
+
+Each test runs in both isolation modes where it applies. Jobs write their
+pid to a file of the test's own; the test then watches that process through
+a pidfd, so it sees the moment the job dies, and never signals it itself.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker.records import JobState
+from tests.support.rqlite_cluster import running_cluster
+from tests.support.worker_process import WorkerFleet, process_gone, wait_until
+
+JOBS = "tests.support.jobs"
+ISOLATIONS = ["pool", "process"]
+# Long enough that no lease runs out by itself while a test looks on.
+PATIENT = {"lease_seconds": 30, "heartbeat_seconds": 1, "lease_margin_seconds": 2}
+# A lease short enough to run out within a test: killed at most 4 - 1 s after the last renewal.
+SHORT_LEASE = {"lease_seconds": 4, "heartbeat_seconds": 0.5, "lease_margin_seconds": 1}
+
+
+def _pid_from(path: Path, timeout: float = 30) -> int:
+    assert wait_until(path.exists, timeout), f"the job never wrote {path}"
+    return int(path.read_text())
+
+
+def _wait_for_death(pid: int, timeout: float) -> float | None:
+    """Block until ``pid`` exits; the wall-clock time it was seen dead, None if it lived on."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return time.time()
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if not poller.poll(timeout * 1000):
+            return None
+        return time.time()
+    finally:
+        os.close(pidfd)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_job_dies_within_a_second_of_its_worker(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    worker = workers.start(store_url, worker={"isolation": isolation, **PATIENT})
+    pidfile = tmp_path / "job.pid"
+    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600)
+    job_pid = _pid_from(pidfile)
+
+    killed_at = time.time()
+    worker.send_signal(signal.SIGKILL)
+    seen_dead = _wait_for_death(job_pid, timeout=30)
+
+    assert seen_dead is not None, f"job {job_pid} outlived its SIGKILLed worker"
+    assert seen_dead - killed_at < 1.0, f"the job lived {seen_dead - killed_at:.2f} s on"
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_frozen_workers_job_is_killed_before_its_lease_can_expire(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    worker = workers.start(
+        store_url, worker={"isolation": isolation, "maintenance": False, **SHORT_LEASE}
+    )
+    pidfile = tmp_path / "job.pid"
+    handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, max_attempts=3)
+    job_pid = _pid_from(pidfile)
+
+    frozen_at = time.time()
+    worker.send_signal(signal.SIGSTOP)
+    try:
+        seen_dead = _wait_for_death(job_pid, timeout=30)
+        # Nothing renews the lease while the worker is frozen: this is its last word.
+        lease_until = client.get(handle.id).lease_until
+    finally:
+        worker.send_signal(signal.SIGCONT)
+
+    assert seen_dead is not None, f"job {job_pid} outlived its frozen worker's lease"
+    assert lease_until is not None
+    # The last renewal was sent before the freeze, so the lease ends by then at the latest.
+    assert lease_until <= frozen_at + SHORT_LEASE["lease_seconds"]
+    assert seen_dead < lease_until, (
+        f"the job died {seen_dead - lease_until:.2f} s after its lease expired in the store"
+    )
+    # Woken up, the worker learns why and hands the job back; it lives on.
+    finished = worker.wait_for_event("job_finished", job=handle.id, timeout=30)
+    assert finished["status"] == "lease_expired", finished
+    assert worker.running, worker.describe()
+    job = client.get(handle.id)
+    assert job.state is JobState.QUEUED or job.state is JobState.RUNNING, job
+    assert job.attempts <= 1, job  # handed back, not counted as a failed attempt
+
+
+def test_a_worker_cut_off_from_the_store_stops_its_job(
+    workers: WorkerFleet, tmp_path: Path
+) -> None:
+    """Every store node frozen: the worker cannot renew, so its job dies before the lease ends."""
+    with running_cluster(tmp_path / "cluster") as cluster, taskq.Client(cluster.url) as client:
+        worker = workers.start(cluster.url, worker={"isolation": "pool", **SHORT_LEASE})
+        pidfile = tmp_path / "job.pid"
+        handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600)
+        job_pid = _pid_from(pidfile)
+
+        cut_at = time.time()
+        nodes = [node.process for node in cluster.nodes if node.process is not None]
+        for process in nodes:
+            os.kill(process.pid, signal.SIGSTOP)
+        try:
+            seen_dead = _wait_for_death(job_pid, timeout=30)
+        finally:
+            for process in nodes:
+                os.kill(process.pid, signal.SIGCONT)
+
+        assert seen_dead is not None, f"job {job_pid} outlived the lease it could not renew"
+        assert seen_dead < cut_at + SHORT_LEASE["lease_seconds"]
+        finished = worker.wait_for_event("job_finished", job=handle.id, timeout=60)
+        assert finished["status"] == "lease_expired", finished
+        assert worker.running, worker.describe()
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_setsid_daemon_dies_with_its_job(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    workers.start(store_url, worker={"isolation": isolation})
+    pidfile = tmp_path / "daemon.pid"
+    handle = client.submit(f"{JOBS}:start_daemon", str(pidfile))
+    job = client.wait(handle.id, timeout=30)
+    assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
+    daemon = int(pidfile.read_text())
+    assert job.result == daemon
+    assert wait_until(lambda: process_gone(daemon), 10), f"daemon {daemon} outlived its job"
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+@pytest.mark.parametrize(
+    "target",
+    ["os:system", "builtins:exec", "subprocess:check_call", f"{JOBS}:run_command", "json:dumps"],
+)
+def test_code_outside_the_workers_modules_never_runs(
+    isolation: str,
+    target: str,
+    workers: WorkerFleet,
+    client: taskq.Client,
+    store_url: str,
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "ran"
+    argument = f"touch {marker}" if target != "subprocess:check_call" else ["touch", str(marker)]
+    if target == "builtins:exec":
+        argument = f"open({str(marker)!r}, 'w').close()"
+    worker = workers.start(store_url, worker={"isolation": isolation})
+    handle = client.submit(target, argument, max_attempts=3)
+
+    job = client.wait(handle.id, timeout=30)
+
+    [execution] = client.executions(handle.id)
+    assert execution.outcome == "policy", execution
+    assert job.state is JobState.FAILED, job  # never retried: it would be refused again
+    assert job.error is not None
+    assert "not among this worker's modules" in job.error["message"], job.error
+    assert not marker.exists()
+    assert worker.running
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_job_cannot_read_the_store_url_or_credentials(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    secret_url = f"{store_url}?busy_timeout_ms=5000"
+    workers.start(
+        store_url,
+        worker={"isolation": isolation},
+        extra_env={"TASKQ_STORE": secret_url, "AWS_SECRET_ACCESS_KEY": "hunter2"},
+    )
+    handle = client.submit(f"{JOBS}:environment")
+    job = client.wait(handle.id, timeout=30)
+    assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
+    seen: dict[str, str] = job.result
+    assert "PATH" in seen
+    assert seen.get("TASKQ_TEST_WORKER_TAG") == "w"  # passed through by the test config
+    assert not {"TASKQ_STORE", "AWS_SECRET_ACCESS_KEY"} & seen.keys(), sorted(seen)
+    assert not [name for name, value in seen.items() if store_url in value or "hunter2" in value]
+
+
+def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
+    client: taskq.Client,
+) -> None:
+    before = client.stats()
+    with pytest.raises(errors.InvalidJob, match="over the limit of 1048576"):
+        client.submit(f"{JOBS}:echo", "x" * (2 << 20))
+    with pytest.raises(errors.InvalidJob, match="over the limit"):
+        client.submit_many(
+            [
+                taskq.call_spec(f"{JOBS}:echo", ["small"]),
+                taskq.call_spec(f"{JOBS}:echo", ["x" * (2 << 20)]),
+            ]
+        )
+    assert client.stats() == before
+    assert client.list() == []
+    # Just under the limit is fine: the bound is the payload's, not a guess.
+    client.submit(f"{JOBS}:echo", "x" * ((1 << 20) - 200))
