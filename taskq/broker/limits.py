@@ -36,7 +36,10 @@ class Limits:
     runs from when the job is sent to its child, so it includes the start-up
     of a fresh child. ``log_tail_bytes``
     is how much of the end of stdout+stderr is kept; ``output_bytes`` is how
-    much the job may write in all before it is killed.
+    much the job may write in all before it is killed. ``processes`` caps the
+    processes and threads of the job's whole tree where the worker has a
+    cgroup pids controller (see ``taskq.worker.cgroups``); where it has a
+    memory controller, ``memory_bytes`` bounds the tree's resident memory too.
     """
 
     memory_bytes: int = 1024 * _KIB**2
@@ -46,6 +49,7 @@ class Limits:
     log_tail_bytes: int = 64 * _KIB
     output_bytes: int = 64 * 64 * _KIB
     result_bytes: int = _KIB**2
+    processes: int = 256
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -75,7 +79,7 @@ class Limits:
 
 
 _SIZE_FIELDS = {"memory_bytes", "log_tail_bytes", "output_bytes", "result_bytes"}
-_INT_FIELDS = {"cpu_seconds", "open_files"}
+_INT_FIELDS = {"cpu_seconds", "open_files", "processes"}
 _FLOAT_FIELDS = {"wall_seconds"}
 
 

@@ -37,8 +37,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from taskq.broker.limits import Limits, parse_limits
 from taskq.worker import keeper, linux, outcome, progress, protocol, rlimits
+from taskq.worker.cgroups import CgroupPlan
 from taskq.worker.payloads import (
     CallPayload,
     Payload,
@@ -72,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keeper-fd", type=int, required=True)
     parser.add_argument("--worker-pid", type=int, required=True)
     parser.add_argument("--kill-by", type=float, default=math.inf, help="monotonic lease deadline")
+    parser.add_argument("--cgroups", help="where the job's control groups go, as JSON")
     parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
     parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
     args = parser.parse_args(argv)
@@ -88,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         worker_pid=args.worker_pid,
         kill_by=args.kill_by,
         job_fds=(args.control_fd,),
+        cgroups=msgspec.json.decode(args.cgroups, type=CgroupPlan) if args.cgroups else None,
     )
     control = socket.socket(fileno=args.control_fd)
     if args.mode == "pool":
@@ -108,7 +113,7 @@ def _serve_once(control: socket.socket, clock: keeper.JobClock) -> None:
     meter = rlimits.JobMeter()
     meter.start()
     rlimits.confine(request.limits)
-    clock.job_started(request.limits.wall_seconds)
+    clock.job_started(request.limits)
     result = _run_job(request, control)
     usage = meter.finish()
     _send_result(
@@ -138,7 +143,7 @@ def _serve_pool(control: socket.socket, clock: keeper.JobClock, ceiling: str, ma
             # Straight to the pipe: everything the job before wrote is there already.
             os.write(sys.stdout.fileno(), protocol.output_marker(marker, seq))
         pool_limits.confine_job(request.limits, cpu_used=meter.start())
-        clock.job_started(request.limits.wall_seconds)
+        clock.job_started(request.limits)
         result = _run_job(request, control)
         clock.job_ended()
         # Before the meter reads its counters: the zombies this reaps are the
@@ -212,7 +217,7 @@ def _exec_command(control: socket.socket, clock: keeper.JobClock) -> None:
     if not isinstance(command, ShellPayload):
         raise protocol.ProtocolError(f"exec mode runs shell payloads, not {command.kind}")
     rlimits.confine(request.limits)
-    clock.job_started(request.limits.wall_seconds)
+    clock.job_started(request.limits)
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored
     # across exec: give the command the defaults it expects (``yes | head``).
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

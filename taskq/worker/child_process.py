@@ -35,8 +35,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
+
 from taskq.broker.limits import Limits
 from taskq.worker import keeper
+from taskq.worker.cgroups import CgroupPlan
+from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.rlimits import own_peak_rss_bytes
 
 Mode = Literal["once", "pool", "exec"]
@@ -44,6 +48,18 @@ Mode = Literal["once", "pool", "exec"]
 _KIB = 1024
 _KEEPER_PATIENCE_SECONDS = 5.0
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSetup:
+    """What every child of one worker starts with, whatever its mode."""
+
+    env: Mapping[str, str]
+    """The whole environment the child and its jobs get (see ``job_environment``)."""
+    deadline: LeaseDeadline | None = None
+    """The worker's lease deadline, which the child's keeper enforces."""
+    cgroups: CgroupPlan | None = None
+    """Where the keeper makes control groups for its job process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +85,8 @@ class ChildProcess:
         control: socket.socket,
         keeper_channel: socket.socket,
         output_fd: int,
-        marker: str = "",
+        marker: str,
+        deadline: LeaseDeadline | None,
     ) -> None:
         self._popen = popen
         # The kernel starts a child's ru_maxrss from its parent's peak RSS (and
@@ -83,38 +100,36 @@ class ChildProcess:
         self.output_fd = output_fd
         self.pidfd = os.pidfd_open(popen.pid)
         self._reaped = False
+        self._deadline = deadline
+        if deadline is not None:
+            deadline.attach(self)
 
     @classmethod
     def spawn(
-        cls,
-        mode: Mode,
-        *,
-        env: Mapping[str, str],
-        ceiling: Limits | None = None,
-        kill_by: float = math.inf,
+        cls, mode: Mode, setup: ChildSetup, *, ceiling: Limits | None = None
     ) -> concurrent.futures.Future[ChildProcess]:
         """Start ``python -m taskq.worker.child`` in ``mode``, in a new session, from one thread.
 
         ``ceiling`` (pool mode) is passed on as the child's hard limits, with
-        a fresh token for the markers between its jobs' output; ``kill_by``
-        is the monotonic time its jobs must be dead by (see ``set_deadline``);
-        ``env`` is the whole environment the child and its jobs get. Block on
-        the future's ``result()`` in a thread, or wrap it in the event loop.
+        a fresh token for the markers between its jobs' output. The child's
+        keeper holds it to ``setup.deadline`` until it is closed. Block on the
+        future's ``result()`` in a thread, or wrap it in the event loop.
         """
-        return _SPAWNER.submit(cls._spawn_here, mode, env, ceiling, kill_by)
+        return _SPAWNER.submit(cls._spawn_here, mode, setup, ceiling)
 
     @classmethod
-    def _spawn_here(
-        cls, mode: Mode, env: Mapping[str, str], ceiling: Limits | None, kill_by: float
-    ) -> ChildProcess:
+    def _spawn_here(cls, mode: Mode, setup: ChildSetup, ceiling: Limits | None) -> ChildProcess:
         control, child_control = socket.socketpair()
         keeper_channel, child_keeper = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         output_fd, child_output_fd = os.pipe()
         argv = [sys.executable, "-u", "-m", "taskq.worker.child", mode]
         argv += ["--control-fd", str(child_control.fileno())]
         argv += ["--keeper-fd", str(child_keeper.fileno()), "--worker-pid", str(os.getpid())]
+        kill_by = math.inf if setup.deadline is None else setup.deadline.kill_by
         if math.isfinite(kill_by):
             argv += ["--kill-by", repr(kill_by)]
+        if setup.cgroups is not None and setup.cgroups.groups():
+            argv += ["--cgroups", msgspec.json.encode(setup.cgroups).decode()]
         marker = secrets.token_hex(8)
         if ceiling is not None:
             argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
@@ -126,7 +141,7 @@ class ChildProcess:
                 stderr=child_output_fd,
                 pass_fds=(child_control.fileno(), child_keeper.fileno()),
                 start_new_session=True,
-                env=env,
+                env=setup.env,
             )
         except BaseException:
             control.close()
@@ -140,7 +155,7 @@ class ChildProcess:
         control.setblocking(False)
         keeper_channel.setblocking(False)
         os.set_blocking(output_fd, False)
-        return cls(popen, control, keeper_channel, output_fd, marker)
+        return cls(popen, control, keeper_channel, output_fd, marker, setup.deadline)
 
     def set_deadline(self, kill_by: float) -> None:
         """Tell the keeper the monotonic time the jobs must be dead by (``inf``: none)."""
@@ -194,6 +209,8 @@ class ChildProcess:
 
     def close(self) -> None:
         """Kill and reap the child if need be, then release its descriptors."""
+        if self._deadline is not None:
+            self._deadline.detach(self)
         if not self._reaped:
             self.kill_job()
             self.reap()

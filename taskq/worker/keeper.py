@@ -48,7 +48,9 @@ import struct
 import time
 from typing import NoReturn
 
+from taskq.broker.limits import Limits
 from taskq.worker import linux
+from taskq.worker.cgroups import CgroupPlan, JobGroups
 
 LEASE_ENDED = b"L"
 WALL_CLOCK_ENDED = b"W"
@@ -66,14 +68,17 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class JobClock:
-    """The job process's side of the shared deadline: when the current job must be over."""
+    """The job process's side: when the current job must be over, and its groups' bounds."""
 
-    def __init__(self, shared: mmap.mmap) -> None:
+    def __init__(self, shared: mmap.mmap, groups: JobGroups | None) -> None:
         self._shared = shared
+        self._groups = groups
 
-    def job_started(self, wall_seconds: float) -> None:
-        """A job starts now and may run ``wall_seconds``."""
-        _DEADLINE.pack_into(self._shared, 0, time.monotonic() + wall_seconds)
+    def job_started(self, limits: Limits) -> None:
+        """A job starts now, within ``limits`` (its wall clock, process cap, memory)."""
+        if self._groups is not None:
+            self._groups.apply(limits)
+        _DEADLINE.pack_into(self._shared, 0, time.monotonic() + limits.wall_seconds)
 
     def job_ended(self) -> None:
         """No job runs now: the keeper has no wall clock to enforce."""
@@ -85,11 +90,19 @@ def deadline_message(kill_by: float) -> bytes:
     return _DEADLINE.pack(kill_by)
 
 
-def split(*, keeper_fd: int, worker_pid: int, kill_by: float, job_fds: tuple[int, ...]) -> JobClock:
+def split(
+    *,
+    keeper_fd: int,
+    worker_pid: int,
+    kill_by: float,
+    job_fds: tuple[int, ...],
+    cgroups: CgroupPlan | None,
+) -> JobClock:
     """Fork the job process; return in it. The keeper never returns from here.
 
     ``job_fds`` are the job process's channels to the worker, which the keeper
-    closes; ``keeper_fd`` is the keeper's, which the job process closes.
+    closes; ``keeper_fd`` is the keeper's, which the job process closes. The
+    job process joins control groups of its own where ``cgroups`` says.
     """
     # First of all, so that no moment passes in which the worker could die unnoticed.
     linux.set_parent_death_signal(signal.SIGTERM)
@@ -100,6 +113,7 @@ def split(*, keeper_fd: int, worker_pid: int, kill_by: float, job_fds: tuple[int
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     shared = mmap.mmap(-1, _DEADLINE.size)
     keeper_pid = os.getpid()
+    groups = None if cgroups is None else JobGroups(cgroups, keeper_pid)
     job_pid = os.fork()
     if job_pid == 0:
         os.setpgid(0, 0)
@@ -107,7 +121,9 @@ def split(*, keeper_fd: int, worker_pid: int, kill_by: float, job_fds: tuple[int
         if os.getppid() != keeper_pid:
             os._exit(1)
         os.close(keeper_fd)
-        return JobClock(shared)
+        if groups is not None:
+            groups.join()
+        return JobClock(shared, groups)
     for fd in job_fds:
         os.close(fd)
     # Nothing of the job's reads from here: its stdin stays /dev/null, and the
@@ -116,11 +132,16 @@ def split(*, keeper_fd: int, worker_pid: int, kill_by: float, job_fds: tuple[int
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    _keep(socket.socket(fileno=keeper_fd), job_pid, shared, worker_pid, kill_by)
+    _keep(socket.socket(fileno=keeper_fd), job_pid, shared, worker_pid, kill_by, groups)
 
 
 def _keep(
-    keeper: socket.socket, job_pid: int, shared: mmap.mmap, worker_pid: int, kill_by: float
+    keeper: socket.socket,
+    job_pid: int,
+    shared: mmap.mmap,
+    worker_pid: int,
+    kill_by: float,
+    groups: JobGroups | None,
 ) -> NoReturn:
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
@@ -154,7 +175,12 @@ def _keep(
     if reason:
         with contextlib.suppress(OSError):
             keeper.send(reason)
-    _mirror(sweep(job_pid))
+    if groups is not None:
+        groups.kill()
+    status = sweep(job_pid)
+    if groups is not None:
+        groups.remove()
+    _mirror(status)
 
 
 def _note_signal(number: int, frame: object) -> None:

@@ -24,18 +24,16 @@ reader callbacks directly (anyio has no persistent fd watch).
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
 
 from taskq.broker.limits import Limits
 from taskq.worker import protocol
-from taskq.worker.child_process import ChildProcess, Ended
-from taskq.worker.lease_deadline import LeaseDeadline
+from taskq.worker.child_process import ChildProcess, ChildSetup, Ended
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
@@ -82,11 +80,8 @@ class PoolJob:
 class PoolChild:
     """One pool child process, running the jobs sent to it in order, watched by the event loop."""
 
-    def __init__(
-        self, child: ChildProcess, ceiling: Limits, deadline: LeaseDeadline | None
-    ) -> None:
+    def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
         self._child = child
-        self._deadline = deadline
         self._loop = asyncio.get_running_loop()
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         self._splitter = protocol.OutputSplitter(child.marker)
@@ -110,18 +105,11 @@ class PoolChild:
         self._loop.add_reader(child.pidfd, self._on_exit)
 
     @classmethod
-    async def spawn(
-        cls, ceiling: Limits, *, env: Mapping[str, str], deadline: LeaseDeadline | None
-    ) -> PoolChild:
-        """Start a pool child whose hard limits are ``ceiling``, its keeper held to ``deadline``."""
+    async def spawn(cls, ceiling: Limits, setup: ChildSetup) -> PoolChild:
+        """Start a pool child whose hard limits are ``ceiling``."""
         # Starting a process blocks for milliseconds: not in the event loop's thread.
-        kill_by = math.inf if deadline is None else deadline.kill_by
-        child = await asyncio.wrap_future(
-            ChildProcess.spawn("pool", env=env, ceiling=ceiling, kill_by=kill_by)
-        )
-        if deadline is not None:
-            deadline.attach(child)
-        return cls(child, ceiling, deadline)
+        child = await asyncio.wrap_future(ChildProcess.spawn("pool", setup, ceiling=ceiling))
+        return cls(child, ceiling)
 
     @property
     def pid(self) -> int:
@@ -241,8 +229,6 @@ class PoolChild:
             await self._kill_and_reap()
         if not self._closed:
             self._closed = True
-            if self._deadline is not None:
-                self._deadline.detach(self._child)
             self._child.close()
 
     # -- the jobs in flight

@@ -38,7 +38,9 @@ from taskq.broker.operations import Report
 from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
 from taskq.broker.store import Store
+from taskq.worker import cgroups
 from taskq.worker.acks import AckBatcher
+from taskq.worker.child_process import ChildSetup
 from taskq.worker.classify import stopped_before_start
 from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
@@ -113,9 +115,14 @@ class Worker:
             allow_python_exec=settings.allow_python_exec,
             allow_shell=settings.allow_shell,
         )
-        environment = job_environment(os.environ, settings.env_passthrough)
         self._deadline = LeaseDeadline(
             lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
+        )
+        self._cgroups = cgroups.prepare(os.getpid())
+        setup = ChildSetup(
+            env=job_environment(os.environ, settings.env_passthrough),
+            deadline=self._deadline,
+            cgroups=self._cgroups,
         )
         self._sandboxes: list[Sandbox]
         if settings.isolation == "pool":
@@ -124,19 +131,13 @@ class Worker:
                 PoolSandbox(
                     policy=policy,
                     worker_max=settings.max_limits,
-                    environment=environment,
-                    deadline=self._deadline,
+                    setup=setup,
                     max_jobs_per_child=settings.pool_recycle_after,
                 )
                 for _ in range(settings.concurrency)
             ]
         else:
-            shared = ProcessSandbox(
-                policy=policy,
-                worker_max=settings.max_limits,
-                environment=environment,
-                deadline=self._deadline,
-            )
+            shared = ProcessSandbox(policy=policy, worker_max=settings.max_limits, setup=setup)
             self._sandboxes = [shared] * settings.concurrency
         # Claimed jobs wait here for a slot; a slot whose job is still being
         # reported takes the next one as soon as the store has answered.
@@ -196,6 +197,7 @@ class Worker:
                 slots=self.settings.concurrency,
                 isolation=self.settings.isolation,
                 cpus=format_cpu_list(self.settings.cpus) if self.settings.cpus else "any",
+                containment=cgroups.describe(self._cgroups),
             )
             async with anyio.create_task_group() as loops:
                 self._loops = loops
@@ -246,6 +248,7 @@ class Worker:
     async def _close(self) -> None:
         for sandbox in self._distinct_sandboxes():
             await sandbox.aclose()
+        cgroups.remove(self._cgroups)
         try:
             await self._run(ops.worker_set_state(self.worker_id, "stopped"))
         except errors.StoreError as exc:

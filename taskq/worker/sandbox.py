@@ -42,10 +42,9 @@ unrelated ``to_thread`` work while the child's wall clock is already running.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
@@ -57,9 +56,8 @@ import anyio.to_thread
 
 from taskq.broker.limits import Limits
 from taskq.worker import classify, protocol
-from taskq.worker.child_process import ChildProcess, Mode
+from taskq.worker.child_process import ChildProcess, ChildSetup, Mode
 from taskq.worker.job_environment import job_environment
-from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.outcome import Outcome, Status
 from taskq.worker.payloads import Payload, Policy, ShellPayload
 from taskq.worker.pool_child import PoolChild, PoolJob
@@ -99,22 +97,18 @@ class Sandbox:
         policy: Policy | None = None,
         worker_max: Limits | None = None,
         import_path: Sequence[str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        deadline: LeaseDeadline | None = None,
+        setup: ChildSetup | None = None,
     ) -> None:
         """``import_path`` is where children import ``call`` targets from (default ``sys.path``).
 
-        ``environment`` is the jobs' whole environment (default: this
-        process's, through ``job_environment``); ``deadline`` the worker's
-        lease deadline, which children's keepers enforce (default: none).
+        ``setup`` is what every child starts with (default: this process's
+        environment through ``job_environment``, no lease deadline, no cgroups).
         """
         self._policy = policy or Policy()
         self._worker_max = worker_max or Limits()
         self._import_path = list(sys.path if import_path is None else import_path)
-        self._environment = dict(
-            job_environment(os.environ) if environment is None else environment
-        )
-        self._deadline = deadline
+        self._setup = setup or ChildSetup(env=job_environment(os.environ))
+        self._deadline = self._setup.deadline
         self._modules = list(self._policy.modules)
 
     def _request(self, payload: Payload, limits: Limits) -> protocol.JobRequest | Outcome:
@@ -174,9 +168,7 @@ class Sandbox:
         if isinstance(request, Outcome):
             return request
         return await _supervise_in_thread(
-            lambda supervisor: _run_in_fresh_child(
-                supervisor, request, self._environment, self._deadline
-            ),
+            lambda supervisor: _run_in_fresh_child(supervisor, request, self._setup),
             request,
             started.cancel,
             started.on_progress,
@@ -217,8 +209,7 @@ class PoolSandbox(Sandbox):
         policy: Policy | None = None,
         worker_max: Limits | None = None,
         import_path: Sequence[str] | None = None,
-        environment: Mapping[str, str] | None = None,
-        deadline: LeaseDeadline | None = None,
+        setup: ChildSetup | None = None,
         max_jobs_per_child: int = 100,
     ) -> None:
         """The child's hard limits are ``worker_max``; each job sets its own soft limits."""
@@ -228,8 +219,7 @@ class PoolSandbox(Sandbox):
             policy=policy,
             worker_max=worker_max,
             import_path=import_path,
-            environment=environment,
-            deadline=deadline,
+            setup=setup,
         )
         self._max_jobs_per_child = max_jobs_per_child
         self._child: PoolChild | None = None
@@ -317,9 +307,7 @@ class PoolSandbox(Sandbox):
             ):
                 await self._retire_child()
             if self._child is None:
-                self._child = await PoolChild.spawn(
-                    self._worker_max, env=self._environment, deadline=self._deadline
-                )
+                self._child = await PoolChild.spawn(self._worker_max, self._setup)
                 self._jobs_in_child = 0
             return self._child
 
@@ -336,21 +324,13 @@ class PoolSandbox(Sandbox):
 
 
 def _run_in_fresh_child(
-    supervisor: JobSupervisor,
-    request: protocol.JobRequest,
-    environment: Mapping[str, str],
-    deadline: LeaseDeadline | None,
+    supervisor: JobSupervisor, request: protocol.JobRequest, setup: ChildSetup
 ) -> Outcome:
     mode: Mode = "exec" if isinstance(request.payload, ShellPayload) else "once"
-    kill_by = math.inf if deadline is None else deadline.kill_by
-    child = ChildProcess.spawn(mode, env=environment, kill_by=kill_by).result()
-    if deadline is not None:
-        deadline.attach(child)
+    child = ChildProcess.spawn(mode, setup).result()
     try:
         supervised = supervisor.watch(child, request)
     finally:
-        if deadline is not None:
-            deadline.detach(child)
         child.close()
     return classify.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
 

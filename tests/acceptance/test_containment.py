@@ -212,3 +212,20 @@ def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
     assert client.list() == []
     # Just under the limit is fine: the bound is the payload's, not a guess.
     client.submit(f"{JOBS}:echo", "x" * ((1 << 20) - 200))
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_fork_bomb_ends_at_its_process_cap(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    worker = workers.start(store_url, worker={"isolation": isolation})
+    # The start-up line says what caps a job's processes: here, a control group.
+    assert "processes capped by cgroup" in worker.wait_for_event("worker_started")["containment"]
+    handle = client.submit(f"{JOBS}:fork_until_refused", 500, limits={"processes": 20})
+    job = client.wait(handle.id, timeout=60)
+    assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
+    # The job's own process counts against the cap, and whatever else the child holds.
+    assert 0 < job.result < 20, job.result
+    # Its sleeping children went with it: the next job runs in a sound child.
+    after = client.wait(client.submit(f"{JOBS}:add", 1, 2).id, timeout=30)
+    assert after.result == 3

@@ -262,3 +262,22 @@ def environment() -> dict[str, str]:
 # The standard library's os.system under a name in this module: a worker that runs
 # this module's functions must still refuse it, as it is not defined here.
 run_command = os.system
+
+
+def fork_until_refused(most: int) -> int:
+    """Start sleeping children until the system refuses a fork (or ``most`` are running).
+
+    A fork bomb that stops at the first refusal: the count says where the
+    job's process cap lies. The children sleep until they are killed.
+    """
+    started = 0
+    while started < most:
+        try:
+            pid = os.fork()
+        except BlockingIOError:
+            return started
+        if pid == 0:
+            time.sleep(1000)
+            os._exit(0)
+        started += 1
+    return started

@@ -1,0 +1,196 @@
+"""Control groups for sandbox children: a process cap and a memory bound per job, when allowed.
+
+Where the machine lets the worker make control groups (it runs as root, or
+holds a delegated subtree), each sandbox child's job process runs in groups
+of its own, made by its keeper under ``taskq-<worker pid>``:
+
+- ``pids.max`` caps the processes (and threads) of the job's whole tree at
+  ``limits.processes``: a fork bomb stops at its cap;
+- ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1) holds the whole tree's
+  resident memory to ``limits.memory_bytes``, where RLIMIT_AS bounds each
+  process's address space alone;
+- v2's ``cgroup.kill`` ends every process in the group at once.
+
+cgroup v2 serves a controller it delegates to the worker; on a machine with
+v2 mounted beside v1 controllers (hybrid), v1's ``pids`` and ``memory``
+hierarchies do. With neither, nothing caps a job's processes (RLIMIT_NPROC
+counts every process of the user, not of a job, and binds no root process)
+and RLIMIT_AS alone bounds its memory, per process; the worker's start-up
+line says which holds (``describe``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import msgspec
+
+from taskq.broker.limits import Limits
+
+_PROC_MOUNTS = Path("/proc/self/mountinfo")
+_PROC_CGROUP = Path("/proc/self/cgroup")
+
+
+class Group(msgspec.Struct, frozen=True):
+    """Where one controller's groups are made, and in which cgroup version."""
+
+    parent: str
+    version: int
+
+
+class CgroupPlan(msgspec.Struct, frozen=True):
+    """The groups a sandbox child's keeper makes for its job process, by purpose."""
+
+    pids: Group | None = None
+    memory: Group | None = None
+    kill: Group | None = None
+    """A v2 group, for ``cgroup.kill`` (any v2 group has it, controllers or not)."""
+
+    def groups(self) -> list[Group]:
+        chosen = (self.pids, self.memory, self.kill)
+        return list({group.parent: group for group in chosen if group is not None}.values())
+
+
+def prepare(worker_pid: int) -> CgroupPlan:
+    """Make ``taskq-<worker_pid>`` where the worker may, and say where each job's groups go."""
+    v2_mount, v1_mounts = _mounts()
+    own = _own_paths()
+    unified: Group | None = None
+    v2_controllers: set[str] = set()
+    if v2_mount is not None and "" in own:
+        parent = _make(Path(v2_mount, own[""].lstrip("/"), f"taskq-{worker_pid}"))
+        if parent is not None:
+            unified = Group(str(parent), 2)
+            available = _read(parent / "cgroup.controllers").split()
+            for controller in ("pids", "memory"):
+                if controller in available and _write(
+                    parent / "cgroup.subtree_control", f"+{controller}"
+                ):
+                    v2_controllers.add(controller)
+    chosen: dict[str, Group | None] = {}
+    for controller in ("pids", "memory"):
+        chosen[controller] = unified if controller in v2_controllers else None
+        if chosen[controller] is None and controller in v1_mounts and controller in own:
+            path = Path(v1_mounts[controller], own[controller].lstrip("/"), f"taskq-{worker_pid}")
+            made = _make(path)
+            chosen[controller] = Group(str(made), 1) if made is not None else None
+    return CgroupPlan(pids=chosen["pids"], memory=chosen["memory"], kill=unified)
+
+
+def describe(plan: CgroupPlan) -> str:
+    """One line for the worker's start-up log: what bounds a job's processes and memory."""
+
+    def where(group: Group | None, fallback: str) -> str:
+        if group is None:
+            return fallback
+        return f"cgroup v{group.version} ({group.parent})"
+
+    return (
+        f"processes capped by {where(plan.pids, 'nothing (no cgroup pids controller)')}; "
+        f"memory by {where(plan.memory, 'RLIMIT_AS only (address space, per process)')}; "
+        f"kill by {'cgroup.kill' if plan.kill else 'process group and subreaper sweep'}"
+    )
+
+
+def remove(plan: CgroupPlan) -> None:
+    """Remove the worker's ``taskq-<pid>`` groups (those its keepers left empty)."""
+    for group in plan.groups():
+        with contextlib.suppress(OSError):
+            os.rmdir(group.parent)
+
+
+class JobGroups:
+    """A keeper's groups for its job process: made before the fork, joined by the job process."""
+
+    def __init__(self, plan: CgroupPlan, keeper_pid: int) -> None:
+        self._plan = plan
+        self._paths: dict[str, Path] = {}
+        for group in plan.groups():
+            made = _make(Path(group.parent, f"keeper-{keeper_pid}"))
+            if made is not None:
+                self._paths[group.parent] = made
+
+    def join(self) -> None:
+        """Move the calling process (the job process, before any job) into the groups."""
+        for path in self._paths.values():
+            _write(path / "cgroup.procs", str(os.getpid()))
+
+    def apply(self, limits: Limits) -> None:
+        """Set the next job's process cap and memory bound (from the job process)."""
+        pids = self._path_of(self._plan.pids)
+        if pids is not None:
+            _write(pids / "pids.max", str(limits.processes))
+        memory = self._path_of(self._plan.memory)
+        if memory is not None and self._plan.memory is not None:
+            name = "memory.max" if self._plan.memory.version == 2 else "memory.limit_in_bytes"
+            _write(memory / name, str(limits.memory_bytes))
+
+    def kill(self) -> None:
+        """Kill every process in the job's v2 group at once, where there is one."""
+        kill = self._path_of(self._plan.kill)
+        if kill is not None:
+            _write(kill / "cgroup.kill", "1")
+
+    def remove(self) -> None:
+        """Remove the groups, once every process in them has been reaped."""
+        for path in self._paths.values():
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+
+    def _path_of(self, group: Group | None) -> Path | None:
+        return None if group is None else self._paths.get(group.parent)
+
+
+def _mounts() -> tuple[str | None, dict[str, str]]:
+    """The cgroup v2 mount point, and v1's by controller, from /proc/self/mountinfo."""
+    v2: str | None = None
+    v1: dict[str, str] = {}
+    for line in _read(_PROC_MOUNTS).splitlines():
+        before, _, after = line.partition(" - ")
+        fields, tail = before.split(), after.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        if tail[0] == "cgroup2" and v2 is None:
+            v2 = fields[4]
+        elif tail[0] == "cgroup":
+            for option in tail[2].split(","):
+                if option in ("pids", "memory"):
+                    v1.setdefault(option, fields[4])
+    return v2, v1
+
+
+def _own_paths() -> dict[str, str]:
+    """This process's group path by controller; ``""`` for v2's."""
+    paths = {}
+    for line in _read(_PROC_CGROUP).splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(",") if parts[1] else [""]:
+                paths[controller] = parts[2]
+    return paths
+
+
+def _make(path: Path) -> Path | None:
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _write(path: Path, text: str) -> bool:
+    try:
+        with open(path, "w") as file:
+            file.write(text)
+    except OSError:
+        return False
+    return True
