@@ -22,7 +22,6 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -51,9 +50,9 @@ from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress import Progress
 from taskq.worker.reports import report_of
+from taskq.worker.running import RunningJob, StopReason
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
-from taskq.worker.stopping import StopRequest
 
 log = logging.getLogger("taskq.worker")
 
@@ -63,32 +62,6 @@ _PROGRESS_INTERVAL = 0.25
 # the pickup latency; a long-idle worker polls at the store's own pace.
 _BUSY_POLL_SECONDS = 0.01
 _BUSY_POLL_WINDOW_SECONDS = 1.0
-
-
-class StopReason:
-    """Why a running job was stopped by the worker rather than finishing."""
-
-    LEASE_GONE = "lease_gone"  # cancelled by a user, or the lease expired
-    DRAIN = "drain"  # the grace period of a shutdown ran out
-
-
-@dataclass
-class RunningJob:
-    job: ClaimedJob
-    renewed_at: float
-    """When the request that last renewed its lease (or claimed it) was sent: monotonic."""
-    cancel: StopRequest = field(default_factory=StopRequest)
-    stopped_because: str | None = None
-    started: float = field(default_factory=time.monotonic)
-    progress: Progress | None = None
-    progress_changed: anyio.Event | None = None  # set up by the job's first progress report
-    reporting: bool = False  # the outcome is being reported: the report's fencing decides
-    queued: bool = False  # handed to a pool child behind another job: claimed ahead, in effect
-
-    def stop(self, reason: str) -> None:
-        if self.stopped_because is None:
-            self.stopped_because = reason
-        self.cancel.set()
 
 
 class Worker:
