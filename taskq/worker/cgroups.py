@@ -106,6 +106,7 @@ class JobGroups:
 
     def __init__(self, plan: CgroupPlan, keeper_pid: int) -> None:
         self._plan = plan
+        self._applied: tuple[int, int] | None = None
         self._paths: dict[str, Path] = {}
         for group in plan.groups():
             made = _make(Path(group.parent, f"keeper-{keeper_pid}"))
@@ -119,6 +120,10 @@ class JobGroups:
 
     def apply(self, limits: Limits) -> None:
         """Set the next job's process cap and memory bound (from the job process)."""
+        bounds = (limits.processes, limits.memory_bytes)
+        if bounds == self._applied:
+            return  # a pool child's jobs nearly all share their limits: no writes then
+        self._applied = bounds
         pids = self._path_of(self._plan.pids)
         if pids is not None:
             _write(pids / "pids.max", str(limits.processes))

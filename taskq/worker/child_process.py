@@ -6,7 +6,7 @@ itself: it asks the keeper (SIGTERM), which kills the job's process group
 and every process left below it, then exits the way the job did. Signalling
 the keeper while it is unreaped is safe from pid reuse: an unreaped child,
 even a zombie, keeps its pid. A keeper that does not exit within
-``_KEEPER_PATIENCE_SECONDS`` of being asked is killed outright.
+``KEEPER_PATIENCE_SECONDS`` of being asked is killed outright.
 
 Children are started from one thread kept for the worker's whole life: the
 kernel's parent-death signal fires when the *thread* that started a process
@@ -46,7 +46,7 @@ from taskq.worker.rlimits import own_peak_rss_bytes
 Mode = Literal["once", "pool", "exec"]
 
 _KIB = 1024
-_KEEPER_PATIENCE_SECONDS = 5.0
+KEEPER_PATIENCE_SECONDS = 5.0
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
 
 
@@ -183,14 +183,14 @@ class ChildProcess:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGTERM)
 
-    def reap(self) -> Ended:
+    def reap(self, patience: float = KEEPER_PATIENCE_SECONDS) -> Ended:
         """Wait for the child to exit (blocking) and collect its status and rusage.
 
-        A keeper that does not exit within its patience is killed outright.
+        A keeper that has not exited within ``patience`` seconds is killed outright.
         """
         poller = select.poll()
         poller.register(self.pidfd, select.POLLIN)
-        if not poller.poll(_KEEPER_PATIENCE_SECONDS * 1000):
+        if not poller.poll(patience * 1000):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
         _, status, usage = os.wait4(self.pid, 0)

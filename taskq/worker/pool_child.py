@@ -33,7 +33,7 @@ import anyio
 
 from taskq.broker.limits import Limits
 from taskq.worker import protocol
-from taskq.worker.child_process import ChildProcess, ChildSetup, Ended
+from taskq.worker.child_process import KEEPER_PATIENCE_SECONDS, ChildProcess, ChildSetup, Ended
 from taskq.worker.output import OutputTail
 from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
@@ -284,9 +284,12 @@ class PoolChild:
         self._doomed = True
         if self._ended is None:
             self._child.kill_job()
-            await self._exit
+            # The keeper sweeps the job's processes, then exits; one that has
+            # not in time is killed outright, without blocking the loop.
+            with anyio.move_on_after(KEEPER_PATIENCE_SECONDS):
+                await self._exit
             self._stop_watching()
-            self._ended = self._child.reap()
+            self._ended = self._child.reap(patience=0)
         return self._ended
 
     def _stop_watching(self) -> None:

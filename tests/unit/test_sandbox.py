@@ -12,7 +12,10 @@ import anyio
 import pytest
 
 from taskq.broker.limits import Limits
+from taskq.worker.child_process import ChildSetup
+from taskq.worker.job_environment import job_environment
 from taskq.worker.json_value import JsonValue
+from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.outcome import Status
 from taskq.worker.payloads import CallPayload, Policy, PythonExecPayload, ShellPayload
 from taskq.worker.progress import Progress
@@ -453,3 +456,24 @@ async def test_values_at_the_edges_of_json_come_back_exactly(sandbox: Sandbox) -
     assert outcome.result == edges
     assert isinstance(outcome.result, dict)
     assert type(outcome.result["huge"]) is int
+
+
+@pytest.mark.parametrize("sandbox_class", [ProcessSandbox, PoolSandbox])
+async def test_the_keeper_kills_a_job_whose_lease_deadline_passes(
+    sandbox_class: type[ProcessSandbox | PoolSandbox],
+) -> None:
+    deadline = LeaseDeadline(lease_seconds=3, margin_seconds=1)
+    deadline.claimed(time.monotonic())  # renewed now: dead within 2 s unless renewed again
+    setup = ChildSetup(env=job_environment(os.environ), deadline=deadline)
+    async with sandbox_class(policy=TEST_JOBS, setup=setup) as sandbox:
+        outcome = await sandbox.run(call("sleep", 30), LIMITS)
+        assert outcome.status is Status.LEASE_EXPIRED, outcome
+        assert outcome.signal == signal.SIGKILL
+        assert outcome.error is not None
+        assert "lease could not be renewed" in outcome.error["message"]
+        # Past the deadline, a job never starts.
+        refused = await sandbox.run(call("add", 1, 2), LIMITS)
+        assert refused.status is Status.LEASE_EXPIRED
+        # Renewed, jobs run again.
+        deadline.held_since(time.monotonic())
+        assert (await sandbox.run(call("add", 1, 2), LIMITS)).result == 3
