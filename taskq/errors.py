@@ -22,6 +22,20 @@ class InvalidJob(TaskqError, ValueError):
     """A job was refused before anything was written (bad payload, options or result)."""
 
 
+class IdempotencyConflict(InvalidJob):
+    """The idempotency key already names a job with a different request; nothing was written.
+
+    ``job_id`` is the job the key names. As payment APIs do, a key stands for
+    one request: resubmitting the same request returns the same job, and a
+    different request under the same key is refused rather than silently
+    answered with the old job.
+    """
+
+    def __init__(self, message: str, *, job_id: int) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
 class JobFailed(TaskqError):
     """The job ended without succeeding; ``job`` carries its state and error."""
 
@@ -73,6 +87,29 @@ class OutcomeUnknown(StoreError):
 
 class StoreAuthError(StoreError):
     """The store refused the credentials (or their absence)."""
+
+
+class StorePermissionDenied(StoreError):
+    """The credentials were accepted, but they do not permit this request (or the file's mode)."""
+
+
+class StoreFull(StoreUnavailable):
+    """The store's disk is full; nothing was applied. Safe to retry once space is freed."""
+
+
+class StoreReadOnly(StoreError):
+    """The store can be read but not written (a read-only file, directory or mount)."""
+
+
+class StoreCorrupt(StoreError):
+    """The store's file is not a usable database (damaged, or not a taskq store)."""
+
+
+class SchemaBehind(StoreError):
+    """The store's schema is older than this taskq: a read-only command will not migrate it.
+
+    Run any writing command (or ``taskq-worker``) once to bring it up to date.
+    """
 
 
 class StatementError(StoreError):
