@@ -103,12 +103,13 @@ def test_a_frozen_workers_job_is_killed_before_its_lease_can_expire(
     assert job.attempts <= 1, job  # handed back, not counted as a failed attempt
 
 
+@pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_a_worker_cut_off_from_the_store_stops_its_job(
-    workers: WorkerFleet, tmp_path: Path
+    isolation: str, workers: WorkerFleet, tmp_path: Path
 ) -> None:
     """Every store node frozen: the worker cannot renew, so its job dies before the lease ends."""
     with running_cluster(tmp_path / "cluster") as cluster, taskq.Client(cluster.url) as client:
-        worker = workers.start(cluster.url, worker={"isolation": "pool", **SHORT_LEASE})
+        worker = workers.start(cluster.url, worker={"isolation": isolation, **SHORT_LEASE})
         pidfile = tmp_path / "job.pid"
         handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600)
         job_pid = _pid_from(pidfile)
@@ -128,6 +129,29 @@ def test_a_worker_cut_off_from_the_store_stops_its_job(
         finished = worker.wait_for_event("job_finished", job=handle.id, timeout=60)
         assert finished["status"] == "lease_expired", finished
         assert worker.running, worker.describe()
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_frozen_workers_job_still_ends_at_its_wall_clock(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    """The keeper enforces a job's timeout even while its worker cannot."""
+    worker = workers.start(store_url, worker={"isolation": isolation, **PATIENT})
+    pidfile = tmp_path / "job.pid"
+    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, timeout=2)
+    job_pid = _pid_from(pidfile)
+
+    frozen_at = time.time()
+    worker.send_signal(signal.SIGSTOP)
+    try:
+        seen_dead = _wait_for_death(job_pid, timeout=20)
+    finally:
+        worker.send_signal(signal.SIGCONT)
+
+    assert seen_dead is not None, f"job {job_pid} ran on past its timeout"
+    # Killed at its timeout (plus the keeper's grace): the lease would have kept it
+    # alive until at least 27 s after the freeze.
+    assert seen_dead < frozen_at + PATIENT["lease_seconds"] / 2
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
