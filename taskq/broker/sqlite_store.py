@@ -12,10 +12,19 @@ under a millisecond, so a writer that slept that long would mostly wait for
 a lock long free. ``BEGIN IMMEDIATE`` is retried every few tens of
 microseconds at first instead, backing off to a millisecond, within the
 same busy timeout.
+
+Every sqlite3 error is translated once, here, into :mod:`taskq.errors` by its
+primary result code, with the file's path and SQLite's own words: a full disk
+is :class:`~taskq.errors.StoreFull`, a damaged file
+:class:`~taskq.errors.StoreCorrupt`, and so on. The store never creates a
+missing directory: a path whose folder does not exist is a typo far more often
+than a wish (``taskq.broker.connect`` creates the default store's folder).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -28,7 +37,7 @@ import anyio.to_thread
 from taskq import errors
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 
-_BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
+_BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIRST_LOCK_RETRY_SECONDS = 0.00005
 _LONGEST_LOCK_RETRY_SECONDS = 0.001
 _CHANGE_POLL_SECONDS = 0.001
@@ -39,14 +48,6 @@ _CHANGE_POLL_SECONDS = 0.001
 # nearly every commit writes (the clock, the counts, the index leaves being
 # filled) are copied that often. A WAL of up to about 40 MiB is the price.
 _WAL_AUTOCHECKPOINT_PAGES = 10_000
-_CONSTRAINT_CODES = {
-    "SQLITE_CONSTRAINT",
-    "SQLITE_CONSTRAINT_UNIQUE",
-    "SQLITE_CONSTRAINT_PRIMARYKEY",
-    "SQLITE_CONSTRAINT_NOTNULL",
-    "SQLITE_CONSTRAINT_CHECK",
-    "SQLITE_CONSTRAINT_FOREIGNKEY",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,10 @@ class SqliteStore:
     def __init__(self, path: str | Path, options: SqliteOptions | None = None) -> None:
         self.path = Path(path).expanduser()
         self.options = options or SqliteOptions()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.parent.is_dir():
+            raise errors.ConfigError(
+                f"SQLite store {self.path}: directory {self.path.parent} does not exist"
+            )
         # One connection, guarded by a lock, serves every thread of this
         # process: the async entry points run the same code in a worker thread.
         self._lock = threading.Lock()
@@ -82,6 +86,9 @@ class SqliteStore:
                 check_same_thread=False,
                 timeout=self.options.busy_timeout_ms / 1000,
             )
+        except sqlite3.Error as exc:
+            raise self._wrap(exc, index=0, sql="") from exc
+        try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self.options.busy_timeout_ms)}")
             self._enable_wal(conn)
@@ -89,7 +96,8 @@ class SqliteStore:
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_AUTOCHECKPOINT_PAGES}")
         except sqlite3.Error as exc:
-            raise errors.StoreUnavailable(f"cannot open SQLite store {self.path}: {exc}") from exc
+            conn.close()
+            raise self._wrap(exc, index=0, sql="") from exc
         return conn
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
@@ -102,7 +110,7 @@ class SqliteStore:
                 conn.execute("PRAGMA journal_mode = WAL")
                 return
             except sqlite3.OperationalError as exc:
-                if getattr(exc, "sqlite_errorname", "") not in _BUSY or time.monotonic() > deadline:
+                if _primary_code(exc) not in _BUSY or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
 
@@ -115,16 +123,16 @@ class SqliteStore:
             conn = self._conn
             try:
                 self._begin_immediate(conn)
-            except sqlite3.OperationalError as exc:
-                raise _wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
+            except sqlite3.Error as exc:
+                raise self._wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
             results: list[StatementResult] = []
             for index, statement in enumerate(statements):
                 try:
                     cursor = conn.execute(statement.sql, dict(statement.params))
                     rows = [dict(row) for row in cursor.fetchall()]
                 except sqlite3.Error as exc:
-                    conn.execute("ROLLBACK")
-                    raise _wrap(exc, index=index, sql=statement.sql) from exc
+                    _roll_back(conn)
+                    raise self._wrap(exc, index=index, sql=statement.sql) from exc
                 results.append(
                     StatementResult(
                         rows=rows,
@@ -135,8 +143,8 @@ class SqliteStore:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
-                raise _wrap(exc, index=len(statements), sql="COMMIT") from exc
+                _roll_back(conn)
+                raise self._wrap(exc, index=len(statements), sql="COMMIT") from exc
             return results
 
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
@@ -150,8 +158,7 @@ class SqliteStore:
                     conn.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as exc:
-                    busy = getattr(exc, "sqlite_errorname", "") in _BUSY
-                    if not busy or time.monotonic() > deadline:
+                    if _primary_code(exc) not in _BUSY or time.monotonic() > deadline:
                         raise
                 time.sleep(pause)
                 pause = min(pause * 2, _LONGEST_LOCK_RETRY_SECONDS)
@@ -174,7 +181,7 @@ class SqliteStore:
                 cursor = self._conn.execute(statement.sql, dict(statement.params))
                 return [dict(row) for row in cursor.fetchall()]
             except sqlite3.Error as exc:
-                raise _wrap(exc, index=0, sql=statement.sql) from exc
+                raise self._wrap(exc, index=0, sql=statement.sql) from exc
 
     async def query_async(
         self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
@@ -223,18 +230,62 @@ class SqliteStore:
         with self._lock:
             self._conn.close()
 
+    def _wrap(self, exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
+        """Translate a sqlite3 error into taskq's hierarchy, once, at this edge."""
+        code = _primary_code(exc)
+        where = f"SQLite store {self.path}: {exc}"
+        if isinstance(exc, sqlite3.IntegrityError) or code == sqlite3.SQLITE_CONSTRAINT:
+            return errors.ConstraintViolation(str(exc), index=index, sql=sql)
+        if code in _BUSY:
+            return errors.StoreUnavailable(f"{where} (locked by another process)")
+        if code == sqlite3.SQLITE_FULL:
+            return errors.StoreFull(where)
+        if code in {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}:
+            return errors.StoreCorrupt(where)
+        # SQLite says only "unable to open database file" when it cannot make
+        # the WAL's files: the filesystem and the modes tell why.
+        cannot_open = code == sqlite3.SQLITE_CANTOPEN
+        if code == sqlite3.SQLITE_READONLY:
+            return errors.StoreReadOnly(where)
+        if cannot_open and self._on_read_only_filesystem():
+            return errors.StoreReadOnly(f"{where} (its filesystem is mounted read-only)")
+        if code in {sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH} or (
+            cannot_open and not self._may_open()
+        ):
+            return errors.StorePermissionDenied(f"{where} (permission denied)")
+        if code in {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR}:
+            return errors.StoreUnavailable(where)
+        return errors.StatementError(str(exc), index=index, sql=sql)
+
+    def _on_read_only_filesystem(self) -> bool:
+        try:
+            return bool(os.statvfs(self.path.parent).f_flag & os.ST_RDONLY)
+        except OSError:
+            return False
+
+    def _may_open(self) -> bool:
+        """Whether the modes let this process write the file and make its WAL beside it."""
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            return False
+        return os.access(self.path.parent, os.W_OK | os.X_OK)
+
     async def aclose(self) -> None:
         self.close()
 
 
-def _wrap(exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
-    """Translate a sqlite3 error into taskq's hierarchy, once, at this edge."""
-    message = str(exc)
-    code = getattr(exc, "sqlite_errorname", "")
-    if isinstance(exc, sqlite3.IntegrityError) or code in _CONSTRAINT_CODES:
-        return errors.ConstraintViolation(message, index=index, sql=sql)
-    if isinstance(exc, sqlite3.OperationalError) and code in _BUSY:
-        return errors.StoreUnavailable(f"SQLite store is locked by another process: {message}")
-    if isinstance(exc, sqlite3.OperationalError) and code in {"SQLITE_CANTOPEN", "SQLITE_IOERR"}:
-        return errors.StoreUnavailable(f"SQLite store cannot be used: {message}")
-    return errors.StatementError(message, index=index, sql=sql)
+def _primary_code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code: ``SQLITE_IOERR`` for ``SQLITE_IOERR_WRITE`` and its kin."""
+    return int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """End a failed transaction, if SQLite has not already ended it.
+
+    After a full disk, an I/O error or a corrupt page SQLite rolls the
+    transaction back by itself; a ROLLBACK then would fail with "no
+    transaction is active" and hide the reason. A ROLLBACK that fails anyway
+    leaves nothing to undo: the first error is the one worth reporting.
+    """
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
