@@ -1,40 +1,81 @@
-"""Opening a store by URL, with its schema brought up to date."""
+"""Opening a store by URL, with its schema brought up to date (or, to read, checked)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from taskq import errors
 from taskq.broker import migrations
 from taskq.broker.rqlite_store import RqliteStore
 from taskq.broker.sqlite_store import SqliteOptions, SqliteStore
 from taskq.broker.store import Store
-from taskq.broker.store_url import SqliteTarget, parse_store_url, resolve_store_url
+from taskq.broker.store_url import (
+    SqliteTarget,
+    default_store_url,
+    parse_store_url,
+    resolve_store_url,
+)
 from taskq.config import load_config
 
 
 def open_store(
-    url: str | None = None, *, config_path: str | Path | None = None, migrate: bool = True
+    url: str | None = None,
+    *,
+    config_path: str | Path | None = None,
+    migrate: bool = True,
+    read_only: bool = False,
+    on_stale_read: Callable[[str], None] | None = None,
 ) -> Store:
     """Open the store named by ``url`` (else ``TASKQ_STORE``, config, default).
 
     With ``migrate`` (the default) the schema is brought up to date first;
-    doing so concurrently from several processes is safe.
+    doing so concurrently from several processes is safe. ``read_only``
+    promises that the caller only reads: nothing is written, not even the
+    schema, which is checked instead (:class:`taskq.errors.SchemaBehind`
+    when it is behind, or when the store holds nothing yet), and no SQLite
+    file is created. ``migrate=False`` leaves the schema alone either way.
+
+    A SQLite file goes only where its directory exists (else
+    :class:`taskq.errors.ConfigError`), except the default store's, whose
+    directory in the user's data directory is created when writing.
+    ``on_stale_read`` lets a cluster without a leader answer reads from a
+    node's own copy (see :class:`taskq.broker.rqlite_store.RqliteStore`).
     """
     configured = load_config(config_path).store_url if url is None else None
     resolved = resolve_store_url(url, configured)
     target = parse_store_url(resolved)
     store: Store
     if isinstance(target, SqliteTarget):
+        _prepare_sqlite_path(target.path, resolved, read_only=read_only)
         store = SqliteStore(
             target.path,
             SqliteOptions(busy_timeout_ms=target.busy_timeout_ms, synchronous=target.synchronous),
         )
     else:
-        store = RqliteStore(target, display_url=resolved)
+        store = RqliteStore(target, display_url=resolved, on_stale_read=on_stale_read)
     if migrate:
         try:
-            migrations.migrate(store)
+            if read_only:
+                migrations.check(store)
+            else:
+                migrations.migrate(store)
         except BaseException:
             store.close()
             raise
     return store
+
+
+def _prepare_sqlite_path(path: Path, url: str, *, read_only: bool) -> None:
+    """Create the default store's directory to write; refuse to read a file not there.
+
+    Any other missing directory is the store's to refuse (a typo, most often).
+    """
+    if read_only:
+        if not path.exists() and (path.parent.is_dir() or url == default_store_url()):
+            raise errors.SchemaBehind(
+                f"{url} holds no taskq data yet (there is no {path}): a command that only "
+                "reads does not create it; submit a job or start taskq-worker first"
+            )
+    elif url == default_store_url():
+        path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,9 @@ is applied as one atomic batch whose first statement records its version in
 second one's batch fails on that key before any DDL runs and rolls back whole:
 it then knows the migration is in place. ``sql/schema.sql`` is what all
 migrations together produce; a test holds the two in step.
+
+Commands that only read never migrate: :func:`check` reads the applied
+versions and says when the schema is behind, writing nothing.
 """
 
 from __future__ import annotations
@@ -72,11 +75,42 @@ def load_migrations() -> list[Migration]:
     return found
 
 
-def applied_versions(store: Store) -> set[int]:
-    rows = store.query(
-        Statement(queries.query("migration_list")), consistency=Consistency.LINEARIZABLE
-    )
+def applied_versions(
+    store: Store, *, consistency: Consistency = Consistency.LINEARIZABLE
+) -> set[int]:
+    """The versions applied to ``store``, read at ``consistency``."""
+    rows = store.query(Statement(queries.query("migration_list")), consistency=consistency)
     return {int(row["version"]) for row in rows}
+
+
+def check(store: Store) -> None:
+    """Raise :class:`taskq.errors.SchemaBehind` unless ``store`` is up to date; write nothing."""
+    newest = len(load_migrations())
+    try:
+        done = applied_versions(store, consistency=Consistency.WEAK)
+    except errors.StatementError as exc:
+        if "no such table" not in str(exc):
+            raise
+        done = set()  # nothing was ever written to this store
+    if not done:
+        raise errors.SchemaBehind(
+            f"{store.url} holds no taskq data yet: a command that only reads does not set it "
+            "up; submit a job or start taskq-worker first"
+        )
+    _refuse_newer(done, newest)
+    if not done.issuperset(range(1, newest + 1)):
+        raise errors.SchemaBehind(
+            f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
+            "that only reads does not migrate it; run a writing command or taskq-worker once"
+        )
+
+
+def _refuse_newer(done: set[int], newest: int) -> None:
+    if done and max(done) > newest:
+        raise errors.MigrationError(
+            f"the store's schema is at version {max(done)}, newer than this taskq "
+            f"knows ({newest}); upgrade taskq"
+        )
 
 
 def migrate(store: Store) -> list[int]:
@@ -88,12 +122,7 @@ def migrate(store: Store) -> list[int]:
     migrations = load_migrations()
     store.execute([Statement(queries.query("migration_table_create"))], idempotent=True)
     done = applied_versions(store)
-    newest_known = migrations[-1].version if migrations else 0
-    if done and max(done) > newest_known:
-        raise errors.MigrationError(
-            f"the store's schema is at version {max(done)}, newer than this taskq "
-            f"knows ({newest_known}); upgrade taskq"
-        )
+    _refuse_newer(done, migrations[-1].version if migrations else 0)
     applied: list[int] = []
     for migration in migrations:
         if migration.version in done:
