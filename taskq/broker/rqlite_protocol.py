@@ -2,8 +2,11 @@
 
 rqlite reports trouble on three channels, and each is read here:
 
-* the HTTP status (401 bad credentials, 503 when the node knows no leader,
-  5xx for failures inside the node);
+* the HTTP status (401 for credentials it refuses, and rqlite 10 answers
+  401 as well to a user whose credentials are good but lack the permission:
+  the store tells the two apart by asking for something else; 403 from a
+  proxy in front of it; 503 when the node knows no leader; 5xx for failures
+  inside the node);
 * a top-level ``"error"`` in the JSON body, which concerns the whole request
   (for instance leadership lost while committing: the write may or may not
   have been applied);
@@ -45,6 +48,7 @@ class Verdict(enum.Enum):
     RETRY_SAFE = "retry_safe"  # nothing was applied: another node or a later try is safe
     UNKNOWN = "unknown"  # maybe applied: resend only what is idempotent
     FAIL = "fail"  # a definite error: raise it
+    REFUSED = "refused"  # credentials or permissions refused, nothing applied: see refusal_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,9 @@ class Outcome:
     error: errors.StoreError | None = None
     leader_hint: str | None = None
     message: str = ""
+    # The node answered, and it knows no leader: its own copy could still be read.
+    no_leader: bool = False
+    status: int = 0
 
 
 def statements_body(statements: Sequence[Statement]) -> list[list[Any]]:
@@ -71,12 +78,7 @@ def classify(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -> O
         return Outcome(verdict, message=feedback.message)
     reply = feedback
     if reply.status in (401, 403):
-        return Outcome(
-            Verdict.FAIL,
-            error=errors.StoreAuthError(
-                f"rqlite refused the credentials (HTTP {reply.status}): {reply.text.strip()}"
-            ),
-        )
+        return Outcome(Verdict.REFUSED, message=reply.text.strip(), status=reply.status)
     if reply.status in (301, 302, 307, 308):
         return Outcome(
             Verdict.RETRY_SAFE,
@@ -85,7 +87,11 @@ def classify(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -> O
         )
     body_error = _top_level_error(reply)
     if reply.status == 503 or (body_error and _names_no_leader(body_error)):
-        return Outcome(Verdict.RETRY_SAFE, message=body_error or f"HTTP 503: {reply.text.strip()}")
+        return Outcome(
+            Verdict.RETRY_SAFE,
+            message=body_error or f"HTTP 503: {reply.text.strip()}",
+            no_leader=True,
+        )
     if reply.status >= 400 or body_error:
         return Outcome(
             Verdict.UNKNOWN, message=body_error or f"HTTP {reply.status}: {reply.text.strip()}"
@@ -98,6 +104,32 @@ def classify(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -> O
             text = sql[index] if index < len(sql) else ""
             return Outcome(Verdict.FAIL, error=statement_error(str(result["error"]), index, text))
     return Outcome(Verdict.OK, results=[parse_result(result) for result in results])
+
+
+def refusal_error(
+    node: str, outcome: Outcome, *, username: str | None, permission: str, accepted: bool
+) -> errors.StoreError:
+    """The error for a request ``node`` refused (see :attr:`Verdict.REFUSED`).
+
+    ``permission`` is rqlite's name for what the request needed (``execute``,
+    ``query``, ``status``); ``accepted`` says whether the same credentials
+    passed another request, which makes a 401 a missing permission.
+    """
+    detail = f": {outcome.message}" if outcome.message else ""
+    answer = f"HTTP {outcome.status}{detail}"
+    if outcome.status == 403 or (username is not None and accepted):
+        who = f"user {username!r}" if username is not None else "anonymous requests"
+        return errors.StorePermissionDenied(
+            f"rqlite at {node} does not grant {who} the {permission!r} permission ({answer})"
+        )
+    if username is None:
+        return errors.StoreAuthError(
+            f"rqlite at {node} asks for credentials ({answer}) and the store URL has none; "
+            "use rqlite://user:password@host:port"
+        )
+    return errors.StoreAuthError(
+        f"rqlite at {node} refused the password of user {username!r} ({answer})"
+    )
 
 
 def statement_error(message: str, index: int, sql: str) -> errors.StatementError:
@@ -139,19 +171,33 @@ def parse_nodes(data: Any, *, tls: bool) -> list[NodeInfo]:
                 leader=bool(item.get("leader", False)),
                 voter=bool(item.get("voter", True)),
                 error=str(item.get("error", "")),
+                raft_address=str(item.get("addr", "")),
             )
         )
     return nodes
 
 
-def parse_status(data: Any) -> tuple[str, str]:
-    """The raft state and the version string from a node's ``/status``."""
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """What a node's ``/status`` says of itself."""
+
+    node_id: str = ""
+    raft_state: str = ""
+    version: str = ""
+
+
+def parse_status(data: Any) -> NodeStatus:
+    """The node id, raft state and version from a node's ``/status``."""
     if not isinstance(data, dict):
-        return "", ""
+        return NodeStatus()
     store = data.get("store") or {}
     raft = store.get("raft") or {}
     build = data.get("build") or {}
-    return str(raft.get("state", "")), str(build.get("version", ""))
+    return NodeStatus(
+        node_id=str(store.get("node_id", "")),
+        raft_state=str(raft.get("state", "")),
+        version=str(build.get("version", "")),
+    )
 
 
 def api_base(api_addr: str, *, tls: bool) -> str:

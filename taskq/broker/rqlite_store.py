@@ -2,16 +2,18 @@
 
 It knows every node it was given (and every node the cluster reports), sends
 writes straight to the leader, and when a node dies or leadership moves it
-finds the new leader and tries again, a bounded number of times. A write whose
-outcome is unknown is resent only when the caller said it is idempotent;
-otherwise :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
+finds the new leader and tries again, a bounded number of times with pauses
+between them (:func:`failover_pause`). A write whose outcome is unknown is
+resent only when the caller said it is idempotent; otherwise
+:class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import anyio
 
@@ -27,12 +29,15 @@ from taskq.broker.http_plan import (
     run_plan_async,
 )
 from taskq.broker.http_transport import HttpTransport, TransportOptions
+from taskq.broker.http_wire import Endpoint
 from taskq.broker.rqlite_protocol import Verdict
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.store_url import RqliteTarget, mask_password
 
 _DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
+_FIRST_PAUSE_SECONDS = 0.5
+_LONGEST_PAUSE_SECONDS = 2.0
 
 
 @dataclass
@@ -84,7 +89,17 @@ class RqliteStore:
         *,
         display_url: str | None = None,
         transport: Transport | None = None,
+        on_stale_read: Callable[[str], None] | None = None,
     ) -> None:
+        """Reach the cluster ``target`` names.
+
+        With ``on_stale_read``, a read the cluster cannot serve for want of a
+        leader (once the failover tries are spent) is answered from the own
+        copy of a node that answered (rqlite's level ``none``), and
+        ``on_stale_read`` is told that node's address. Later reads then go
+        to the same copy at once: a command waits out one election, not one
+        per read, and sees one picture.
+        """
         if target.tls and target.ca_file is not None and not os.path.isfile(target.ca_file):
             raise errors.ConfigError(
                 f"rqlite store: ca_file {target.ca_file!r} is not a file (the CA to trust for TLS)"
@@ -101,8 +116,12 @@ class RqliteStore:
                 insecure=target.insecure,
             )
         )
-        self._display_url = mask_password(display_url or ",".join(target.base_urls()))
+        # Options stay out of messages: they are the caller's tuning, not the store's name.
+        named = display_url.partition("?")[0] if display_url else ",".join(target.base_urls())
+        self._display_url = mask_password(named)
         self.cluster = ClusterView(nodes=list(target.base_urls()))
+        self._on_stale_read = on_stale_read
+        self._stale_node: str | None = None
 
     @property
     def url(self) -> str:
@@ -162,6 +181,8 @@ class RqliteStore:
         if self.cluster.leader is None:
             yield from self._discover_leader()
         for attempt in range(self.target.retries + 1):
+            if attempt:
+                yield from self._before_retry(attempt)
             node = self.cluster.write_target()
             # /db/execute, not /db/request: in rqlite 10.2 a transactional
             # /db/request that meets a statement which fails to prepare (a
@@ -176,13 +197,15 @@ class RqliteStore:
             if outcome.verdict is Verdict.FAIL:
                 assert outcome.error is not None
                 raise outcome.error
+            if outcome.verdict is Verdict.REFUSED:
+                raise (yield from self._refused(node, outcome, "execute"))
             last = f"{node}: {outcome.message}"
             if outcome.verdict is Verdict.UNKNOWN and not idempotent:
                 self.cluster.node_failed(node)
                 raise errors.OutcomeUnknown(
                     f"write to rqlite may or may not have been applied ({last})"
                 )
-            yield from self._recover(node, outcome, attempt)
+            self._failed(node, outcome)
         raise errors.StoreUnavailable(
             f"rqlite cluster {self.url} accepted no write after "
             f"{self.target.retries + 1} tries; last error: {last}"
@@ -190,38 +213,104 @@ class RqliteStore:
 
     def _query_plan(self, statement: Statement, consistency: Consistency) -> Plan[list[Row]]:
         body = protocol.statements_body([statement])
+        sql = [statement.sql]
+        if self._stale_node is not None and consistency is not Consistency.NONE:
+            # Stale already: the rest of the reads come from the same copy at once.
+            stale = yield from self._stale_read(self._stale_node, body, sql)
+            if stale is not None:
+                return stale
         params = {**self._request_params(), "level": consistency.value}
         last = ""
+        leaderless: str | None = None  # a node that answered, knowing no leader
         if self.cluster.leader is None:
             yield from self._discover_leader()
         for attempt in range(self.target.retries + 1):
+            if attempt:
+                yield from self._before_retry(attempt)
             node = self.cluster.write_target()
             feedback = yield HttpCall("POST", node, "/db/query", params, body)
             assert feedback is not None
-            outcome = protocol.classify(feedback, sql=[statement.sql])
+            outcome = protocol.classify(feedback, sql=sql)
             if outcome.verdict is Verdict.OK:
                 assert outcome.results is not None
                 return outcome.results[0].rows if outcome.results else []
             if outcome.verdict is Verdict.FAIL:
                 assert outcome.error is not None
                 raise outcome.error
+            if outcome.verdict is Verdict.REFUSED:
+                raise (yield from self._refused(node, outcome, "query"))
             # A read changes nothing, so even an unknown outcome is safe to repeat.
             last = f"{node}: {outcome.message}"
-            yield from self._recover(node, outcome, attempt)
+            if outcome.no_leader:
+                leaderless = node
+            self._failed(node, outcome)
+        if leaderless is not None and consistency is not Consistency.NONE:
+            stale = yield from self._stale_read(leaderless, body, sql)
+            if stale is not None:
+                return stale
         raise errors.StoreUnavailable(
             f"rqlite cluster {self.url} answered no read after "
             f"{self.target.retries + 1} tries; last error: {last}"
         )
 
-    def _recover(self, node: str, outcome: protocol.Outcome, attempt: int) -> Plan[None]:
-        """After a failed try: note the failure, look for the leader, back off."""
+    def _stale_read(self, node: str, body: Any, sql: list[str]) -> Plan[list[Row] | None]:
+        """The read from ``node``'s own copy, if stale reads are allowed; None if it fails."""
+        if self._on_stale_read is None:
+            return None
+        params = {**self._request_params(), "level": Consistency.NONE.value}
+        feedback = yield HttpCall("POST", node, "/db/query", params, body)
+        assert feedback is not None
+        outcome = protocol.classify(feedback, sql=sql)
+        if outcome.verdict is Verdict.FAIL:
+            assert outcome.error is not None
+            raise outcome.error
+        if outcome.verdict is not Verdict.OK:
+            return None
+        assert outcome.results is not None
+        if self._stale_node is None:
+            self._stale_node = node
+            self._on_stale_read(node)
+        return outcome.results[0].rows if outcome.results else []
+
+    def _failed(self, node: str, outcome: protocol.Outcome) -> None:
+        """Note what a failed try says of the cluster: who leads, or who is failing."""
         if outcome.leader_hint:
             self.cluster.leader = outcome.leader_hint
-            return
-        self.cluster.node_failed(node)
-        if attempt > 0:
-            yield Pause(min(0.05 * 2**attempt, 1.0))
-        yield from self._discover_leader()
+        else:
+            self.cluster.node_failed(node)
+
+    def _before_retry(self, retry: int) -> Plan[None]:
+        """Back off (see :func:`failover_pause`), then look for the leader if none is known."""
+        pause = failover_pause(retry)
+        if pause:
+            yield Pause(pause)
+        if self.cluster.leader is None:
+            yield from self._discover_leader()
+
+    def _refused(
+        self, node: str, outcome: protocol.Outcome, permission: str
+    ) -> Plan[errors.StoreError]:
+        """The error for a refusal: bad credentials, or good ones short of ``permission``.
+
+        rqlite answers 401 to both, so the node is asked for things that need
+        other permissions: one it grants means the credentials are good.
+        """
+        accepted = False
+        if outcome.status == 401 and self.target.username is not None:
+            for needs, probe in _PROBES:
+                if needs == permission:
+                    continue
+                feedback = yield replace(probe, base_url=node)
+                if isinstance(feedback, HttpReply) and feedback.status not in (401, 403):
+                    accepted = True
+                    break
+        return protocol.refusal_error(
+            node,
+            outcome,
+            username=self.target.username,
+            permission=permission,
+            accepted=accepted,
+        )
 
     def _discover_leader(self) -> Plan[list[NodeInfo]]:
         """Ask the nodes, leader-first, who leads now; remember the answer."""
@@ -239,38 +328,97 @@ class RqliteStore:
         return []
 
     def _nodes_plan(self) -> Plan[list[NodeInfo]]:
-        nodes = yield from self._discover_leader()
-        if not nodes:
-            nodes = [
-                NodeInfo(id="?", address=node, reachable=False, leader=False)
+        members = yield from self._discover_leader()
+        if not members:
+            # No leader to list the members: each node we know of speaks for itself.
+            members = [
+                NodeInfo(id="", address=node, reachable=False, leader=False)
                 for node in self.cluster.nodes
             ]
         described: list[NodeInfo] = []
-        for info in nodes:
+        for info in with_known_addresses(members, self.cluster.nodes):
+            if not info.address:
+                described.append(info)
+                continue
             feedback = yield HttpCall("GET", info.address, "/status", timeout=_DISCOVERY_TIMEOUT)
+            assert feedback is not None
             if isinstance(feedback, HttpReply) and feedback.status == 200:
-                raft_state, version = protocol.parse_status(feedback.data)
+                status = protocol.parse_status(feedback.data)
                 described.append(
-                    NodeInfo(
-                        id=info.id,
-                        address=info.address,
+                    replace(
+                        info,
+                        id=info.id or status.node_id,
                         reachable=True,
-                        leader=info.leader,
-                        voter=info.voter,
-                        raft_state=raft_state,
-                        version=version,
+                        raft_state=status.raft_state,
+                        version=status.version,
                     )
                 )
-            else:
-                error = getattr(feedback, "message", "") or getattr(feedback, "text", "")
-                described.append(
-                    NodeInfo(
-                        id=info.id,
-                        address=info.address,
-                        reachable=False,
-                        leader=False,
-                        voter=info.voter,
-                        error=str(error).strip()[:200],
-                    )
+                continue
+            outcome = protocol.classify(feedback)
+            if outcome.verdict is Verdict.REFUSED:
+                raise (yield from self._refused(info.address, outcome, "status"))
+            described.append(
+                replace(
+                    info,
+                    id=info.id or "?",
+                    reachable=False,
+                    leader=False,
+                    error=outcome.message.strip()[:200],
                 )
+            )
         return described
+
+
+def failover_pause(retry: int) -> float:
+    """Seconds to wait before failover try number ``retry`` (the first retry is 1).
+
+    The first retry goes at once: a leader that moved is found by asking.
+    Then 0.5 s, doubling up to 2 s: the default 8 retries wait 11.5 s in all,
+    longer than an election takes, so a leader's death is ridden through.
+    """
+    if retry <= 1:
+        return 0.0
+    return float(min(_FIRST_PAUSE_SECONDS * 2 ** (retry - 2), _LONGEST_PAUSE_SECONDS))
+
+
+def with_known_addresses(members: Sequence[NodeInfo], known: Sequence[str]) -> list[NodeInfo]:
+    """``members``, each one rqlite listed without an API address given one we know.
+
+    rqlite cannot tell the API address of a node it cannot reach. A known
+    address (from the store URL, or learned) that no member claims is that
+    node's when its host is the host of the node's raft address and no other
+    spare address is on that host, or when it is the only address and the
+    only node left over. Otherwise the address stays unknown ("").
+    """
+    claimed = {member.address for member in members}
+    spare = [address for address in known if address not in claimed]
+    missing = sum(1 for member in members if not member.address)
+    found: list[NodeInfo] = []
+    for member in members:
+        if member.address:
+            found.append(member)
+            continue
+        raft_host = member.raft_address.rpartition(":")[0]
+        same_host = [address for address in spare if Endpoint.of(address).host == raft_host]
+        if len(same_host) == 1:
+            address = same_host[0]
+        elif len(spare) == 1 and missing == 1:
+            address = spare[0]
+        else:
+            address = ""
+        if address:
+            spare.remove(address)
+        found.append(replace(member, address=address))
+    return found
+
+
+_PROBES = (
+    ("status", HttpCall("GET", "", "/status", timeout=_DISCOVERY_TIMEOUT)),
+    ("ready", HttpCall("GET", "", "/readyz", timeout=_DISCOVERY_TIMEOUT)),
+    (
+        "query",
+        HttpCall(
+            "POST", "", "/db/query", {"level": "none"}, [["SELECT 1"]], timeout=_DISCOVERY_TIMEOUT
+        ),
+    ),
+)

@@ -56,7 +56,11 @@ class Consistency(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """One member of the store as seen from the client."""
+    """One member of the store as seen from the client.
+
+    ``address`` is the base URL of its API (a file's path for an embedded
+    store); ``raft_address`` is where its peers reach it, when known.
+    """
 
     id: str
     address: str
@@ -66,6 +70,7 @@ class NodeInfo:
     raft_state: str = ""
     version: str = ""
     error: str = ""
+    raft_address: str = ""
 
 
 class Store(Protocol):
