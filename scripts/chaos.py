@@ -1,0 +1,720 @@
+"""taskq's chaos run: real workers and a real store, killed, frozen and cut off while they work.
+
+It starts its own store (a 3-node rqlite cluster on loopback ports, or an
+embedded SQLite file), ``--workers`` real ``taskq-worker`` processes (lease
+6 s, heartbeat 1 s), and submits ``--jobs`` jobs (``chaos_jobs:work``: short
+ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
+60% of ``--duration``. Every run of a job appends timestamped ``start``,
+``alive`` (every 0.25 s) and ``end`` lines to a ledger (see
+``scripts/chaos_jobs.py``). Meanwhile, until every job has finished or
+``--duration`` has passed:
+
+* the rqlite leader is SIGKILLed about every 10 s and restarted 3 s later,
+  while a probe submits a no-op job (to a queue no worker takes from) every
+  50 ms, which times the write unavailability after each kill;
+* a worker is SIGKILLed (the worker alone, not its jobs' processes) about
+  every 5 s, and a new one started a second later;
+* a worker is SIGSTOPped about every 30 s for its lease + 3 s, then SIGCONTed;
+* on rqlite, one worker lives in a network namespace of its own whose only
+  way to the store is a relay, cut about every 30 s for its lease + 4 s
+  (``scripts/chaos_link.py``; ``--cut-mode blackhole`` holds connections
+  silent instead of refusing them). The embedded store has no network, so
+  no worker is cut off there.
+
+Half of the kills and stops go to a worker that runs a long job, when one
+does (all of them with ``--quick``, where a fault waits up to 5 s for one).
+Then every job is drained (``--drain-timeout``), the workers get SIGTERM,
+and the verdict is read from the store's rows and the ledger:
+
+lost        submitted, but missing from the store or ended other than succeeded
+stuck       still queued or running after the drain
+wrong       succeeded with a result that is not the token's digest
+zombie      a result accepted from a run that had lost its lease: the job has not
+            exactly one succeeded execution, or it is not the job's last claim, or
+            the result's run is unknown to the ledger, ran on another worker than
+            the execution names, or was followed by a later run of the job
+overlap     two runs of one job whose ledger intervals (start to end, or to the
+            last alive line of a killed run) share more than the tolerance (50 ms)
+left behind processes of this run (marked by ``CHAOS_RUN`` in their
+            environment, or a job's pid from the ledger) still alive once the
+            workers have stopped and a lease and 5 s have passed
+
+Their targets are 0 (and so is that of jobs the run could not submit), and
+write unavailability after a leader kill must stay within 3 s at p99; the
+exit status is 1 when a target is missed. A killed run's last ``alive``
+line can be up to 0.25 s before its death, so an overlap shorter than that
+plus the tolerance can go unseen; any overlap reported is real.
+
+    .venv/bin/python scripts/chaos.py --store rqlite        # 10,000 jobs, 4 workers x 8
+    .venv/bin/python scripts/chaos.py --store embedded      # 2,000 jobs, 3 workers x 4
+    .venv/bin/python scripts/chaos.py --quick [--store rqlite] [--json FILE] [--keep DIR]
+
+``--quick`` is the test suite's run (150 jobs, 6 long ones of 8-12 s, a 3 s
+lease so that they outlive it, one worker kill and one stop; on rqlite one
+leader kill and one cut). ``--jobs``, ``--long-jobs``, ``--workers``,
+``--seed``, ``--no-leader-kills`` and the like change a preset. Progress
+goes to stderr, the summary to stdout, the details to ``--json``. The run's
+directory (store, ledger, worker logs) is deleted unless ``--keep DIR``
+names one or a target was missed (its path is printed). The network
+namespace needs root and iproute2; rqlited comes from ``TASKQ_RQLITED`` or
+``scripts/install_rqlite.sh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack, suppress
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+SCRIPTS = Path(__file__).resolve().parent
+REPO = SCRIPTS.parent
+for _path in (str(REPO), str(SCRIPTS)):  # tests.support, and this run's sibling modules
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+import chaos_jobs  # noqa: E402
+from chaos_link import CUT_MODES, Fleet, Partition  # noqa: E402
+
+from taskq import errors  # noqa: E402
+from taskq.broker.client import Client, call_spec  # noqa: E402
+from taskq.broker.records import FINISHED_STATES, JobState  # noqa: E402
+from taskq.broker.store import Consistency, Statement, Store  # noqa: E402
+from taskq.worker.settings import WorkerSettings  # noqa: E402
+from tests.support.job_tables import execution_rows, job_rows  # noqa: E402
+from tests.support.rqlite_cluster import RqliteCluster, running_cluster  # noqa: E402
+
+QUEUE = "chaos"
+PROBE_QUEUE = "chaos-probe"  # no worker takes from it: the probe's jobs just sit there
+PROBE_INTERVAL = 0.05
+# Who holds the maintenance lease (taskq.broker.maintenance.LEADER_LEASE): that
+# worker requeues expired leases, and when it dies nobody does for up to 10 s.
+_MAINTAINER = "SELECT holder FROM leader WHERE name = 'maintenance'"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """When a fault strikes: about every ``every`` s (None: never), at most ``limit`` times."""
+
+    every: float | None
+    limit: int | None = None
+    first: float = 0.0  # seconds after the workers start
+
+
+@dataclass
+class Options:
+    """One chaos run; :func:`preset` gives the defaults of each store, quick or full."""
+
+    store: str = "embedded"
+    quick: bool = False
+    jobs: int = 2_000
+    long_jobs: int = 20
+    long_seconds: tuple[float, float] = (15.0, 45.0)
+    short_seconds: float = 0.3
+    workers: int = 3
+    concurrency: int = 4
+    duration: float = 150.0
+    drain_timeout: float = 300.0
+    seed: int = 1
+    lease_seconds: float = 6.0
+    heartbeat_seconds: float = 1.0
+    lease_margin_seconds: float = 1.5
+    worker_kill: Fault = field(default_factory=lambda: Fault(5.0, first=5.0))
+    stop: Fault = field(default_factory=lambda: Fault(30.0, first=8.0))
+    leader_kill: Fault = field(default_factory=lambda: Fault(10.0, first=10.0))
+    cut: Fault = field(default_factory=lambda: Fault(30.0, first=20.0))
+    restart_after: float = 1.0  # a killed worker's successor starts this much later
+    leader_down_seconds: float = 3.0
+    cut_mode: str = "refuse"
+    tolerance: float = 0.05
+    keep: Path | None = None
+    json_path: Path | None = None
+
+    @property
+    def stop_seconds(self) -> float:
+        return self.lease_seconds + 3.0
+
+    @property
+    def cut_seconds(self) -> float:
+        return self.lease_seconds + 4.0
+
+
+def preset(store: str, quick: bool) -> Options:
+    if quick:
+        base = Options(
+            store=store, quick=True, jobs=150, long_jobs=6, long_seconds=(8.0, 12.0),
+            workers=3, concurrency=3, duration=45.0, drain_timeout=60.0,
+            # A short lease, so that a long job outlives the lease of a frozen or
+            # cut-off worker (and the run is short); heartbeats to match.
+            lease_seconds=3.0, heartbeat_seconds=0.5, lease_margin_seconds=1.0,
+            cut=Fault(30.0, 1, 3.0), stop=Fault(30.0, 1, 3.5),
+            worker_kill=Fault(5.0, 1, 4.0), leader_kill=Fault(10.0, 1, 6.0),
+        )  # fmt: skip
+    else:
+        base = Options(store=store)
+        if store == "rqlite":
+            base = replace(base, jobs=10_000, long_jobs=50, workers=4, concurrency=8)
+            base = replace(base, duration=240.0)
+    if store == "embedded":  # no leader, no network
+        base = replace(base, leader_kill=Fault(None), cut=Fault(None))
+    return base
+
+
+def say(message: str) -> None:
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def write_worker_config(path: Path, options: Options) -> Path:
+    """The workers' config; settings this checkout's worker does not know are left out."""
+    known = {f.name for f in fields(WorkerSettings)}
+    settings: dict[str, object] = {
+        "queues": [QUEUE],
+        "concurrency": options.concurrency,
+        "lease_seconds": options.lease_seconds,
+        "heartbeat_seconds": options.heartbeat_seconds,
+        "grace_seconds": 3.0,
+        "idle_poll_seconds": 0.2,
+        "lease_margin_seconds": options.lease_margin_seconds,
+        "modules": ["chaos_jobs"],
+        "env_passthrough": [chaos_jobs.RUN_ENV, chaos_jobs.WORKER_ENV],
+    }
+    lines = ["[worker]"] + [
+        f"{key} = {json.dumps(value)}" for key, value in settings.items() if key in known
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# -- background threads: submitting, watching, probing ---------------------------------------
+
+
+class Background:
+    """The run's threads; each works until ``stop`` is set, and never raises."""
+
+    def __init__(self, url: str, ledger: Path, options: Options) -> None:
+        self.url = url
+        self.ledger = ledger
+        self.options = options
+        self.stop = threading.Event()
+        self.submitted: dict[str, int] = {}
+        self.unsubmitted: list[str] = []
+        self.submitting_done = threading.Event()
+        self.finished = 0
+        self.running: list[tuple[str, str]] = []  # (token, worker name) of running jobs
+        self.maintainer = ""  # the worker that runs maintenance (requeues expired leases)
+        self.probes: list[tuple[float, float, bool]] = []  # (start, end, ok), monotonic
+        self.threads: list[threading.Thread] = []
+
+    def spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def join(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
+
+    def submit(self, plans: list[chaos_jobs.JobPlan], span: float) -> None:
+        """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands.
+
+        Every job carries its token as idempotency key, so resending a batch
+        whose outcome is unknown cannot make a second job.
+        """
+        size = 10 if self.options.quick else 50
+        batches = [plans[i : i + size] for i in range(0, len(plans), size)]
+        start = time.monotonic()
+        try:
+            with Client(self.url, submitter="chaos") as client:
+                for index, batch in enumerate(batches):
+                    if self.stop.wait(
+                        max(0.0, start + span * index / len(batches) - time.monotonic())
+                    ):
+                        break
+                    self._submit_batch(client, batch)
+        finally:  # whatever did not land is reported as such, whatever happened
+            self.unsubmitted = [plan.token for plan in plans if plan.token not in self.submitted]
+            self.submitting_done.set()
+
+    def _submit_batch(self, client: Client, batch: list[chaos_jobs.JobPlan]) -> None:
+        """Submit ``batch`` until it lands (for up to 2 minutes: then it stays unsubmitted)."""
+        specs = [
+            call_spec(
+                "chaos_jobs:work",
+                (plan.token, plan.seconds, str(self.ledger)),
+                queue=QUEUE,
+                max_attempts=100,  # a long job may be hit many times
+                timeout=60 + 3 * plan.seconds,
+                idempotency_key=plan.token,
+            )
+            for plan in batch
+        ]
+        give_up = time.monotonic() + 120
+        while True:
+            try:
+                handles = client.submit_many(specs)
+            except errors.TaskqError as exc:
+                if time.monotonic() > give_up or self.stop.is_set():
+                    say(f"gave up submitting {len(batch)} jobs: {exc}")
+                    return
+                time.sleep(0.2)
+                continue
+            for plan, handle in zip(batch, handles, strict=True):
+                self.submitted[plan.token] = handle.id
+            return
+
+    def watch(self) -> None:
+        """Once a second: how many jobs have finished, and who runs which (for victims)."""
+        with Client(self.url, submitter="chaos-watch") as client:
+            while not self.stop.wait(1.0):
+                try:
+                    stats = [s for s in client.stats() if s.queue == QUEUE]
+                    running = client.list(state=JobState.RUNNING, queue=QUEUE, limit=1000)
+                    leaders = client.store.query(Statement(_MAINTAINER))
+                except errors.TaskqError:
+                    continue
+                self.maintainer = str(leaders[0]["holder"]).rsplit("-", 1)[0] if leaders else ""
+                self.finished = sum(
+                    count for s in stats for st, count in s.counts.items() if st in FINISHED_STATES
+                )
+                self.running = [
+                    (str(job.payload["args"][0]), (job.worker_id or "").rsplit("-", 1)[0])
+                    for job in running
+                ]
+
+    def probe(self) -> None:
+        """A small write every 50 ms, timed: what a submitter sees of the store."""
+        with Client(self.url, submitter="chaos-probe") as client:
+            n = 0
+            while not self.stop.is_set():
+                start = time.monotonic()
+                try:
+                    client.submit("chaos_jobs:noop", queue=PROBE_QUEUE, idempotency_key=f"p{n}")
+                    ok = True
+                    n += 1
+                except errors.TaskqError:
+                    ok = False
+                self.probes.append((start, time.monotonic(), ok))
+                self.stop.wait(max(0.0, start + PROBE_INTERVAL - time.monotonic()))
+
+
+# -- the chaos itself -----------------------------------------------------------------------
+
+
+class Chaos:
+    """Fires each kind of fault on its schedule and undoes it (restart, SIGCONT, heal) later."""
+
+    def __init__(
+        self,
+        options: Options,
+        fleet: Fleet,
+        background: Background,
+        cluster: RqliteCluster | None,
+        partition: Partition | None,
+        origin: float,
+    ) -> None:
+        self.options = options
+        self.origin = origin  # wall-clock time the run began: the ledger examples count from it
+        self.fleet = fleet
+        self.background = background
+        self.cluster = cluster
+        self.partition = partition
+        self.rng = random.Random(options.seed * 7919)
+        self.start = time.monotonic()
+        self.counts: Counter[str] = Counter()
+        self.leader_kills: list[float] = []  # monotonic times of the kills
+        self.log: list[str] = []
+        self.undo: list[tuple[float, Callable[[], None]]] = []  # (when, what)
+        self.cut_slot_busy = False
+        self.overdue_since: dict[str, float] = {}
+        self.insist = False  # whether a fault must wait for a worker running a long job
+        o = options
+        self.actions: dict[str, tuple[Fault, Callable[[], bool]]] = {
+            "worker_kill": (o.worker_kill, self.kill_worker),
+            "stop": (o.stop, self.stop_worker),
+            "leader_kill": (o.leader_kill, self.kill_leader),
+            "cut": (o.cut, self.cut),
+        }
+        self.due = {
+            name: self.start + fault.first
+            for name, (fault, _) in self.actions.items()
+            if fault.every is not None
+            and (name != "leader_kill" or cluster is not None)
+            and (name != "cut" or partition is not None)
+        }
+
+    def note(self, message: str) -> None:
+        at = time.time() - self.origin
+        self.log.append(f"{at:7.2f} {message}")
+        say(f"t={at:.2f} {message}")
+
+    def later(self, delay: float, action: Callable[[], None]) -> None:
+        self.undo.append((time.monotonic() + delay, action))
+
+    @property
+    def finished_firing(self) -> bool:
+        """Every limited action has fired its count and nothing waits to be undone."""
+        return not self.undo and all(
+            fault.limit is None or self.counts[name] >= fault.limit
+            for name, (fault, _) in self.actions.items()
+            if name in self.due
+        )
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for entry in [entry for entry in self.undo if entry[0] <= now]:
+            self.undo.remove(entry)
+            entry[1]()
+        for name, due in list(self.due.items()):
+            fault, fire = self.actions[name]
+            if due > now or fault.every is None:
+                continue
+            if fault.limit is not None and self.counts[name] >= fault.limit:
+                del self.due[name]
+                continue
+            # With --quick a fault waits up to 5 s for a victim that runs a long job.
+            since = self.overdue_since.setdefault(name, now)
+            self.insist = self.options.quick and now - since < 5.0
+            if fire():
+                self.counts[name] += 1
+                self.due[name] = now + fault.every * self.rng.uniform(0.7, 1.3)
+                del self.overdue_since[name]
+            else:
+                self.due[name] = now + 0.5  # nothing to act on yet: try again soon
+        self.fleet.restart_exited()
+
+    def undo_all(self) -> None:
+        for _, action in sorted(self.undo, key=lambda entry: entry[0]):
+            action()
+        self.undo.clear()
+
+    def victim(self) -> int | None:
+        """A worker to hit: one running a long job when there is one (see the module doc)."""
+        now = time.monotonic()
+        cut = {0} if self.cut_slot_busy else set()
+        slots = [
+            slot
+            for slot, worker in enumerate(self.fleet.current)
+            if worker is not None
+            and worker.running
+            and slot not in self.fleet.frozen | cut
+            and now - self.fleet.born[slot] > 1.5
+        ]
+        if self.options.quick:
+            # Spare the maintenance worker, so that expired leases are requeued
+            # at once and a job left running by the victim meets its re-run
+            # within the short jobs of a quick run. (The full run spares none.)
+            spared = [s for s in slots if s != self.fleet.slot_named(self.background.maintainer)]
+            slots = spared or slots
+        if not slots:
+            return None
+        if self.options.quick or self.rng.random() < 0.5:
+            preferred = [slot for slot in slots if slot in self.long_holders()]
+            if preferred:
+                return self.rng.choice(preferred)
+            if self.insist:
+                return None
+        return self.rng.choice(slots)
+
+    def long_holders(self) -> set[int | None]:
+        """The slots whose workers run a long job, as the store saw it last."""
+        return {
+            self.fleet.slot_named(name)
+            for token, name in self.background.running
+            if token.startswith("L")
+        }
+
+    def kill_worker(self) -> bool:
+        slot = self.victim()
+        if slot is None:
+            return False
+        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
+        self.fleet.kill(slot)
+        self.note(f"SIGKILL worker {tag}")
+
+        def restart() -> None:
+            self.note(f"started worker {self.fleet.start(slot).tag}")
+
+        self.later(self.options.restart_after, restart)
+        return True
+
+    def stop_worker(self) -> bool:
+        slot = self.victim()
+        if slot is None:
+            return False
+        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
+        self.fleet.freeze(slot)
+        self.note(f"SIGSTOP worker {tag} for {self.options.stop_seconds:g} s")
+
+        def thaw() -> None:
+            self.fleet.thaw(slot)
+            self.note(f"SIGCONT worker {tag}")
+
+        self.later(self.options.stop_seconds, thaw)
+        return True
+
+    def kill_leader(self) -> bool:
+        assert self.cluster is not None
+        cluster = self.cluster
+        if not all(node.alive for node in cluster.nodes):
+            return False
+        leader = cluster.leader()
+        if leader is None:
+            return False
+        self.leader_kills.append(time.monotonic())
+        cluster.kill_node(leader, signal.SIGKILL)
+        self.note(f"SIGKILL rqlite leader {leader.node_id}")
+
+        def restart() -> None:
+            cluster.start_node(leader)
+            self.note(f"restarted rqlite {leader.node_id}")
+
+        self.later(self.options.leader_down_seconds, restart)
+        return True
+
+    def cut(self) -> bool:
+        assert self.partition is not None
+        partition = self.partition
+        worker = self.fleet.current[0]
+        if worker is None or 0 in self.fleet.frozen or not worker.running:
+            return False
+        if time.monotonic() - self.fleet.born[0] < 3:  # let it start: it would only exit
+            return False
+        if self.insist and 0 not in self.long_holders():
+            return False
+        partition.cut()
+        self.cut_slot_busy = True
+        self.note(f"cut worker {worker.tag} off the store for {self.options.cut_seconds:g} s")
+
+        def heal() -> None:
+            partition.heal()
+            self.cut_slot_busy = False
+            self.note("healed the cut")
+
+        self.later(self.options.cut_seconds, heal)
+        return True
+
+
+# -- one run --------------------------------------------------------------------------------
+
+
+def read_verdict(
+    store: Store, submitted: dict[str, int], ledger: Path, tolerance: float, origin: float
+) -> Any:
+    """The store's rows (linearizable reads: every acknowledged write) judged against the ledger."""
+    workers = store.query(
+        Statement("SELECT id, name FROM workers"), consistency=Consistency.LINEARIZABLE
+    )
+    return chaos_jobs.judge(
+        submitted,
+        job_rows(store, QUEUE),
+        execution_rows(store, QUEUE),
+        {str(row["id"]): str(row["name"]) for row in workers},
+        chaos_jobs.read_ledger(ledger),
+        tolerance,
+        origin,
+    )
+
+
+def kill_leftovers(run_id: str, ledger: Path) -> None:
+    """SIGKILL every process of this run still alive (found as the verdict finds them)."""
+    for pid in chaos_jobs.run_processes(run_id, chaos_jobs.read_ledger(ledger)):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def run(options: Options, root: Path) -> dict[str, Any]:
+    """One chaos run in ``root`` (which it fills); the report, with ``violations``."""
+    run_id = secrets.token_hex(6)
+    rng = random.Random(options.seed)
+    # With --quick the long jobs come first, so that the faults meet them.
+    front = 0.2 if options.quick else 0.5
+    plans = chaos_jobs.plan_jobs(
+        options.jobs, options.long_jobs, options.long_seconds, options.short_seconds, front, rng
+    )
+    ledger = root / "ledger"
+    ledger.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"options": _jsonable(asdict(options)), "run_id": run_id}
+    began, origin = time.monotonic(), time.time()  # the ledger's times count from ``origin``
+    with ExitStack() as stack:
+        cluster: RqliteCluster | None = None
+        partition: Partition | None = None
+        if options.store == "rqlite":
+            say("starting a 3-node rqlite cluster")
+            cluster = stack.enter_context(running_cluster(root / "cluster"))
+            url = cluster.url
+            if options.cut.every is not None:
+                partition = Partition([node.http_port for node in cluster.nodes], options.cut_mode)
+                stack.callback(partition.close)
+                partition.start()
+        else:
+            url = f"sqlite://{root / 'taskq.db'}"
+        client = stack.enter_context(Client(url, submitter="chaos"))  # migrates the store
+        # After the verdict: whatever is left, by pid (the workers' children, then the rest).
+        stack.callback(kill_leftovers, run_id, ledger)
+        config = write_worker_config(root / "worker.toml", options)
+        fleet = Fleet(root, url, config, options.workers, run_id, partition, say)
+        stack.callback(fleet.sweep)
+        background = Background(url, ledger, options)
+        stack.callback(background.join)
+        say(f"starting {options.workers} workers x {options.concurrency}")
+        for slot in range(options.workers):
+            fleet.start(slot)
+        for worker in fleet.current:
+            assert worker is not None
+            worker.wait_for_event("worker_started", timeout=60)
+        chaos = Chaos(options, fleet, background, cluster, partition, origin)
+        span = 2.0 if options.quick else 0.6 * options.duration
+        say(f"submitting {len(plans)} jobs over {span:g} s; chaos for up to {options.duration:g} s")
+        background.spawn("submit", lambda: background.submit(plans, span))
+        background.spawn("watch", background.watch)
+        if cluster is not None:
+            background.spawn("probe", background.probe)
+        next_note = 0.0
+
+        def all_done() -> bool:
+            return background.submitting_done.is_set() and background.finished >= len(
+                background.submitted
+            )
+
+        try:
+            while time.monotonic() - chaos.start < options.duration:
+                if all_done() and chaos.finished_firing:
+                    break
+                chaos.tick()
+                if time.monotonic() > next_note:
+                    say(f"{background.finished} of {len(plans)} jobs finished")
+                    next_note = time.monotonic() + 10
+                time.sleep(0.05)
+        finally:
+            chaos.undo_all()
+        report["chaos_seconds"] = round(time.monotonic() - chaos.start, 1)
+        say(f"chaos over; draining ({background.finished} of {len(plans)} jobs finished)")
+        drained = time.monotonic()
+        while not all_done() and time.monotonic() - drained < options.drain_timeout:
+            fleet.restart_exited()
+            if time.monotonic() > next_note:
+                say(f"{background.finished} of {len(plans)} jobs finished")
+                next_note = time.monotonic() + 10
+            time.sleep(0.2)
+        report["drain_seconds"] = round(time.monotonic() - drained, 1)
+        background.join()
+        say("stopping the workers (SIGTERM)")
+        fleet.terminate(timeout=30)
+        # Whatever this run started must be gone a lease (and some) after the workers.
+        runs = chaos_jobs.read_ledger(ledger)
+        settle_end = time.monotonic() + options.lease_seconds + 5
+        while chaos_jobs.run_processes(run_id, runs) and time.monotonic() < settle_end:
+            time.sleep(0.2)
+        left = chaos_jobs.run_processes(run_id, runs)
+        say("reading the verdict")
+        verdict = read_verdict(
+            client.store, background.submitted, ledger, options.tolerance, origin
+        )
+        verdict["left_behind"] = len(left)
+        verdict["unsubmitted"] = len(background.unsubmitted)
+        verdict["examples"]["left_behind"] = {str(pid): line for pid, line in left.items()}
+        report["verdict"] = verdict
+        report["actions"] = dict(chaos.counts)
+        report["action_log"] = chaos.log
+        report["worker_exits"] = fleet.exits
+        report["worker_events"] = dict(fleet.event_counts())
+        if partition is not None:
+            relay = partition.relay
+            report["link"] = {"relayed": relay.relayed, "dropped": relay.dropped,
+                              "refused": relay.refused, "mode": relay.mode}  # fmt: skip
+        report["unavailability"] = chaos_jobs.unavailability(chaos.leader_kills, background.probes)
+    report["seconds"] = round(time.monotonic() - began, 1)
+    report["violations"] = chaos_jobs.violations(report)
+    return report
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add = parser.add_argument
+    add("--store", choices=["embedded", "rqlite"], default="embedded")
+    add("--quick", action="store_true", help="the test suite's short run")
+    add("--jobs", type=int, help="jobs in all, long ones included")
+    add("--long-jobs", type=int, help="jobs of tens of seconds among them")
+    add("--long-seconds", type=float, nargs=2, metavar=("MIN", "MAX"))
+    add("--workers", type=int)
+    add("--concurrency", type=int, help="slots per worker")
+    add("--duration", type=float, help="most seconds of chaos (it ends sooner when all is done)")
+    add("--drain-timeout", type=float, help="most seconds to wait for the jobs after the chaos")
+    add("--seed", type=int)
+    add("--lease-seconds", type=float)
+    add("--cut-mode", choices=CUT_MODES)
+    for name in ("leader-kills", "worker-kills", "stops", "cuts"):
+        add(f"--no-{name}", action="store_true")
+    add("--keep", type=Path, metavar="DIR", help="run in DIR and keep it")
+    add("--json", type=Path, dest="json_path", metavar="FILE")
+    args = parser.parse_args(argv)
+    changes: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in ("jobs", "long_jobs", "workers", "concurrency", "duration", "drain_timeout",
+                     "seed", "lease_seconds", "cut_mode", "keep", "json_path")
+        if getattr(args, name) is not None
+    }  # fmt: skip
+    if args.lease_seconds is not None:  # heartbeats and margin in the proportions of 6, 1, 1.5
+        changes["heartbeat_seconds"] = args.lease_seconds / 6
+        changes["lease_margin_seconds"] = args.lease_seconds / 4
+    if args.long_seconds:
+        changes["long_seconds"] = tuple(args.long_seconds)
+    for fault in ("leader_kill", "worker_kill", "stop", "cut"):
+        if getattr(args, f"no_{fault}s"):
+            changes[fault] = Fault(None)
+    options = replace(preset(args.store, args.quick), **changes)
+    if options.long_jobs > options.jobs:
+        parser.error("--long-jobs must not exceed --jobs")
+    return options
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so that every process started is stopped by pid."""
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_options(argv)
+    root = options.keep or Path(tempfile.mkdtemp(prefix="taskq-chaos-"))
+    root.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        report = run(options, root)
+    except BaseException:
+        say(f"the run failed; its directory is kept: {root}")
+        raise
+    print(chaos_jobs.summary(report))
+    if options.json_path is not None:
+        options.json_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if report["violations"] and options.keep is None:
+        say(f"targets missed: the run's directory (ledger, logs) is kept: {root}")
+    elif options.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if report["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
