@@ -11,8 +11,8 @@ from taskq.broker import operations, plan
 from taskq.broker.maintenance import Pruner, run_once
 from taskq.broker.migrations import applied_versions
 from taskq.broker.records import JobState
-from taskq.broker.store import NodeInfo
-from taskq.broker.store_url import SqliteTarget, parse_store_url
+from taskq.broker.store import Consistency, NodeInfo
+from taskq.broker.store_url import SqliteTarget, mask_password, parse_store_url
 from taskq.cli import command, connection, output, values
 
 
@@ -60,18 +60,20 @@ def add_commands(commands: command.Commands) -> None:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    url = connection.store_url(args)
-    embedded = isinstance(parse_store_url(url), SqliteTarget)
-    schema_version: int | None
-    try:
-        with connection.opened(args) as store:
-            nodes = store.nodes()
-            schema_version = max(applied_versions(store), default=0)
-    except errors.StoreUnavailable:
-        # No leader, or no node answers: the nodes can still be described.
-        with connection.opened(args, migrate=False) as store:
-            nodes = store.nodes()
-        schema_version = None
+    named = connection.store_url(args)
+    url = mask_password(named)
+    embedded = isinstance(parse_store_url(named), SqliteTarget)
+    schema_version: int | None = None
+    with connection.opened(args, migrate=False, read_only=True) as store:
+        nodes = store.nodes()
+        if any(node.reachable for node in nodes):
+            try:
+                # Any node's own copy will do to show the version: a cluster
+                # without a leader still has one to show.
+                versions = applied_versions(store, consistency=Consistency.NONE)
+                schema_version = max(versions, default=0)
+            except (errors.StoreUnavailable, errors.StatementError):
+                pass  # the node went away meanwhile, or nothing was ever written to the store
     healthy = any(node.leader for node in nodes)
     if args.json:
         output.print_json(
@@ -106,7 +108,7 @@ def _print_nodes(nodes: Sequence[NodeInfo]) -> None:
         [
             (
                 node.id,
-                node.address,
+                node.address or "-",
                 "leader" if node.leader else ("voter" if node.voter else "non-voter"),
                 "yes" if node.reachable else f"no {node.error}".strip(),
                 node.raft_state,
@@ -118,7 +120,7 @@ def _print_nodes(nodes: Sequence[NodeInfo]) -> None:
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         workers = plan.run(store, operations.worker_list())
     if not args.all:
         workers = [worker for worker in workers if worker.state != "stopped"]
@@ -151,7 +153,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         queues = plan.run(store, operations.job_counts())
         buckets = plan.run(store, operations.execution_throughput(minutes=args.minutes))
     totals = {state.value: sum(q.counts.get(state, 0) for q in queues) for state in JobState}

@@ -1,10 +1,16 @@
-"""Which store a command talks to, opened with bounds fit for a person waiting at a terminal.
+"""Which store a command talks to, and how: to write, or only to read.
 
 The store is picked as everywhere in taskq: ``--store``, ``TASKQ_STORE``,
-the config file, then the embedded default. A worker rides out a long
-outage; a command should say within seconds that the store does not
-answer. So an rqlite URL that sets no ``timeout`` or ``retries`` of its own
-gets the shorter :data:`CLI_TIMEOUT_SECONDS` and :data:`CLI_RETRIES`.
+the config file, then the embedded default. A command rides out a leader
+election with the same failover tries as the Python client (the URL's
+``retries``, about 11.5 s of pauses by default), but a node that does not
+answer one request within :data:`CLI_TIMEOUT_SECONDS` is given up on
+sooner than a worker would, unless the URL sets a ``timeout`` of its own.
+
+A command that only reads opens the store without writing anything: no
+migration (a schema that is behind is said so), no file created, and on a
+cluster without a leader its reads come from a surviving node's own copy,
+with a note on stderr that they may be stale.
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from urllib.parse import parse_qsl
 from taskq.broker.connect import open_store
 from taskq.broker.store import Store
 from taskq.broker.store_url import RqliteTarget, parse_store_url, resolve_store_url
+from taskq.cli import output
 from taskq.config import load_config
 
 CLI_TIMEOUT_SECONDS = 5
-CLI_RETRIES = 2
 
 
 def store_url(args: argparse.Namespace) -> str:
@@ -32,29 +38,42 @@ def store_url(args: argparse.Namespace) -> str:
 
 
 def bounded(url: str) -> str:
-    """``url`` with the command's short request timeout and retries, unless it sets its own."""
+    """``url`` with the command's shorter request timeout, unless it sets its own."""
     if not isinstance(parse_store_url(url), RqliteTarget):
         return url
     base, _, query = url.partition("?")
-    options = dict(parse_qsl(query, keep_blank_values=True))
-    extra = []
-    if "timeout" not in options:
-        extra.append(f"timeout={CLI_TIMEOUT_SECONDS}")
-    if "retries" not in options:
-        extra.append(f"retries={CLI_RETRIES}")
-    return f"{base}?{'&'.join(part for part in (query, *extra) if part)}"
+    if "timeout" in dict(parse_qsl(query, keep_blank_values=True)):
+        return url
+    return f"{base}?{'&'.join(part for part in (query, f'timeout={CLI_TIMEOUT_SECONDS}') if part)}"
 
 
-def opened(args: argparse.Namespace, *, migrate: bool = True) -> AbstractContextManager[Store]:
-    """The command's store, closed on the way out; ``migrate`` brings its schema up to date."""
-    return opened_url(store_url(args), migrate=migrate)
+def opened(
+    args: argparse.Namespace, *, migrate: bool = True, read_only: bool = False
+) -> AbstractContextManager[Store]:
+    """The command's store, closed on the way out.
+
+    ``read_only`` for a command that only reads (see the module's docstring);
+    ``migrate=False`` leaves the schema alone.
+    """
+    return opened_url(store_url(args), migrate=migrate, read_only=read_only)
 
 
 @contextmanager
-def opened_url(url: str, *, migrate: bool = True) -> Iterator[Store]:
+def opened_url(url: str, *, migrate: bool = True, read_only: bool = False) -> Iterator[Store]:
     """The store at ``url`` with the command's bounds, closed on the way out."""
-    store = open_store(bounded(url), migrate=migrate)
+    store = open_store(
+        bounded(url),
+        migrate=migrate,
+        read_only=read_only,
+        on_stale_read=_note_stale if read_only else None,
+    )
     try:
         yield store
     finally:
         store.close()
+
+
+def _note_stale(node: str) -> None:
+    output.warn(
+        f"taskq: note: the cluster has no leader; read from {node}'s own copy, which may be stale"
+    )

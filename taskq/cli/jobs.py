@@ -147,7 +147,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         job = _get(store, args.id)
     if args.json:
         output.print_json(job)
@@ -193,7 +193,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_result(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         handle = JobHandle(Client(store=store), args.id)
         if not args.wait:
             state = handle.status()
@@ -252,7 +252,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         job = _get(store, args.id)
         attempts = plan.run(store, operations.execution_list(job_id=args.id))
     if args.json:
@@ -303,7 +303,7 @@ def _signal_name(number: int) -> str:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         found = plan.run(
             store,
             operations.job_list(
