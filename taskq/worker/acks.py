@@ -49,7 +49,7 @@ class AckBatcher:
         give_up_after: float,
         max_delay: float = 0.005,
         max_batch: int = 128,
-        on_outage: Callable[[str], None] | None = None,
+        on_outage: Callable[[errors.StoreError], None] | None = None,
         still_running: Callable[[], int] = lambda: 1,
         enough: Callable[[], int] = lambda: 0,
     ) -> None:
@@ -119,6 +119,6 @@ class AckBatcher:
                     log.warning("giving up reporting %d job(s): %s", len(reports), exc)
                     return [Fenced.LEASE_LOST] * len(reports)
                 if self._on_outage is not None:
-                    self._on_outage(str(exc))
+                    self._on_outage(exc)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 2.0)

@@ -106,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
         return EXIT_ERROR
     _tune_garbage_collection()
+    failure: errors.StoreError | None = None
     try:
         # uvloop: the loop's own work per job (callbacks, timers, fd watches)
         # costs a fraction of asyncio's, and a busy worker's main thread is
@@ -118,12 +119,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         finally:
             events.flush()  # the last lines, should the loop have ended before writing them
-    except errors.StoreError as exc:
-        print(f"taskq-worker: error: the store failed: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except* errors.StoreError as group:
+        # The worker's task groups wrap what stopped it (registering at
+        # start-up, say, on a damaged file); the person wants the error itself.
+        failure = _first_leaf(group)
     finally:
         store.close()
+    if failure is not None:
+        print(f"taskq-worker: error: cannot use the store: {failure}", file=sys.stderr)
+        return EXIT_ERROR
     return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[errors.StoreError]) -> errors.StoreError:
+    """The first exception in ``group``, however deeply groups nest."""
+    first = group.exceptions[0]
+    return first if not isinstance(first, BaseExceptionGroup) else _first_leaf(first)
 
 
 def _tune_garbage_collection() -> None:

@@ -53,6 +53,7 @@ from taskq.worker.reports import report_of
 from taskq.worker.running import RunningJob, StopReason
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
+from taskq.worker.store_outage import StoreOutage
 
 log = logging.getLogger("taskq.worker")
 
@@ -125,12 +126,11 @@ class Worker:
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
         self._maintainer: Maintainer | None = None
+        self._outage = StoreOutage(self.events, self.worker_id)
         self._acks = AckBatcher(
             self._send_reports,
             give_up_after=2 * settings.lease_seconds,
-            on_outage=lambda error: self.events.emit(
-                "store_unavailable", worker=self.worker_id, error=error
-            ),
+            on_outage=self._outage.failed,
             still_running=lambda: self._executing + self._claimed.qsize(),
             # Claiming ahead, a batch is worth sending once the jobs waiting
             # for a slot are about used up: the claim riding with it refills them.
@@ -292,7 +292,7 @@ class Worker:
                         )
                     )
             except errors.StoreError as exc:
-                self.events.emit("store_unavailable", worker=self.worker_id, error=str(exc))
+                self._outage.failed(exc)
                 await self._pause(idle)
                 idle = min(idle * 2, self.settings.idle_poll_seconds)
                 continue
@@ -558,8 +558,9 @@ class Worker:
                     )
                 )
             except errors.StoreError as exc:
-                self.events.emit("store_unavailable", worker=self.worker_id, error=str(exc))
+                self._outage.failed(exc)
             else:
+                self._outage.written()
                 if maintainer is not None and beat.leader_held is not None:
                     maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
                 self._renewed(leases, beat.lost, sent_at)
