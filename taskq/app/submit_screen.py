@@ -1,14 +1,20 @@
-"""A form that submits a job: target, JSON arguments, queue and priority."""
+"""A form that submits a job: target, JSON arguments, queue and priority.
+
+The form fits an 80x24 terminal. Its error line and buttons are docked to the
+bottom of the dialog, so they stay on screen however the dialog is squeezed:
+when the terminal is too short for every field, the fields scroll instead.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -16,6 +22,14 @@ from taskq import errors
 from taskq.broker import operations
 from taskq.broker.client import call_spec, default_submitter
 from taskq.broker.records import JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong with the form, and the field to fix (None: no one field)."""
+
+    field: str | None
+    message: str
 
 
 class SubmitScreen(ModalScreen[JobSpec | None]):
@@ -28,29 +42,35 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
     ]
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with VerticalScroll(classes="dialog", id="submit-form"):
             yield Static("Submit a job", classes="dialog-title")
             yield Label("Target (package.module:function)")
             yield Input(placeholder="mypkg.images:resize", id="target")
             yield Label("Arguments: a JSON array, or an object of keyword arguments")
             yield Input(value="[]", id="args")
             with Horizontal(classes="form-row"):
-                with Vertical():
+                with Vertical(classes="form-field"):
                     yield Label("Queue")
                     yield Input(value="default", id="queue")
-                with Vertical():
+                with Vertical(classes="form-field"):
                     yield Label("Priority (higher runs first)")
                     yield Input(value="0", type="integer", id="priority")
-            yield Static(id="submit-error")
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Submit (ctrl+s)", variant="primary", id="send")
-                yield Button("Back (esc)", id="back")
+            # Last in the focus order, but docked to the dialog's bottom edge (see modal.tcss).
+            with Vertical(id="submit-footer"):
+                yield Static(id="submit-error")
+                with Horizontal(classes="dialog-buttons"):
+                    yield Button("Submit (ctrl+s)", variant="primary", id="send")
+                    yield Button("Back (esc)", id="back")
 
     def on_mount(self) -> None:
         self.query_one("#target", Input).focus()
 
     def on_input_submitted(self) -> None:
         self.action_submit()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        # An edited field may be right now; the next submit says if it is not.
+        event.input.remove_class("-problem")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "send":
@@ -62,41 +82,93 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         self.dismiss(None)
 
     def action_submit(self) -> None:
-        """Validate the form; dismiss with the job, or say what is wrong and stay."""
-        try:
-            spec = self._spec()
-        except (ValueError, errors.InvalidJob) as exc:
-            self.query_one("#submit-error", Static).update(Text(str(exc)))
-            return
-        self.dismiss(spec)
+        """Validate the form; dismiss with the job, or say what is wrong and stay.
 
-    def _spec(self) -> JobSpec:
-        value = {name: self.query_one(f"#{name}", Input).value.strip() for name in _FIELDS}
-        try:
-            arguments = json.loads(value["args"] or "[]")
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"arguments are not JSON: {exc}") from exc
-        if isinstance(arguments, list):
-            args, kwargs = arguments, {}
-        elif isinstance(arguments, dict):
-            args, kwargs = [], arguments
-        else:
-            raise ValueError("arguments must be a JSON array or object")
-        try:
-            priority = int(value["priority"] or "0")
-        except ValueError as exc:
-            raise ValueError(f"priority must be a whole number, got {value['priority']!r}") from exc
-        spec = call_spec(
-            value["target"],
-            args,
-            kwargs,
-            queue=value["queue"],
-            priority=priority,
-            submitter=default_submitter(),
-        )
-        # The broker's own checks, so a refusal shows here instead of after a request.
-        operations.validate_spec(spec)
-        return spec
+        Every bad field is marked and named on the error line, in form order,
+        and the cursor goes to the first of them.
+        """
+        values = {name: self.query_one(f"#{name}", Input).value.strip() for name in _FIELDS}
+        spec, problems = _check(values)
+        blamed = {problem.field for problem in problems}
+        for name in _FIELDS:
+            self.query_one(f"#{name}", Input).set_class(name in blamed, "-problem")
+        if spec is not None:
+            self.dismiss(spec)
+            return
+        message = "\n".join(problem.message for problem in problems)
+        self.query_one("#submit-error", Static).update(Text(message))
+        first = next((name for name in _FIELDS if name in blamed), None)
+        if first is not None:
+            self.query_one(f"#{first}", Input).focus()
 
 
 _FIELDS = ("target", "args", "queue", "priority")
+
+# The words by which a broker refusal names a field of this form. The broker
+# does not say which field it refused, only what; the first word found wins.
+_FIELD_WORDS = (
+    ("target", "target"),
+    ("payload", "args"),
+    ("args", "args"),
+    ("argument", "args"),
+    ("queue", "queue"),
+    ("priority", "priority"),
+)
+
+
+def _check(values: dict[str, str]) -> tuple[JobSpec | None, list[Problem]]:
+    """The job the form describes, or None and every problem found, in form order."""
+    problems: list[Problem] = []
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    try:
+        args, kwargs = _arguments(values["args"])
+    except ValueError as exc:
+        problems.append(Problem("args", str(exc)))
+    priority = 0
+    try:
+        priority = int(values["priority"] or "0")
+    except ValueError:
+        message = f"priority must be a whole number, got {values['priority']!r}"
+        problems.append(Problem("priority", message))
+    try:
+        spec = call_spec(
+            values["target"],
+            args,
+            kwargs,
+            queue=values["queue"],
+            priority=priority,
+            submitter=default_submitter(),
+        )
+    except errors.InvalidJob as exc:
+        # call_spec checks the target only; the broker's checks need a whole job.
+        problems.insert(0, Problem("target", str(exc)))
+        return None, problems
+    if problems:
+        return None, problems
+    try:
+        # The broker's own checks, so a refusal shows here instead of after a request.
+        operations.validate_spec(spec)
+    except ValueError as exc:
+        return None, [Problem(_field_named(str(exc)), str(exc))]
+    return spec, []
+
+
+def _arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments from the form's JSON (empty: no arguments)."""
+    try:
+        arguments = json.loads(text or "[]")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not JSON: {exc}") from exc
+    if isinstance(arguments, list):
+        return arguments, {}
+    if isinstance(arguments, dict):
+        return [], arguments
+    raise ValueError("arguments must be a JSON array or object")
+
+
+def _field_named(message: str) -> str | None:
+    """The form field a broker refusal is about, or None when it names none."""
+    lowered = message.lower()
+    found = [(lowered.find(word), name) for word, name in _FIELD_WORDS if word in lowered]
+    return min(found)[1] if found else None
