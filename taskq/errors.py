@@ -19,7 +19,16 @@ class ConfigError(TaskqError):
 
 
 class InvalidJob(TaskqError, ValueError):
-    """A job was refused before anything was written (bad payload, options or result)."""
+    """A job was refused before anything was written (bad payload, options or result).
+
+    ``field`` names the option or part of the job at fault where one is
+    (``"priority"``, ``"idempotency_key"``, ``"args"``...), so a form can
+    point at it.
+    """
+
+    def __init__(self, message: str | None = None, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class IdempotencyConflict(InvalidJob):
@@ -32,7 +41,7 @@ class IdempotencyConflict(InvalidJob):
     """
 
     def __init__(self, message: str, *, job_id: int) -> None:
-        super().__init__(message)
+        super().__init__(message, field="idempotency_key")
         self.job_id = job_id
 
 
