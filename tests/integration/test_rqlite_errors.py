@@ -13,14 +13,18 @@ import pytest
 from taskq import errors
 from taskq.broker.rqlite_store import RqliteStore
 from taskq.broker.store import Consistency, Statement
-from taskq.broker.store_url import parse_store_url
+from taskq.broker.store_url import RqliteTarget, parse_store_url
 from tests.support.rqlite_cluster import RqliteCluster, RqliteNode, running_cluster
 
 
-def _store(url: str) -> RqliteStore:
+def _target(url: str) -> RqliteTarget:
     target = parse_store_url(url)
-    assert not isinstance(target, Path)
-    return RqliteStore(target, display_url=url)  # type: ignore[arg-type]
+    assert isinstance(target, RqliteTarget)
+    return target
+
+
+def _store(url: str) -> RqliteStore:
+    return RqliteStore(_target(url), display_url=url)
 
 
 def test_write_on_a_stranded_leader_has_an_unknown_outcome(tmp_path: Path) -> None:
@@ -62,6 +66,36 @@ def test_no_leader_is_unavailable_but_stale_reads_still_answer(tmp_path: Path) -
         assert stale == [{"a": 1}]
         local.close()
 
+        # Asked for, a read that finds no leader falls back to a survivor's own copy.
+        told: list[str] = []
+        everyone = RqliteStore(
+            _target(f"{cluster.url}?retries=2&timeout=3"), on_stale_read=told.append
+        )
+        assert everyone.query(Statement("SELECT a FROM t")) == [{"a": 1}]
+        assert told == [survivor.base_url]
+        # The dead nodes are still shown, by the addresses the URL named them by.
+        described = {node.address: node for node in everyone.nodes()}
+        assert set(described) == {node.base_url for node in cluster.nodes}
+        assert described[survivor.base_url].reachable
+        assert described[survivor.base_url].id == survivor.node_id
+        assert not any(node.leader for node in described.values())
+        everyone.close()
+
+
+def test_a_dead_node_keeps_its_address_while_a_leader_remains(tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "cluster") as cluster:
+        leader = cluster.wait_for_leader()
+        dead = next(node for node in cluster.nodes if node is not leader)
+        cluster.kill_node(dead, signal.SIGKILL)
+        store = _store(cluster.url)
+        _wait_until(lambda: sum(node.reachable for node in store.nodes()) == 2)
+        nodes = {node.id: node for node in store.nodes()}
+        assert nodes[dead.node_id].address == dead.base_url
+        assert not nodes[dead.node_id].reachable
+        assert "not an http(s) base URL" not in nodes[dead.node_id].error
+        assert nodes[leader.node_id].leader
+        store.close()
+
 
 def _knows_no_leader(cluster: RqliteCluster, node: RqliteNode) -> bool:
     status = cluster.status(node) or {}
@@ -81,7 +115,12 @@ def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
 def test_credentials_are_checked(tmp_path: Path) -> None:
     auth_file = tmp_path / "auth.json"
     auth_file.write_text(
-        json.dumps([{"username": "taskq", "password": "s3cret", "perms": ["all"]}])
+        json.dumps(
+            [
+                {"username": "taskq", "password": "s3cret", "perms": ["all"]},
+                {"username": "reader", "password": "r3ad", "perms": ["query", "status"]},
+            ]
+        )
     )
     with running_cluster(
         tmp_path / "cluster",
@@ -96,8 +135,15 @@ def test_credentials_are_checked(tmp_path: Path) -> None:
         good.close()
         for url in (f"rqlite://{address}", f"rqlite://taskq:wrong@{address}"):
             bad = _store(url + "?retries=1")
-            with pytest.raises(errors.StoreAuthError):
+            with pytest.raises(errors.StoreAuthError) as refused:
                 bad.execute([Statement("INSERT INTO t VALUES (1)")])
+            assert not str(refused.value).rstrip(")").endswith(": ")
             with pytest.raises(errors.StoreAuthError):
                 bad.query(Statement("SELECT a FROM t"))
             bad.close()
+        # rqlite answers 401 to a missing permission as well: told apart all the same.
+        reader = _store(f"rqlite://reader:r3ad@{address}?retries=1")
+        assert reader.query(Statement("SELECT count(*) AS n FROM t")) == [{"n": 0}]
+        with pytest.raises(errors.StorePermissionDenied, match=r"user 'reader'.*'execute'"):
+            reader.execute([Statement("INSERT INTO t VALUES (1)")])
+        reader.close()

@@ -1,0 +1,236 @@
+"""When the store fails: the real ``taskq`` and ``taskq-worker`` against full, damaged and
+leaderless stores.
+
+Each failure gives one clear line, nothing half-written, and a worker that
+lives through what can pass. A full disk is a small tmpfs the test mounts
+(root); clusters are started by the tests that kill their nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker import migrations
+from taskq.broker.connect import open_store
+from tests.support.damaged_store import damage_table, not_a_database
+from tests.support.rqlite_cluster import RqliteCluster, running_cluster
+from tests.support.small_filesystem import SmallFilesystem, small_filesystem
+from tests.support.worker_process import REPO, WorkerFleet, WorkerProcess, wait_until
+
+JOBS = "tests.support.jobs"
+COMMAND_TIMEOUT = 90.0
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+def taskq_command(*args: str, store: str) -> Ran:
+    """Run ``python -m taskq.cli --store STORE ARGS`` with no TASKQ_* from this environment."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "taskq.cli", "--store", store, *args],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,  # subprocess.run kills the command by pid past it
+        env=clean,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def one_error_line(ran: Ran, code: int, *fragments: str) -> str:
+    """The single ``taskq: error:`` line of a run that exited ``code``."""
+    assert ran.code == code, ran
+    lines = ran.err.strip().splitlines()
+    assert len(lines) == 1, ran.err
+    assert lines[0].startswith("taskq: error: "), ran.err
+    for fragment in fragments:
+        assert fragment in lines[0], ran.err
+    return lines[0]
+
+
+def assert_one_worker_error_line(worker: WorkerProcess, *fragments: str) -> None:
+    """The worker exited non-zero after one ``taskq-worker: error:`` line."""
+    code = worker.wait(60)
+    assert code != 0, worker.describe()
+    text = worker.log_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, worker.describe()
+    assert lines[0].startswith("taskq-worker: error: "), worker.describe()
+    for fragment in fragments:
+        assert fragment in lines[0], worker.describe()
+    assert "Traceback" not in text, worker.describe()
+    assert "ExceptionGroup" not in text, worker.describe()
+
+
+# -- a full disk ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[SmallFilesystem]:
+    # Requested before ``workers``: the workers stop before it is unmounted.
+    with small_filesystem(tmp_path / "fs", size="8m") as mounted:
+        yield mounted
+
+
+def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_is_freed(
+    small_fs: SmallFilesystem, workers: WorkerFleet
+) -> None:
+    url = f"sqlite://{small_fs.path / 'taskq.db'}"
+    with taskq.Client(url, submitter="acceptance") as client:
+        worker = workers.start(url)
+        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
+        slow = client.submit(f"{JOBS}:sleep", 3, max_attempts=5)
+        waiting = [client.submit(f"{JOBS}:add", n, n, max_attempts=5) for n in range(3)]
+        worker.wait_for_event("job_started", job=slow.id)
+
+        small_fs.fill()
+        # Nothing more can be written: the slow job's report waits, then is
+        # given up (its lease has lapsed by then), while claims and
+        # heartbeats fail over and over.
+        worker.wait_for_event("job_dropped", job=slow.id, timeout=60)
+        with pytest.raises(errors.StoreFull, match="database or disk is full"):
+            client.submit(f"{JOBS}:add", 0, 0)
+        refused = taskq_command("submit", f"{JOBS}:add", "1", "1", store=url)
+        one_error_line(refused, 1, "database or disk is full", str(small_fs.path / "taskq.db"))
+        assert worker.running, worker.describe()
+        [told] = worker.events("store_unavailable")
+        assert told["kind"] == "StoreFull"
+        assert "database or disk is full" in told["error"]
+
+        small_fs.free()
+        worker.wait_for_event("store_recovered", timeout=30)
+        assert slow.result(timeout=60) is None
+        assert [job.result(timeout=60) for job in waiting] == [0, 2, 4]
+        assert worker.running, worker.describe()
+        assert len(worker.events("store_unavailable")) == 1, worker.describe()
+
+
+# -- a damaged store --------------------------------------------------------------------------
+
+
+def test_a_worker_on_a_file_that_is_no_database_stops_with_one_line(
+    tmp_path: Path, workers: WorkerFleet
+) -> None:
+    path = tmp_path / "taskq.db"
+    not_a_database(path)
+    worker = workers.start(f"sqlite://{path}", wait_started=False)
+    assert_one_worker_error_line(worker, "file is not a database", str(path))
+
+
+def test_a_worker_on_a_damaged_store_stops_with_one_line(
+    tmp_path: Path, workers: WorkerFleet
+) -> None:
+    path = tmp_path / "taskq.db"
+    open_store(f"sqlite://{path}").close()
+    # It opens and its schema reads fine; registering the worker meets the damage.
+    damage_table(path, "workers")
+    worker = workers.start(f"sqlite://{path}", wait_started=False)
+    assert_one_worker_error_line(worker, "malformed", str(path))
+
+
+# -- opening a SQLite store from the command line ---------------------------------------------
+
+
+def test_a_missing_directory_is_a_usage_error_and_nothing_is_created(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir"
+    for args in (["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
+        ran = taskq_command(*args, store=f"sqlite://{missing / 'x.db'}")
+        one_error_line(ran, 2, str(missing), "does not exist")
+        assert ran.out == ""
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_read_only_command_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "taskq.db"
+    url = f"sqlite://{path}"
+    one_error_line(taskq_command("jobs", store=url), 1, "holds no taskq data yet")
+    assert not path.exists()
+
+    # A store an older taskq made: it knew only the first migration.
+    shipped = migrations.load_migrations()
+    with monkeypatch.context() as older:
+        older.setattr(migrations, "load_migrations", lambda: shipped[:1])
+        open_store(url).close()
+    before = path.read_bytes()
+    for args in (["jobs"], ["status", "1"], ["stats"], ["workers"]):
+        behind = taskq_command(*args, store=url)
+        one_error_line(behind, 1, f"schema version 1, this taskq uses {len(shipped)}")
+    assert path.read_bytes() == before
+
+    # A writing command brings the schema up to date; then reading works.
+    submitted = taskq_command("submit", f"{JOBS}:add", "1", "2", store=url)
+    assert submitted.code == 0, submitted
+    listed = taskq_command("jobs", "--json", store=url)
+    assert listed.code == 0, listed
+    assert [job["id"] for job in json.loads(listed.out)] == [int(submitted.out)]
+
+
+# -- a cluster losing its leader, or its quorum -----------------------------------------------
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[RqliteCluster]:
+    # Requested before ``workers``: the workers stop before the cluster does.
+    with running_cluster(tmp_path / "cluster") as started:
+        yield started
+
+
+def test_submit_and_wait_right_after_the_leader_is_killed(
+    cluster: RqliteCluster, workers: WorkerFleet
+) -> None:
+    open_store(cluster.url).close()
+    workers.start(cluster.url)
+    leader = cluster.wait_for_leader()
+    cluster.kill_node(leader, signal.SIGKILL)
+    ran = taskq_command(
+        "submit", f"{JOBS}:add", "2", "3", "--wait", "--wait-timeout", "60", store=cluster.url
+    )
+    assert ran.code == 0, ran
+    assert ran.out == "5\n"
+
+
+def test_read_only_commands_work_with_two_of_three_nodes_down(cluster: RqliteCluster) -> None:
+    url = cluster.url.replace("rqlite://", "rqlite://taskq:s3cret@")  # rqlite ignores them here
+    with taskq.Client(url, submitter="acceptance") as client:
+        job = client.submit(f"{JOBS}:add", 1, 2, queue="stale")
+    leader = cluster.wait_for_leader()
+    survivor = next(node for node in cluster.nodes if node is not leader)
+    assert wait_until(
+        lambda: bool(cluster.local_rows(survivor, f"SELECT id FROM jobs WHERE id = {job.id}")),
+        timeout=30,
+    )
+    for node in cluster.nodes:
+        if node is not survivor:
+            cluster.kill_node(node, signal.SIGKILL)
+
+    listed = taskq_command("jobs", "--queue", "stale", "--json", store=url)
+    assert listed.code == 0, listed
+    assert [entry["id"] for entry in json.loads(listed.out)] == [job.id]
+    assert "may be stale" in listed.err
+    assert survivor.http_addr in listed.err
+
+    described = taskq_command("cluster", store=url)
+    assert described.code == 1, described  # no leader: it cannot accept writes
+    assert "taskq:***@" in described.out
+    assert "s3cret" not in described.out + described.err
+    for node in cluster.nodes:
+        assert node.base_url in described.out  # the dead ones too, by the address given

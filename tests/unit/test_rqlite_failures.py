@@ -1,0 +1,289 @@
+"""How the rqlite store fails: refusals told apart, failover paced, stale reads on request.
+
+The cluster's answers are scripted per request; the real cluster's behaviour
+is checked in tests/integration/test_rqlite_errors.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from taskq import errors
+from taskq.broker import http_plan
+from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
+from taskq.broker.rqlite_store import RqliteStore, failover_pause, with_known_addresses
+from taskq.broker.store import NodeInfo, Statement
+from taskq.broker.store_url import RqliteTarget, parse_store_url
+
+A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
+INSERT = Statement("INSERT INTO t VALUES (1)")
+SELECT = Statement("SELECT n FROM t")
+ROWS = {"results": [{"rows": [{"n": 1}]}]}
+
+Answer = Callable[[HttpCall], HttpReply | SendFailure]
+
+
+def _json(status: int, body: object) -> HttpReply:
+    return HttpReply(status, body, json.dumps(body))
+
+
+def _text(status: int, text: str = "") -> HttpReply:
+    return HttpReply(status, None, text)
+
+
+def _refused(call: HttpCall) -> SendFailure:
+    return SendFailure(SendStage.NOT_SENT, "ConnectionRefusedError: Connection refused")
+
+
+@dataclass
+class Scripted:
+    """A transport whose every answer comes from ``answer``; it records the calls."""
+
+    answer: Answer
+    seen: list[HttpCall] = field(default_factory=list)
+
+    def send(self, call: HttpCall) -> HttpReply | SendFailure:
+        self.seen.append(call)
+        return self.answer(call)
+
+    async def send_async(self, call: HttpCall) -> HttpReply | SendFailure:
+        return self.send(call)
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+    def posts(self) -> list[tuple[str, str]]:
+        return [
+            (call.base_url, call.params.get("level", ""))
+            for call in self.seen
+            if call.method == "POST"
+        ]
+
+
+def _store(
+    answer: Answer, url: str = "rqlite://a:4001,b:4001,c:4001", **kwargs: object
+) -> tuple[RqliteStore, Scripted]:
+    target = parse_store_url(url)
+    assert isinstance(target, RqliteTarget)
+    transport = Scripted(answer)
+    return RqliteStore(target, transport=transport, **kwargs), transport  # type: ignore[arg-type]
+
+
+def _members(leader: str | None) -> dict[str, object]:
+    return {
+        "nodes": [
+            {"id": f"node-{node[7]}", "api_addr": node, "addr": f"{node[7]}:4002",
+             "reachable": True, "leader": node == leader}
+            for node in (A, B, C)
+        ]
+    }  # fmt: skip
+
+
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The failover pauses a plan asked for, recorded instead of slept."""
+    asked: list[float] = []
+    monkeypatch.setattr(http_plan.time, "sleep", asked.append)
+    return asked
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+def test_a_401_without_credentials_asks_for_them_in_one_clean_line() -> None:
+    store, _ = _store(lambda call: _json(200, _members(A)) if call.path == "/nodes" else _text(401))
+    with pytest.raises(errors.StoreAuthError) as refused:
+        store.execute([INSERT])
+    message = str(refused.value)
+    assert A in message
+    assert "HTTP 401)" in message  # rqlite sends no body: no empty ": " after it
+    assert "user:password@" in message
+
+
+def test_a_wrong_password_is_an_auth_error_naming_the_user() -> None:
+    store, _ = _store(
+        lambda call: _json(200, _members(A)) if call.path == "/nodes" else _text(401),
+        "rqlite://bob:secret@a:4001",
+    )
+    with pytest.raises(errors.StoreAuthError, match="refused the password of user 'bob'") as bad:
+        store.query(SELECT)
+    assert "secret" not in str(bad.value)
+
+
+def test_good_credentials_short_of_a_permission_are_permission_denied() -> None:
+    def answer(call: HttpCall) -> HttpReply:
+        if call.path == "/nodes":
+            return _json(200, _members(A))
+        if call.path == "/db/execute":
+            return _text(401)
+        return _json(200, ROWS)  # the same user may read
+
+    store, transport = _store(answer, "rqlite://reader:pw@a:4001")
+    with pytest.raises(errors.StorePermissionDenied) as denied:
+        store.execute([INSERT])
+    assert "user 'reader'" in str(denied.value)
+    assert "'execute' permission" in str(denied.value)
+    assert not isinstance(denied.value, errors.StoreAuthError)
+    assert transport.posts()[0] == (A, "")  # one write, no retry of a refusal
+
+
+def test_a_403_is_permission_denied_at_once() -> None:
+    store, _ = _store(
+        lambda call: _json(200, _members(A)) if call.path == "/nodes" else _text(403, "forbidden"),
+        "rqlite://bob:pw@a:4001",
+    )
+    with pytest.raises(errors.StorePermissionDenied, match=r"HTTP 403: forbidden\)"):
+        store.query(SELECT)
+
+
+# -- failover ---------------------------------------------------------------------------------
+
+
+def test_the_default_tries_wait_out_an_election_of_ten_seconds() -> None:
+    target = parse_store_url("rqlite://a:4001")
+    assert isinstance(target, RqliteTarget)
+    waited = sum(failover_pause(retry) for retry in range(1, target.retries + 1))
+    assert waited >= 10
+    assert failover_pause(1) == 0  # a moved leader is asked for at once
+
+
+def test_no_pause_is_wasted_after_the_last_try(pauses: list[float]) -> None:
+    store, transport = _store(_refused, "rqlite://a:4001,b:4001?retries=4")
+    with pytest.raises(errors.StoreUnavailable, match="after 5 tries"):
+        store.execute([INSERT])
+    assert pauses == [failover_pause(retry) for retry in range(2, 5)]
+    assert len(transport.posts()) == 5
+
+
+def test_a_write_rides_through_an_election(pauses: list[float]) -> None:
+    elected: list[str] = []
+
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        if call.base_url == A:
+            return _refused(call)  # the old leader, killed
+        if call.path == "/nodes":
+            # The new leader appears after a few looks.
+            return _json(200, _members(B if len(pauses) >= 3 else None))
+        if call.path == "/db/execute" and len(pauses) < 3:
+            return _text(503, "leader not found")
+        elected.append(call.base_url)
+        return _json(200, {"results": [{"rows_affected": 1}]})
+
+    store, _ = _store(answer)
+    store.cluster.leader = A
+    store.execute([INSERT])
+    assert elected == [B]
+
+
+# -- no leader: stale reads, when asked for ---------------------------------------------------
+
+
+def _leaderless(call: HttpCall) -> HttpReply | SendFailure:
+    if call.base_url != C:
+        return _refused(call)  # two of three nodes down
+    if call.path == "/nodes":
+        return _json(200, _members(None))
+    if call.params.get("level") == "none":
+        return _json(200, ROWS)
+    return _text(503, "leader not found")
+
+
+def test_without_a_leader_a_read_is_unavailable_unless_stale_reads_are_asked_for(
+    pauses: list[float],
+) -> None:
+    store, _ = _store(_leaderless, "rqlite://a:4001,b:4001,c:4001?retries=2")
+    with pytest.raises(errors.StoreUnavailable, match="answered no read"):
+        store.query(SELECT)
+
+    told: list[str] = []
+    stale, transport = _store(
+        _leaderless, "rqlite://a:4001,b:4001,c:4001?retries=2", on_stale_read=told.append
+    )
+    assert stale.query(SELECT) == [{"n": 1}]
+    assert told == [C]
+    asked = len(transport.posts())
+    # Stale once, stale for the rest of the command: no second wait for a leader.
+    assert stale.query(SELECT) == [{"n": 1}]
+    assert transport.posts()[asked:] == [(C, "none")]
+    assert told == [C]
+
+
+def test_a_cluster_that_never_answered_gets_no_stale_read(pauses: list[float]) -> None:
+    told: list[str] = []
+    store, transport = _store(_refused, "rqlite://a:4001?retries=1", on_stale_read=told.append)
+    with pytest.raises(errors.StoreUnavailable):
+        store.query(SELECT)
+    assert told == []
+    assert all(level != "none" for _, level in transport.posts())
+
+
+# -- describing the nodes ---------------------------------------------------------------------
+
+
+def test_a_dead_node_is_shown_with_the_address_it_was_named_by() -> None:
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        if call.base_url == C:
+            return _refused(call)
+        if call.path == "/nodes":
+            members = _members(A)
+            dead = members["nodes"][2]  # type: ignore[index]
+            del dead["api_addr"]
+            dead.update(reachable=False, error="dial tcp c:4002: connect: connection refused")
+            return _json(200, members)
+        return _json(200, {"store": {"raft": {"state": "Leader"}}, "build": {"version": "v10"}})
+
+    store, transport = _store(answer)
+    nodes = store.nodes()
+    dead = nodes[2]
+    assert dead.id == "node-c"
+    assert dead.address == C
+    assert not dead.reachable
+    assert "not an http(s) base URL" not in dead.error
+    assert "Connection refused" in dead.error
+    assert all(call.base_url for call in transport.seen)
+
+
+def test_known_addresses_go_to_the_members_rqlite_could_not_reach() -> None:
+    def member(node_id: str, raft: str, address: str = "") -> NodeInfo:
+        return NodeInfo(id=node_id, address=address, reachable=address != "", leader=False,
+                        raft_address=raft)  # fmt: skip
+
+    alive = member("n1", "h1:4002", "http://h1:4001")
+    # By the host of the raft address, when it is the only spare one there.
+    by_host = with_known_addresses(
+        [alive, member("n2", "h2:4002"), member("n3", "h3:4002")],
+        ["http://h1:4001", "http://h3:4001", "http://h2:4001"],
+    )
+    assert [node.address for node in by_host] == [
+        "http://h1:4001",
+        "http://h2:4001",
+        "http://h3:4001",
+    ]
+    # The only spare address for the only member without one.
+    alone = with_known_addresses(
+        [alive, member("n2", "10.0.0.2:4002")], ["http://h1:4001", "http://x:4001"]
+    )
+    assert alone[1].address == "http://x:4001"
+    # Two members on one host, two spare addresses there: no guess.
+    same = with_known_addresses(
+        [alive, member("n2", "h1:4004"), member("n3", "h1:4006")],
+        ["http://h1:4001", "http://h1:4003", "http://h1:4005"],
+    )
+    assert [node.address for node in same[1:]] == ["", ""]
+
+
+def test_messages_name_the_cluster_without_password_or_options(pauses: list[float]) -> None:
+    url = "rqlite://bob:secret@a:4001?retries=1&timeout=3"
+    store, _ = _store(_refused, url, display_url=url)
+    assert store.url == "rqlite://bob:***@a:4001"
+    with pytest.raises(errors.StoreUnavailable) as failed:
+        store.execute([INSERT])
+    assert "rqlite://bob:***@a:4001 accepted no write" in str(failed.value)
+    assert "secret" not in str(failed.value)
