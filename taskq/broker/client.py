@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import builtins
 import getpass
-import re
+import inspect
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from taskq import errors
-from taskq.broker import operations, plan
+from taskq.broker import job_validation, operations, plan
 from taskq.broker.connect import open_store
 from taskq.broker.operations import CancelResult
 from taskq.broker.plan import Op
 from taskq.broker.records import Execution, Job, JobSpec, JobState, PayloadKind, QueueStats
 from taskq.broker.store import Store
-
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 def default_submitter() -> str:
@@ -47,27 +45,42 @@ def call_spec(
     max_attempts: int = 3,
     timeout: float | None = None,
     limits: dict[str, Any] | None = None,
-    labels: Iterable[str] = (),
+    labels: Collection[str] = (),
     idempotency_key: str | None = None,
     submitter: str = "",
 ) -> JobSpec:
-    """A job that calls ``target`` ("pkg.module:function") with JSON arguments."""
-    if not isinstance(target, str) or not _TARGET.match(target):
-        raise errors.InvalidJob(f"target must look like 'package.module:function', got {target!r}")
+    """A job that calls ``target`` ("pkg.module:function") with JSON arguments.
+
+    The target is checked at once; every other value is kept as given, not
+    converted, and checked exactly when the job is enqueued (see
+    :mod:`taskq.broker.job_validation`): ``labels="gpu"`` is refused there,
+    not taken as the labels g, p and u.
+    """
+    job_validation.check_target(target)
     return JobSpec(
         kind=PayloadKind.CALL,
-        payload={"target": target, "args": list(args), "kwargs": dict(kwargs or {})},
+        payload={
+            "target": target,
+            # A copy, so that the caller changing its list later changes no job;
+            # *args arrive as a tuple, and JSON stores any array as a list.
+            "args": list(args) if isinstance(args, list | tuple) else args,
+            "kwargs": {} if kwargs is None else kwargs,
+        },
         queue=queue,
         priority=priority,
         delay=delay,
         run_at=run_at,
         max_attempts=max_attempts,
         timeout=timeout,
-        limits=dict(limits or {}),
-        labels=tuple(labels),
+        limits={} if limits is None else limits,
+        labels=labels,
         idempotency_key=idempotency_key,
         submitter=submitter,
     )
+
+
+# What submit takes by keyword: call_spec's options (target and args are submit's own).
+_SUBMIT_OPTIONS = frozenset(inspect.signature(call_spec).parameters) - {"target", "args"}
 
 
 def _finished_result(job: Job) -> Any:
@@ -147,6 +160,12 @@ class _ClientBase:
         return operations.job_enqueue(specs, max_payload_bytes=self.max_payload_bytes)
 
     def _spec(self, target: str, args: Sequence[Any], options: dict[str, Any]) -> JobSpec:
+        unknown = sorted(set(options) - _SUBMIT_OPTIONS)
+        if unknown:
+            raise errors.InvalidJob(
+                f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
+                f"then {', '.join(sorted(_SUBMIT_OPTIONS))}"
+            )
         options.setdefault("submitter", self.submitter)
         return call_spec(target, args, **options)
 
@@ -187,7 +206,10 @@ class Client(_ClientBase):
         return plan.run(self.store, operations.job_wait(job_id, timeout=timeout))
 
     def list(self, **filters: Any) -> builtins.list[Job]:
-        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`."""
+        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`.
+
+        ``state`` is a :class:`JobState` or its name (``state="succeeded"``).
+        """
         return plan.run(self.store, operations.job_list(**filters))
 
     def executions(self, job_id: int) -> builtins.list[Execution]:
@@ -252,7 +274,10 @@ class AsyncClient(_ClientBase):
         return await plan.run_async(self.store, operations.job_wait(job_id, timeout=timeout))
 
     async def list(self, **filters: Any) -> builtins.list[Job]:
-        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`."""
+        """Jobs newest first; filters as in :func:`taskq.broker.operations.job_list`.
+
+        ``state`` is a :class:`JobState` or its name (``state="succeeded"``).
+        """
         return await plan.run_async(self.store, operations.job_list(**filters))
 
     async def executions(self, job_id: int) -> builtins.list[Execution]:

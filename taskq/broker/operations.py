@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from taskq import errors, fast_json
-from taskq.broker import limits, queries, schedules
+from taskq.broker import job_validation, queries, schedules
 from taskq.broker.plan import Op, Read, Sleep, Write
 from taskq.broker.records import (
     AttemptReport,
@@ -121,25 +121,12 @@ or a key instead; clients may set another bound.
 
 
 def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
-    """Check one job and return the row the enqueue statement reads; raises InvalidJob."""
-    if not spec.queue or not isinstance(spec.queue, str):
-        raise errors.InvalidJob("queue must be a non-empty string")
-    if spec.max_attempts < 1:
-        raise errors.InvalidJob(f"max_attempts must be at least 1, got {spec.max_attempts}")
-    if spec.timeout is not None and not spec.timeout > 0:
-        raise errors.InvalidJob(f"timeout must be positive seconds, got {spec.timeout}")
-    if not math.isfinite(spec.delay) or spec.delay < 0:
-        raise errors.InvalidJob(f"delay must be zero or positive seconds, got {spec.delay}")
-    if spec.run_at is not None and not math.isfinite(spec.run_at):
-        raise errors.InvalidJob(f"run_at must be a finite unix time, got {spec.run_at}")
-    if not all(isinstance(label, str) and label for label in spec.labels):
-        raise errors.InvalidJob(f"labels must be non-empty strings, got {list(spec.labels)!r}")
-    if spec.limits:
-        try:
-            limits.parse_limits(spec.limits)
-        except limits.LimitsInvalid as exc:
-            raise errors.InvalidJob(f"limits: {exc}") from exc
-    kind = PayloadKind(spec.kind)
+    """Check one job and return the row the enqueue statement reads; raises InvalidJob.
+
+    The checks are :func:`taskq.broker.job_validation.check_spec`'s, then the
+    payload's JSON and its size.
+    """
+    job_validation.check_spec(spec)
     payload = to_json(spec.payload, "the payload")
     # ASCII JSON (the encoder's default): its length in characters is its size in bytes.
     if len(payload) > max_payload_bytes:
@@ -147,18 +134,22 @@ def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) 
             f"the payload (arguments included) is {len(payload)} bytes of JSON, over the limit "
             f"of {max_payload_bytes}; pass a path or a key to the data instead"
         )
+    key = spec.idempotency_key
     return {
         "queue": spec.queue,
-        "kind": kind.value,
+        "kind": PayloadKind(spec.kind).value,
         "payload": payload,
-        "priority": int(spec.priority),
+        "priority": spec.priority,
         "run_at": spec.run_at,
         "delay": float(spec.delay),
-        "max_attempts": int(spec.max_attempts),
+        "max_attempts": spec.max_attempts,
         "timeout": spec.timeout,
         "limits": to_json(spec.limits, "limits"),
         "labels": to_json(sorted(set(spec.labels)), "labels"),
-        "key": spec.idempotency_key or f"auto:{uuid.uuid4().hex}",
+        "key": f"auto:{uuid.uuid4().hex}" if key is None else key,
+        # Only a caller's own key can come back with another request: a random
+        # one comes back only in a resend, so its job needs no fingerprint.
+        "fingerprint": None if key is None else job_validation.fingerprint(spec),
         "submitter": spec.submitter,
     }
 
@@ -199,15 +190,19 @@ def job_enqueue(
 ) -> Op[list[int]]:
     """Enqueue jobs in one request; return their ids in order.
 
-    A job whose idempotency key is already stored is not enqueued again: its
-    existing id is returned. Every job carries a key (a random one when the
-    caller gave none), so the batch is safe to resend after an unknown outcome.
-    Every job is checked before anything is written: one bad job fails the
-    whole request, and nothing is written.
+    A job whose idempotency key is already stored with the same request (see
+    :func:`taskq.broker.job_validation.fingerprint`) is not enqueued again:
+    its existing id is returned. The same key with a different request is
+    :class:`taskq.errors.IdempotencyConflict`. Every job carries a key (a
+    random one when the caller gave none), so the batch is safe to resend
+    after an unknown outcome. Every job is checked before anything is
+    written, and a refused request (a bad job, a conflict, a submitter over
+    its rate) writes nothing and spends no rate.
     """
     rows = [validate_spec(spec, max_payload_bytes=max_payload_bytes) for spec in specs]
     if not rows:
         return []
+    job_validation.check_keys_within([(row["key"], row["fingerprint"]) for row in rows])
     keys_by_submitter: dict[str, list[str]] = {}
     for row in rows:
         keys_by_submitter.setdefault(row["submitter"], []).append(row["key"])
@@ -222,19 +217,43 @@ def job_enqueue(
     try:
         results = yield Write([_clock(now), *spends, statement], idempotent=True)
     except errors.ConstraintViolation as exc:
-        if not 1 <= exc.index <= len(spends):
+        if 1 <= exc.index <= len(spends):
+            who, keys = per_submitter[exc.index - 1]
+            raise (yield from _rate_limited(who, len(keys), now)) from exc
+        if exc.index != len(spends) + 1:
             raise
-        who, keys = per_submitter[exc.index - 1]
-        raise (yield from _rate_limited(who, len(keys), now)) from exc
+        conflict = yield from _key_conflict(rows)
+        if conflict is None:
+            raise exc
+        raise conflict from exc
     ids = {row["idempotency_key"]: int(row["id"]) for row in results[-1].rows}
     missing = sorted({row["key"] for row in rows} - set(ids))
     if missing:
-        found = yield Read(
-            Statement(queries.query("job_ids_by_key"), {"keys": json.dumps(missing)}),
-            Consistency.LINEARIZABLE,
-        )
+        found = yield from _jobs_by_key(missing)
         ids.update({row["idempotency_key"]: int(row["id"]) for row in found})
     return [ids[row["key"]] for row in rows]
+
+
+def _jobs_by_key(keys: Sequence[str]) -> Op[list[Row]]:
+    rows: list[Row] = yield Read(
+        Statement(queries.query("job_by_key"), {"keys": json.dumps(list(keys))}),
+        Consistency.LINEARIZABLE,
+    )
+    return rows
+
+
+def _key_conflict(rows: list[dict[str, Any]]) -> Op[errors.IdempotencyConflict | None]:
+    """The error for a key stored with another request's fingerprint; None if none is now."""
+    wanted = {row["key"]: row["fingerprint"] for row in rows if row["fingerprint"] is not None}
+    for stored in (yield from _jobs_by_key(sorted(wanted))):
+        key, held = stored["idempotency_key"], stored["request_fingerprint"]
+        if held is not None and held != wanted[key]:
+            return errors.IdempotencyConflict(
+                f"idempotency key {key!r} already names job {stored['id']}, submitted with a "
+                "different request (function, arguments, queue or options); nothing was written",
+                job_id=int(stored["id"]),
+            )
+    return None
 
 
 # -- claim and leases ---------------------------------------------------------
@@ -816,7 +835,7 @@ def job_get(job_id: int, *, consistency: Consistency = Consistency.WEAK) -> Op[J
 
 def job_list(
     *,
-    state: JobState | None = None,
+    state: JobState | str | None = None,
     queue: str | None = None,
     worker_id: str | None = None,
     submitter: str | None = None,
@@ -826,8 +845,11 @@ def job_list(
 ) -> Op[list[Job]]:
     """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page.
 
-    ``text`` matches a queue name exactly or any part of the payload.
+    ``state`` is a JobState or its name; ``text`` matches a queue name
+    exactly or any part of the payload.
     """
+    if state is not None:
+        state = job_validation.job_state(state)
     params: dict[str, Any] = {
         "text": text or None,
         "state": state.value if state else None,

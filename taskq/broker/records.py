@@ -6,6 +6,7 @@ A leaf module: it imports nothing else of taskq, so every layer can use it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +62,11 @@ class PayloadKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:
-    """Everything needed to enqueue one job; times are relative to the store's clock."""
+    """Everything needed to enqueue one job; times are relative to the store's clock.
+
+    Values are kept as given: the broker checks each one, exactly, when the
+    job is enqueued (see ``taskq.broker.job_validation``).
+    """
 
     kind: PayloadKind
     payload: dict[str, Any]
@@ -72,7 +77,7 @@ class JobSpec:
     max_attempts: int = 3
     timeout: float | None = None
     limits: dict[str, Any] = field(default_factory=dict)
-    labels: tuple[str, ...] = ()
+    labels: Collection[str] = ()
     idempotency_key: str | None = None
     submitter: str = ""
 

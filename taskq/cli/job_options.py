@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from taskq.broker import job_validation
 from taskq.broker.client import call_spec
 from taskq.broker.records import JobSpec
 from taskq.cli import values
@@ -32,9 +33,19 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     """Queue, priority, attempts and resource limits."""
     parser.add_argument("--queue", default="default", help="queue name (default: default)")
-    parser.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     parser.add_argument(
-        "--max-attempts", type=int, default=3, metavar="N", help="attempts in all (default 3)"
+        "--priority",
+        type=int,
+        default=0,
+        help=f"higher runs first (default 0; from {job_validation.MIN_PRIORITY} "
+        f"to {job_validation.MAX_PRIORITY})",
+    )
+    parser.add_argument(
+        "--max-attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help=f"attempts in all (default 3; at most {job_validation.MAX_ATTEMPTS})",
     )
     parser.add_argument(
         "--timeout",

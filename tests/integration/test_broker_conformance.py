@@ -93,7 +93,7 @@ def test_an_idempotency_key_returns_the_existing_job(run: Any, queue: str) -> No
     both = run(
         ops.job_enqueue(
             [
-                call_spec("m:f", queue=queue, idempotency_key=key),
+                call_spec("tests.support.jobs:echo", [0], queue=queue, idempotency_key=key),
                 call_spec("m:f", queue=queue, idempotency_key=key + "-other"),
             ],
             now=T0,

@@ -39,12 +39,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from taskq import errors
 from taskq.broker import operations, plan
 from taskq.broker.client import call_spec
 from taskq.broker.connect import open_store
 from taskq.broker.operations import Backoff
 from taskq.broker.plan import Op
-from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
+from taskq.broker.records import AttemptReport, Fenced, JobSpec, JobState, Lease
 from taskq.broker.store import Row, Store
 from tests.support.answer_losing_store import AnswerLosingStore, Loss
 from tests.support.job_tables import execution_rows, job_rows
@@ -104,6 +105,7 @@ class LeaseMachine(RuleBasedStateMachine):
         self.queue = f"sm-{uuid.uuid4().hex}"
         self.now = START
         self.ids_by_key: dict[str, int] = {}
+        self.specs_by_key: dict[str, JobSpec] = {}
         # What each simulated worker believes it holds; a worker forgets a
         # lease only once it has reported on it.
         self.beliefs: dict[str, set[Lease]] = {worker: set() for worker in WORKERS}
@@ -166,6 +168,7 @@ class LeaseMachine(RuleBasedStateMachine):
         assert len(set(ids)) == len(ids)
         assert not set(ids) & set(self.ids_by_key.values()), "a new key reused a job"
         self.ids_by_key.update(zip(keys, ids, strict=True))
+        self.specs_by_key.update(zip(keys, specs, strict=True))
         jobs = self.jobs()
         for job_id, (max_attempts, priority, delay) in zip(ids, options, strict=True):
             row = jobs[job_id]
@@ -176,16 +179,19 @@ class LeaseMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.ids_by_key)
     @rule(data=st.data())
     def enqueue_same_keys_again(self, data: st.DataObject) -> None:
-        """A resubmitted key (a client retrying) returns the job it made, not a new one."""
+        """A resubmitted request (a client retrying) returns the job its key made, not a new one.
+
+        Under a key that names another request, it is refused, and changes nothing.
+        """
         keys = data.draw(
             st.lists(st.sampled_from(sorted(self.ids_by_key)), min_size=1, max_size=3, unique=True)
         )
         before = self.jobs()
-        specs = [
-            call_spec("example.jobs:other", queue=self.queue, idempotency_key=key) for key in keys
-        ]
-        ids = self.run(operations.job_enqueue(specs, now=self.now))
+        ids = self.run(operations.job_enqueue([self.specs_by_key[k] for k in keys], now=self.now))
         assert ids == [self.ids_by_key[key] for key in keys]
+        other = call_spec("example.jobs:other", queue=self.queue, idempotency_key=keys[0])
+        with pytest.raises(errors.IdempotencyConflict):
+            self.run(operations.job_enqueue([other], now=self.now))
         assert self.jobs() == before
 
     # -- the workers

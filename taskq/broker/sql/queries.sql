@@ -35,9 +35,14 @@ INSERT INTO taskq_migrations (version, name, applied_at)
 VALUES (:version, :name, (julianday('now') - 2440587.5) * 86400.0)
 
 -- name: job_enqueue
+-- A key already stored is not enqueued again, and the broker reads its job.
+-- A key stored with another request's fingerprint tries to change it, which
+-- the trigger jobs_request_fingerprint_kept refuses: the whole batch fails,
+-- and nothing of it is written. A job stored before fingerprints (NULL) or
+-- under a random key (NULL: it comes back only in a resend) changes nothing.
 INSERT INTO jobs (
     queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
-    idempotency_key, submitter, created_at
+    idempotency_key, request_fingerprint, submitter, created_at
 )
 SELECT
     json_extract(spec.value, '$.queue'),
@@ -53,15 +58,17 @@ SELECT
     json_extract(spec.value, '$.limits'),
     json_extract(spec.value, '$.labels'),
     json_extract(spec.value, '$.key'),
+    json_extract(spec.value, '$.fingerprint'),
     json_extract(spec.value, '$.submitter'),
     (SELECT now FROM taskq_clock)
 FROM json_each(:specs) AS spec
 WHERE true
-ON CONFLICT (idempotency_key) DO NOTHING
+ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.request_fingerprint
+WHERE jobs.request_fingerprint <> excluded.request_fingerprint
 RETURNING id, idempotency_key
 
--- name: job_ids_by_key
-SELECT id, idempotency_key FROM jobs
+-- name: job_by_key
+SELECT id, idempotency_key, request_fingerprint FROM jobs
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 
 -- name: job_claim

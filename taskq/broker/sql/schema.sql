@@ -47,6 +47,8 @@ CREATE TABLE jobs (
     progress_message TEXT,
     result TEXT,
     error TEXT,
+    -- What the idempotency key stands for (see jobs_request_fingerprint_kept).
+    request_fingerprint TEXT,
     CHECK (attempts <= max_attempts)
 );
 
@@ -134,6 +136,15 @@ END;
 CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs
 BEGIN
     UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
+END;
+
+-- An idempotency key stands for one request: a job's fingerprint never
+-- changes, so an enqueue that reuses a key for another request fails here,
+-- with its whole batch. "constraint failed" makes the store report it as a
+-- constraint violation, as it does a CHECK.
+CREATE TRIGGER jobs_request_fingerprint_kept BEFORE UPDATE OF request_fingerprint ON jobs
+BEGIN
+    SELECT RAISE(ABORT, 'constraint failed: the idempotency key names another request');
 END;
 
 CREATE TABLE schedules (

@@ -1,0 +1,264 @@
+"""The one check of a job request, made before anything is written.
+
+Every way in reaches it through ``operations.validate_spec``: the Python
+client, ``taskq submit`` and ``taskq schedule add``, and the console's submit
+form. Types are exact, because a near miss would otherwise be taken wrongly
+rather than refused: a bool is not a number (``timeout=True`` would be one
+second), a string is not a list of labels (``"gpu"`` would need the labels g,
+p and u, and no worker has them), a float is not a whole number
+(``priority=1.5`` would be cut to 1). Each refusal is a
+:class:`taskq.errors.InvalidJob` naming the field.
+
+The bounds: priority and max_attempts are 32-bit integers (priority from
+-2**31 to 2**31-1, max_attempts from 1); names (queue, labels, idempotency
+key, submitter) are at most 255 characters, without NUL (SQLite would cut a
+key at one, and two keys would collide); a payload nests at most 256 deep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import reprlib
+from typing import Any
+
+import orjson
+
+from taskq import errors
+from taskq.broker import limits as job_limits
+from taskq.broker.records import JobSpec, JobState, PayloadKind
+
+MIN_PRIORITY = -(2**31)
+MAX_PRIORITY = 2**31 - 1
+MAX_ATTEMPTS = 2**31 - 1
+MAX_NAME_CHARS = 255
+MAX_DEPTH = 256
+"""How deep a payload may nest: well within what every JSON reader of taskq reads back."""
+
+# "pkg.mod:func" or "pkg.mod:Class.method", as the worker reads a target.
+_TARGET = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_CALL_FIELDS = ("target", "args", "kwargs")
+# What JSON nests; a tuple, not a union, because isinstance takes it faster.
+_CONTAINERS = (list, tuple, dict)
+# Built once, as operations' encoder is: sorted keys make equal requests equal text.
+_CANONICAL_JSON = json.JSONEncoder(allow_nan=False, separators=(",", ":"), sort_keys=True)
+
+
+def check_spec(spec: JobSpec) -> None:
+    """Refuse ``spec`` with InvalidJob naming its first wrong field; return when it is sound.
+
+    The payload's JSON encoding and size are checked by the caller, which
+    encodes it anyway.
+    """
+    if not isinstance(spec, JobSpec):
+        raise errors.InvalidJob(
+            f"a job must be a JobSpec (build it with taskq.call_spec), got {_shown(spec)}"
+        )
+    try:
+        kind = PayloadKind(spec.kind)
+    except ValueError:
+        raise errors.InvalidJob(
+            f"kind must be one of {', '.join(PayloadKind)}, got {_shown(spec.kind)}"
+        ) from None
+    check_name(spec.queue, "queue")
+    _whole_number(spec.priority, "priority", MIN_PRIORITY, MAX_PRIORITY)
+    _whole_number(spec.max_attempts, "max_attempts", 1, MAX_ATTEMPTS)
+    _seconds(spec.delay, "delay", zero_allowed=True)
+    if spec.run_at is not None:
+        _number(spec.run_at, "run_at", "a unix time")
+    if spec.timeout is not None:
+        _seconds(spec.timeout, "timeout", zero_allowed=False)
+    _labels(spec.labels)
+    _limits(spec.limits)
+    if spec.idempotency_key is not None:
+        check_name(spec.idempotency_key, "idempotency_key")
+    check_name(spec.submitter, "submitter", empty_allowed=True)
+    _payload(kind, spec.payload)
+
+
+def check_name(value: object, field: str, *, empty_allowed: bool = False) -> None:
+    """Refuse anything but a string of at most 255 characters that SQLite keeps whole."""
+    if not isinstance(value, str):
+        raise errors.InvalidJob(f"{field} must be a string, got {_shown(value)}")
+    if not value and not empty_allowed:
+        raise errors.InvalidJob(f"{field} must not be empty")
+    if len(value) > MAX_NAME_CHARS:
+        raise errors.InvalidJob(
+            f"{field} is {len(value)} characters long, over the limit of {MAX_NAME_CHARS}"
+        )
+    if "\x00" in value:
+        raise errors.InvalidJob(f"{field} must not hold a NUL character, got {value!r}")
+    _unicode(value, field)
+
+
+def check_target(target: object) -> None:
+    """Refuse a call target that is not "package.module:function" (or "...:Class.method")."""
+    if not isinstance(target, str) or not _TARGET.fullmatch(target):
+        raise errors.InvalidJob(
+            f"target must look like 'package.module:function', got {_shown(target)}"
+        )
+
+
+def fingerprint(spec: JobSpec) -> str:
+    """What an idempotency key stands for: a digest of the request, one-off fields left out.
+
+    When to run (``run_at``, ``delay``) and who asked (``submitter``) may
+    differ between a request and its resend; everything that makes the job
+    what it is may not. Only for a ``spec`` that ``check_spec`` accepted.
+    """
+    request = {
+        "kind": PayloadKind(spec.kind).value,
+        "payload": spec.payload,
+        "queue": spec.queue,
+        "priority": spec.priority,
+        "max_attempts": spec.max_attempts,
+        "timeout": None if spec.timeout is None else float(spec.timeout),
+        "limits": spec.limits,
+        "labels": sorted(set(spec.labels)),
+    }
+    return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
+
+
+def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> None:
+    """Refuse one request that gives the same idempotency key to two different jobs."""
+    seen: dict[str, str | None] = {}
+    for key, digest in keys_and_fingerprints:
+        if seen.setdefault(key, digest) != digest:
+            raise errors.InvalidJob(
+                f"idempotency key {key!r} is given twice in one request, to two different jobs"
+            )
+
+
+def job_state(value: object) -> JobState:
+    """A job state given by name (``"succeeded"``) or as a JobState (which is its name)."""
+    if isinstance(value, str):
+        try:
+            return JobState(value)
+        except ValueError:
+            pass  # refused below, with the states to choose from
+    raise errors.InvalidJob(f"no job state {_shown(value)}; the states are {', '.join(JobState)}")
+
+
+def _shown(value: object) -> str:
+    # reprlib stops after a few levels and items: a refused value may be huge or deep.
+    return reprlib.repr(value)
+
+
+def _unicode(value: str, field: str) -> None:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise errors.InvalidJob(
+            f"{field} must be valid Unicode, got {value!r} (a lone surrogate)"
+        ) from None
+
+
+def _whole_number(value: object, field: str, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise errors.InvalidJob(f"{field} must be a whole number, got {_shown(value)}")
+    if not low <= value <= high:
+        raise errors.InvalidJob(f"{field} must be from {low} to {high}, got {value}")
+
+
+def _number(value: object, field: str, meaning: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise errors.InvalidJob(f"{field} must be {meaning} (a number), got {_shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise errors.InvalidJob(f"{field} is too large, got {value}") from None
+    if not math.isfinite(number):
+        raise errors.InvalidJob(f"{field} must be finite, got {value}")
+    return number
+
+
+def _seconds(value: object, field: str, *, zero_allowed: bool) -> None:
+    seconds = _number(value, field, "seconds")
+    if seconds < 0 or (seconds == 0 and not zero_allowed):
+        bound = "zero or more" if zero_allowed else "more than zero"
+        raise errors.InvalidJob(f"{field} must be {bound} seconds, got {value}")
+
+
+def _labels(value: object) -> None:
+    if isinstance(value, str):
+        raise errors.InvalidJob(
+            f"labels must be a list of strings, got the string {value!r}: "
+            f"for one label write [{value!r}]"
+        )
+    if not isinstance(value, list | tuple | set | frozenset):
+        raise errors.InvalidJob(f"labels must be a list of strings, got {_shown(value)}")
+    for label in value:
+        check_name(label, "each of labels")
+
+
+def _limits(value: object) -> None:
+    if not isinstance(value, dict):
+        raise errors.InvalidJob(
+            f"limits must be a dict such as {{'memory_bytes': '512MiB'}}, got {_shown(value)}"
+        )
+    for name in value:
+        if not isinstance(name, str):
+            raise errors.InvalidJob(f"limits: each name must be a string, got {_shown(name)}")
+    if not value:
+        return  # the worker's defaults: nothing to parse (the common case, kept cheap)
+    try:
+        job_limits.parse_limits(value)
+    except job_limits.LimitsInvalid as exc:
+        raise errors.InvalidJob(f"limits: {exc}") from exc
+
+
+def _payload(kind: PayloadKind, payload: object) -> None:
+    if not isinstance(payload, dict):
+        raise errors.InvalidJob(f"the payload must be a dict, got {_shown(payload)}")
+    _json_tree(payload, "the payload")
+    if kind is not PayloadKind.CALL:
+        return  # the worker checks the fields of code and commands, which it alone runs
+    unknown = sorted(set(payload) - set(_CALL_FIELDS))
+    if unknown:
+        raise errors.InvalidJob(f"a call has no field(s) {', '.join(unknown)}")
+    check_target(payload.get("target"))
+    if not isinstance(payload.get("args"), list):
+        raise errors.InvalidJob(
+            f"args must be a list of the call's arguments, got {_shown(payload.get('args'))}"
+        )
+    if not isinstance(payload.get("kwargs"), dict):
+        raise errors.InvalidJob(
+            f"kwargs must be a dict of keyword arguments, got {_shown(payload.get('kwargs'))}"
+        )
+
+
+def _json_tree(value: object, what: str) -> None:
+    """Refuse what JSON would change (keys that are not strings) or choke on (deep nesting).
+
+    Walked with a stack of its own, so that no depth runs out Python's; only
+    containers go on it. The encoder judges the rest (types, NaN) when it
+    writes the value.
+    """
+    try:
+        # A tenth of the walk's cost, for every job: orjson refuses keys that are
+        # not strings and nesting past 254 levels (less than MAX_DEPTH), so what
+        # it writes needs no walk.
+        orjson.dumps(value)
+        return
+    except orjson.JSONEncodeError:
+        pass  # that, or a long integer, a lone surrogate, an unknown type: walk
+    pending: list[tuple[list[Any] | tuple[Any, ...] | dict[Any, Any], int]] = []
+    if isinstance(value, _CONTAINERS):
+        pending.append((value, 1))
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise errors.InvalidJob(f"{what} is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, dict):
+            for key in node:
+                if not isinstance(key, str):
+                    raise errors.InvalidJob(
+                        f"{what}: dict keys must be strings, got {_shown(key)} "
+                        "(JSON would turn it into one)"
+                    )
+            children: Any = node.values()
+        else:
+            children = node
+        pending.extend((child, depth + 1) for child in children if isinstance(child, _CONTAINERS))
