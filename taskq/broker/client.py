@@ -228,13 +228,18 @@ class Client(_ClientBase):
         """Queue failed, dead or cancelled jobs again."""
         return plan.run(self.store, operations.job_retry(job_ids))
 
-    def pause(self, queue: str) -> None:
-        """Stop workers from claiming the queue's jobs."""
-        plan.run(self.store, operations.queue_set_paused(queue, True))
+    def pause(self, queue: str, *, create: bool = False) -> None:
+        """Stop workers from claiming the queue's jobs.
 
-    def resume(self, queue: str) -> None:
-        """Let workers claim the queue's jobs again."""
-        plan.run(self.store, operations.queue_set_paused(queue, False))
+        A queue without jobs or settings is refused (a misspelt name would
+        become a new paused queue) unless ``create``: to pause it ahead of its
+        first job.
+        """
+        plan.run(self.store, operations.queue_set_paused(queue, True, create=create))
+
+    def resume(self, queue: str, *, create: bool = False) -> None:
+        """Let workers claim the queue's jobs again (unknown queues as for :meth:`pause`)."""
+        plan.run(self.store, operations.queue_set_paused(queue, False, create=create))
 
 
 class AsyncClient(_ClientBase):
@@ -296,10 +301,15 @@ class AsyncClient(_ClientBase):
         """Queue failed, dead or cancelled jobs again."""
         return await plan.run_async(self.store, operations.job_retry(job_ids))
 
-    async def pause(self, queue: str) -> None:
-        """Stop workers from claiming the queue's jobs."""
-        await plan.run_async(self.store, operations.queue_set_paused(queue, True))
+    async def pause(self, queue: str, *, create: bool = False) -> None:
+        """Stop workers from claiming the queue's jobs.
 
-    async def resume(self, queue: str) -> None:
-        """Let workers claim the queue's jobs again."""
-        await plan.run_async(self.store, operations.queue_set_paused(queue, False))
+        A queue without jobs or settings is refused (a misspelt name would
+        become a new paused queue) unless ``create``: to pause it ahead of its
+        first job.
+        """
+        await plan.run_async(self.store, operations.queue_set_paused(queue, True, create=create))
+
+    async def resume(self, queue: str, *, create: bool = False) -> None:
+        """Let workers claim the queue's jobs again (unknown queues as for :meth:`pause`)."""
+        await plan.run_async(self.store, operations.queue_set_paused(queue, False, create=create))

@@ -694,15 +694,26 @@ def job_retry(ids: Sequence[int], *, now: float | None = None) -> Op[list[int]]:
     return sorted(int(row["id"]) for row in results[1].rows)
 
 
-def queue_set_paused(queue: str, paused: bool, *, now: float | None = None) -> Op[None]:
-    """Pause (claims skip the queue) or resume a queue."""
-    yield Write(
-        [
-            _clock(now),
-            Statement(queries.query("queue_set_paused"), {"queue": queue, "paused": int(paused)}),
-        ],
-        idempotent=True,
+def queue_set_paused(
+    queue: str, paused: bool, *, create: bool = False, now: float | None = None
+) -> Op[None]:
+    """Pause (claims skip the queue) or resume a queue.
+
+    A queue exists while it has jobs or settings (a pause, a limit); any
+    other name is refused, since a misspelt one would quietly become a new
+    queue, unless ``create`` asks for it: to pause a queue ahead of its jobs.
+    """
+    job_validation.check_name(queue, "queue")
+    params: dict[str, SqlValue] = {"queue": queue, "paused": int(paused), "create": int(create)}
+    results = yield Write(
+        [_clock(now), Statement(queries.query("queue_set_paused"), params)], idempotent=True
     )
+    if not results[1].rows:
+        action = "pause" if paused else "resume"
+        raise errors.TaskqError(
+            f"no queue named {queue!r}: it has no jobs and no settings; to {action} it "
+            "all the same, ask to create it (taskq pause/resume --create, create=True)"
+        )
 
 
 class Keep(enum.Enum):

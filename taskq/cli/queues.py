@@ -25,7 +25,12 @@ def add_commands(commands: command.Commands) -> None:
         ("resume", cmd_resume, "resume a paused queue"),
     ):
         parser = command.add(commands, name, handler, help=text)
-        parser.add_argument("queue", help="queue name")
+        parser.add_argument("queue", help="queue name: one with jobs or settings, or --create")
+        parser.add_argument(
+            "--create",
+            action="store_true",
+            help=f"{name} a queue that has no jobs yet (without it, an unknown name is an error)",
+        )
 
     limit = command.add(
         commands,
@@ -118,14 +123,14 @@ def cmd_queues(args: argparse.Namespace) -> int:
 
 def cmd_pause(args: argparse.Namespace) -> int:
     with connection.opened(args) as store:
-        plan.run(store, operations.queue_set_paused(args.queue, True))
+        plan.run(store, operations.queue_set_paused(args.queue, True, create=args.create))
     print(f"queue {args.queue} paused: no worker takes its jobs until 'taskq resume QUEUE'")
     return command.EXIT_OK
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     with connection.opened(args) as store:
-        plan.run(store, operations.queue_set_paused(args.queue, False))
+        plan.run(store, operations.queue_set_paused(args.queue, False, create=args.create))
     print(f"queue {args.queue} resumed")
     return command.EXIT_OK
 

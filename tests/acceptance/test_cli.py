@@ -247,7 +247,8 @@ def test_wait_prints_the_result_and_logs_show_the_attempts(
 def test_a_paused_queue_keeps_its_job_queued_until_resumed(
     url: str, queue: str, broker: Store, workers: WorkerFleet
 ) -> None:
-    assert "paused" in ok("pause", queue, store=url).out
+    # Paused before its first job: the queue does not exist yet, so it is created.
+    assert "paused" in ok("pause", queue, "--create", store=url).out
     entry = next(q for q in ok("queues", "--json", store=url).json() if q["queue"] == queue)
     assert entry["paused"] is True
     job_id = submit(url, queue, "add", "20", "22")
@@ -270,6 +271,17 @@ def test_a_paused_queue_keeps_its_job_queued_until_resumed(
     assert ok("result", str(job_id), "--wait", "--timeout", "60", store=url).out == "42\n"
     logs = ok("logs", str(job_id), "--json", store=url).json()
     assert [attempt["worker_id"] for attempt in logs] == [worker.worker_id]
+
+
+def test_pausing_or_resuming_an_unknown_queue_is_an_error_unless_created(
+    url: str, queue: str
+) -> None:
+    for action in ("pause", "resume"):
+        refused = taskq(action, queue, store=url)
+        assert_one_error_line(refused, 1, f"no queue named '{queue}'", "--create")
+    assert queue not in {q["queue"] for q in ok("queues", "--json", store=url).json()}
+    ok("resume", queue, "--create", store=url)
+    assert ok("pause", queue, store=url).out.startswith(f"queue {queue} paused")
 
 
 # -- queues and limits ------------------------------------------------------------------------

@@ -485,9 +485,16 @@ SELECT * FROM executions WHERE worker_id = :worker_id AND id < :before
 ORDER BY id DESC LIMIT :limit
 
 -- name: queue_set_paused
+-- Only a queue that exists (it has jobs, or a row of settings) changes, unless
+-- :create: a misspelt name must not quietly become a new paused queue. No row
+-- returned: nothing was written.
 INSERT INTO queues (name, paused, updated_at)
-VALUES (:queue, :paused, (SELECT now FROM taskq_clock))
+SELECT :queue, :paused, (SELECT now FROM taskq_clock)
+WHERE :create
+    OR EXISTS (SELECT 1 FROM queues WHERE name = :queue)
+    OR EXISTS (SELECT 1 FROM job_counts WHERE queue = :queue AND n > 0)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+RETURNING name
 
 -- name: queue_list
 SELECT name, paused, max_running, rate_limit, rate_period FROM queues

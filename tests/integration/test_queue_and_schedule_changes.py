@@ -1,0 +1,88 @@
+"""Changes by name create nothing by accident: a misspelt queue is not a new paused queue.
+
+Run on both stores; names are unique per test (the cluster is shared).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker import operations as ops
+from taskq.broker import plan
+from taskq.broker.client import call_spec
+from taskq.broker.plan import Op
+from taskq.broker.store import Store
+
+T = TypeVar("T")
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def name() -> str:
+    return f"qs-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def run(store: Store) -> Callable[[Op[Any]], Any]:
+    def carry_out(op: Op[T]) -> T:
+        return plan.run(store, op)
+
+    return carry_out
+
+
+def _paused(run: Callable[[Op[Any]], Any], queue: str) -> bool | None:
+    """Whether the queue is paused; None when the store knows no such queue."""
+    found = [stats.paused for stats in run(ops.job_counts()) if stats.queue == queue]
+    return found[0] if found else None
+
+
+# -- pause and resume --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("paused", [True, False])
+def test_pausing_or_resuming_an_unknown_queue_is_an_error(
+    run: Callable[[Op[Any]], Any], name: str, paused: bool
+) -> None:
+    with pytest.raises(errors.TaskqError, match=f"no queue named '{name}'"):
+        run(ops.queue_set_paused(name, paused, now=T0))
+    assert _paused(run, name) is None
+
+
+def test_a_queue_is_known_by_its_jobs_or_its_settings(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    with_jobs, with_limits = f"{name}-jobs", f"{name}-limits"
+    run(ops.job_enqueue([call_spec("m:f", queue=with_jobs)], now=T0))
+    run(ops.queue_set_limits(with_limits, max_running=3, now=T0))
+    for queue in (with_jobs, with_limits):
+        run(ops.queue_set_paused(queue, True, now=T0))
+        assert _paused(run, queue) is True
+        run(ops.queue_set_paused(queue, False, now=T0))
+        assert _paused(run, queue) is False
+
+
+def test_create_pauses_a_queue_ahead_of_its_first_job(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    run(ops.queue_set_paused(name, True, create=True, now=T0))
+    assert _paused(run, name) is True
+    run(ops.job_enqueue([call_spec("m:f", queue=name)], now=T0))
+    assert run(ops.job_claim("w", [name], limit=1, lease_seconds=30, now=T0 + 1)) == []
+
+
+def test_the_client_refuses_unknown_queues_unless_asked_to_create(store: Store, name: str) -> None:
+    client = taskq.Client(store=store)
+    with pytest.raises(errors.TaskqError, match="create"):
+        client.pause(name)
+    with pytest.raises(errors.TaskqError, match="no queue named"):
+        client.resume(name)
+    client.pause(name, create=True)
+    assert [s.paused for s in client.stats() if s.queue == name] == [True]
+    client.resume(name)
+    assert [s.paused for s in client.stats() if s.queue == name] == [False]
