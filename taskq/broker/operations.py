@@ -1233,6 +1233,14 @@ def _store_now(now: float | None) -> Op[float]:
     return float(rows[0]["now"])
 
 
+@dataclass(frozen=True, slots=True)
+class ScheduleAdded:
+    """The schedule as ``schedule_add`` left it, and whether it replaced one of its name."""
+
+    schedule: Schedule
+    replaced: bool
+
+
 def schedule_add(
     name: str,
     spec: JobSpec,
@@ -1241,44 +1249,52 @@ def schedule_add(
     every_seconds: float | None = None,
     timezone: str = "UTC",
     catch_up: schedules.CatchUp = schedules.CatchUp.ONCE,
+    replace: bool = False,
     now: float | None = None,
-) -> Op[Schedule]:
-    """Create or replace the schedule ``name``, which enqueues ``spec`` on every tick."""
+) -> Op[ScheduleAdded]:
+    """Create the schedule ``name``, which enqueues ``spec`` on every tick.
+
+    A schedule of that name is replaced (keeping its pause) only when
+    ``replace`` says so; otherwise the name being taken is an error, unless
+    by this very schedule: adding it exactly as it stands changes nothing, so
+    a set-up script may run twice, and a resent request finds its own work.
+    """
     schedules.validate_name(name)
     row = validate_spec(spec)
-    for one_off in ("key", "run_at", "delay", "submitter"):
+    for one_off in ("key", "fingerprint", "run_at", "delay", "submitter"):
         row.pop(one_off)
     current = yield from _store_now(now)
     timing = schedules.validate_timing(
         cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=current
     )
-    next_fire_at = schedules.next_tick(timing, current)
-    yield Write(
-        [
-            _clock(current),
-            Statement(
-                queries.query("schedule_upsert"),
-                {
-                    "name": name,
-                    "cron": cron,
-                    "every_seconds": every_seconds,
-                    "timezone": timezone,
-                    "spec": to_json(row, "the job"),
-                    "catch_up": schedules.CatchUp(catch_up).value,
-                    "next_fire_at": next_fire_at,
-                },
-            ),
-        ],
-        idempotent=True,
+    definition: dict[str, SqlValue] = {
+        "name": name,
+        "cron": cron,
+        "every_seconds": every_seconds,
+        "timezone": timezone,
+        "spec": to_json(row, "the job"),
+        "catch_up": schedules.CatchUp(catch_up).value,
+    }
+    values: dict[str, SqlValue] = {
+        **definition,
+        "next_fire_at": schedules.next_tick(timing, current),
+    }
+    batch = [_clock(current)]
+    if replace:
+        batch.append(Statement(queries.query("schedule_replace"), values))
+    batch.append(Statement(queries.query("schedule_insert"), values))
+    results = yield Write(batch, idempotent=True)
+    replaced = results[1].rows if replace else []
+    if replaced or results[-1].rows:
+        return ScheduleAdded(_schedule((replaced or results[-1].rows)[0]), bool(replaced))
+    rows = yield Read(
+        Statement(queries.query("schedule_get"), {"name": name}), Consistency.LINEARIZABLE
     )
-    return Schedule(
-        name=name,
-        timing=timing,
-        spec=row,
-        paused=False,
-        catch_up=schedules.CatchUp(catch_up),
-        next_fire_at=next_fire_at,
-        last_fired_at=None,
+    if rows and all(rows[0][field] == value for field, value in definition.items()):
+        return ScheduleAdded(_schedule(rows[0]), replaced=False)
+    raise errors.TaskqError(
+        f"schedule {name!r} already exists; to replace it, ask to (taskq schedule add "
+        "--replace, replace=True), or remove it first"
     )
 
 

@@ -35,7 +35,9 @@ def add_commands(commands: command.Commands) -> None:
         dest="schedule_command", required=True, metavar="ACTION"
     )
 
-    add = command.add(actions, "add", cmd_add, help="create or replace a schedule", json=True)
+    add = command.add(
+        actions, "add", cmd_add, help="create a schedule (or replace one: --replace)", json=True
+    )
     add.add_argument("name", help="schedule name: letters, digits, '_', '.', ':' or '-'")
     timing = add.add_mutually_exclusive_group(required=True)
     timing.add_argument(
@@ -56,6 +58,12 @@ def add_commands(commands: command.Commands) -> None:
         "--skip-missed",
         action="store_true",
         help="after downtime, fire no missed tick (default: the latest one fires once)",
+    )
+    add.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the schedule of this name if there is one (without it, a taken name "
+        "is an error unless the schedule is exactly as given)",
     )
 
     command.add(actions, "list", cmd_list, help="every schedule and its next fire time", json=True)
@@ -116,7 +124,7 @@ def _next(schedule: Schedule) -> str:
 def cmd_add(args: argparse.Namespace) -> int:
     spec = job_options.job_spec(args, submitter=default_submitter())
     with connection.opened(args) as store:
-        schedule = plan.run(
+        added = plan.run(
             store,
             operations.schedule_add(
                 args.name,
@@ -125,12 +133,15 @@ def cmd_add(args: argparse.Namespace) -> int:
                 every_seconds=args.every,
                 timezone=args.timezone,
                 catch_up=schedules.CatchUp.SKIP if args.skip_missed else schedules.CatchUp.ONCE,
+                replace=args.replace,
             ),
         )
+    schedule = added.schedule
     if args.json:
-        output.print_json(_as_json(schedule))
+        output.print_json({**_as_json(schedule), "replaced": added.replaced})
     else:
-        print(f"schedule {schedule.name}: {describe(schedule)}; next run {_next(schedule)}")
+        done = " replaced" if added.replaced else ""
+        print(f"schedule {schedule.name}{done}: {describe(schedule)}; next run {_next(schedule)}")
     return command.EXIT_OK
 
 

@@ -404,6 +404,23 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
             taskq("schedule", "remove", name, store=url)
 
 
+def test_a_taken_schedule_name_is_replaced_only_when_asked(url: str, queue: str) -> None:
+    name = f"{queue}-taken"
+    add = ("schedule", "add", name, f"{JOBS}:add", "1", "2", "--queue", queue)
+    try:
+        ok(*add, "--every", "1m", store=url)
+        # Exactly as it stands: nothing to replace, so no error (a script may run twice).
+        assert ok(*add, "--every", "1m", store=url).out.startswith(f"schedule {name}: every 1m")
+        taken = taskq(*add, "--every", "2m", store=url)
+        assert_one_error_line(taken, 1, f"schedule '{name}' already exists", "--replace")
+        replaced = ok(*add, "--every", "2m", "--replace", store=url).out
+        assert replaced.startswith(f"schedule {name} replaced: every 2m")
+        listed = {s["name"]: s for s in ok("schedule", "list", "--json", store=url).json()}
+        assert listed[name]["timing"]["every_seconds"] == 120
+    finally:
+        taskq("schedule", "remove", name, store=url)
+
+
 # -- the store ----------------------------------------------------------------------------------
 
 

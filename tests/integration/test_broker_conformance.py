@@ -650,7 +650,7 @@ def test_a_schedule_fires_each_tick_once(run: Any, queue: str) -> None:
     name = f"every-minute-{queue}"
     spec = call_spec("reports:daily", ["x"], queue=queue, priority=3, max_attempts=2)
     created = run(ops.schedule_add(name, spec, every_seconds=60, now=T0))
-    assert created.next_fire_at == T0 + 60
+    assert created.schedule.next_fire_at == T0 + 60
     assert run(ops.schedule_fire_due(now=T0 + 59)) == []
     [fired] = [f for f in run(ops.schedule_fire_due(now=T0 + 61)) if f.schedule == name]
     assert fired.fire_at == T0 + 60

@@ -1,6 +1,8 @@
-"""Changes by name create nothing by accident: a misspelt queue is not a new paused queue.
+"""Changes by name create nothing by accident: pausing queues, adding schedules.
 
-Run on both stores; names are unique per test (the cluster is shared).
+A misspelt queue name must not quietly become a new paused queue, and a
+schedule of a name already taken must not be replaced without being asked
+to. Run on both stores; names are unique per test (the cluster is shared).
 """
 
 from __future__ import annotations
@@ -86,3 +88,48 @@ def test_the_client_refuses_unknown_queues_unless_asked_to_create(store: Store, 
     assert [s.paused for s in client.stats() if s.queue == name] == [True]
     client.resume(name)
     assert [s.paused for s in client.stats() if s.queue == name] == [False]
+
+
+# -- schedules ---------------------------------------------------------------------------------
+
+
+def test_adding_a_schedule_of_a_taken_name_is_an_error_unless_replacing(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    first = run(ops.schedule_add(name, call_spec("m:f", [1]), every_seconds=60, now=T0))
+    assert not first.replaced
+    other = call_spec("m:g", [2], queue=name)
+    with pytest.raises(errors.TaskqError, match=f"schedule '{name}' already exists"):
+        run(ops.schedule_add(name, other, every_seconds=30, now=T0 + 5))
+    [kept] = [s for s in run(ops.schedule_list()) if s.name == name]
+    assert (kept.spec["payload"], kept.timing.every_seconds) == (first.schedule.spec["payload"], 60)
+
+    replaced = run(ops.schedule_add(name, other, every_seconds=30, replace=True, now=T0 + 5))
+    assert replaced.replaced
+    [now_listed] = [s for s in run(ops.schedule_list()) if s.name == name]
+    assert (now_listed.timing.every_seconds, now_listed.spec["queue"]) == (30, name)
+    assert now_listed.next_fire_at == T0 + 35
+    assert run(ops.schedule_remove(name))
+
+
+def test_adding_a_schedule_exactly_as_it_stands_changes_nothing(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    """So a set-up script can run twice, and a resent add finds its own schedule."""
+    spec = call_spec("m:f", [1], queue=name)
+    first = run(ops.schedule_add(name, spec, cron="0 3 * * *", timezone="Europe/Berlin", now=T0))
+    again = run(
+        ops.schedule_add(name, spec, cron="0 3 * * *", timezone="Europe/Berlin", now=T0 + 60)
+    )
+    assert not again.replaced
+    assert again.schedule == first.schedule
+    assert run(ops.schedule_remove(name))
+
+
+def test_replace_of_a_schedule_that_does_not_exist_creates_it(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    added = run(ops.schedule_add(name, call_spec("m:f"), every_seconds=60, replace=True, now=T0))
+    assert not added.replaced
+    assert [s.name for s in run(ops.schedule_list()) if s.name == name] == [name]
+    assert run(ops.schedule_remove(name))

@@ -561,7 +561,16 @@ SELECT name, holder, expires_at FROM leader WHERE name = :name
 -- name: clock_read
 SELECT (julianday('now') - 2440587.5) * 86400.0 AS now
 
--- name: schedule_upsert
+-- name: schedule_replace
+-- Only when asked to; the schedule keeps its pause and its last tick.
+UPDATE schedules SET
+    cron = :cron, every_seconds = :every_seconds, timezone = :timezone, spec = :spec,
+    catch_up = :catch_up, next_fire_at = :next_fire_at, created_at = (SELECT now FROM taskq_clock)
+WHERE name = :name
+RETURNING *
+
+-- name: schedule_insert
+-- A name already taken (or just replaced, in the same batch) is left alone.
 INSERT INTO schedules (
     name, cron, every_seconds, timezone, spec, paused, catch_up, next_fire_at, created_at
 )
@@ -569,10 +578,11 @@ VALUES (
     :name, :cron, :every_seconds, :timezone, :spec, 0, :catch_up, :next_fire_at,
     (SELECT now FROM taskq_clock)
 )
-ON CONFLICT (name) DO UPDATE SET
-    cron = excluded.cron, every_seconds = excluded.every_seconds, timezone = excluded.timezone,
-    spec = excluded.spec, catch_up = excluded.catch_up, next_fire_at = excluded.next_fire_at,
-    created_at = excluded.created_at
+ON CONFLICT (name) DO NOTHING
+RETURNING *
+
+-- name: schedule_get
+SELECT * FROM schedules WHERE name = :name
 
 -- name: schedule_delete
 DELETE FROM schedules WHERE name = :name RETURNING name
