@@ -1,4 +1,4 @@
-"""Changes by name create nothing by accident: pausing queues, adding schedules.
+"""Changes by name create nothing by accident: pausing queues, adding schedules; and idle workers.
 
 A misspelt queue name must not quietly become a new paused queue, and a
 schedule of a name already taken must not be replaced without being asked
@@ -133,3 +133,41 @@ def test_replace_of_a_schedule_that_does_not_exist_creates_it(
     assert not added.replaced
     assert [s.name for s in run(ops.schedule_list()) if s.name == name] == [name]
     assert run(ops.schedule_remove(name))
+
+
+# -- workers -----------------------------------------------------------------------------------
+
+
+def _register(run: Callable[[Op[Any]], Any], worker: str, queue: str) -> None:
+    run(
+        ops.worker_register(
+            worker, name=worker, host="h", pid=1, queues=[queue], labels=[], slots=4, now=T0
+        )
+    )
+
+
+def _busy(run: Callable[[Op[Any]], Any], worker: str) -> tuple[str, int]:
+    [info] = [w for w in run(ops.worker_list()) if w.id == worker]
+    return info.state, info.running
+
+
+def test_stopped_and_lost_workers_are_shown_with_no_busy_slots(
+    run: Callable[[Op[Any]], Any], name: str
+) -> None:
+    stopped, lost = f"{name}-stopped", f"{name}-lost"
+    run(ops.job_enqueue([call_spec("m:f", [n], queue=name) for n in range(8)], now=T0))
+    for worker in (stopped, lost):
+        _register(run, worker, name)
+        leases = [
+            job.lease
+            for job in run(ops.job_claim(worker, [name], limit=4, lease_seconds=30, now=T0))
+        ]
+        run(ops.job_heartbeat(worker, leases, lease_seconds=30, now=T0 + 1))
+        assert _busy(run, worker) == ("active", 4)
+    run(ops.worker_set_state(stopped, "stopped", now=T0 + 2))
+    assert _busy(run, stopped) == ("stopped", 0)
+    assert lost in run(ops.worker_mark_lost(grace_seconds=30, now=T0 + 100))
+    assert _busy(run, lost) == ("lost", 0)
+    # A lost worker that heartbeats again is active, with its slots as it reports them.
+    run(ops.job_heartbeat(lost, [], lease_seconds=30, busy=2, now=T0 + 101))
+    assert _busy(run, lost) == ("active", 2)

@@ -536,7 +536,15 @@ WHERE state IN ('stopped', 'lost')
 RETURNING id
 
 -- name: worker_list
-SELECT * FROM workers ORDER BY name, id
+-- A stopped worker runs nothing, and a lost one is not known to: whatever
+-- either last reported, it has no busy slots (a lost worker's jobs go back to
+-- their queues when their leases run out; its next heartbeat reports again).
+SELECT
+    id, name, host, pid, queues, labels, slots,
+    CASE WHEN state IN ('stopped', 'lost') THEN 0 ELSE running END AS running,
+    state, started_at, heartbeat_at
+FROM workers
+ORDER BY name, id
 
 -- name: leader_attempt_elect
 INSERT INTO leader (name, holder, expires_at)
