@@ -283,8 +283,9 @@ def judge(
             "overlap": {
                 token: "; ".join(
                     f"{_span(a, origin)} and {_span(b, origin)} shared {shared:.2f} s"
-                    for a, b, shared in pairs
+                    for a, b, shared in sorted(pairs, key=lambda pair: -pair[2])[:3]
                 )
+                + (f" (and {len(pairs) - 3} more pairs)" if len(pairs) > 3 else "")
                 for token, pairs in sorted(
                     overlapping.items(), key=lambda item: -max(p[2] for p in item[1])
                 )[:10]
@@ -449,10 +450,13 @@ def summary(report: dict[str, Any]) -> str:
         f"{verdict['jobs_run_more_than_once']} jobs ran more than once; executions "
         + ", ".join(f"{k} {v}" for k, v in sorted(verdict["execution_outcomes"].items())),
         "worker events: "
-        + ", ".join(
-            f"{name} {count}"
-            for name, count in sorted(report["worker_events"].items())
-            if name in ("lease_lost", "job_dropped", "store_unavailable")
+        + (
+            ", ".join(
+                f"{name} {count}"
+                for name, count in sorted(report["worker_events"].items())
+                if name in ("lease_lost", "job_dropped", "store_unavailable")
+            )
+            or "no lease_lost, job_dropped or store_unavailable"
         ),
     ]
     if o["store"] == "embedded":
