@@ -94,8 +94,8 @@ class RqliteStore:
         """Reach the cluster ``target`` names.
 
         With ``on_stale_read``, a read the cluster cannot serve for want of a
-        leader (once the failover tries are spent) is answered from the own
-        copy of a node that answered (rqlite's level ``none``), and
+        leader (once the failover tries are spent) is answered from the local
+        copy of a node that did answer (rqlite's level ``none``), and
         ``on_stale_read`` is told that node's address. Later reads then go
         to the same copy at once: a command waits out one election, not one
         per read, and sees one picture.
