@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import anyio
 
-from taskq.broker.records import ClaimedJob
+from taskq.broker.records import ClaimedJob, Lease
 from taskq.worker.progress import Progress
 from taskq.worker.stopping import StopRequest
 
@@ -36,3 +37,30 @@ class RunningJob:
         if self.stopped_because is None:
             self.stopped_because = reason
         self.cancel.set()
+
+
+def note_renewals(
+    held: Mapping[int, RunningJob], leases: list[Lease], lost: frozenset[Lease], sent_at: float
+) -> None:
+    """Note the leases a heartbeat sent at ``sent_at`` (monotonic) renewed: all but ``lost``."""
+    for lease in leases:
+        running = held.get(lease.job_id)
+        if running is not None and running.job.lease == lease and lease not in lost:
+            running.renewed_at = sent_at
+
+
+def stop_expired(held: Mapping[int, RunningJob], lasts: float, now: float) -> float | None:
+    """Stop the held jobs not renewed within ``lasts`` seconds; the oldest renewal of the rest.
+
+    Their keepers have killed them, or are about to: stopped, they are handed
+    back. ``None`` when no job still counts on its lease.
+    """
+    oldest: float | None = None
+    for running in held.values():
+        if running.stopped_because is not None or running.reporting:
+            continue
+        if running.renewed_at + lasts <= now:
+            running.stop(StopReason.LEASE_GONE)
+        elif oldest is None or running.renewed_at < oldest:
+            oldest = running.renewed_at
+    return oldest

@@ -35,7 +35,7 @@ from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.maintenance import Maintainer
 from taskq.broker.operations import Report
 from taskq.broker.plan import Op
-from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, Lease
+from taskq.broker.records import AttemptReport, ClaimedJob, Fenced
 from taskq.broker.store import Store
 from taskq.worker import cgroups
 from taskq.worker.acks import AckBatcher
@@ -50,7 +50,7 @@ from taskq.worker.payloads import PayloadInvalid, Policy, parse_payload
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress import Progress
 from taskq.worker.reports import report_of
-from taskq.worker.running import RunningJob, StopReason
+from taskq.worker.running import RunningJob, StopReason, note_renewals, stop_expired
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.store_outage import StoreOutage
@@ -259,8 +259,13 @@ class Worker:
 
     def _start(self, job: ClaimedJob, sent_at: float) -> None:
         running = RunningJob(job, renewed_at=sent_at)
-        self._deadline.claimed(sent_at)
         self.running[job.lease.job_id] = running
+        if self._deadline.expired():
+            # Back from a freeze or an outage: the jobs held from before are
+            # past saving; the deadline must follow the leases just claimed.
+            self._check_leases()
+        else:
+            self._deadline.claimed(sent_at)
         self._claimed.put_nowait(running)
         self._last_claimed = running.started
 
@@ -384,7 +389,10 @@ class Worker:
         )
 
     def _forget(self, running: RunningJob) -> None:
-        self.running.pop(running.job.lease.job_id, None)
+        # The same job may be held again already, claimed by the very request
+        # that reported this attempt: only this attempt leaves.
+        if self.running.get(running.job.lease.job_id) is running:
+            del self.running[running.job.lease.job_id]
         # Most slots are refilled by the claim that rode with their report:
         # wake the claimer (or a drain) only when there is something to do.
         if not self.running or self._free_slots() > 0:
@@ -563,7 +571,7 @@ class Worker:
                 self._outage.written()
                 if maintainer is not None and beat.leader_held is not None:
                     maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
-                self._renewed(leases, beat.lost, sent_at)
+                note_renewals(self.running, leases, beat.lost, sent_at)
                 for lease in beat.lost:
                     running = self.running.get(lease.job_id)
                     # A job reported since this heartbeat was sent has left
@@ -571,22 +579,11 @@ class Worker:
                     if running is not None and running.job.lease == lease and not running.reporting:
                         self.events.emit("lease_lost", job=lease.job_id)
                         running.stop(StopReason.LEASE_GONE)
-            self._deadline.held_since(
-                min(
-                    (
-                        running.renewed_at
-                        for running in self.running.values()
-                        if running.stopped_because is None and not running.reporting
-                    ),
-                    default=None,
-                )
-            )
+            self._check_leases()
             with anyio.move_on_after(self.settings.heartbeat_seconds):
                 await self.stopped.wait()
 
-    def _renewed(self, leases: list[Lease], lost: frozenset[Lease], sent_at: float) -> None:
-        """Note the leases a heartbeat sent at ``sent_at`` renewed (all but ``lost``)."""
-        for lease in leases:
-            running = self.running.get(lease.job_id)
-            if running is not None and running.job.lease == lease and lease not in lost:
-                running.renewed_at = sent_at
+    def _check_leases(self) -> None:
+        """Stop the jobs whose leases were not renewed in time; set the deadline by the rest."""
+        lasts = self.settings.lease_seconds - self.settings.lease_margin_seconds
+        self._deadline.held_since(stop_expired(self.running, lasts, time.monotonic()))
