@@ -1,5 +1,4 @@
-"""When the store fails: the real ``taskq`` and ``taskq-worker`` against full, damaged and
-leaderless stores.
+"""The real ``taskq`` and ``taskq-worker`` against full, damaged and leaderless stores.
 
 Each failure gives one clear line, nothing half-written, and a worker that
 lives through what can pass. A full disk is a small tmpfs the test mounts
@@ -96,7 +95,7 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
     with taskq.Client(url, submitter="acceptance") as client:
         worker = workers.start(url)
         assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
-        slow = client.submit(f"{JOBS}:sleep", 3, max_attempts=5)
+        slow = client.submit(f"{JOBS}:sleep", 5, max_attempts=5)
         waiting = [client.submit(f"{JOBS}:add", n, n, max_attempts=5) for n in range(3)]
         worker.wait_for_event("job_started", job=slow.id)
 
@@ -234,3 +233,34 @@ def test_read_only_commands_work_with_two_of_three_nodes_down(cluster: RqliteClu
     assert "s3cret" not in described.out + described.err
     for node in cluster.nodes:
         assert node.base_url in described.out  # the dead ones too, by the address given
+
+
+def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
+    cluster: RqliteCluster, workers: WorkerFleet
+) -> None:
+    open_store(cluster.url).close()
+    worker = workers.start(cluster.url)
+    with taskq.Client(cluster.url, submitter="acceptance") as client:
+        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
+        leader = cluster.wait_for_leader()
+        down = [leader, next(node for node in cluster.nodes if node is not leader)]
+        for node in down:
+            cluster.kill_node(node, signal.SIGKILL)
+        told = worker.wait_for_event("store_unavailable", timeout=60)
+        assert told["kind"] == "StoreUnavailable", told
+        for node in down:
+            cluster.start_node(node)
+        cluster.wait_for_leader(timeout=60)
+        worker.wait_for_event("store_recovered", timeout=60)
+        assert client.submit(f"{JOBS}:add", 2, 3).result(timeout=60) == 5
+    assert worker.running, worker.describe()
+    assert len(worker.events("store_unavailable")) == 1, worker.describe()
+
+
+def test_the_password_is_masked_in_every_output() -> None:
+    url = "rqlite://bob:s3cret@127.0.0.1:1?retries=1"
+    for args in (["cluster"], ["cluster", "--json"], ["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
+        ran = taskq_command(*args, store=url)
+        assert ran.code == 1, ran
+        assert "s3cret" not in ran.out + ran.err, ran
+        assert "bob:***@127.0.0.1:1" in ran.out + ran.err, ran
