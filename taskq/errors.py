@@ -57,6 +57,14 @@ class JobNotFound(TaskqError, LookupError):
     """No job has that id (it may have been pruned)."""
 
 
+class QueueNotFound(TaskqError, LookupError):
+    """No queue has that name: it has no jobs and no settings; nothing was written."""
+
+
+class ScheduleExists(TaskqError):
+    """A schedule of that name exists with another definition; nothing was written."""
+
+
 class ResultTimeout(TaskqError, TimeoutError):
     """The job did not finish within the time the caller would wait."""
 

@@ -710,7 +710,7 @@ def queue_set_paused(
     )
     if not results[1].rows:
         action = "pause" if paused else "resume"
-        raise errors.TaskqError(
+        raise errors.QueueNotFound(
             f"no queue named {queue!r}: it has no jobs and no settings; to {action} it "
             "all the same, ask to create it (taskq pause/resume --create, create=True)"
         )
@@ -1292,7 +1292,7 @@ def schedule_add(
     )
     if rows and all(rows[0][field] == value for field, value in definition.items()):
         return ScheduleAdded(_schedule(rows[0]), replaced=False)
-    raise errors.TaskqError(
+    raise errors.ScheduleExists(
         f"schedule {name!r} already exists; to replace it, ask to (taskq schedule add "
         "--replace, replace=True), or remove it first"
     )

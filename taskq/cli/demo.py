@@ -253,7 +253,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         with connection.opened_url(url) as store:
             # The demo's own queue: make sure an earlier pause does not stall it.
-            plan.run(store, operations.queue_set_paused(DEMO_QUEUE, False))
+            plan.run(store, operations.queue_set_paused(DEMO_QUEUE, False, create=True))
             with WorkerProcesses(work_dir) as workers:
                 workers.start(
                     url,

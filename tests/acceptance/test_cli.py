@@ -138,9 +138,16 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     assert f"{JOBS}:add(1, 2)" in status
 
     again = ok(
+        *("submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
+        *("--delay", "10m", "--max-attempts", "2", "--timeout", "30s", "--memory", "256MiB"),
+        *("--cpu", "5", "--label", "gpu", "--label", "big", "--key", f"key-{queue}"),
+        store=url,
+    )
+    assert int(again.out) == job_id, "the same request under the same key names the same job"
+    other = taskq(
         "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--key", f"key-{queue}", store=url
     )
-    assert int(again.out) == job_id, "the same idempotency key names the same job"
+    assert_one_error_line(other, 2, f"key-{queue}")
 
     at = ok(
         "submit", f"{JOBS}:add", "3", "4", "--queue", queue, "--at", "2030-01-02T03:04", store=url

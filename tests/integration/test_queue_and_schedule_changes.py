@@ -51,7 +51,7 @@ def _paused(run: Callable[[Op[Any]], Any], queue: str) -> bool | None:
 def test_pausing_or_resuming_an_unknown_queue_is_an_error(
     run: Callable[[Op[Any]], Any], name: str, paused: bool
 ) -> None:
-    with pytest.raises(errors.TaskqError, match=f"no queue named '{name}'"):
+    with pytest.raises(errors.QueueNotFound, match=f"no queue named '{name}'"):
         run(ops.queue_set_paused(name, paused, now=T0))
     assert _paused(run, name) is None
 
@@ -82,7 +82,7 @@ def test_the_client_refuses_unknown_queues_unless_asked_to_create(store: Store, 
     client = taskq.Client(store=store)
     with pytest.raises(errors.TaskqError, match="create"):
         client.pause(name)
-    with pytest.raises(errors.TaskqError, match="no queue named"):
+    with pytest.raises(errors.QueueNotFound, match="no queue named"):
         client.resume(name)
     client.pause(name, create=True)
     assert [s.paused for s in client.stats() if s.queue == name] == [True]
@@ -99,7 +99,7 @@ def test_adding_a_schedule_of_a_taken_name_is_an_error_unless_replacing(
     first = run(ops.schedule_add(name, call_spec("m:f", [1]), every_seconds=60, now=T0))
     assert not first.replaced
     other = call_spec("m:g", [2], queue=name)
-    with pytest.raises(errors.TaskqError, match=f"schedule '{name}' already exists"):
+    with pytest.raises(errors.ScheduleExists, match=f"schedule '{name}' already exists"):
         run(ops.schedule_add(name, other, every_seconds=30, now=T0 + 5))
     [kept] = [s for s in run(ops.schedule_list()) if s.name == name]
     assert (kept.spec["payload"], kept.timing.every_seconds) == (first.schedule.spec["payload"], 60)
