@@ -104,16 +104,15 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
 
 _FIELDS = ("target", "args", "queue", "priority")
 
-# The words by which a broker refusal names a field of this form. The broker
-# does not say which field it refused, only what; the first word found wins.
-_FIELD_WORDS = (
-    ("target", "target"),
-    ("payload", "args"),
-    ("args", "args"),
-    ("argument", "args"),
-    ("queue", "queue"),
-    ("priority", "priority"),
-)
+# The form's field for each field a broker refusal names (InvalidJob.field).
+_FORM_FIELD = {
+    "target": "target",
+    "payload": "args",
+    "args": "args",
+    "kwargs": "args",
+    "queue": "queue",
+    "priority": "priority",
+}
 
 
 def _check(values: dict[str, str]) -> tuple[JobSpec | None, list[Problem]]:
@@ -149,8 +148,8 @@ def _check(values: dict[str, str]) -> tuple[JobSpec | None, list[Problem]]:
     try:
         # The broker's own checks, so a refusal shows here instead of after a request.
         operations.validate_spec(spec)
-    except ValueError as exc:
-        return None, [Problem(_field_named(str(exc)), str(exc))]
+    except errors.InvalidJob as exc:
+        return None, [Problem(_FORM_FIELD.get(exc.field or ""), str(exc))]
     return spec, []
 
 
@@ -165,10 +164,3 @@ def _arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
     if isinstance(arguments, dict):
         return [], arguments
     raise ValueError("arguments must be a JSON array or object")
-
-
-def _field_named(message: str) -> str | None:
-    """The form field a broker refusal is about, or None when it names none."""
-    lowered = message.lower()
-    found = [(lowered.find(word), name) for word, name in _FIELD_WORDS if word in lowered]
-    return min(found)[1] if found else None

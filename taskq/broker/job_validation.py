@@ -60,7 +60,7 @@ def check_spec(spec: JobSpec) -> None:
         kind = PayloadKind(spec.kind)
     except ValueError:
         raise errors.InvalidJob(
-            f"kind must be one of {', '.join(PayloadKind)}, got {_shown(spec.kind)}"
+            f"kind must be one of {', '.join(PayloadKind)}, got {_shown(spec.kind)}", field="kind"
         ) from None
     check_name(spec.queue, "queue")
     _whole_number(spec.priority, "priority", MIN_PRIORITY, MAX_PRIORITY)
@@ -81,15 +81,18 @@ def check_spec(spec: JobSpec) -> None:
 def check_name(value: object, field: str, *, empty_allowed: bool = False) -> None:
     """Refuse anything but a string of at most 255 characters that SQLite keeps whole."""
     if not isinstance(value, str):
-        raise errors.InvalidJob(f"{field} must be a string, got {_shown(value)}")
+        raise errors.InvalidJob(f"{field} must be a string, got {_shown(value)}", field=field)
     if not value and not empty_allowed:
-        raise errors.InvalidJob(f"{field} must not be empty")
+        raise errors.InvalidJob(f"{field} must not be empty", field=field)
     if len(value) > MAX_NAME_CHARS:
         raise errors.InvalidJob(
-            f"{field} is {len(value)} characters long, over the limit of {MAX_NAME_CHARS}"
+            f"{field} is {len(value)} characters long, over the limit of {MAX_NAME_CHARS}",
+            field=field,
         )
     if "\x00" in value:
-        raise errors.InvalidJob(f"{field} must not hold a NUL character, got {value!r}")
+        raise errors.InvalidJob(
+            f"{field} must not hold a NUL character, got {value!r}", field=field
+        )
     _unicode(value, field)
 
 
@@ -97,7 +100,8 @@ def check_target(target: object) -> None:
     """Refuse a call target that is not "package.module:function" (or "...:Class.method")."""
     if not isinstance(target, str) or not _TARGET.fullmatch(target):
         raise errors.InvalidJob(
-            f"target must look like 'package.module:function', got {_shown(target)}"
+            f"target must look like 'package.module:function', got {_shown(target)}",
+            field="target",
         )
 
 
@@ -127,7 +131,8 @@ def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> No
     for key, digest in keys_and_fingerprints:
         if seen.setdefault(key, digest) != digest:
             raise errors.InvalidJob(
-                f"idempotency key {key!r} is given twice in one request, to two different jobs"
+                f"idempotency key {key!r} is given twice in one request, to two different jobs",
+                field="idempotency_key",
             )
 
 
@@ -138,7 +143,9 @@ def job_state(value: object) -> JobState:
             return JobState(value)
         except ValueError:
             pass  # refused below, with the states to choose from
-    raise errors.InvalidJob(f"no job state {_shown(value)}; the states are {', '.join(JobState)}")
+    raise errors.InvalidJob(
+        f"no job state {_shown(value)}; the states are {', '.join(JobState)}", field="state"
+    )
 
 
 def _shown(value: object) -> str:
@@ -151,26 +158,28 @@ def _unicode(value: str, field: str) -> None:
         value.encode()
     except UnicodeEncodeError:
         raise errors.InvalidJob(
-            f"{field} must be valid Unicode, got {value!r} (a lone surrogate)"
+            f"{field} must be valid Unicode, got {value!r} (a lone surrogate)", field=field
         ) from None
 
 
 def _whole_number(value: object, field: str, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise errors.InvalidJob(f"{field} must be a whole number, got {_shown(value)}")
+        raise errors.InvalidJob(f"{field} must be a whole number, got {_shown(value)}", field=field)
     if not low <= value <= high:
-        raise errors.InvalidJob(f"{field} must be from {low} to {high}, got {value}")
+        raise errors.InvalidJob(f"{field} must be from {low} to {high}, got {value}", field=field)
 
 
 def _number(value: object, field: str, meaning: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise errors.InvalidJob(f"{field} must be {meaning} (a number), got {_shown(value)}")
+        raise errors.InvalidJob(
+            f"{field} must be {meaning} (a number), got {_shown(value)}", field=field
+        )
     try:
         number = float(value)
     except OverflowError:
-        raise errors.InvalidJob(f"{field} is too large, got {value}") from None
+        raise errors.InvalidJob(f"{field} is too large, got {value}", field=field) from None
     if not math.isfinite(number):
-        raise errors.InvalidJob(f"{field} must be finite, got {value}")
+        raise errors.InvalidJob(f"{field} must be finite, got {value}", field=field)
     return number
 
 
@@ -178,54 +187,64 @@ def _seconds(value: object, field: str, *, zero_allowed: bool) -> None:
     seconds = _number(value, field, "seconds")
     if seconds < 0 or (seconds == 0 and not zero_allowed):
         bound = "zero or more" if zero_allowed else "more than zero"
-        raise errors.InvalidJob(f"{field} must be {bound} seconds, got {value}")
+        raise errors.InvalidJob(f"{field} must be {bound} seconds, got {value}", field=field)
 
 
 def _labels(value: object) -> None:
     if isinstance(value, str):
         raise errors.InvalidJob(
             f"labels must be a list of strings, got the string {value!r}: "
-            f"for one label write [{value!r}]"
+            f"for one label write [{value!r}]",
+            field="labels",
         )
     if not isinstance(value, list | tuple | set | frozenset):
-        raise errors.InvalidJob(f"labels must be a list of strings, got {_shown(value)}")
+        raise errors.InvalidJob(
+            f"labels must be a list of strings, got {_shown(value)}", field="labels"
+        )
     for label in value:
-        check_name(label, "each of labels")
+        check_name(label, "labels")
 
 
 def _limits(value: object) -> None:
     if not isinstance(value, dict):
         raise errors.InvalidJob(
-            f"limits must be a dict such as {{'memory_bytes': '512MiB'}}, got {_shown(value)}"
+            f"limits must be a dict such as {{'memory_bytes': '512MiB'}}, got {_shown(value)}",
+            field="limits",
         )
     for name in value:
         if not isinstance(name, str):
-            raise errors.InvalidJob(f"limits: each name must be a string, got {_shown(name)}")
+            raise errors.InvalidJob(
+                f"limits: each name must be a string, got {_shown(name)}", field="limits"
+            )
     if not value:
         return  # the worker's defaults: nothing to parse (the common case, kept cheap)
     try:
         job_limits.parse_limits(value)
     except job_limits.LimitsInvalid as exc:
-        raise errors.InvalidJob(f"limits: {exc}") from exc
+        raise errors.InvalidJob(f"limits: {exc}", field="limits") from exc
 
 
 def _payload(kind: PayloadKind, payload: object) -> None:
     if not isinstance(payload, dict):
-        raise errors.InvalidJob(f"the payload must be a dict, got {_shown(payload)}")
+        raise errors.InvalidJob(
+            f"the payload must be a dict, got {_shown(payload)}", field="payload"
+        )
     _json_tree(payload, "the payload")
     if kind is not PayloadKind.CALL:
         return  # the worker checks the fields of code and commands, which it alone runs
     unknown = sorted(set(payload) - set(_CALL_FIELDS))
     if unknown:
-        raise errors.InvalidJob(f"a call has no field(s) {', '.join(unknown)}")
+        raise errors.InvalidJob(f"a call has no field(s) {', '.join(unknown)}", field="payload")
     check_target(payload.get("target"))
     if not isinstance(payload.get("args"), list):
         raise errors.InvalidJob(
-            f"args must be a list of the call's arguments, got {_shown(payload.get('args'))}"
+            f"args must be a list of the call's arguments, got {_shown(payload.get('args'))}",
+            field="args",
         )
     if not isinstance(payload.get("kwargs"), dict):
         raise errors.InvalidJob(
-            f"kwargs must be a dict of keyword arguments, got {_shown(payload.get('kwargs'))}"
+            f"kwargs must be a dict of keyword arguments, got {_shown(payload.get('kwargs'))}",
+            field="kwargs",
         )
 
 
@@ -250,13 +269,16 @@ def _json_tree(value: object, what: str) -> None:
     while pending:
         node, depth = pending.pop()
         if depth > MAX_DEPTH:
-            raise errors.InvalidJob(f"{what} is nested more than {MAX_DEPTH} levels deep")
+            raise errors.InvalidJob(
+                f"{what} is nested more than {MAX_DEPTH} levels deep", field="payload"
+            )
         if isinstance(node, dict):
             for key in node:
                 if not isinstance(key, str):
                     raise errors.InvalidJob(
                         f"{what}: dict keys must be strings, got {_shown(key)} "
-                        "(JSON would turn it into one)"
+                        "(JSON would turn it into one)",
+                        field="payload",
                     )
             children: Any = node.values()
         else:

@@ -80,7 +80,7 @@ class LeaderRenewal:
 _STRICT_JSON = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 
-def to_json(value: Any, what: str, *, decoded: bool = False) -> str:
+def to_json(value: Any, what: str, *, decoded: bool = False, field: str | None = None) -> str:
     """Encode ``value`` as JSON or raise :class:`taskq.errors.InvalidJob` saying why.
 
     ``decoded``: ``value`` was itself decoded from JSON (a job's result, say),
@@ -92,7 +92,7 @@ def to_json(value: Any, what: str, *, decoded: bool = False) -> str:
         return _STRICT_JSON.encode(value)
     except (TypeError, ValueError) as exc:
         raise errors.InvalidJob(
-            f"{what} must be JSON (lists, dicts, str, numbers, bools, None): {exc}"
+            f"{what} must be JSON (lists, dicts, str, numbers, bools, None): {exc}", field=field
         ) from exc
 
 
@@ -127,12 +127,13 @@ def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) 
     payload's JSON and its size.
     """
     job_validation.check_spec(spec)
-    payload = to_json(spec.payload, "the payload")
+    payload = to_json(spec.payload, "the payload", field="payload")
     # ASCII JSON (the encoder's default): its length in characters is its size in bytes.
     if len(payload) > max_payload_bytes:
         raise errors.InvalidJob(
             f"the payload (arguments included) is {len(payload)} bytes of JSON, over the limit "
-            f"of {max_payload_bytes}; pass a path or a key to the data instead"
+            f"of {max_payload_bytes}; pass a path or a key to the data instead",
+            field="payload",
         )
     key = spec.idempotency_key
     return {

@@ -112,6 +112,26 @@ def _refused_whole(
 
 
 @pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"idempotency_key": "ok\x00a"}, "idempotency_key"),
+        ({"labels": "gpu"}, "labels"),
+        ({"priority": 1.5}, "priority"),
+        ({"timeout": True}, "timeout"),
+        ({"limits": {"memory_bytes": True}}, "limits"),
+        ({"queue": ""}, "queue"),
+        ({"kwargs": {1: "one"}}, "payload"),
+    ],
+)
+def test_a_refusal_carries_the_field_it_is_about(
+    client: taskq.Client, prefix: str, options: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit(TARGET, 1, **{"queue": f"{prefix}-q", **options})
+    assert refused.value.field == field
+
+
+@pytest.mark.parametrize(
     ("options", "named"),
     [
         ({"idempotency_key": 123}, "idempotency_key"),
