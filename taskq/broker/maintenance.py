@@ -222,12 +222,19 @@ class Maintainer:
     async def run_forever(self, *, stop: anyio.Event | None = None) -> None:
         """Tick until ``stop`` is set; a failed tick is logged and the loop goes on."""
         stop = stop or anyio.Event()
+        failing: type[errors.StoreError] | None = None
         while not stop.is_set():
             try:
                 done = await plan.run_async(self.store, self.plan_tick())
             except errors.StoreError as exc:
-                log.warning("maintenance tick failed, will retry: %s", exc)
+                # Once per outage (and per kind of failure), not once a tick.
+                if type(exc) is not failing:
+                    log.warning("maintenance tick failed, will retry: %s", exc)
+                failing = type(exc)
             else:
+                if failing is not None:
+                    log.info("maintenance ticks again")
+                failing = None
                 for name, counts in done.items():
                     if any(counts.values()):
                         log.info("maintenance %s: %s", name, counts)

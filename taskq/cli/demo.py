@@ -26,6 +26,7 @@ from taskq.broker import operations, plan
 from taskq.broker.client import call_spec, default_submitter
 from taskq.broker.records import Job, JobSpec, JobState
 from taskq.broker.store import Store
+from taskq.broker.store_url import mask_password
 from taskq.cli import command, connection, local_cluster, output, values
 from taskq.cli.worker_processes import WorkerProcesses
 
@@ -219,9 +220,12 @@ def summary_rows(store: Store, jobs: Sequence[Job]) -> list[tuple[str, int, int,
 
 
 def _print_next_steps(url: str, jobs: Sequence[Job]) -> None:
-    store = f"--store {shlex.quote(url)}"
+    shown = mask_password(url)
+    store = f"--store {shlex.quote(shown)}"
     print()
     print("Look around (the jobs stay in the store until pruned):")
+    if shown != url:
+        print("  (the store's password is hidden below: put it back, or set TASKQ_STORE)")
     print(f"  taskq {store} jobs --queue {DEMO_QUEUE}")
     dead = next((job for job in jobs if job.state is JobState.DEAD), None)
     if dead is not None:
@@ -268,7 +272,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 )
                 specs = sample_jobs(args.jobs, work_dir, submitter=default_submitter())
                 print(
-                    f"taskq demo: {len(specs)} sample jobs on {url}, queue {DEMO_QUEUE}, "
+                    f"taskq demo: {len(specs)} sample jobs on {mask_password(url)}, "
+                    f"queue {DEMO_QUEUE}, "
                     f"{args.workers} worker(s) in the background "
                     f"(pids {', '.join(map(str, workers.pids))})"
                 )

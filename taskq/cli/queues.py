@@ -97,7 +97,7 @@ def _limits_text(stats: QueueStats | None) -> tuple[str, str]:
 
 
 def cmd_queues(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         queues = plan.run(store, operations.job_counts())
     if args.json:
         output.print_json(queues)
@@ -148,8 +148,9 @@ def _rate_of(stats: QueueStats | None) -> values.Rate | None:
 def cmd_limit(args: argparse.Namespace) -> int:
     # Options left out are absent from args (SUPPRESS); "none" is given, as None.
     given = vars(args)
-    with connection.opened(args) as store:
-        if "max_running" in given or "rate" in given:
+    setting = "max_running" in given or "rate" in given
+    with connection.opened(args, read_only=not setting) as store:
+        if setting:
             # A limit not named on the command line stays as the store has it.
             rate: values.Rate | None = given.get("rate")
             rate_limit: float | operations.Keep | None = operations.KEEP
@@ -186,7 +187,7 @@ def cmd_submit_limit(args: argparse.Namespace) -> int:
         raise errors.ConfigError("--remove takes a submitter and no rate")
     if args.submitter is not None and args.rate is None and not args.remove:
         raise errors.ConfigError(f"give a rate for {args.submitter!r} (e.g. 1000/1m) or --remove")
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=args.submitter is None) as store:
         if args.remove:
             plan.run(store, operations.submit_limit_remove(args.submitter))
         elif args.submitter is not None:

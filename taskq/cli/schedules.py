@@ -146,7 +146,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with connection.opened(args) as store:
+    with connection.opened(args, read_only=True) as store:
         found = plan.run(store, operations.schedule_list())
     if args.json:
         output.print_json([_as_json(schedule) for schedule in found])

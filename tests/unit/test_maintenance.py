@@ -195,3 +195,59 @@ def test_a_leader_renewed_by_heartbeats_writes_nothing_of_its_own(store: Store) 
         plan.run(store, follower.plan_tick(now=T0 + second))
     assert writes.count("maintenance") == 3  # at 35 and 45
     assert (leader.is_leader, follower.is_leader) == (True, False)
+
+
+class _Outage:
+    """A real store that answers StoreUnavailable for as long as ``down`` says."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.down = True
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def execute_async(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._through(self.inner.execute_async, *args, **kwargs)
+
+    async def query_async(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._through(self.inner.query_async, *args, **kwargs)
+
+    async def _through(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.down:
+            self.refused += 1
+            raise errors.StoreUnavailable("no leader (test outage)")
+        return await call(*args, **kwargs)
+
+
+def test_an_outage_is_logged_once_and_its_end_once(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    outage = _Outage(store)
+    maintainer = Maintainer(
+        outage,  # type: ignore[arg-type]
+        holder="a",
+        services=[LeaseRequeuer()],
+        tick_seconds=0.01,
+        lease_seconds=1,
+    )
+
+    async def scenario() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lambda: maintainer.run_forever(stop=stop))
+            with anyio.fail_after(10):
+                while outage.refused < 5:
+                    await anyio.sleep(0.01)
+            outage.down = False
+            with anyio.fail_after(10):
+                while "maintenance ticks again" not in caplog.text:
+                    await anyio.sleep(0.01)
+            stop.set()
+
+    with caplog.at_level("INFO", logger="taskq.maintenance"):
+        anyio.run(scenario)
+    failures = [r for r in caplog.records if "maintenance tick failed" in r.getMessage()]
+    assert len(failures) == 1, caplog.text
+    assert caplog.text.count("maintenance ticks again") == 1
