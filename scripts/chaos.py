@@ -58,6 +58,13 @@ directory (store, ledger, worker logs) is deleted unless ``--keep DIR``
 names one or a target was missed (its path is printed). The network
 namespace needs root and iproute2; rqlited comes from ``TASKQ_RQLITED`` or
 ``scripts/install_rqlite.sh``.
+
+This file holds the options and their presets, the job mix, the threads
+that submit the jobs, watch the store and probe it, and the run itself, from
+start to verdict. Beside it in ``scripts/``: the jobs and their ledger
+(``chaos_jobs.py``), the faults (``chaos_faults.py``), the workers
+(``chaos_fleet.py``), the cut-off (``chaos_link.py``) and the verdict
+(``chaos_verdict.py``).
 """
 
 from __future__ import annotations
@@ -73,7 +80,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -87,7 +93,10 @@ for _path in (str(REPO), str(SCRIPTS)):  # tests.support, and this run's sibling
         sys.path.insert(0, _path)
 
 import chaos_jobs  # noqa: E402
-from chaos_link import CUT_MODES, Fleet, Partition  # noqa: E402
+import chaos_verdict  # noqa: E402
+from chaos_faults import Chaos, Fault  # noqa: E402
+from chaos_fleet import Fleet  # noqa: E402
+from chaos_link import CUT_MODES, Partition  # noqa: E402
 
 from taskq import errors  # noqa: E402
 from taskq.broker.client import Client, call_spec  # noqa: E402
@@ -103,15 +112,6 @@ PROBE_INTERVAL = 0.05
 # Who holds the maintenance lease (taskq.broker.maintenance.LEADER_LEASE): that
 # worker requeues expired leases, and when it dies nobody does for up to 10 s.
 _MAINTAINER = "SELECT holder FROM leader WHERE name = 'maintenance'"
-
-
-@dataclass(frozen=True)
-class Fault:
-    """When a fault strikes: about every ``every`` s (None: never), at most ``limit`` times."""
-
-    every: float | None
-    limit: int | None = None
-    first: float = 0.0  # seconds after the workers start
 
 
 @dataclass
@@ -198,6 +198,35 @@ def write_worker_config(path: Path, options: Options) -> Path:
     return path
 
 
+# -- the job mix ----------------------------------------------------------------------------
+
+
+@dataclass
+class JobPlan:
+    """One job to submit: ``chaos_jobs.work(token, seconds, ledger_dir)``."""
+
+    token: str  # also the job's idempotency key; long jobs' tokens start with "L"
+    seconds: float
+
+
+def plan_jobs(
+    jobs: int,
+    long_jobs: int,
+    long_seconds: tuple[float, float],
+    short_seconds: float,
+    front: float,
+    rng: random.Random,
+) -> list[JobPlan]:
+    """Short jobs of up to ``short_seconds``, long ones among the first ``front`` share."""
+    plans = [
+        JobPlan(f"s{n:05d}", rng.uniform(0.005, short_seconds)) for n in range(jobs - long_jobs)
+    ]
+    for n in range(long_jobs):
+        at = rng.randint(0, int(front * len(plans)))
+        plans.insert(at, JobPlan(f"L{n:04d}", rng.uniform(*long_seconds)))
+    return plans
+
+
 # -- background threads: submitting, watching, probing ---------------------------------------
 
 
@@ -228,7 +257,7 @@ class Background:
         for thread in self.threads:
             thread.join(timeout=30)
 
-    def submit(self, plans: list[chaos_jobs.JobPlan], span: float) -> None:
+    def submit(self, plans: list[JobPlan], span: float) -> None:
         """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands.
 
         Every job carries its token as idempotency key, so resending a batch
@@ -249,7 +278,7 @@ class Background:
             self.unsubmitted = [plan.token for plan in plans if plan.token not in self.submitted]
             self.submitting_done.set()
 
-    def _submit_batch(self, client: Client, batch: list[chaos_jobs.JobPlan]) -> None:
+    def _submit_batch(self, client: Client, batch: list[JobPlan]) -> None:
         """Submit ``batch`` until it lands (for up to 2 minutes: then it stays unsubmitted)."""
         specs = [
             call_spec(
@@ -311,203 +340,6 @@ class Background:
                 self.stop.wait(max(0.0, start + PROBE_INTERVAL - time.monotonic()))
 
 
-# -- the chaos itself -----------------------------------------------------------------------
-
-
-class Chaos:
-    """Fires each kind of fault on its schedule and undoes it (restart, SIGCONT, heal) later."""
-
-    def __init__(
-        self,
-        options: Options,
-        fleet: Fleet,
-        background: Background,
-        cluster: RqliteCluster | None,
-        partition: Partition | None,
-        origin: float,
-    ) -> None:
-        self.options = options
-        self.origin = origin  # wall-clock time the run began: the ledger examples count from it
-        self.fleet = fleet
-        self.background = background
-        self.cluster = cluster
-        self.partition = partition
-        self.rng = random.Random(options.seed * 7919)
-        self.start = time.monotonic()
-        self.counts: Counter[str] = Counter()
-        self.leader_kills: list[float] = []  # monotonic times of the kills
-        self.log: list[str] = []
-        self.undo: list[tuple[float, Callable[[], None]]] = []  # (when, what)
-        self.cut_slot_busy = False
-        self.overdue_since: dict[str, float] = {}
-        self.insist = False  # whether a fault must wait for a worker running a long job
-        o = options
-        self.actions: dict[str, tuple[Fault, Callable[[], bool]]] = {
-            "worker_kill": (o.worker_kill, self.kill_worker),
-            "stop": (o.stop, self.stop_worker),
-            "leader_kill": (o.leader_kill, self.kill_leader),
-            "cut": (o.cut, self.cut),
-        }
-        self.due = {
-            name: self.start + fault.first
-            for name, (fault, _) in self.actions.items()
-            if fault.every is not None
-            and (name != "leader_kill" or cluster is not None)
-            and (name != "cut" or partition is not None)
-        }
-
-    def note(self, message: str) -> None:
-        at = time.time() - self.origin
-        self.log.append(f"{at:7.2f} {message}")
-        say(f"t={at:.2f} {message}")
-
-    def later(self, delay: float, action: Callable[[], None]) -> None:
-        self.undo.append((time.monotonic() + delay, action))
-
-    @property
-    def finished_firing(self) -> bool:
-        """Every limited action has fired its count and nothing waits to be undone."""
-        return not self.undo and all(
-            fault.limit is None or self.counts[name] >= fault.limit
-            for name, (fault, _) in self.actions.items()
-            if name in self.due
-        )
-
-    def tick(self) -> None:
-        now = time.monotonic()
-        for entry in [entry for entry in self.undo if entry[0] <= now]:
-            self.undo.remove(entry)
-            entry[1]()
-        for name, due in list(self.due.items()):
-            fault, fire = self.actions[name]
-            if due > now or fault.every is None:
-                continue
-            if fault.limit is not None and self.counts[name] >= fault.limit:
-                del self.due[name]
-                continue
-            # With --quick a fault waits up to 5 s for a victim that runs a long job.
-            since = self.overdue_since.setdefault(name, now)
-            self.insist = self.options.quick and now - since < 5.0
-            if fire():
-                self.counts[name] += 1
-                self.due[name] = now + fault.every * self.rng.uniform(0.7, 1.3)
-                del self.overdue_since[name]
-            else:
-                self.due[name] = now + 0.5  # nothing to act on yet: try again soon
-        self.fleet.restart_exited()
-
-    def undo_all(self) -> None:
-        for _, action in sorted(self.undo, key=lambda entry: entry[0]):
-            action()
-        self.undo.clear()
-
-    def victim(self) -> int | None:
-        """A worker to hit: one running a long job when there is one (see the module doc)."""
-        now = time.monotonic()
-        cut = {0} if self.cut_slot_busy else set()
-        slots = [
-            slot
-            for slot, worker in enumerate(self.fleet.current)
-            if worker is not None
-            and worker.running
-            and slot not in self.fleet.frozen | cut
-            and now - self.fleet.born[slot] > 1.5
-        ]
-        if self.options.quick:
-            # Spare the maintenance worker, so that expired leases are requeued
-            # at once and a job left running by the victim meets its re-run
-            # within the short jobs of a quick run. (The full run spares none.)
-            spared = [s for s in slots if s != self.fleet.slot_named(self.background.maintainer)]
-            slots = spared or slots
-        if not slots:
-            return None
-        if self.options.quick or self.rng.random() < 0.5:
-            preferred = [slot for slot in slots if slot in self.long_holders()]
-            if preferred:
-                return self.rng.choice(preferred)
-            if self.insist:
-                return None
-        return self.rng.choice(slots)
-
-    def long_holders(self) -> set[int | None]:
-        """The slots whose workers run a long job, as the store saw it last."""
-        return {
-            self.fleet.slot_named(name)
-            for token, name in self.background.running
-            if token.startswith("L")
-        }
-
-    def kill_worker(self) -> bool:
-        slot = self.victim()
-        if slot is None:
-            return False
-        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
-        self.fleet.kill(slot)
-        self.note(f"SIGKILL worker {tag}")
-
-        def restart() -> None:
-            self.note(f"started worker {self.fleet.start(slot).tag}")
-
-        self.later(self.options.restart_after, restart)
-        return True
-
-    def stop_worker(self) -> bool:
-        slot = self.victim()
-        if slot is None:
-            return False
-        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
-        self.fleet.freeze(slot)
-        self.note(f"SIGSTOP worker {tag} for {self.options.stop_seconds:g} s")
-
-        def thaw() -> None:
-            self.fleet.thaw(slot)
-            self.note(f"SIGCONT worker {tag}")
-
-        self.later(self.options.stop_seconds, thaw)
-        return True
-
-    def kill_leader(self) -> bool:
-        assert self.cluster is not None
-        cluster = self.cluster
-        if not all(node.alive for node in cluster.nodes):
-            return False
-        leader = cluster.leader()
-        if leader is None:
-            return False
-        self.leader_kills.append(time.monotonic())
-        cluster.kill_node(leader, signal.SIGKILL)
-        self.note(f"SIGKILL rqlite leader {leader.node_id}")
-
-        def restart() -> None:
-            cluster.start_node(leader)
-            self.note(f"restarted rqlite {leader.node_id}")
-
-        self.later(self.options.leader_down_seconds, restart)
-        return True
-
-    def cut(self) -> bool:
-        assert self.partition is not None
-        partition = self.partition
-        worker = self.fleet.current[0]
-        if worker is None or 0 in self.fleet.frozen or not worker.running:
-            return False
-        if time.monotonic() - self.fleet.born[0] < 3:  # let it start: it would only exit
-            return False
-        if self.insist and 0 not in self.long_holders():
-            return False
-        partition.cut()
-        self.cut_slot_busy = True
-        self.note(f"cut worker {worker.tag} off the store for {self.options.cut_seconds:g} s")
-
-        def heal() -> None:
-            partition.heal()
-            self.cut_slot_busy = False
-            self.note("healed the cut")
-
-        self.later(self.options.cut_seconds, heal)
-        return True
-
-
 # -- one run --------------------------------------------------------------------------------
 
 
@@ -518,12 +350,12 @@ def read_verdict(
     workers = store.query(
         Statement("SELECT id, name FROM workers"), consistency=Consistency.LINEARIZABLE
     )
-    return chaos_jobs.judge(
+    return chaos_verdict.judge(
         submitted,
         job_rows(store, QUEUE),
         execution_rows(store, QUEUE),
         {str(row["id"]): str(row["name"]) for row in workers},
-        chaos_jobs.read_ledger(ledger),
+        chaos_verdict.read_ledger(ledger),
         tolerance,
         origin,
     )
@@ -531,7 +363,7 @@ def read_verdict(
 
 def kill_leftovers(run_id: str, ledger: Path) -> None:
     """SIGKILL every process of this run still alive (found as the verdict finds them)."""
-    for pid in chaos_jobs.run_processes(run_id, chaos_jobs.read_ledger(ledger)):
+    for pid in chaos_verdict.run_processes(run_id, chaos_verdict.read_ledger(ledger)):
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -542,7 +374,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
     rng = random.Random(options.seed)
     # With --quick the long jobs come first, so that the faults meet them.
     front = 0.2 if options.quick else 0.5
-    plans = chaos_jobs.plan_jobs(
+    plans = plan_jobs(
         options.jobs, options.long_jobs, options.long_seconds, options.short_seconds, front, rng
     )
     ledger = root / "ledger"
@@ -576,7 +408,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         for worker in fleet.current:
             assert worker is not None
             worker.wait_for_event("worker_started", timeout=60)
-        chaos = Chaos(options, fleet, background, cluster, partition, origin)
+        chaos = Chaos(options, fleet, background, cluster, partition, origin, say)
         span = 2.0 if options.quick else 0.6 * options.duration
         say(f"submitting {len(plans)} jobs over {span:g} s; chaos for up to {options.duration:g} s")
         background.spawn("submit", lambda: background.submit(plans, span))
@@ -615,11 +447,11 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         say("stopping the workers (SIGTERM)")
         fleet.terminate(timeout=30)
         # Whatever this run started must be gone a lease (and some) after the workers.
-        runs = chaos_jobs.read_ledger(ledger)
+        runs = chaos_verdict.read_ledger(ledger)
         settle_end = time.monotonic() + options.lease_seconds + 5
-        while chaos_jobs.run_processes(run_id, runs) and time.monotonic() < settle_end:
+        while chaos_verdict.run_processes(run_id, runs) and time.monotonic() < settle_end:
             time.sleep(0.2)
-        left = chaos_jobs.run_processes(run_id, runs)
+        left = chaos_verdict.run_processes(run_id, runs)
         say("reading the verdict")
         verdict = read_verdict(
             client.store, background.submitted, ledger, options.tolerance, origin
@@ -636,9 +468,11 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             relay = partition.relay
             report["link"] = {"relayed": relay.relayed, "dropped": relay.dropped,
                               "refused": relay.refused, "mode": relay.mode}  # fmt: skip
-        report["unavailability"] = chaos_jobs.unavailability(chaos.leader_kills, background.probes)
+        report["unavailability"] = chaos_verdict.unavailability(
+            chaos.leader_kills, background.probes
+        )
     report["seconds"] = round(time.monotonic() - began, 1)
-    report["violations"] = chaos_jobs.violations(report)
+    report["violations"] = chaos_verdict.violations(report)
     return report
 
 
@@ -706,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         say(f"the run failed; its directory is kept: {root}")
         raise
-    print(chaos_jobs.summary(report))
+    print(chaos_verdict.summary(report))
     if options.json_path is not None:
         options.json_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
     if report["violations"] and options.keep is None:

@@ -1,17 +1,14 @@
-"""The workers of ``scripts/chaos.py``, and the link to the store it can cut for one of them.
-
-A :class:`Fleet` keeps ``--workers`` real ``taskq-worker`` processes running,
-one per slot, and SIGKILLs, SIGSTOPs and SIGCONTs them by pid; slot 0 runs
-inside a :class:`Partition` when the run cuts a worker off.
+"""The chaos run's network cut-off: a link to the store that it can cut for one worker.
 
 A worker cannot simply be pointed at a proxy: the rqlite client learns the
 nodes' addresses from ``/nodes`` (their advertised ``127.0.0.1:port``) and
 would go around it. So the worker runs in a network namespace of its own
-(``ip netns add``, made and deleted here), whose loopback has nothing on it
-but small forwarders listening on ``127.0.0.1:<each node's HTTP port>``.
-Each forwarder relays a connection through a Unix domain socket, a file
-path, which crosses namespaces, to a relay in the root namespace that
-connects to the real ``127.0.0.1:<port>``. Every address stays on loopback.
+(``ip netns add``, made and deleted here: a :class:`Partition`), whose
+loopback has nothing on it but small forwarders listening on
+``127.0.0.1:<each node's HTTP port>``. Each forwarder relays a connection
+through a Unix domain socket, a file path, which crosses namespaces, to a
+relay in the root namespace (a :class:`RootRelay`) that connects to the real
+``127.0.0.1:<port>``. Every address stays on loopback.
 
 Cutting makes the root-side relay drop every relayed connection and, until
 healed, either close each new one at once (``refuse``: the worker's requests
@@ -20,8 +17,8 @@ requests hang until its client times out, as behind a dead switch).
 Healing lets connections through again.
 
 The forwarders run as ``python chaos_link.py inner --socket-dir D --ports
-P,P,P`` inside the namespace; they exit when their stdin closes, so they
-never outlive the chaos run that started them.
+P,P,P`` inside the namespace (this file's :func:`main`); they exit when
+their stdin closes, so they never outlive the chaos run that started them.
 """
 
 from __future__ import annotations
@@ -32,25 +29,14 @@ import functools
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import chaos_jobs
-
-if TYPE_CHECKING:
-    from tests.support.worker_process import WorkerProcess
-
-SCRIPTS = Path(__file__).resolve().parent
-REPO = SCRIPTS.parent
+from typing import Any
 
 CUT_MODES = ("refuse", "blackhole")
 _CHUNK = 65536
@@ -268,136 +254,6 @@ class Partition:
             )
             self._made = False
         shutil.rmtree(self.socket_dir, ignore_errors=True)
-
-
-# -- the workers ----------------------------------------------------------------------------
-
-
-class Fleet:
-    """Slots, each running one real ``taskq-worker`` at a time (a new one after each kill).
-
-    Slot 0 runs in ``partition`` when there is one. Every worker's
-    environment carries the run's marker (``chaos_jobs.RUN_ENV``) and its
-    tag (``chaos_jobs.WORKER_ENV``, which its jobs write in the ledger), and
-    puts ``scripts/`` on ``PYTHONPATH`` so that the jobs import.
-    """
-
-    def __init__(
-        self,
-        root: Path,
-        url: str,
-        config: Path,
-        slots: int,
-        run_id: str,
-        partition: Partition | None,
-        say: Callable[[str], None],
-    ) -> None:
-        # Imported here: the namespace's forwarders run this file and need none of it.
-        from tests.support.worker_process import WorkerProcess, worker_command
-
-        self._worker_process, self._worker_command = WorkerProcess, worker_command
-        self.root = root
-        self.url = url
-        self.config = config
-        self.run_id = run_id
-        self.partition = partition
-        self.say = say
-        self.current: list[WorkerProcess | None] = [None] * slots
-        self.born = [0.0] * slots
-        self.generation = [0] * slots
-        self.every: list[WorkerProcess] = []
-        self.frozen: set[int] = set()
-        self.exits: list[str] = []  # workers that exited without being told to
-
-    def start(self, slot: int) -> WorkerProcess:
-        tag = f"w{slot}g{self.generation[slot]}"  # no dash: worker ids are "<name>-<hex>"
-        self.generation[slot] += 1
-        argv = [
-            *self._worker_command(),
-            *("--store", self.url, "--config", str(self.config)),
-            *("--log-format", "json", "--name", tag),
-        ]
-        if self.partition is not None and slot == 0:
-            argv = self.partition.wrap(argv)
-        env = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
-        env["PYTHONPATH"] = os.pathsep.join(
-            part for part in (str(SCRIPTS), str(REPO), os.environ.get("PYTHONPATH", "")) if part
-        )
-        env[chaos_jobs.RUN_ENV] = self.run_id
-        env[chaos_jobs.WORKER_ENV] = tag
-        directory = self.root / "workers"
-        directory.mkdir(exist_ok=True)
-        worker = self._worker_process(tag, argv, directory / f"{tag}.log", env, directory)
-        self.current[slot] = worker
-        self.born[slot] = time.monotonic()
-        self.every.append(worker)
-        return worker
-
-    def slot_named(self, name: str) -> int | None:
-        for slot, worker in enumerate(self.current):
-            if worker is not None and worker.tag == name:
-                return slot
-        return None
-
-    def kill(self, slot: int) -> None:
-        """SIGKILL the worker alone: its jobs' processes are left to fend for themselves."""
-        worker = self.current[slot]
-        if worker is None:
-            return
-        worker.note_descendants()  # so the final sweep can find them (after the verdict)
-        with suppress(ProcessLookupError):
-            os.kill(worker.pid, signal.SIGKILL)
-        worker.process.wait(timeout=15)
-        self.current[slot] = None
-        self.frozen.discard(slot)
-
-    def freeze(self, slot: int) -> None:
-        worker = self.current[slot]
-        if worker is not None and worker.running:
-            worker.send_signal(signal.SIGSTOP)
-            self.frozen.add(slot)
-
-    def thaw(self, slot: int) -> None:
-        worker = self.current[slot]
-        if slot in self.frozen and worker is not None:
-            with suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGCONT)
-        self.frozen.discard(slot)
-
-    def restart_exited(self) -> None:
-        """Start a worker again in place of one that exited by itself (at most once a second)."""
-        for slot, worker in enumerate(self.current):
-            if worker is not None and not worker.running and time.monotonic() - self.born[slot] > 1:
-                self.exits.append(f"{worker.tag} exited {worker.process.returncode}")
-                self.say(f"worker {self.exits[-1]} by itself: restarted")
-                self.start(slot)
-
-    def terminate(self, timeout: float) -> None:
-        """SIGTERM every worker (each drains), waiting up to ``timeout`` for all of them."""
-        for slot in list(self.frozen):
-            self.thaw(slot)
-        for worker in self.current:
-            if worker is not None and worker.running:
-                worker.terminate()
-        deadline = time.monotonic() + timeout
-        for worker in self.current:
-            if worker is not None:
-                with suppress(Exception):
-                    worker.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-
-    def sweep(self) -> None:
-        """Kill every worker ever started, and every process seen below one, by pid."""
-        for slot in list(self.frozen):
-            self.thaw(slot)
-        for worker in self.every:
-            with suppress(Exception):
-                worker.kill()
-
-    def event_counts(self) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        for worker in self.every:
-            counts.update(str(event.get("event")) for event in worker.events())
-        return counts
 
 
 # -- inside the namespace -------------------------------------------------------------------

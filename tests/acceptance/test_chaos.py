@@ -22,16 +22,16 @@ if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
 import chaos  # noqa: E402
-import chaos_jobs  # noqa: E402
+import chaos_verdict  # noqa: E402
 
 
 def _judged(report: dict[str, Any], faults: dict[str, int]) -> None:
     """The faults all happened, and every zero target of the verdict is 0."""
-    summary = chaos_jobs.summary(report) + "\n" + "\n".join(report["action_log"])
+    summary = chaos_verdict.summary(report) + "\n" + "\n".join(report["action_log"])
     assert report["actions"] == faults, summary
     verdict = report["verdict"]
-    counts = {name: verdict[name] for name in chaos_jobs.ZERO_TARGETS}
-    assert counts == dict.fromkeys(chaos_jobs.ZERO_TARGETS, 0), summary
+    counts = {name: verdict[name] for name in chaos_verdict.ZERO_TARGETS}
+    assert counts == dict.fromkeys(chaos_verdict.ZERO_TARGETS, 0), summary
     assert verdict["runs"] >= verdict["jobs_in_store"], summary  # every job left its trace
 
 
@@ -47,4 +47,4 @@ def test_jobs_survive_a_leader_kill_and_a_cut_off_worker_on_rqlite(tmp_path: Pat
     report = chaos.run(chaos.preset("rqlite", quick=True), tmp_path)
     _judged(report, {"worker_kill": 1, "stop": 1, "leader_kill": 1, "cut": 1})
     # A write went through after the kill (how soon is the script's business).
-    assert report["unavailability"]["unmeasured"] == 0, chaos_jobs.summary(report)
+    assert report["unavailability"]["unmeasured"] == 0, chaos_verdict.summary(report)

@@ -1,0 +1,238 @@
+"""The chaos run's faults: when each kind strikes (:class:`Fault`), and :class:`Chaos`.
+
+:class:`Chaos` fires each kind of fault on its schedule and undoes it: a
+worker SIGKILLed (and a new one started a little later), a worker
+SIGSTOPped (and SIGCONTed after its lease and 3 s), the rqlite leader
+SIGKILLed (and restarted), the cut-off worker's link cut (and healed).
+Whatever it has not undone when the chaos ends, :meth:`Chaos.undo_all`
+undoes. Its victims are workers of the run's :class:`chaos_fleet.Fleet`,
+picked by what the run's watch thread last saw of the store: half of the
+kills and stops go to a worker that runs a long job, when one does (all of
+them with ``--quick``, where a fault waits up to 5 s for one, and spares
+the worker that runs maintenance when it can).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chaos import Background, Options
+    from chaos_fleet import Fleet
+    from chaos_link import Partition
+
+    from tests.support.rqlite_cluster import RqliteCluster
+
+
+@dataclass(frozen=True)
+class Fault:
+    """When a fault strikes: about every ``every`` s (None: never), at most ``limit`` times."""
+
+    every: float | None
+    limit: int | None = None
+    first: float = 0.0  # seconds after the workers start
+
+
+# -- the chaos itself -----------------------------------------------------------------------
+
+
+class Chaos:
+    """Fires each kind of fault on its schedule and undoes it (restart, SIGCONT, heal) later."""
+
+    def __init__(
+        self,
+        options: Options,
+        fleet: Fleet,
+        background: Background,
+        cluster: RqliteCluster | None,
+        partition: Partition | None,
+        origin: float,
+        say: Callable[[str], None],
+    ) -> None:
+        self.options = options
+        self.origin = origin  # wall-clock time the run began: the ledger examples count from it
+        self.fleet = fleet
+        self.background = background
+        self.cluster = cluster
+        self.partition = partition
+        self.say = say
+        self.rng = random.Random(options.seed * 7919)
+        self.start = time.monotonic()
+        self.counts: Counter[str] = Counter()
+        self.leader_kills: list[float] = []  # monotonic times of the kills
+        self.log: list[str] = []
+        self.undo: list[tuple[float, Callable[[], None]]] = []  # (when, what)
+        self.cut_slot_busy = False
+        self.overdue_since: dict[str, float] = {}
+        self.insist = False  # whether a fault must wait for a worker running a long job
+        o = options
+        self.actions: dict[str, tuple[Fault, Callable[[], bool]]] = {
+            "worker_kill": (o.worker_kill, self.kill_worker),
+            "stop": (o.stop, self.stop_worker),
+            "leader_kill": (o.leader_kill, self.kill_leader),
+            "cut": (o.cut, self.cut),
+        }
+        self.due = {
+            name: self.start + fault.first
+            for name, (fault, _) in self.actions.items()
+            if fault.every is not None
+            and (name != "leader_kill" or cluster is not None)
+            and (name != "cut" or partition is not None)
+        }
+
+    def note(self, message: str) -> None:
+        at = time.time() - self.origin
+        self.log.append(f"{at:7.2f} {message}")
+        self.say(f"t={at:.2f} {message}")
+
+    def later(self, delay: float, action: Callable[[], None]) -> None:
+        self.undo.append((time.monotonic() + delay, action))
+
+    @property
+    def finished_firing(self) -> bool:
+        """Every limited action has fired its count and nothing waits to be undone."""
+        return not self.undo and all(
+            fault.limit is None or self.counts[name] >= fault.limit
+            for name, (fault, _) in self.actions.items()
+            if name in self.due
+        )
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for entry in [entry for entry in self.undo if entry[0] <= now]:
+            self.undo.remove(entry)
+            entry[1]()
+        for name, due in list(self.due.items()):
+            fault, fire = self.actions[name]
+            if due > now or fault.every is None:
+                continue
+            if fault.limit is not None and self.counts[name] >= fault.limit:
+                del self.due[name]
+                continue
+            # With --quick a fault waits up to 5 s for a victim that runs a long job.
+            since = self.overdue_since.setdefault(name, now)
+            self.insist = self.options.quick and now - since < 5.0
+            if fire():
+                self.counts[name] += 1
+                self.due[name] = now + fault.every * self.rng.uniform(0.7, 1.3)
+                del self.overdue_since[name]
+            else:
+                self.due[name] = now + 0.5  # nothing to act on yet: try again soon
+        self.fleet.restart_exited()
+
+    def undo_all(self) -> None:
+        for _, action in sorted(self.undo, key=lambda entry: entry[0]):
+            action()
+        self.undo.clear()
+
+    def victim(self) -> int | None:
+        """A worker to hit: one running a long job when there is one (see the module doc)."""
+        now = time.monotonic()
+        cut = {0} if self.cut_slot_busy else set()
+        slots = [
+            slot
+            for slot, worker in enumerate(self.fleet.current)
+            if worker is not None
+            and worker.running
+            and slot not in self.fleet.frozen | cut
+            and now - self.fleet.born[slot] > 1.5
+        ]
+        if self.options.quick:
+            # Spare the maintenance worker, so that expired leases are requeued
+            # at once and a job left running by the victim meets its re-run
+            # within the short jobs of a quick run. (The full run spares none.)
+            spared = [s for s in slots if s != self.fleet.slot_named(self.background.maintainer)]
+            slots = spared or slots
+        if not slots:
+            return None
+        if self.options.quick or self.rng.random() < 0.5:
+            preferred = [slot for slot in slots if slot in self.long_holders()]
+            if preferred:
+                return self.rng.choice(preferred)
+            if self.insist:
+                return None
+        return self.rng.choice(slots)
+
+    def long_holders(self) -> set[int | None]:
+        """The slots whose workers run a long job, as the store saw it last."""
+        return {
+            self.fleet.slot_named(name)
+            for token, name in self.background.running
+            if token.startswith("L")
+        }
+
+    def kill_worker(self) -> bool:
+        slot = self.victim()
+        if slot is None:
+            return False
+        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
+        self.fleet.kill(slot)
+        self.note(f"SIGKILL worker {tag}")
+
+        def restart() -> None:
+            self.note(f"started worker {self.fleet.start(slot).tag}")
+
+        self.later(self.options.restart_after, restart)
+        return True
+
+    def stop_worker(self) -> bool:
+        slot = self.victim()
+        if slot is None:
+            return False
+        tag = self.fleet.current[slot].tag  # type: ignore[union-attr]
+        self.fleet.freeze(slot)
+        self.note(f"SIGSTOP worker {tag} for {self.options.stop_seconds:g} s")
+
+        def thaw() -> None:
+            self.fleet.thaw(slot)
+            self.note(f"SIGCONT worker {tag}")
+
+        self.later(self.options.stop_seconds, thaw)
+        return True
+
+    def kill_leader(self) -> bool:
+        assert self.cluster is not None
+        cluster = self.cluster
+        if not all(node.alive for node in cluster.nodes):
+            return False
+        leader = cluster.leader()
+        if leader is None:
+            return False
+        self.leader_kills.append(time.monotonic())
+        cluster.kill_node(leader, signal.SIGKILL)
+        self.note(f"SIGKILL rqlite leader {leader.node_id}")
+
+        def restart() -> None:
+            cluster.start_node(leader)
+            self.note(f"restarted rqlite {leader.node_id}")
+
+        self.later(self.options.leader_down_seconds, restart)
+        return True
+
+    def cut(self) -> bool:
+        assert self.partition is not None
+        partition = self.partition
+        worker = self.fleet.current[0]
+        if worker is None or 0 in self.fleet.frozen or not worker.running:
+            return False
+        if time.monotonic() - self.fleet.born[0] < 3:  # let it start: it would only exit
+            return False
+        if self.insist and 0 not in self.long_holders():
+            return False
+        partition.cut()
+        self.cut_slot_busy = True
+        self.note(f"cut worker {worker.tag} off the store for {self.options.cut_seconds:g} s")
+
+        def heal() -> None:
+            partition.heal()
+            self.cut_slot_busy = False
+            self.note("healed the cut")
+
+        self.later(self.options.cut_seconds, heal)
+        return True
