@@ -2,11 +2,11 @@
 
 The process the worker starts is the child's keeper (see ``keeper``), which
 forks the process that runs the jobs. The worker never signals the job
-itself: it asks the keeper (SIGTERM), which kills the job's process group
-and every process left below it, then exits the way the job did. Signalling
-the keeper while it is unreaped is safe from pid reuse: an unreaped child,
-even a zombie, keeps its pid. A keeper that does not exit within
-``KEEPER_PATIENCE_SECONDS`` of being asked is killed outright.
+itself: it asks the keeper (by closing its side of the keeper's socket),
+which kills the job's process group and every process left below it, then
+exits the way the job did. A keeper that does not exit within
+``KEEPER_PATIENCE_SECONDS`` of being asked is killed outright, which is safe
+from pid reuse: an unreaped child, even a zombie, keeps its pid.
 
 Children are started from one thread kept for the worker's whole life: the
 kernel's parent-death signal fires when the *thread* that started a process
@@ -177,11 +177,16 @@ class ChildProcess:
         return bool(poller.poll(0))
 
     def kill_job(self) -> None:
-        """Have the keeper kill the job and every process it started; a no-op once reaped."""
+        """Have the keeper kill the job and every process it started; a no-op once reaped.
+
+        The worker closes its side of the keeper's socket: the keeper reads
+        end of file as "stop", whether it is sleeping in its loop or still
+        starting up (a signal then would find no handler yet).
+        """
         if self._reaped:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
+        with contextlib.suppress(OSError):
+            self._keeper.shutdown(socket.SHUT_WR)
 
     def reap(self, patience: float = KEEPER_PATIENCE_SECONDS) -> Ended:
         """Wait for the child to exit (blocking) and collect its status and rusage.

@@ -20,7 +20,8 @@ every process the job started, the moment any of these happens:
   deadline into memory shared with the keeper, which kills the job a little
   after it (the worker's own timer normally comes first, and names the
   outcome).
-- **The worker asks** (SIGTERM), or **the job process ends.**
+- **The worker asks** (it closes its side of the socket; SIGTERM works too),
+  or **the job process ends.**
 
 Then the keeper kills the job's process group, then every process left
 below it: the keeper is a child subreaper, so a process that double-forked
@@ -154,6 +155,12 @@ def _keep(
         poller.register(fd, select.POLLIN)
     reason = b""
     while True:
+        # Deadlines first: one that came while the keeper slept (a renewal the
+        # worker sent just before it froze, say) counts before the old one ends a job.
+        renewed = _read_deadlines(keeper, kill_by)
+        if renewed is None:
+            break  # the worker is gone
+        kill_by = renewed
         now = time.monotonic()
         (job_deadline,) = _DEADLINE.unpack_from(shared, 0)
         wall_deadline = job_deadline + WALL_CLOCK_GRACE_SECONDS if job_deadline else math.inf
@@ -167,13 +174,12 @@ def _keep(
         ready = {fd for fd, _ in poller.poll(wait * 1000)}
         if job_fd in ready or wake_read in ready or os.getppid() != worker_pid:
             break
-        if keeper.fileno() in ready:
-            renewed = _read_deadlines(keeper, kill_by)
-            if renewed is None:
-                break  # the worker is gone
-            kill_by = renewed
     if reason:
+        # A socket closed with messages unread resets its peer, whose read of
+        # the reason would then fail: take no more, read what came, then say why.
         with contextlib.suppress(OSError):
+            keeper.shutdown(socket.SHUT_RD)
+            _read_deadlines(keeper, kill_by)
             keeper.send(reason)
     if groups is not None:
         groups.kill()
