@@ -295,6 +295,10 @@ def test_pausing_or_resuming_an_unknown_queue_is_an_error_unless_created(
 
 
 def test_queue_limits_are_set_shown_and_lifted(url: str, queue: str) -> None:
+    # Lifting what is not set is a write like any other (a fresh store then exists to read).
+    assert ok("limit", queue, "--rate", "none", store=url).out.strip() == (
+        f"queue {queue}: max running -, rate -"
+    )
     assert ok("limit", queue, store=url).out.strip() == f"queue {queue}: max running -, rate -"
     shown = ok("limit", queue, "--max-running", "2", "--rate", "100/1s", store=url).out
     assert shown.strip() == f"queue {queue}: max running 2, rate 100/1s"

@@ -7,20 +7,35 @@ back the ones that have not started.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from itertools import pairwise
 
 import taskq
 from taskq.broker.records import JobState
+from taskq.broker.store import Statement
 from tests.support.worker_process import WorkerFleet
 
 JOBS = "tests.support.jobs"
 
 
 def _claimed_together(client: taskq.Client, job_ids: list[int]) -> int:
-    """The most jobs whose first execution began at the same store time: one claim's batch."""
-    claimed_at = Counter(client.executions(job_id)[0].started_at for job_id in job_ids)
-    return max(claimed_at.values())
+    """The most jobs one claim took, among the first attempts of ``job_ids``.
+
+    A claim gives every job it takes a lease token made of the claim's own
+    token and the job's id (``<claim>.<id>``): equal prefixes, one claim.
+    Store times would not tell: two claims may fall within one tick.
+    """
+    rows = client.store.query(
+        Statement(
+            "SELECT lease_token FROM executions WHERE attempt = 1 "
+            "AND job_id IN (SELECT value FROM json_each(:ids))",
+            {"ids": json.dumps(job_ids)},
+        )
+    )
+    assert len(rows) == len(job_ids), rows
+    claims = Counter(str(row["lease_token"]).rpartition(".")[0] for row in rows)
+    return max(claims.values())
 
 
 def test_short_jobs_are_claimed_ahead_but_run_one_at_a_time(
