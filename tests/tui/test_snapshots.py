@@ -13,18 +13,20 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input, Static
 
 from taskq.app.app import ConsoleApp
 from taskq.app.attempts_table import AttemptsTable
 from taskq.app.clock import Clock
 from taskq.app.jobs_table import JobsTable
 from taskq.app.source import ConsoleSource
+from taskq.app.submit_screen import SubmitScreen
 from taskq.app.workers_table import WorkersTable
 from taskq.broker import migrations
 from taskq.broker.sqlite_store import SqliteStore
 from taskq.broker.store import Store
 from tests.tui.seed import BASE, Seeded, seed
-from tests.tui.waiting import wait_for
+from tests.tui.waiting import plain, wait_for
 
 SIZE = (120, 40)
 SnapCompare = Callable[..., bool]
@@ -84,3 +86,19 @@ def test_job_detail(snap_compare: SnapCompare, relative_store: Store) -> None:
         await wait_for(pilot, lambda: attempts.row_count == 1, "the attempt")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
+
+
+def test_the_form_at_80x24_with_its_error(snap_compare: SnapCompare, relative_store: Store) -> None:
+    app = _app(relative_store, BASE)
+
+    async def empty_submit(pilot: Pilot[None]) -> None:
+        await wait_for(pilot, lambda: app.overview is not None, "the overview")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen), "the form")
+        for field in app.screen.query(Input):
+            field.cursor_blink = False  # a blinking cursor would make the picture flicker
+        await pilot.press("ctrl+s")
+        error = app.screen.query_one("#submit-error", Static)
+        await wait_for(pilot, lambda: "target must" in plain(error), "the error")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=empty_submit)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
-from datetime import UTC
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from rich.console import Console
@@ -22,15 +20,11 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from taskq.app.app import ConsoleApp
-from taskq.app.clock import Clock
-from taskq.app.source import ConsoleSource
 from taskq.app.submit_screen import SubmitScreen
-from taskq.broker import migrations, plan
 from taskq.broker import operations as ops
+from taskq.broker import plan
 from taskq.broker.records import Job, JobState
-from taskq.broker.sqlite_store import SqliteStore
 from taskq.broker.store import Store
-from tests.tui.seed import BASE
 from tests.tui.waiting import plain, wait_for
 
 pytestmark = pytest.mark.anyio
@@ -199,33 +193,3 @@ async def test_back_closes_the_form_without_a_job(
         await pilot.click("#back")
         await wait_for(pilot, lambda: app.screen is not form, "the form closed")
         assert plan.run(sqlite_store, ops.job_list(queue="thumbs", limit=5)) == []
-
-
-@pytest.fixture
-def relative_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """An empty store at a relative path, so the URL drawn is the same on every machine."""
-    monkeypatch.chdir(tmp_path)
-    store = SqliteStore("taskq.db")
-    migrations.migrate(store)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def test_the_form_at_80x24_with_its_error(snap_compare: SnapCompare, relative_store: Store) -> None:
-    clock = Clock(now=lambda: BASE, tz=UTC)
-    source = ConsoleSource(relative_store, store_now=lambda: BASE)
-    app = ConsoleApp(source, refresh_seconds=5.0, clock=clock)
-
-    async def empty_submit(pilot: Pilot[None]) -> None:
-        await wait_for(pilot, lambda: app.overview is not None, "the overview")
-        await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(app.screen, SubmitScreen), "the form")
-        for field in app.screen.query(Input):
-            field.cursor_blink = False  # a blinking cursor would make the picture flicker
-        await pilot.press("ctrl+s")
-        error = app.screen.query_one("#submit-error", Static)
-        await wait_for(pilot, lambda: "target must" in plain(error), "the error")
-
-    assert snap_compare(app, terminal_size=(80, 24), run_before=empty_submit)
