@@ -13,7 +13,7 @@ import anyio
 
 from taskq.broker.limits import Limits
 from taskq.worker.outcome import Status
-from taskq.worker.payloads import CallPayload
+from taskq.worker.payloads import CallPayload, Policy
 from taskq.worker.sandbox import PoolSandbox, ProcessSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings
 
@@ -49,11 +49,12 @@ def _measure(make: Any, jobs: int) -> dict[str, Any]:
 
 def sandbox_overhead(pool_jobs: int, process_jobs: int) -> dict[str, dict[str, Any]]:
     recycle = WorkerSettings().pool_recycle_after
+    jobs = Policy(modules=("bench_jobs",))
     return {
-        "pool": _measure(lambda: PoolSandbox(max_jobs_per_child=10**9), pool_jobs),
+        "pool": _measure(lambda: PoolSandbox(policy=jobs, max_jobs_per_child=10**9), pool_jobs),
         "pool_recycled": {
-            **_measure(lambda: PoolSandbox(max_jobs_per_child=recycle), pool_jobs),
+            **_measure(lambda: PoolSandbox(policy=jobs, max_jobs_per_child=recycle), pool_jobs),
             "recycle_after": recycle,
         },
-        "process": _measure(ProcessSandbox, process_jobs),
+        "process": _measure(lambda: ProcessSandbox(policy=jobs), process_jobs),
     }
