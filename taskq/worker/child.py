@@ -42,6 +42,7 @@ import msgspec
 from taskq.broker.limits import Limits, parse_limits
 from taskq.worker import keeper, linux, outcome, progress, protocol, rlimits
 from taskq.worker.cgroups import CgroupPlan
+from taskq.worker.lease_deadline import read_shared
 from taskq.worker.payloads import (
     CallPayload,
     Payload,
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--keeper-fd", type=int, required=True)
     parser.add_argument("--worker-pid", type=int, required=True)
-    parser.add_argument("--kill-by", type=float, default=math.inf, help="monotonic lease deadline")
+    parser.add_argument("--deadline-fd", type=int, help="memfd of the worker's lease deadline")
     parser.add_argument("--cgroups", help="where the job's control groups go, as JSON")
     parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
     parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     clock = keeper.split(
         keeper_fd=args.keeper_fd,
         worker_pid=args.worker_pid,
-        kill_by=args.kill_by,
+        kill_by=((lambda: math.inf) if args.deadline_fd is None else read_shared(args.deadline_fd)),
         job_fds=(args.control_fd,),
         cgroups=msgspec.json.decode(args.cgroups, type=CgroupPlan) if args.cgroups else None,
     )

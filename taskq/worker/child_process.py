@@ -1,4 +1,4 @@
-"""A sandbox child as the worker holds it: spawned, told its deadline, stopped, reaped with rusage.
+"""A sandbox child as the worker holds it: spawned, stopped, reaped with rusage.
 
 The process the worker starts is the child's keeper (see ``keeper``), which
 forks the process that runs the jobs. The worker never signals the job
@@ -23,7 +23,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
-import math
 import os
 import secrets
 import select
@@ -38,7 +37,6 @@ from typing import Literal
 import msgspec
 
 from taskq.broker.limits import Limits
-from taskq.worker import keeper
 from taskq.worker.cgroups import CgroupPlan
 from taskq.worker.lease_deadline import LeaseDeadline
 from taskq.worker.rlimits import own_peak_rss_bytes
@@ -86,7 +84,6 @@ class ChildProcess:
         keeper_channel: socket.socket,
         output_fd: int,
         marker: str,
-        deadline: LeaseDeadline | None,
     ) -> None:
         self._popen = popen
         # The kernel starts a child's ru_maxrss from its parent's peak RSS (and
@@ -100,9 +97,6 @@ class ChildProcess:
         self.output_fd = output_fd
         self.pidfd = os.pidfd_open(popen.pid)
         self._reaped = False
-        self._deadline = deadline
-        if deadline is not None:
-            deadline.attach(self)
 
     @classmethod
     def spawn(
@@ -112,8 +106,8 @@ class ChildProcess:
 
         ``ceiling`` (pool mode) is passed on as the child's hard limits, with
         a fresh token for the markers between its jobs' output. The child's
-        keeper holds it to ``setup.deadline`` until it is closed. Block on the
-        future's ``result()`` in a thread, or wrap it in the event loop.
+        keeper holds its jobs to ``setup.deadline``. Block on the future's
+        ``result()`` in a thread, or wrap it in the event loop.
         """
         return _SPAWNER.submit(cls._spawn_here, mode, setup, ceiling)
 
@@ -125,9 +119,10 @@ class ChildProcess:
         argv = [sys.executable, "-u", "-m", "taskq.worker.child", mode]
         argv += ["--control-fd", str(child_control.fileno())]
         argv += ["--keeper-fd", str(child_keeper.fileno()), "--worker-pid", str(os.getpid())]
-        kill_by = math.inf if setup.deadline is None else setup.deadline.kill_by
-        if math.isfinite(kill_by):
-            argv += ["--kill-by", repr(kill_by)]
+        passed = [child_control.fileno(), child_keeper.fileno()]
+        if setup.deadline is not None:
+            argv += ["--deadline-fd", str(setup.deadline.fileno())]
+            passed.append(setup.deadline.fileno())
         if setup.cgroups is not None and setup.cgroups.groups():
             argv += ["--cgroups", msgspec.json.encode(setup.cgroups).decode()]
         marker = secrets.token_hex(8)
@@ -139,7 +134,7 @@ class ChildProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=child_output_fd,
                 stderr=child_output_fd,
-                pass_fds=(child_control.fileno(), child_keeper.fileno()),
+                pass_fds=passed,
                 start_new_session=True,
                 env=setup.env,
             )
@@ -155,12 +150,7 @@ class ChildProcess:
         control.setblocking(False)
         keeper_channel.setblocking(False)
         os.set_blocking(output_fd, False)
-        return cls(popen, control, keeper_channel, output_fd, marker, setup.deadline)
-
-    def set_deadline(self, kill_by: float) -> None:
-        """Tell the keeper the monotonic time the jobs must be dead by (``inf``: none)."""
-        with contextlib.suppress(OSError):  # the keeper is gone; its pidfd will say so
-            self._keeper.send(keeper.deadline_message(kill_by))
+        return cls(popen, control, keeper_channel, output_fd, marker)
 
     def ended_by_keeper(self) -> bytes:
         """Why the keeper ended the job by itself (``keeper.LEASE_ENDED``...); ``b""`` if not."""
@@ -214,8 +204,6 @@ class ChildProcess:
 
     def close(self) -> None:
         """Kill and reap the child if need be, then release its descriptors."""
-        if self._deadline is not None:
-            self._deadline.detach(self)
         if not self._reaped:
             self.kill_job()
             self.reap()

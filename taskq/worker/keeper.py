@@ -11,11 +11,11 @@ every process the job started, the moment any of these happens:
   parent-death signal), and the socket from the worker reaches end of
   file; either is enough, and a changed parent pid, checked at every
   wake-up, is a third line.
-- **The lease deadline passes.** The worker sends the monotonic time by
-  which its jobs must be dead unless their leases are renewed (see
-  ``lease_deadline``), and a later one after each renewal. A worker that
-  is frozen, or cut off from the store, sends none, so its jobs die before
-  the store lets another worker claim them.
+- **The lease deadline passes.** The worker keeps the monotonic time by
+  which its jobs must be dead unless their leases are renewed in memory it
+  shares with every keeper (see ``lease_deadline``), and moves it on after
+  each renewal. A worker that is frozen, or cut off from the store, moves
+  it no more, so its jobs die before the store lets another worker claim them.
 - **The job's wall clock runs out.** The job process writes each job's
   deadline into memory shared with the keeper, which kills the job a little
   after it (the worker's own timer normally comes first, and names the
@@ -47,6 +47,7 @@ import signal
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import NoReturn
 
 from taskq.broker.limits import Limits
@@ -57,10 +58,9 @@ LEASE_ENDED = b"L"
 WALL_CLOCK_ENDED = b"W"
 
 _DEADLINE = struct.Struct("d")
-"""Worker to keeper: the monotonic time the jobs must be dead by (``inf``: none)."""
 
-# The keeper looks at the job's wall-clock deadline at least this often: the
-# job process writes it without waking the keeper, which costs nothing per job.
+# The keeper looks at both deadlines at least this often: the worker and the
+# job process write them without waking the keeper, which costs nothing per job.
 _LOOK_SECONDS = 0.25
 # After the wall-clock deadline: the worker's timer should have ended the job
 # by then, and its kill names the outcome more precisely.
@@ -86,24 +86,20 @@ class JobClock:
         _DEADLINE.pack_into(self._shared, 0, 0.0)
 
 
-def deadline_message(kill_by: float) -> bytes:
-    """The message telling a keeper its jobs must be dead by ``kill_by`` (``inf``: no deadline)."""
-    return _DEADLINE.pack(kill_by)
-
-
 def split(
     *,
     keeper_fd: int,
     worker_pid: int,
-    kill_by: float,
+    kill_by: Callable[[], float],
     job_fds: tuple[int, ...],
     cgroups: CgroupPlan | None,
 ) -> JobClock:
     """Fork the job process; return in it. The keeper never returns from here.
 
     ``job_fds`` are the job process's channels to the worker, which the keeper
-    closes; ``keeper_fd`` is the keeper's, which the job process closes. The
-    job process joins control groups of its own where ``cgroups`` says.
+    closes; ``keeper_fd`` is the keeper's, which the job process closes.
+    ``kill_by`` reads the worker's lease deadline. The job process joins
+    control groups of its own where ``cgroups`` says.
     """
     # First of all, so that no moment passes in which the worker could die unnoticed.
     linux.set_parent_death_signal(signal.SIGTERM)
@@ -141,7 +137,7 @@ def _keep(
     job_pid: int,
     shared: mmap.mmap,
     worker_pid: int,
-    kill_by: float,
+    kill_by: Callable[[], float],
     groups: JobGroups | None,
 ) -> NoReturn:
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -155,31 +151,24 @@ def _keep(
         poller.register(fd, select.POLLIN)
     reason = b""
     while True:
-        # Deadlines first: one that came while the keeper slept (a renewal the
-        # worker sent just before it froze, say) counts before the old one ends a job.
-        renewed = _read_deadlines(keeper, kill_by)
-        if renewed is None:
-            break  # the worker is gone
-        kill_by = renewed
         now = time.monotonic()
+        lease_deadline = kill_by()
         (job_deadline,) = _DEADLINE.unpack_from(shared, 0)
         wall_deadline = job_deadline + WALL_CLOCK_GRACE_SECONDS if job_deadline else math.inf
-        if now >= kill_by:
+        if now >= lease_deadline:
             reason = LEASE_ENDED
             break
         if now >= wall_deadline:
             reason = WALL_CLOCK_ENDED
             break
-        wait = min(kill_by, wall_deadline, now + _LOOK_SECONDS) - now
+        wait = min(lease_deadline, wall_deadline, now + _LOOK_SECONDS) - now
         ready = {fd for fd, _ in poller.poll(wait * 1000)}
-        if job_fd in ready or wake_read in ready or os.getppid() != worker_pid:
+        # The worker sends nothing on the socket: readable means end of file,
+        # the worker gone or asking for the stop.
+        if ready or os.getppid() != worker_pid:
             break
     if reason:
-        # A socket closed with messages unread resets its peer, whose read of
-        # the reason would then fail: take no more, read what came, then say why.
         with contextlib.suppress(OSError):
-            keeper.shutdown(socket.SHUT_RD)
-            _read_deadlines(keeper, kill_by)
             keeper.send(reason)
     if groups is not None:
         groups.kill()
@@ -191,21 +180,6 @@ def _keep(
 
 def _note_signal(number: int, frame: object) -> None:
     """Nothing: the wake-up pipe has already told the loop."""
-
-
-def _read_deadlines(keeper: socket.socket, latest: float) -> float | None:
-    """The latest deadline the worker sent (else ``latest``); ``None`` once the worker is gone."""
-    while True:
-        try:
-            message = keeper.recv(64)
-        except BlockingIOError:
-            return latest
-        except OSError:
-            return None
-        if not message:
-            return None
-        if len(message) == _DEADLINE.size:
-            (latest,) = _DEADLINE.unpack(message)
 
 
 def sweep(job_pid: int) -> int | None:

@@ -24,9 +24,12 @@ sent at monotonic time ``s`` (a claim, or a heartbeat that renewed it):
   500 ppm, 15 ms over a 30 s lease) is part of it.
 
 One deadline serves all of a worker's jobs: the oldest renewal among the
-leases it holds plus ``L - m``. It is sent when it moves earlier (a first
-lease after none), when it moves later by ``_SEND_STEP_SECONDS`` or more (a
-renewal), and as ``inf`` when no lease is held; a later deadline sent late
+leases it holds plus ``L - m`` (``inf`` while it holds none). It lives in one
+page of memory shared with every keeper (a memfd whose descriptor each child
+is given): writing it wakes nobody, and each keeper reads it whenever it wakes,
+at least every quarter second. A deadline is never less than ``L - m``
+seconds (28 s by default) after the renewal it follows, so a quarter second
+to notice it costs nothing; a keeper that saw an older, earlier deadline
 only ends jobs early, never late. Heartbeats come every ``H`` seconds, and
 ``2H + m <= L`` (checked in the settings) so that one lost heartbeat costs
 no job.
@@ -35,37 +38,37 @@ no job.
 from __future__ import annotations
 
 import math
-import threading
+import mmap
+import os
+import struct
 import time
-from typing import Protocol
+from collections.abc import Callable
 
-# Later deadlines go out at most this often (they are never urgent, and a
-# busy worker's oldest lease moves on with every batch it claims).
-_SEND_STEP_SECONDS = 0.5
-
-
-class Keeper(Protocol):
-    """What a deadline is sent to: a sandbox child's keeper."""
-
-    def set_deadline(self, kill_by: float) -> None: ...
+_SHARED = struct.Struct("d")
 
 
 class LeaseDeadline:
     """The monotonic time this worker's jobs must be dead by; ``inf`` while it holds no lease.
 
-    Keepers are added from the threads that start children and the deadline
-    moves in the event loop's thread: a lock keeps each keeper's view whole.
+    The value sits in a memfd shared with the keepers (``fileno``); a keeper
+    maps it with ``read_shared``.
     """
 
     def __init__(self, *, lease_seconds: float, margin_seconds: float) -> None:
         self._lasts = lease_seconds - margin_seconds
+        self._fd = os.memfd_create("taskq-lease-deadline", os.MFD_CLOEXEC)
+        os.ftruncate(self._fd, _SHARED.size)
+        self._shared = mmap.mmap(self._fd, _SHARED.size)
         self._kill_by = math.inf
-        self._keepers: set[Keeper] = set()
-        self._lock = threading.Lock()
+        _SHARED.pack_into(self._shared, 0, math.inf)
 
     @property
     def kill_by(self) -> float:
         return self._kill_by
+
+    def fileno(self) -> int:
+        """The memfd holding the deadline, for a child to be given and to map."""
+        return self._fd
 
     def expired(self) -> bool:
         """Whether the deadline has passed: a job started now would be killed at once."""
@@ -79,23 +82,20 @@ class LeaseDeadline:
 
     def held_since(self, oldest_renewal: float | None) -> None:
         """The oldest renewal among the leases held now (``None``: none is held)."""
-        kill_by = math.inf if oldest_renewal is None else oldest_renewal + self._lasts
-        # inf - a finite deadline is inf: dropping the deadline always goes out.
-        if kill_by < self._kill_by or kill_by - self._kill_by >= _SEND_STEP_SECONDS:
-            self._move(kill_by)
+        self._move(math.inf if oldest_renewal is None else oldest_renewal + self._lasts)
 
-    def attach(self, keeper: Keeper) -> None:
-        """Send ``keeper`` the deadline now and whenever it moves, until ``detach``."""
-        with self._lock:
-            self._keepers.add(keeper)
-            keeper.set_deadline(self._kill_by)
-
-    def detach(self, keeper: Keeper) -> None:
-        with self._lock:
-            self._keepers.discard(keeper)
+    def close(self) -> None:
+        self._shared.close()
+        os.close(self._fd)
 
     def _move(self, kill_by: float) -> None:
-        with self._lock:
-            self._kill_by = kill_by
-            for keeper in self._keepers:
-                keeper.set_deadline(kill_by)
+        self._kill_by = kill_by
+        # One aligned 8-byte store: a keeper reads the old value or the new one.
+        _SHARED.pack_into(self._shared, 0, kill_by)
+
+
+def read_shared(fd: int) -> Callable[[], float]:
+    """In a keeper: the deadline the worker keeps in memfd ``fd``, read afresh at each call."""
+    shared = mmap.mmap(fd, _SHARED.size, prot=mmap.PROT_READ)
+    os.close(fd)
+    return lambda: _SHARED.unpack_from(shared, 0)[0]

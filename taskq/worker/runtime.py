@@ -222,6 +222,7 @@ class Worker:
         for sandbox in self._distinct_sandboxes():
             await sandbox.aclose()
         cgroups.remove(self._cgroups)
+        self._deadline.close()
         try:
             await self._run(ops.worker_set_state(self.worker_id, "stopped"))
         except errors.StoreError as exc:
