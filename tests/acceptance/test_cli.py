@@ -8,17 +8,11 @@ submitter names. Jobs that must finish are run by a real ``taskq-worker``
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,58 +21,12 @@ from taskq.broker.client import default_submitter
 from taskq.broker.connect import open_store
 from taskq.broker.store import Store
 from taskq.cli.main import build_parser
-from tests.support.worker_process import REPO, WorkerFleet
+from tests.support.cli_runs import ok, one_error_line, taskq
+from tests.support.worker_process import WorkerFleet
 
 JOBS = "tests.support.jobs"
-COMMAND_TIMEOUT = 60.0
 UNREACHABLE = "rqlite://127.0.0.1:1"
 NO_SUCH_JOB = 987_654_321
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What one ``taskq`` run printed and how it exited."""
-
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def taskq(*args: str, store: str | None = None, env: dict[str, str] | None = None) -> Ran:
-    """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
-    argv = [sys.executable, "-m", "taskq.cli", *(("--store", store) if store else ()), *args]
-    # subprocess.run kills the command by pid if it overruns its timeout.
-    done = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,
-        env={**clean, **(env or {})},
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
-    return Ran(done.returncode, done.stdout, done.stderr)
-
-
-def ok(*args: str, store: str) -> Ran:
-    """Run ``taskq``; fail the test with its output unless it exits 0."""
-    ran = taskq(*args, store=store)
-    assert ran.code == 0, f"taskq {' '.join(args)} exited {ran.code}\n{ran.out}\n{ran.err}"
-    return ran
-
-
-def assert_one_error_line(ran: Ran, code: int, *fragments: str) -> None:
-    """The command failed with ``code`` and one ``taskq: error:`` line naming ``fragments``."""
-    assert ran.code == code, ran
-    lines = ran.err.strip().splitlines()
-    assert len(lines) == 1, ran.err
-    assert lines[0].startswith("taskq: error: "), ran.err
-    for fragment in fragments:
-        assert fragment in lines[0], ran.err
 
 
 @pytest.fixture(params=["sqlite", "rqlite"])
@@ -147,7 +95,7 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     other = taskq(
         "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--key", f"key-{queue}", store=url
     )
-    assert_one_error_line(other, 2, f"key-{queue}")
+    one_error_line(other, 2, f"key-{queue}")
 
     at = ok(
         "submit", f"{JOBS}:add", "3", "4", "--queue", queue, "--at", "2030-01-02T03:04", store=url
@@ -189,7 +137,7 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     mixed = taskq("cancel", str(job_id), str(NO_SUCH_JOB), store=url)
     assert mixed.code == 1
     assert mixed.out.strip() == f"job {job_id}: cancelled"
-    assert_one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
+    one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
 
 
 def test_wait_prints_the_result_and_logs_show_the_attempts(
@@ -212,9 +160,9 @@ def test_wait_prints_the_result_and_logs_show_the_attempts(
         store=url,
     )
     assert failed.out == ""
-    assert_one_error_line(failed, 1, "dead after 1 attempt", "JobFailed: boom")
+    one_error_line(failed, 1, "dead after 1 attempt", "JobFailed: boom")
     failed_id = ok("jobs", "--queue", queue, "--state", "dead", "--json", store=url).json()[0]["id"]
-    assert_one_error_line(taskq("result", str(failed_id), store=url), 1, "JobFailed: boom")
+    one_error_line(taskq("result", str(failed_id), store=url), 1, "JobFailed: boom")
 
     logs = ok("logs", str(failed_id), store=url).out
     assert "attempt 1 of 1  error" in logs
@@ -270,9 +218,9 @@ def test_a_paused_queue_keeps_its_job_queued_until_resumed(
     job = ok("status", str(job_id), "--json", store=url).json()
     assert (job["state"], job["attempts"]) == ("queued", 0)
     waited = taskq("result", str(job_id), "--wait", "--timeout", "1s", store=url)
-    assert_one_error_line(waited, 1, f"job {job_id} is still queued after 1 s")
+    one_error_line(waited, 1, f"job {job_id} is still queued after 1 s")
     not_yet = taskq("result", str(job_id), store=url)
-    assert_one_error_line(not_yet, 1, "still queued", "--wait")
+    one_error_line(not_yet, 1, "still queued", "--wait")
 
     assert ok("resume", queue, store=url).out.strip() == f"queue {queue} resumed"
     assert ok("result", str(job_id), "--wait", "--timeout", "60", store=url).out == "42\n"
@@ -285,7 +233,7 @@ def test_pausing_or_resuming_an_unknown_queue_is_an_error_unless_created(
 ) -> None:
     for action in ("pause", "resume"):
         refused = taskq(action, queue, store=url)
-        assert_one_error_line(refused, 1, f"no queue named '{queue}'", "--create")
+        one_error_line(refused, 1, f"no queue named '{queue}'", "--create")
     assert queue not in {q["queue"] for q in ok("queues", "--json", store=url).json()}
     ok("resume", queue, "--create", store=url)
     assert ok("pause", queue, store=url).out.startswith(f"queue {queue} paused")
@@ -318,8 +266,8 @@ def test_queue_limits_are_set_shown_and_lifted(url: str, queue: str) -> None:
     assert (lifted["max_running"], lifted["rate_limit"]) == (None, None)
 
     bad = taskq("limit", queue, "--rate", "5/fortnight", store=url)
-    assert_one_error_line(bad, 2, "--rate", "N/PERIOD")
-    assert_one_error_line(taskq("limit", queue, "--max-running", "-1", store=url), 2)
+    one_error_line(bad, 2, "--rate", "N/PERIOD")
+    one_error_line(taskq("limit", queue, "--max-running", "-1", store=url), 2)
 
 
 def test_submit_limit_refuses_the_submitter_over_its_rate(url: str, queue: str) -> None:
@@ -334,14 +282,14 @@ def test_submit_limit_refuses_the_submitter_over_its_rate(url: str, queue: str) 
         submit(url, queue, "add", "1", "1")
         submit(url, queue, "add", "1", "1")
         refused = taskq("submit", f"{JOBS}:add", "1", "1", "--queue", queue, store=url)
-        assert_one_error_line(refused, 1, me, "nothing was written", "retry in")
+        one_error_line(refused, 1, me, "nothing was written", "retry in")
         assert len(ok("jobs", "--queue", queue, "--json", store=url).json()) == 2
     finally:
         removed = taskq("submit-limit", me, "--remove", store=url)
     assert removed.code == 0, removed
     assert "no limit of its own" in removed.out
     submit(url, queue, "add", "1", "1")
-    assert_one_error_line(taskq("submit-limit", me, store=url), 2, "--remove")
+    one_error_line(taskq("submit-limit", me, store=url), 2, "--remove")
 
 
 # -- schedules ---------------------------------------------------------------------------------
@@ -384,13 +332,13 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
         assert ok("schedule", "resume", cron, store=url).out.strip() == f"schedule {cron} resumed"
 
         bad = taskq("schedule", "add", f"{queue}-bad", "--cron", "61 * * * *", "m:f", store=url)
-        assert_one_error_line(bad, 2, "bad cron expression '61 * * * *'")
+        one_error_line(bad, 2, "bad cron expression '61 * * * *'")
         zone = taskq(
             *("schedule", "add", f"{queue}-bad", "--every", "1m", "m:f"),
             *("--timezone", "Mars/Olympus"),
             store=url,
         )
-        assert_one_error_line(zone, 2, "unknown time zone 'Mars/Olympus'")
+        one_error_line(zone, 2, "unknown time zone 'Mars/Olympus'")
         both = taskq(
             "schedule",
             "add",
@@ -402,14 +350,14 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
             "m:f",
             store=url,
         )
-        assert_one_error_line(both, 2, "not allowed with")
+        one_error_line(both, 2, "not allowed with")
         names = {s["name"] for s in ok("schedule", "list", "--json", store=url).json()}
         assert f"{queue}-bad" not in names
 
         assert ok("schedule", "remove", cron, store=url).out.strip() == f"schedule {cron} removed"
         gone = taskq("schedule", "remove", cron, store=url)
-        assert_one_error_line(gone, 1, f"no schedule named '{cron}'")
-        assert_one_error_line(taskq("schedule", "pause", cron, store=url), 1, "no schedule")
+        one_error_line(gone, 1, f"no schedule named '{cron}'")
+        one_error_line(taskq("schedule", "pause", cron, store=url), 1, "no schedule")
     finally:
         for name in (cron, every):
             taskq("schedule", "remove", name, store=url)
@@ -423,7 +371,7 @@ def test_a_taken_schedule_name_is_replaced_only_when_asked(url: str, queue: str)
         # Exactly as it stands: nothing to replace, so no error (a script may run twice).
         assert ok(*add, "--every", "1m", store=url).out.startswith(f"schedule {name}: every 1m")
         taken = taskq(*add, "--every", "2m", store=url)
-        assert_one_error_line(taken, 1, f"schedule '{name}' already exists", "--replace")
+        one_error_line(taken, 1, f"schedule '{name}' already exists", "--replace")
         replaced = ok(*add, "--every", "2m", "--replace", store=url).out
         assert replaced.startswith(f"schedule {name} replaced: every 2m")
         listed = {s["name"]: s for s in ok("schedule", "list", "--json", store=url).json()}
@@ -467,7 +415,7 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
     time.sleep(1.2)
     pruned = ok("prune", "--older-than", "1s", "--json", store=url).json()
     assert pruned == {"pruned": 1, "older_than_seconds": 1.0}
-    assert_one_error_line(taskq("status", str(job_id), store=url), 1, f"no job with id {job_id}")
+    one_error_line(taskq("status", str(job_id), store=url), 1, f"no job with id {job_id}")
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -476,23 +424,23 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
 def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: str) -> None:
     for bad in ("hello", "[1,", "{'a': 1}"):
         ran = taskq("submit", f"{JOBS}:add", "1", bad, "--queue", queue, store=url)
-        assert_one_error_line(ran, 2, repr(bad), "is not JSON")
+        one_error_line(ran, 2, repr(bad), "is not JSON")
         assert ran.out == ""
     kwargs = taskq("submit", f"{JOBS}:add", "--kwargs", "[1]", "--queue", queue, store=url)
-    assert_one_error_line(kwargs, 2, "not a JSON object")
+    one_error_line(kwargs, 2, "not a JSON object")
     target = taskq("submit", "not-a-target", "--queue", queue, store=url)
-    assert_one_error_line(target, 2, "package.module:function")
+    one_error_line(target, 2, "package.module:function")
     memory = taskq("submit", f"{JOBS}:add", "--memory", "lots", "--queue", queue, store=url)
-    assert_one_error_line(memory, 2, "--memory")
+    one_error_line(memory, 2, "--memory")
     assert ok("jobs", "--queue", queue, "--json", store=url).json() == []
 
 
 def test_an_unknown_job_id_is_an_error(url: str, broker: Store) -> None:
     missing = str(NO_SUCH_JOB)
     for command in ("status", "result", "logs", "cancel", "retry"):
-        assert_one_error_line(taskq(command, missing, store=url), 1, f"no job with id {missing}")
+        one_error_line(taskq(command, missing, store=url), 1, f"no job with id {missing}")
     waited = taskq("result", missing, "--wait", "--timeout", "5s", store=url)
-    assert_one_error_line(waited, 1, f"no job with id {missing}")
+    one_error_line(waited, 1, f"no job with id {missing}")
 
 
 def test_the_store_comes_from_the_environment_or_after_the_command(url: str, queue: str) -> None:
@@ -535,8 +483,8 @@ def test_an_unreachable_store_is_given_up_on_after_the_clients_failover_tries() 
 
 
 def test_a_bad_store_url_is_a_usage_error() -> None:
-    assert_one_error_line(taskq("jobs", store="postgres://x"), 2, "unknown scheme 'postgres'")
-    assert_one_error_line(taskq("jobs", store="rqlite://h:1?timout=3"), 2, "timout")
+    one_error_line(taskq("jobs", store="postgres://x"), 2, "unknown scheme 'postgres'")
+    one_error_line(taskq("jobs", store="rqlite://h:1?timout=3"), 2, "timout")
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -562,5 +510,5 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_usage_error_is_one_line() -> None:
     ran = taskq("submit")
-    assert_one_error_line(ran, 2, "pkg.mod:func", "taskq submit --help")
-    assert_one_error_line(taskq("frobnicate"), 2, "invalid choice")
+    one_error_line(ran, 2, "pkg.mod:func", "taskq submit --help")
+    one_error_line(taskq("frobnicate"), 2, "invalid choice")

@@ -8,12 +8,8 @@ lives through what can pass. A full disk is a small tmpfs the test mounts
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,46 +18,14 @@ import taskq
 from taskq import errors
 from taskq.broker import migrations
 from taskq.broker.connect import open_store
+from tests.support import cli_runs
+from tests.support.cli_runs import one_error_line
 from tests.support.damaged_store import damage_table, not_a_database
 from tests.support.rqlite_cluster import RqliteCluster, running_cluster
 from tests.support.small_filesystem import SmallFilesystem, small_filesystem
-from tests.support.worker_process import REPO, WorkerFleet, WorkerProcess, wait_until
+from tests.support.worker_process import WorkerFleet, WorkerProcess, wait_until
 
 JOBS = "tests.support.jobs"
-COMMAND_TIMEOUT = 90.0
-
-
-@dataclass(frozen=True)
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-def taskq_command(*args: str, store: str) -> Ran:
-    """Run ``python -m taskq.cli --store STORE ARGS`` with no TASKQ_* from this environment."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "taskq.cli", "--store", store, *args],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT,  # subprocess.run kills the command by pid past it
-        env=clean,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
-    return Ran(done.returncode, done.stdout, done.stderr)
-
-
-def one_error_line(ran: Ran, code: int, *fragments: str) -> str:
-    """The single ``taskq: error:`` line of a run that exited ``code``."""
-    assert ran.code == code, ran
-    lines = ran.err.strip().splitlines()
-    assert len(lines) == 1, ran.err
-    assert lines[0].startswith("taskq: error: "), ran.err
-    for fragment in fragments:
-        assert fragment in lines[0], ran.err
-    return lines[0]
 
 
 def assert_one_worker_error_line(worker: WorkerProcess, *fragments: str) -> None:
@@ -106,7 +70,7 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
         worker.wait_for_event("job_dropped", job=slow.id, timeout=60)
         with pytest.raises(errors.StoreFull, match="database or disk is full"):
             client.submit(f"{JOBS}:add", 0, 0)
-        refused = taskq_command("submit", f"{JOBS}:add", "1", "1", store=url)
+        refused = cli_runs.taskq("submit", f"{JOBS}:add", "1", "1", store=url)
         one_error_line(refused, 1, "database or disk is full", str(small_fs.path / "taskq.db"))
         assert worker.running, worker.describe()
         [told] = worker.events("store_unavailable")
@@ -150,7 +114,7 @@ def test_a_worker_on_a_damaged_store_stops_with_one_line(
 def test_a_missing_directory_is_a_usage_error_and_nothing_is_created(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir"
     for args in (["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
-        ran = taskq_command(*args, store=f"sqlite://{missing / 'x.db'}")
+        ran = cli_runs.taskq(*args, store=f"sqlite://{missing / 'x.db'}")
         one_error_line(ran, 2, str(missing), "does not exist")
         assert ran.out == ""
     assert not (tmp_path / "no").exists()
@@ -161,7 +125,7 @@ def test_a_read_only_command_writes_nothing(
 ) -> None:
     path = tmp_path / "taskq.db"
     url = f"sqlite://{path}"
-    one_error_line(taskq_command("jobs", store=url), 1, "holds no taskq data yet")
+    one_error_line(cli_runs.taskq("jobs", store=url), 1, "holds no taskq data yet")
     assert not path.exists()
 
     # A store an older taskq made: it knew only the first migration.
@@ -171,14 +135,14 @@ def test_a_read_only_command_writes_nothing(
         open_store(url).close()
     before = path.read_bytes()
     for args in (["jobs"], ["status", "1"], ["stats"], ["workers"]):
-        behind = taskq_command(*args, store=url)
+        behind = cli_runs.taskq(*args, store=url)
         one_error_line(behind, 1, f"schema version 1, this taskq uses {len(shipped)}")
     assert path.read_bytes() == before
 
     # A writing command brings the schema up to date; then reading works.
-    submitted = taskq_command("submit", f"{JOBS}:add", "1", "2", store=url)
+    submitted = cli_runs.taskq("submit", f"{JOBS}:add", "1", "2", store=url)
     assert submitted.code == 0, submitted
-    listed = taskq_command("jobs", "--json", store=url)
+    listed = cli_runs.taskq("jobs", "--json", store=url)
     assert listed.code == 0, listed
     assert [job["id"] for job in json.loads(listed.out)] == [int(submitted.out)]
 
@@ -200,7 +164,7 @@ def test_submit_and_wait_right_after_the_leader_is_killed(
     workers.start(cluster.url)
     leader = cluster.wait_for_leader()
     cluster.kill_node(leader, signal.SIGKILL)
-    ran = taskq_command(
+    ran = cli_runs.taskq(
         "submit", f"{JOBS}:add", "2", "3", "--wait", "--wait-timeout", "60", store=cluster.url
     )
     assert ran.code == 0, ran
@@ -221,13 +185,13 @@ def test_read_only_commands_work_with_two_of_three_nodes_down(cluster: RqliteClu
         if node is not survivor:
             cluster.kill_node(node, signal.SIGKILL)
 
-    listed = taskq_command("jobs", "--queue", "stale", "--json", store=url)
+    listed = cli_runs.taskq("jobs", "--queue", "stale", "--json", store=url)
     assert listed.code == 0, listed
     assert [entry["id"] for entry in json.loads(listed.out)] == [job.id]
     assert "may be stale" in listed.err
     assert survivor.http_addr in listed.err
 
-    described = taskq_command("cluster", store=url)
+    described = cli_runs.taskq("cluster", store=url)
     assert described.code == 1, described  # no leader: it cannot accept writes
     assert "taskq:***@" in described.out
     assert "s3cret" not in described.out + described.err
@@ -260,7 +224,7 @@ def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
 def test_the_password_is_masked_in_every_output() -> None:
     url = "rqlite://bob:s3cret@127.0.0.1:1?retries=1"
     for args in (["cluster"], ["cluster", "--json"], ["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
-        ran = taskq_command(*args, store=url)
+        ran = cli_runs.taskq(*args, store=url)
         assert ran.code == 1, ran
         assert "s3cret" not in ran.out + ran.err, ran
         assert "bob:***@127.0.0.1:1" in ran.out + ran.err, ran

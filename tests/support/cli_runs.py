@@ -1,0 +1,62 @@
+"""The real ``taskq`` command run as a user runs it, for the acceptance tier."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from tests.support.worker_process import REPO
+
+COMMAND_TIMEOUT = 90.0
+"""Long enough for the default failover budget (about 12 s) several times over."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one ``taskq`` run printed and how it exited."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def taskq(*args: str, store: str | None = None, env: dict[str, str] | None = None) -> Ran:
+    """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
+    argv = [sys.executable, "-m", "taskq.cli", *(("--store", store) if store else ()), *args]
+    # subprocess.run kills the command by pid if it overruns its timeout.
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        env={**clean, **(env or {})},
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def ok(*args: str, store: str) -> Ran:
+    """Run ``taskq``; fail the test with its output unless it exits 0."""
+    ran = taskq(*args, store=store)
+    assert ran.code == 0, f"taskq {' '.join(args)} exited {ran.code}\n{ran.out}\n{ran.err}"
+    return ran
+
+
+def one_error_line(ran: Ran, code: int, *fragments: str) -> str:
+    """The single ``taskq: error:`` line of a run that exited ``code``, naming ``fragments``."""
+    assert ran.code == code, ran
+    lines = ran.err.strip().splitlines()
+    assert len(lines) == 1, ran.err
+    assert lines[0].startswith("taskq: error: "), ran.err
+    for fragment in fragments:
+        assert fragment in lines[0], ran.err
+    return lines[0]
