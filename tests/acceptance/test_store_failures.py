@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,13 @@ def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
         worker.wait_for_event("store_recovered", timeout=60)
         assert client.submit(f"{JOBS}:add", 2, 3).result(timeout=60) == 5
     assert worker.running, worker.describe()
-    assert len(worker.events("store_unavailable")) == 1, worker.describe()
+    # Told once, and again only when the kind of failure changes, not once per
+    # try. A node just restarted
+    # may answer before its database has caught up ("no such table"): a
+    # second kind, told once too.
+    kinds = [event["kind"] for event in worker.events("store_unavailable")]
+    assert kinds[0] == "StoreUnavailable", worker.describe()
+    assert all(a != b for a, b in pairwise(kinds)), worker.describe()
 
 
 def test_the_password_is_masked_in_every_output() -> None:
