@@ -20,10 +20,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from chaos import Background, Options
     from chaos_fleet import Fleet
     from chaos_link import Partition
 
@@ -40,6 +39,38 @@ class Fault:
 
 
 # -- the chaos itself -----------------------------------------------------------------------
+
+
+class Options(Protocol):
+    """What the faults read of the run's options (``chaos.Options``)."""
+
+    @property
+    def quick(self) -> bool: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def restart_after(self) -> float: ...
+    @property
+    def leader_down_seconds(self) -> float: ...
+    @property
+    def stop_seconds(self) -> float: ...
+    @property
+    def cut_seconds(self) -> float: ...
+    @property
+    def worker_kill(self) -> Fault: ...
+    @property
+    def stop(self) -> Fault: ...
+    @property
+    def leader_kill(self) -> Fault: ...
+    @property
+    def cut(self) -> Fault: ...
+
+
+class Background(Protocol):
+    """What the faults read of the run's watcher (``chaos.Background``): whom to spare or hit."""
+
+    maintainer: str
+    running: list[tuple[str, str]]
 
 
 class Chaos:
