@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: four times the concurrency; 0: never)",
     )
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
+    parser.add_argument(
+        "--env-passthrough",
+        metavar="NAMES",
+        help="comma-separated variables (or patterns, as in OMP_*) of the worker's environment "
+        "that jobs may see besides the base set",
+    )
     parser.add_argument("--name", help="a name for this worker (default: host-pid)")
     parser.add_argument("--isolation", choices=ISOLATION_MODES, help="pool (default) or process")
     parser.add_argument(
@@ -113,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "autoscale": args.autoscale,
                 "memory_budget": args.memory_budget,
                 "labels": args.labels,
+                "env_passthrough": args.env_passthrough,
                 "name": args.name,
                 "isolation": args.isolation,
                 "cpus": args.cpus,

@@ -208,14 +208,22 @@ def test_a_job_cannot_read_the_store_url_or_credentials(
     workers.start(
         store_url,
         worker={"isolation": isolation},
-        extra_env={"TASKQ_STORE": secret_url, "AWS_SECRET_ACCESS_KEY": "hunter2"},
+        extra_env={
+            "TASKQ_STORE": secret_url,
+            "AWS_SECRET_ACCESS_KEY": "hunter2",
+            "LAB_RUN": "7",
+            "LAB_SECRET": "s3",
+        },
+        extra_args=["--env-passthrough", "LAB_RUN"],
     )
     handle = client.submit(f"{JOBS}:environment")
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
     seen: dict[str, str] = job.result
     assert "PATH" in seen
-    assert seen.get("TASKQ_TEST_WORKER_TAG") == "w"  # passed through by the test config
+    # --env-passthrough replaces the config's list (which passes the test's tag).
+    assert seen.get("LAB_RUN") == "7", sorted(seen)
+    assert not {"TASKQ_TEST_WORKER_TAG", "LAB_SECRET"} & seen.keys(), sorted(seen)
     assert not {"TASKQ_STORE", "AWS_SECRET_ACCESS_KEY"} & seen.keys(), sorted(seen)
     assert not [name for name, value in seen.items() if store_url in value or "hunter2" in value]
 
