@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ParamSpec, Protocol, Self, TypeVar, overload, runtime_checkable
 
+import anyio
 import anyio.to_thread
 
 from taskq import errors
-from taskq.broker import plan, schedules
+from taskq.broker import group_commit, plan, schedules
 from taskq.broker.client_base import (
     Calls,
     ClientBase,
@@ -27,6 +28,7 @@ from taskq.broker.client_base import (
     shell_spec,
     validate_spec,
 )
+from taskq.broker.group_commit import GroupOp, Signal
 from taskq.broker.ops.jobs import CancelResult, ExecutionStats, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
 from taskq.broker.plan import Op
@@ -147,6 +149,9 @@ class Client(ClientBase):
     def _run(self, op: Op[T]) -> T:
         return plan.run(self.store, op)
 
+    def _run_submit(self, op: GroupOp[T]) -> T:
+        return group_commit.run(self.store, op)
+
     # -- jobs ---------------------------------------------------------------------
 
     @overload
@@ -165,7 +170,7 @@ class Client(ClientBase):
         keyword arguments are the options of :func:`call_spec`, the call's own
         go in ``kwargs={...}``.
         """
-        return JobHandle(self, self._run(self._submit_plan(target, args, keywords)))
+        return JobHandle(self, self._run_submit(self._submit_plan(target, args, keywords)))
 
     def submit_python(
         self,
@@ -177,7 +182,7 @@ class Client(ClientBase):
     ) -> JobHandle:
         """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
         plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
-        return JobHandle(self, self._run(plan))
+        return JobHandle(self, self._run_submit(plan))
 
     def submit_shell(
         self,
@@ -188,11 +193,12 @@ class Client(ClientBase):
         **options: Any,
     ) -> JobHandle:
         """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
-        return JobHandle(self, self._run(self._submit_shell_plan(command, cwd, env, options)))
+        plan = self._submit_shell_plan(command, cwd, env, options)
+        return JobHandle(self, self._run_submit(plan))
 
     def submit_spec(self, spec: JobSpec) -> JobHandle:
         """Enqueue one job as described (build it with :func:`call_spec`)."""
-        return JobHandle(self, self._run(self._submit_spec_plan(spec)))
+        return JobHandle(self, self._run_submit(self._submit_spec_plan(spec)))
 
     @overload
     def submit_many(self, specs: Sequence[JobSpec], /) -> list[JobHandle]: ...
@@ -390,6 +396,12 @@ class AsyncClient(ClientBase):
     async def _run(self, op: Op[T]) -> T:
         return await plan.run_async(self.store, op)
 
+    async def _run_submit(self, op: GroupOp[T]) -> T:
+        return await group_commit.run_async(self.store, op)
+
+    def _new_signal(self) -> Signal:
+        return anyio.Event()
+
     # -- jobs ---------------------------------------------------------------------
 
     @overload
@@ -400,7 +412,8 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle: ...
     async def submit(self, target: Target, /, *args: Any, **keywords: Any) -> AsyncJobHandle:
         """Enqueue a call of ``target`` (see :meth:`Client.submit`)."""
-        return AsyncJobHandle(self, await self._run(self._submit_plan(target, args, keywords)))
+        plan = self._submit_plan(target, args, keywords)
+        return AsyncJobHandle(self, await self._run_submit(plan))
 
     async def submit_python(
         self,
@@ -412,7 +425,7 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle:
         """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
         plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
-        return AsyncJobHandle(self, await self._run(plan))
+        return AsyncJobHandle(self, await self._run_submit(plan))
 
     async def submit_shell(
         self,
@@ -424,11 +437,11 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle:
         """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
         plan = self._submit_shell_plan(command, cwd, env, options)
-        return AsyncJobHandle(self, await self._run(plan))
+        return AsyncJobHandle(self, await self._run_submit(plan))
 
     async def submit_spec(self, spec: JobSpec) -> AsyncJobHandle:
         """Enqueue one job as described (build it with :func:`call_spec`)."""
-        return AsyncJobHandle(self, await self._run(self._submit_spec_plan(spec)))
+        return AsyncJobHandle(self, await self._run_submit(self._submit_spec_plan(spec)))
 
     @overload
     async def submit_many(self, specs: Sequence[JobSpec], /) -> list[AsyncJobHandle]: ...

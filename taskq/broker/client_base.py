@@ -13,6 +13,7 @@ import inspect
 import re
 import socket
 import sys
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -22,6 +23,7 @@ import msgspec
 from taskq import errors
 from taskq.broker import job_validation, schedules
 from taskq.broker.connect import open_store
+from taskq.broker.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.maintenance import Pruner
 from taskq.broker.migrations import schema_version
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row, job_enqueue
@@ -311,6 +313,16 @@ class ClientBase:
         self.queue_defaults = (
             load_config(config_path).queues if store is None or config_path is not None else {}
         )
+        # Single submits made while another is in flight share its successor's write.
+        self._group_commit = GroupCommit(self._submit_many_plan, self._check_one, self._new_signal)
+
+    def _new_signal(self) -> Signal:
+        """What a submit waiting for its group's turn waits on: an event threads block on."""
+        return threading.Event()
+
+    def _check_one(self, spec: JobSpec) -> None:
+        """Refuse ``spec`` as a submit of it alone would, before it joins a group."""
+        validate_spec(self._with_queue_defaults(spec), max_payload_bytes=self.max_payload_bytes)
 
     def _with_queue_defaults(self, spec: JobSpec) -> JobSpec:
         """``spec`` with what it leaves out taken from this client's config for its queue."""
@@ -342,7 +354,7 @@ class ClientBase:
 
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
-    ) -> Op[int]:
+    ) -> GroupOp[int]:
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
@@ -402,7 +414,7 @@ class ClientBase:
 
     def _submit_python_plan(
         self, code: str, function: str, args: Sequence[Any], options: dict[str, Any]
-    ) -> Op[int]:
+    ) -> GroupOp[int]:
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(python_exec_spec(code, function, args, **options))
 
@@ -412,13 +424,13 @@ class ClientBase:
         cwd: str | None,
         env: Mapping[str, str] | None,
         options: dict[str, Any],
-    ) -> Op[int]:
+    ) -> GroupOp[int]:
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(shell_spec(command, cwd=cwd, env=env, **options))
 
-    def _submit_spec_plan(self, spec: JobSpec) -> Op[int]:
-        [job_id] = yield from self._submit_many_plan([spec])
-        return job_id
+    def _submit_spec_plan(self, spec: JobSpec) -> GroupOp[int]:
+        """One job's enqueue, in a write shared with concurrent submits (run by group_commit)."""
+        return self._group_commit.submit(spec)
 
     def _get_plan(self, job_id: int) -> Op[Job]:
         job = yield from job_get(job_id)

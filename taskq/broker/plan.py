@@ -9,6 +9,7 @@ hand it to the one trampoline (:mod:`taskq.broker.trampoline`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator, Sequence
 from typing import Any, TypeAlias, TypeVar
 
@@ -40,23 +41,27 @@ Answer: TypeAlias = list[StatementResult] | list[Row]
 Op: TypeAlias = Generator[StoreStep | Pause, Any, T]
 
 
+def carry_out(store: Store, step: StoreStep) -> Answer:
+    """Ask ``store`` for one step of a plan, blocking."""
+    if isinstance(step, Write):
+        return store.execute(step.statements, idempotent=step.idempotent)
+    return store.query(step.statement, consistency=step.consistency)
+
+
+async def carry_out_async(store: Store, step: StoreStep) -> Answer:
+    """Ask ``store`` for one step of a plan, from async code."""
+    if isinstance(step, Write):
+        return await store.execute_async(step.statements, idempotent=step.idempotent)
+    return await store.query_async(step.statement, consistency=step.consistency)
+
+
 def run(store: Store, op: Op[T]) -> T:
     """Carry out ``op`` against ``store``, blocking."""
-
-    def carry_out(step: StoreStep) -> Answer:
-        if isinstance(step, Write):
-            return store.execute(step.statements, idempotent=step.idempotent)
-        return store.query(step.statement, consistency=step.consistency)
-
-    return drive(op, carry_out, thrown=errors.StoreError)
+    return drive(op, functools.partial(carry_out, store), thrown=errors.StoreError)
 
 
 async def run_async(store: Store, op: Op[T]) -> T:
     """Carry out ``op`` against ``store`` from async code."""
-
-    async def carry_out(step: StoreStep) -> Answer:
-        if isinstance(step, Write):
-            return await store.execute_async(step.statements, idempotent=step.idempotent)
-        return await store.query_async(step.statement, consistency=step.consistency)
-
-    return await drive_async(op, carry_out, thrown=errors.StoreError)
+    return await drive_async(
+        op, functools.partial(carry_out_async, store), thrown=errors.StoreError
+    )

@@ -1,0 +1,262 @@
+"""Concurrent submits of one client share writes (group commit), each caller its own outcome.
+
+A gate in front of the store holds the first enqueue write open, so that the
+other submits are known to wait behind it; the writes the store gets are
+counted, not timed.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker.connect import open_store
+from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
+
+SUBMITTERS = 8
+WAIT_SECONDS = 20.0
+
+
+class GatedStore:
+    """A store whose first enqueue write waits until :meth:`release`; it counts enqueue writes."""
+
+    def __init__(self, inner: Store, *, fail_group_with: Exception | None = None) -> None:
+        self.inner = inner
+        self.enqueue_writes: list[int] = []  # the jobs each enqueue write carried
+        self.entered = threading.Event()
+        self._gate = threading.Event()
+        self._fail_group_with = fail_group_with
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def release(self) -> None:
+        self._gate.set()
+
+    def _before_write(self, statements: Sequence[Statement]) -> None:
+        inserts = [s for s in statements if s.sql.lstrip().startswith("INSERT INTO jobs")]
+        if not inserts:
+            return
+        specs = inserts[0].params.get("specs")
+        self.enqueue_writes.append(str(specs).count('"queue"'))
+        if len(self.enqueue_writes) == 1:
+            self.entered.set()
+            assert self._gate.wait(WAIT_SECONDS), "the gate was never opened"
+        elif self._fail_group_with is not None:
+            raise self._fail_group_with
+
+    def execute(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        self._before_write(statements)
+        return self.inner.execute(statements, idempotent=idempotent)
+
+    async def execute_async(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        await anyio.to_thread.run_sync(self._before_write, statements)
+        return await self.inner.execute_async(statements, idempotent=idempotent)
+
+    def query(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        return self.inner.query(statement, consistency=consistency)
+
+    async def query_async(
+        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
+    ) -> list[Row]:
+        return await self.inner.query_async(statement, consistency=consistency)
+
+    def nodes(self) -> list[NodeInfo]:
+        return self.inner.nodes()
+
+    async def wait_for_change(self, timeout: float) -> None:
+        await self.inner.wait_for_change(timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _wait_until_waiting(client: taskq.Client | taskq.AsyncClient, count: int) -> None:
+    done = threading.Event()
+    for _ in range(int(WAIT_SECONDS * 1000)):
+        if client._group_commit.waiting() >= count:
+            done.set()
+            break
+        done.wait(0.001)
+    assert done.is_set(), f"{count} submits never came to wait for the write in flight"
+
+
+class Submits:
+    """Submits made in threads of one client: each one's id or error, by name."""
+
+    def __init__(self, client: taskq.Client) -> None:
+        self.client = client
+        self.outcomes: dict[str, int | BaseException] = {}
+        self.threads: list[threading.Thread] = []
+
+    def start(self, name: str, **options: Any) -> None:
+        def submit() -> None:
+            try:
+                self.outcomes[name] = self.client.submit(
+                    "tests.support.jobs:echo", name, **options
+                ).id
+            except Exception as exc:
+                self.outcomes[name] = exc
+
+        thread = threading.Thread(target=submit, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(WAIT_SECONDS)
+            assert not thread.is_alive(), "a submit never returned"
+
+
+def _stored(client: taskq.Client, queue: str) -> dict[str, list[int]]:
+    """The ids of ``queue``'s jobs by their argument: each job stored once means one id each."""
+    found: dict[str, list[int]] = {}
+    for job in client.list(queue=queue, limit=1000):
+        found.setdefault(job.payload["args"][0], []).append(job.id)
+    return found
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"g-{uuid.uuid4().hex[:10]}"
+
+
+def test_threads_share_one_write_and_each_gets_its_own_job(store: Store, queue: str) -> None:
+    gated = GatedStore(store)
+    client = taskq.Client(store=gated, submitter="tester")
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
+    for name in names:
+        submits.start(name, queue=queue)
+    _wait_until_waiting(client, len(names))
+    gated.release()
+    submits.join()
+
+    assert gated.enqueue_writes == [1, len(names)]  # the first alone, the rest in one write
+    ids = [submits.outcomes[name] for name in ["first", *names]]
+    assert all(isinstance(job_id, int) for job_id in ids)
+    assert len(set(ids)) == SUBMITTERS
+    assert _stored(client, queue) == {name: [submits.outcomes[name]] for name in ["first", *names]}
+
+
+def test_a_bad_job_fails_alone_without_waiting(tmp_path: Any, queue: str) -> None:
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.Client(store=gated, submitter="tester")
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    submits.start("good", queue=queue)
+    _wait_until_waiting(client, 1)
+    # Refused while the write it would have joined is still held open: it waited for nothing.
+    with pytest.raises(errors.InvalidJob, match="priority"):
+        client.submit("tests.support.jobs:echo", "bad", queue=queue, priority="high")
+    gated.release()
+    submits.join()
+
+    assert gated.enqueue_writes == [1, 1]
+    assert set(_stored(client, queue)) == {"first", "good"}
+
+
+def test_a_conflict_in_a_group_goes_to_its_caller_only(tmp_path: Any, queue: str) -> None:
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.Client(store=gated, submitter="tester")
+    taken = taskq.Client(store=gated.inner).submit(
+        "tests.support.jobs:echo", "earlier", queue=queue, idempotency_key="taken"
+    )
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    submits.start("a", queue=queue)
+    submits.start("clash", queue=queue, idempotency_key="taken")
+    submits.start("again", queue=queue, idempotency_key="taken-too")
+    _wait_until_waiting(client, 3)
+    gated.release()
+    submits.join()
+
+    conflict = submits.outcomes["clash"]
+    assert isinstance(conflict, errors.IdempotencyConflict)
+    assert conflict.job_id == taken.id
+    assert all(isinstance(submits.outcomes[name], int) for name in ("first", "a", "again"))
+    # The group of three was refused whole, then its jobs went one by one.
+    assert gated.enqueue_writes == [1, 3, 1, 1, 1]
+    assert set(_stored(client, queue)) == {"earlier", "first", "a", "again"}
+
+
+def test_a_store_failure_of_the_group_goes_to_every_caller(tmp_path: Any, queue: str) -> None:
+    down = errors.StoreUnavailable("the store is down")
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"), fail_group_with=down)
+    client = taskq.Client(store=gated, submitter="tester")
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    for name in ("a", "b", "c"):
+        submits.start(name, queue=queue)
+    _wait_until_waiting(client, 3)
+    gated.release()
+    submits.join()
+
+    assert gated.enqueue_writes == [1, 3]  # not resent one by one: each would meet it too
+    failures = [submits.outcomes[name] for name in ("a", "b", "c")]
+    assert all(isinstance(failure, errors.StoreUnavailable) for failure in failures)
+    assert len({id(failure) for failure in failures}) == 3  # an error object of its own each
+    assert set(_stored(client, queue)) == {"first"}
+
+
+def test_tasks_of_an_async_client_share_one_write(tmp_path: Any, queue: str) -> None:
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.AsyncClient(store=gated, submitter="tester")
+    outcomes: dict[str, int] = {}
+
+    async def submit(name: str) -> None:
+        outcomes[name] = (await client.submit("tests.support.jobs:echo", name, queue=queue)).id
+
+    async def main() -> None:
+        names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
+        with anyio.fail_after(WAIT_SECONDS):
+            await submit_all(names)
+
+    async def submit_all(names: list[str]) -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(submit, "first")
+            await anyio.to_thread.run_sync(gated.entered.wait, WAIT_SECONDS)
+            late = anyio.CancelScope()
+
+            async def cancelled_while_waiting() -> None:
+                with late:
+                    await client.submit("tests.support.jobs:echo", "cancelled", queue=queue)
+
+            tasks.start_soon(cancelled_while_waiting)
+            for name in names:
+                tasks.start_soon(submit, name)
+            while client._group_commit.waiting() < SUBMITTERS:
+                await anyio.sleep(0.001)
+            late.cancel()
+            while client._group_commit.waiting() > len(names):
+                await anyio.sleep(0.001)
+            gated.release()
+
+    anyio.run(main)
+
+    assert gated.enqueue_writes == [1, SUBMITTERS - 1]
+    assert len(set(outcomes.values())) == SUBMITTERS
+    stored = _stored(taskq.Client(store=gated.inner), queue)
+    assert stored == {name: [job_id] for name, job_id in outcomes.items()}  # not "cancelled"
