@@ -4,7 +4,8 @@ For the embedded SQLite store (a fresh file in a temporary directory, WAL,
 synchronous=FULL) and for a 3-node rqlite cluster that it starts on loopback
 ports (and kills by pid when done), it measures:
 
-1. enqueue rate: one ``Client.submit`` per job, and ``submit_many`` in
+1. enqueue rate: one ``Client.submit`` per job, the same from 8 threads
+   sharing one client (their submits share writes), and ``submit_many`` in
    requests of 1,000 jobs;
 2. drain throughput of a pre-enqueued backlog of no-op jobs (``bench.jobs:echo``
    returns its argument; results stored) by 2 real ``taskq-worker``
@@ -142,6 +143,7 @@ def machine_facts() -> dict[str, Any]:
 
 ROWS: list[tuple[str, str]] = [
     ("enqueue.single", "enqueue, one submit() per job"),
+    ("enqueue.threads", "  submit() from 8 threads sharing a client"),
     ("enqueue.bulk", "enqueue, submit_many() of 1,000"),
     ("raw.insert", "raw insert ceiling, batches of 1,000"),
     ("raw.insert_statements", "  rqlite: 1,000 INSERTs per request"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from taskq.broker.client import Client, call_spec
 from taskq.worker.settings import WorkerSettings
 
 BULK_BATCH = 1_000
+SUBMIT_THREADS = 8  # concurrent submitters sharing one client (group commit)
 # Slots per worker, by store. A write costs about the same whatever its size
 # (on rqlite several milliseconds of CPU across the cluster, on SQLite an
 # fsync that holds the write lock), so fuller acknowledgement batches pay, up
@@ -103,7 +105,8 @@ def bench_store(
         client = Client(store.url)
         try:
             _raw(store, sizes, add)
-            _enqueue_single(client, name, sizes, add)
+            single = _enqueue_single(client, name, sizes, add)
+            _enqueue_concurrent(client, name, sizes, single, add)
             first_id, bulk = _enqueue_bulk(client, sizes, add)
             raw = next(r for r in results if r.key == "raw.insert").value or math.nan
             add("ratio.bulk_vs_raw", bulk / raw, "ratio", "broker bulk enqueue / raw insert")
@@ -169,7 +172,7 @@ def _raw(store: BenchStore, sizes: Sizes, add: Callable[..., Result]) -> None:
     add("raw.commits", count / store.raw_commits(count), "commits/s", f"{count} one-row commits")
 
 
-def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., Result]) -> None:
+def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., Result]) -> float:
     count = sizes.single[name]
     say(f"enqueue: {count:,} jobs, one submit() each")
     timings = []
@@ -185,6 +188,31 @@ def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., 
         count / seconds,
         "jobs/s",
         f"{count:,} jobs; a submit() takes p50 {1000 * timings[len(timings) // 2]:.2f} ms",
+    )
+    return count / seconds
+
+
+def _enqueue_concurrent(
+    client: Client, name: str, sizes: Sizes, single: float, add: Callable[..., Result]
+) -> None:
+    """Single submits from several threads sharing the client: their writes are shared."""
+    each = sizes.single[name] // SUBMIT_THREADS
+    say(f"enqueue: {SUBMIT_THREADS} threads sharing a client, {each:,} submit() each")
+
+    def submit_in_turn(thread: int) -> None:
+        for number in range(each):
+            client.submit(ECHO, [thread, number], queue="bench-single")
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(SUBMIT_THREADS) as threads:
+        list(threads.map(submit_in_turn, range(SUBMIT_THREADS)))
+    rate = each * SUBMIT_THREADS / (time.perf_counter() - started)
+    add(
+        "enqueue.threads",
+        rate,
+        "jobs/s",
+        f"{SUBMIT_THREADS} threads sharing one Client, {each:,} submit() each: "
+        f"{rate / single:.1f}x one thread",
     )
 
 
