@@ -18,25 +18,22 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.connect import open_store
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
+from taskq.broker.store import Statement, StatementResult, Store
+from tests.support.delegating_store import DelegatingStore
 
 SUBMITTERS = 8
 WAIT_SECONDS = 20.0
 
 
-class GatedStore:
+class GatedStore(DelegatingStore):
     """A store whose first enqueue write waits until :meth:`release`; it counts enqueue writes."""
 
     def __init__(self, inner: Store, *, fail_group_with: Exception | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.enqueue_writes: list[int] = []  # the jobs each enqueue write carried
         self.entered = threading.Event()
         self._gate = threading.Event()
         self._fail_group_with = fail_group_with
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def release(self) -> None:
         self._gate.set()
@@ -64,28 +61,6 @@ class GatedStore:
     ) -> list[StatementResult]:
         await anyio.to_thread.run_sync(self._before_write, statements)
         return await self.inner.execute_async(statements, idempotent=idempotent)
-
-    def query(
-        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
-    ) -> list[Row]:
-        return self.inner.query(statement, consistency=consistency)
-
-    async def query_async(
-        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
-    ) -> list[Row]:
-        return await self.inner.query_async(statement, consistency=consistency)
-
-    def nodes(self) -> list[NodeInfo]:
-        return self.inner.nodes()
-
-    async def wait_for_change(self, timeout: float) -> None:
-        await self.inner.wait_for_change(timeout)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _wait_until_waiting(client: taskq.Client | taskq.AsyncClient, count: int) -> None:

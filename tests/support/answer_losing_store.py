@@ -14,7 +14,8 @@ import enum
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
+from taskq.broker.store import Statement, StatementResult, Store
+from tests.support.delegating_store import DelegatingStore
 
 
 class Loss(enum.Enum):
@@ -24,20 +25,16 @@ class Loss(enum.Enum):
     AFTER_APPLY = "after_apply"
 
 
-class AnswerLosingStore:
+class AnswerLosingStore(DelegatingStore):
     """A :class:`taskq.broker.store.Store` that loses the answer to one armed write."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.armed: Loss | None = None
 
     def lose_next_answer(self, loss: Loss | None) -> None:
         """Lose the answer to the next write that is not idempotent (None disarms)."""
         self.armed = loss
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
 
     def execute(
         self, statements: Sequence[Statement], *, idempotent: bool = False
@@ -54,25 +51,3 @@ class AnswerLosingStore:
         self, statements: Sequence[Statement], *, idempotent: bool = False
     ) -> list[StatementResult]:
         return self.execute(statements, idempotent=idempotent)
-
-    def query(
-        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
-    ) -> list[Row]:
-        return self.inner.query(statement, consistency=consistency)
-
-    async def query_async(
-        self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
-    ) -> list[Row]:
-        return self.query(statement, consistency=consistency)
-
-    def nodes(self) -> list[NodeInfo]:
-        return self.inner.nodes()
-
-    async def wait_for_change(self, timeout: float) -> None:
-        await self.inner.wait_for_change(timeout)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
