@@ -391,7 +391,12 @@ UNKNOWN_OPTIONS = ("colour", "prio", "retries", "args", "key")
 
 
 def _valid_options(prefix: str) -> dict[str, st.SearchStrategy[Any]]:
-    names = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)
+    # Lone surrogates are not valid Unicode: refused as labels, so not among valid names.
+    names = st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        min_size=1,
+        max_size=12,
+    )
     return {
         "queue": st.sampled_from([f"{prefix}-a", f"{prefix}-b"]),
         "priority": st.integers(-(2**31), 2**31 - 1),
