@@ -17,7 +17,7 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
-from taskq.broker import group_commit, plan, schedules
+from taskq.broker import group_commit, schedules
 from taskq.broker.client_base import (
     Calls,
     ClientBase,
@@ -31,7 +31,6 @@ from taskq.broker.client_base import (
 from taskq.broker.group_commit import GroupOp, Signal
 from taskq.broker.ops.jobs import CancelResult, ExecutionStats, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
-from taskq.broker.plan import Op
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
 from taskq.broker.schedules import Schedule, ScheduleAdded
 from taskq.broker.store import NodeInfo
@@ -146,10 +145,7 @@ class Client(ClientBase):
     def close(self) -> None:
         self.store.close()
 
-    def _run(self, op: Op[T]) -> T:
-        return plan.run(self.store, op)
-
-    def _run_submit(self, op: GroupOp[T]) -> T:
+    def _run(self, op: GroupOp[T]) -> T:
         return group_commit.run(self.store, op)
 
     # -- jobs ---------------------------------------------------------------------
@@ -170,7 +166,7 @@ class Client(ClientBase):
         keyword arguments are the options of :func:`call_spec`, the call's own
         go in ``kwargs={...}``.
         """
-        return JobHandle(self, self._run_submit(self._submit_plan(target, args, keywords)))
+        return JobHandle(self, self._run(self._submit_plan(target, args, keywords)))
 
     def submit_python(
         self,
@@ -182,7 +178,7 @@ class Client(ClientBase):
     ) -> JobHandle:
         """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
         plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
-        return JobHandle(self, self._run_submit(plan))
+        return JobHandle(self, self._run(plan))
 
     def submit_shell(
         self,
@@ -193,12 +189,11 @@ class Client(ClientBase):
         **options: Any,
     ) -> JobHandle:
         """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
-        plan = self._submit_shell_plan(command, cwd, env, options)
-        return JobHandle(self, self._run_submit(plan))
+        return JobHandle(self, self._run(self._submit_shell_plan(command, cwd, env, options)))
 
     def submit_spec(self, spec: JobSpec) -> JobHandle:
         """Enqueue one job as described (build it with :func:`call_spec`)."""
-        return JobHandle(self, self._run_submit(self._submit_spec_plan(spec)))
+        return JobHandle(self, self._run(self._submit_spec_plan(spec)))
 
     @overload
     def submit_many(self, specs: Sequence[JobSpec], /) -> list[JobHandle]: ...
@@ -393,10 +388,7 @@ class AsyncClient(ClientBase):
     async def aclose(self) -> None:
         await self.store.aclose()
 
-    async def _run(self, op: Op[T]) -> T:
-        return await plan.run_async(self.store, op)
-
-    async def _run_submit(self, op: GroupOp[T]) -> T:
+    async def _run(self, op: GroupOp[T]) -> T:
         return await group_commit.run_async(self.store, op)
 
     def _new_signal(self) -> Signal:
@@ -412,8 +404,7 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle: ...
     async def submit(self, target: Target, /, *args: Any, **keywords: Any) -> AsyncJobHandle:
         """Enqueue a call of ``target`` (see :meth:`Client.submit`)."""
-        plan = self._submit_plan(target, args, keywords)
-        return AsyncJobHandle(self, await self._run_submit(plan))
+        return AsyncJobHandle(self, await self._run(self._submit_plan(target, args, keywords)))
 
     async def submit_python(
         self,
@@ -425,7 +416,7 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle:
         """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
         plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
-        return AsyncJobHandle(self, await self._run_submit(plan))
+        return AsyncJobHandle(self, await self._run(plan))
 
     async def submit_shell(
         self,
@@ -437,11 +428,11 @@ class AsyncClient(ClientBase):
     ) -> AsyncJobHandle:
         """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
         plan = self._submit_shell_plan(command, cwd, env, options)
-        return AsyncJobHandle(self, await self._run_submit(plan))
+        return AsyncJobHandle(self, await self._run(plan))
 
     async def submit_spec(self, spec: JobSpec) -> AsyncJobHandle:
         """Enqueue one job as described (build it with :func:`call_spec`)."""
-        return AsyncJobHandle(self, await self._run_submit(self._submit_spec_plan(spec)))
+        return AsyncJobHandle(self, await self._run(self._submit_spec_plan(spec)))
 
     @overload
     async def submit_many(self, specs: Sequence[JobSpec], /) -> list[AsyncJobHandle]: ...

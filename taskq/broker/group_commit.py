@@ -29,7 +29,8 @@ The coalescing is a plan (:mod:`taskq.broker.plan`) with two more kinds of
 step: :class:`Wait` for the turn of a group, and :class:`Shielded` for a
 write other callers depend on, which cancelling the task that carries it
 must not cut short. :func:`run` and :func:`run_async` carry those out; they
-are the only code that knows whether callers block or await.
+are the only code that knows whether callers block or await, and the
+clients run every plan of theirs with them.
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def _shielded(op: Op[T]) -> GroupOp[T]:
 
 
 def run(store: Store, op: GroupOp[T]) -> T:
-    """Carry out a plan that may wait for a group, blocking (a ``threading.Event`` signal)."""
+    """Carry out a client's plan, a submit's included, blocking (``threading.Event`` signals)."""
 
     def carry_out(step: GroupStep) -> Answer | None:
         if isinstance(step, Wait):
@@ -287,7 +288,7 @@ def run(store: Store, op: GroupOp[T]) -> T:
 
 
 async def run_async(store: Store, op: GroupOp[T]) -> T:
-    """Carry out a plan that may wait for a group, in an anyio task (an ``anyio.Event`` signal)."""
+    """Carry out a client's plan, a submit's included, in a task (``anyio.Event`` signals)."""
 
     async def carry_out(step: GroupStep) -> Answer | None:
         if isinstance(step, Wait):
