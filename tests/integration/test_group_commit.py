@@ -235,3 +235,24 @@ def test_tasks_of_an_async_client_share_one_write(tmp_path: Any, queue: str) -> 
     assert len(set(outcomes.values())) == SUBMITTERS
     stored = _stored(taskq.Client(store=gated.inner), queue)
     assert stored == {name: [job_id] for name, job_id in outcomes.items()}  # not "cancelled"
+
+
+def test_a_group_over_the_submit_rate_is_written_one_by_one(tmp_path: Any, queue: str) -> None:
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.Client(store=gated, submitter="tester")
+    client.set_submit_limit("tester", 2, 3600)
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    for name in ("a", "b", "c"):
+        submits.start(name, queue=queue)
+    _wait_until_waiting(client, 3)
+    gated.release()
+    submits.join()
+
+    # One token was left for the three: alone, each would have met the limit but one.
+    assert gated.enqueue_writes == [1, 3, 1, 1, 1]
+    outcomes = [submits.outcomes[name] for name in ("a", "b", "c")]
+    assert sum(isinstance(outcome, int) for outcome in outcomes) == 1
+    assert sum(isinstance(outcome, errors.RateLimited) for outcome in outcomes) == 2
+    assert len(_stored(client, queue)) == 2
