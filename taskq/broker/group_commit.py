@@ -211,11 +211,11 @@ class GroupCommit:
                 ids = yield from _shielded(self._enqueue([member.spec for member in group]))
                 outcomes = list(ids)
             except Exception as exc:
-                if _transient(exc):
-                    outcomes = [_own_copy(exc) for _ in group]
-                else:
+                if _refusal(exc):
                     for member in group:
                         outcomes.append((yield from self._write_one(member.spec)))
+                else:
+                    outcomes = [_own_copy(exc) for _ in group]  # as each would have met it
         except BaseException as exc:
             # Interrupted mid-write (a thread's KeyboardInterrupt): whether it landed is unknown.
             unknown = errors.OutcomeUnknown(
@@ -239,9 +239,16 @@ class GroupCommit:
         return job_id
 
 
-def _transient(exc: BaseException) -> bool:
-    """A failure of the store, not of a job: every job of the group would have met it alone."""
-    return isinstance(exc, errors.StoreError) and not isinstance(exc, errors.StatementError)
+def _refusal(exc: Exception) -> bool:
+    """Whether ``exc`` refused the request for what a job of it holds, having written nothing.
+
+    A failure of the store (unavailable, outcome unknown) is not: every job
+    would meet it alone. Nor is an error outside taskq's, which says nothing
+    of what was written.
+    """
+    if isinstance(exc, errors.StoreError):
+        return isinstance(exc, errors.StatementError)  # the batch was rolled back whole
+    return isinstance(exc, errors.TaskqError)
 
 
 def _own_copy(exc: BaseException) -> BaseException:
