@@ -100,6 +100,21 @@ class Submits:
             assert not thread.is_alive(), "a submit never returned"
 
 
+def _first_then_group(
+    client: taskq.Client, gated: GatedStore, queue: str, names: list[str]
+) -> Submits:
+    """Submit "first", held open at the store, then ``names`` behind it; wait for them all."""
+    submits = Submits(client)
+    submits.start("first", queue=queue)
+    assert gated.entered.wait(WAIT_SECONDS)
+    for name in names:
+        submits.start(name, queue=queue)
+    _wait_until_waiting(client, len(names))
+    gated.release()
+    submits.join()
+    return submits
+
+
 def _stored(client: taskq.Client, queue: str) -> dict[str, list[int]]:
     """The ids of ``queue``'s jobs by their argument: each job stored once means one id each."""
     found: dict[str, list[int]] = {}
@@ -116,15 +131,8 @@ def queue() -> str:
 def test_threads_share_one_write_and_each_gets_its_own_job(store: Store, queue: str) -> None:
     gated = GatedStore(store)
     client = taskq.Client(store=gated, submitter="tester")
-    submits = Submits(client)
-    submits.start("first", queue=queue)
-    assert gated.entered.wait(WAIT_SECONDS)
     names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
-    for name in names:
-        submits.start(name, queue=queue)
-    _wait_until_waiting(client, len(names))
-    gated.release()
-    submits.join()
+    submits = _first_then_group(client, gated, queue, names)
 
     assert gated.enqueue_writes == [1, len(names)]  # the first alone, the rest in one write
     ids = [submits.outcomes[name] for name in ["first", *names]]
@@ -180,14 +188,7 @@ def test_a_store_failure_of_the_group_goes_to_every_caller(tmp_path: Any, queue:
     down = errors.StoreUnavailable("the store is down")
     gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"), fail_group_with=down)
     client = taskq.Client(store=gated, submitter="tester")
-    submits = Submits(client)
-    submits.start("first", queue=queue)
-    assert gated.entered.wait(WAIT_SECONDS)
-    for name in ("a", "b", "c"):
-        submits.start(name, queue=queue)
-    _wait_until_waiting(client, 3)
-    gated.release()
-    submits.join()
+    submits = _first_then_group(client, gated, queue, ["a", "b", "c"])
 
     assert gated.enqueue_writes == [1, 3]  # not resent one by one: each would meet it too
     failures = [submits.outcomes[name] for name in ("a", "b", "c")]
@@ -241,14 +242,7 @@ def test_a_group_over_the_submit_rate_is_written_one_by_one(tmp_path: Any, queue
     gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
     client = taskq.Client(store=gated, submitter="tester")
     client.set_submit_limit("tester", 2, 3600)
-    submits = Submits(client)
-    submits.start("first", queue=queue)
-    assert gated.entered.wait(WAIT_SECONDS)
-    for name in ("a", "b", "c"):
-        submits.start(name, queue=queue)
-    _wait_until_waiting(client, 3)
-    gated.release()
-    submits.join()
+    submits = _first_then_group(client, gated, queue, ["a", "b", "c"])
 
     # One token was left for the three: alone, each would have met the limit but one.
     assert gated.enqueue_writes == [1, 3, 1, 1, 1]
