@@ -50,8 +50,10 @@ def store(
     store.close()
 
 
-async def _wait_ended_by_commit(store: SqliteStore) -> None:
-    """Start a long wait, commit once it is waiting, and see the wait end."""
+async def _wait_ended_by_commit(
+    store: SqliteStore, first: Callable[[], None] = lambda: None
+) -> None:
+    """Start a long wait; once it waits do ``first``, see it still wait, commit, and see it end."""
     ended = anyio.Event()
 
     async def wait() -> None:
@@ -61,6 +63,8 @@ async def _wait_ended_by_commit(store: SqliteStore) -> None:
     with anyio.fail_after(_BOUND):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            first()
             await anyio.wait_all_tasks_blocked()
             assert not ended.is_set()
             await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
@@ -93,23 +97,12 @@ def test_a_wait_with_no_commit_ends_at_its_timeout(store: SqliteStore) -> None:
 def test_writes_to_other_files_beside_the_store_do_not_end_the_wait(
     store: SqliteStore,
 ) -> None:
+    def write_beside() -> None:
+        (store.path.parent / "notes.txt").write_text("not a commit")
+
     async def scenario() -> None:
         await store.wait_for_change(0.01)  # the watcher exists; later writes are news
-        ended = anyio.Event()
-
-        async def wait() -> None:
-            await store.wait_for_change(_LONG_WAIT)
-            ended.set()
-
-        with anyio.fail_after(_BOUND):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(wait)
-                await anyio.wait_all_tasks_blocked()
-                (store.path.parent / "notes.txt").write_text("not a commit")
-                await anyio.wait_all_tasks_blocked()
-                assert not ended.is_set()
-                await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
-                await ended.wait()
+        await _wait_ended_by_commit(store, write_beside)
 
     _run(scenario)
 
