@@ -5,8 +5,8 @@ commit in WAL mode writes its pages to the ``-wal`` file beside the database,
 and on Linux inotify tells of such a write without any polling. The write
 comes before the commit's fsync and before the commit is visible, so on a
 write the watcher looks at ``PRAGMA data_version`` (which moves when any
-connection commits, and costs a read of shared memory) every
-:data:`_SETTLE_POLL_SECONDS` until it moves, for a short while. Where inotify
+connection commits, and costs a read of shared memory) from a tenth of a
+millisecond on until it moves (see :data:`_SETTLE_SECONDS`). Where inotify
 is missing (another system, a full inotify limit) the watcher polls
 ``data_version`` every :data:`_FALLBACK_POLL_SECONDS` instead.
 
@@ -21,6 +21,7 @@ cheap look; a missed one costs it a whole idle interval.
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 import threading
 import time
@@ -35,11 +36,13 @@ except (ImportError, OSError, AttributeError):  # not Linux, or no inotify in it
     asyncinotify = None  # type: ignore[assignment]
 
 _FALLBACK_POLL_SECONDS = 0.001
-_SETTLE_POLL_SECONDS = 0.0001
-# How long after a write to the WAL the watcher looks for the commit to show.
-# A commit's fsync is well under this even on a loaded disk; past it the write
-# was not a commit (a large transaction spilling pages, later rolled back).
-_SETTLE_SECONDS = 0.25
+# After a write to the WAL the watcher looks for the commit to show at
+# first every 0.1 ms, less often as time passes, for up to 20 ms: a commit's
+# fsync takes about a millisecond here. Events come for each write of a
+# commit, so some arrive after the commit they belong to has been seen; such
+# a late event costs a couple of dozen looks, not a spinning thread.
+_FIRST_SETTLE_PAUSE_SECONDS = 0.0001
+_SETTLE_SECONDS = 0.02
 
 
 class WalWatcher:
@@ -76,10 +79,14 @@ class WalWatcher:
     async def _wait_for_commit(self, inotify: asyncinotify.Inotify) -> None:
         while self._version() == self._seen:
             await anyio.wait_readable(inotify.fd)
-            if self._wal_written(inotify):
-                # In a thread: the event loop's timers (uvloop's) have a
-                # millisecond's grain, and a shorter sleep there spins.
-                await anyio.to_thread.run_sync(self._settle, self._seen, abandon_on_cancel=True)
+            if not self._wal_written(inotify):
+                continue
+            # In a thread: the event loop's timers (uvloop's) have a
+            # millisecond's grain, and a shorter sleep there spins.
+            if not await anyio.to_thread.run_sync(self._settle, self._seen, abandon_on_cancel=True):
+                # Not shown yet: a very slow fsync, or a late event of a commit
+                # already seen. Polling until the wait ends misses neither.
+                await self._poll_for_change(math.inf, self._seen)
 
     def _wal_written(self, inotify: asyncinotify.Inotify) -> bool:
         """Read every queued event; whether one was a write to this store's WAL."""
@@ -88,11 +95,16 @@ class WalWatcher:
             written = written or event.name is None or event.name.name == self._wal_name
         return written
 
-    def _settle(self, since: int) -> None:
-        """Wait briefly for a write to the WAL to show as a commit."""
+    def _settle(self, since: int) -> bool:
+        """Wait briefly for a write to the WAL to show as a commit; whether it did."""
         deadline = time.monotonic() + _SETTLE_SECONDS
-        while self._version() == since and time.monotonic() < deadline:
-            time.sleep(_SETTLE_POLL_SECONDS)
+        pause = _FIRST_SETTLE_PAUSE_SECONDS
+        while time.monotonic() < deadline:
+            if self._version() != since:
+                return True
+            time.sleep(pause)
+            pause = min(pause * 1.5, _FALLBACK_POLL_SECONDS)
+        return False
 
     async def _poll_for_change(self, seconds: float, since: int) -> None:
         deadline = time.monotonic() + seconds
