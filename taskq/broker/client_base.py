@@ -343,7 +343,7 @@ class ClientBase:
             specs = [self._with_queue_defaults(spec) for spec in specs]
         ids = yield from job_enqueue(specs, max_payload_bytes=self.max_payload_bytes)
         if self._wake_sender is not None:
-            yield from self._wake_sender.after_submit({spec.queue for spec in specs}, len(ids))
+            yield from self._wake_sender.after_submit({spec.queue for spec in specs})
         return ids
 
     def _submit_plan(

@@ -5,8 +5,7 @@ for work every few tens of milliseconds. To see a job sooner, each worker
 listens on a UDP socket, on the address it reaches the cluster from, and
 records that address in its ``workers`` row. A client keeps the active
 workers' addresses for :data:`_ADDRESSES_FRESH_SECONDS` and, once a submit
-has committed, sends one datagram per job to workers of the job's queue,
-in turn (see :meth:`WakeSender.after_submit`).
+has committed, sends each worker of the job's queue one datagram.
 
 A hint is only a hint. It carries nothing but :data:`_HINT`; anything else
 is dropped. It is not needed for correctness: a lost hint leaves the worker
@@ -18,7 +17,6 @@ claim that follows is the same claim as ever, with its lease and fencing.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import socket
 import threading
 import time
@@ -121,32 +119,23 @@ def worker_listen_for_hints(store: object, worker_id: str) -> Op[None]:
 
 
 class WakeSender:
-    """A client's side: the workers' addresses, kept a few seconds, and a datagram per job."""
+    """A client's side: the workers' addresses, kept a few seconds, and one datagram each."""
 
     def __init__(self) -> None:
         self._workers: list[WakeTarget] = []
         self._fetched_at = -_ADDRESSES_FRESH_SECONDS
-        self._turn = itertools.count()
 
-    def after_submit(self, queues: Collection[str], jobs: int) -> Op[None]:
-        """Hint as many workers of ``queues`` as ``jobs`` were submitted, taking them in turn.
-
-        One worker per job, not all: every worker told would look and claim
-        at once, and on a cluster each claim, the empty ones too, is a Raft
-        round. A hinted worker with no free slot leaves the job to the
-        others' polls. The addresses are read first when they are stale.
-        """
+    def after_submit(self, queues: Collection[str]) -> Op[None]:
+        """Hint the workers of ``queues``; read their addresses first when those are stale."""
         if time.monotonic() - self._fetched_at >= _ADDRESSES_FRESH_SECONDS:
             self._fetched_at = time.monotonic()
             try:
                 self._workers = yield from worker_wake_targets()
             except errors.StoreError:
                 self._workers = []  # the submit stands; the workers find the job by polling
-        serving = [target for target, served in self._workers if served.intersection(queues)]
-        if serving:
-            first = next(self._turn)
-            for offset in range(min(jobs, len(serving))):
-                self._send(serving[(first + offset) % len(serving)])
+        for target, served in self._workers:
+            if served.intersection(queues):
+                self._send(target)
 
     def _send(self, target: tuple[str, int]) -> None:
         # A socket per hint: microseconds beside a submit's round trip, and

@@ -125,7 +125,7 @@ def test_a_submit_hints_the_active_workers_of_its_queue_only(
     sender = wakeups.WakeSender()
 
     async def submitted() -> None:
-        await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}, 1))
+        await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}))
 
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
@@ -145,37 +145,3 @@ def test_workers_listen_on_a_cluster_and_not_on_the_embedded_store(
 ) -> None:
     assert not isinstance(sqlite_store, wakeups.HintedStore)
     plan.run(sqlite_store, wakeups.worker_listen_for_hints(sqlite_store, "w-embedded"))
-
-
-def test_single_submits_hint_the_workers_of_their_queue_in_turn(sqlite_store: Store) -> None:
-    listeners = [wakeups.WakeListener("127.0.0.1") for _ in range(2)]
-    for index, each in enumerate(listeners):
-        _listening_worker(sqlite_store, f"w-{index}", ["mail"], each.address)
-    sender = wakeups.WakeSender()
-
-    async def scenario() -> None:
-        ended = [anyio.Event(), anyio.Event()]
-
-        async def wait(index: int) -> None:
-            await listeners[index].wait(_LONG_WAIT)
-            ended[index].set()
-
-        async def submit_one() -> list[bool]:
-            await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}, 1))
-            await anyio.wait_all_tasks_blocked()
-            return [event.is_set() for event in ended]
-
-        with anyio.fail_after(_BOUND):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(wait, 0)
-                tasks.start_soon(wait, 1)
-                await anyio.wait_all_tasks_blocked()
-                # One job, one worker told; the next job, the other one.
-                assert sorted(await submit_one()) == [False, True]
-                assert await submit_one() == [True, True]
-
-    try:
-        _run(scenario)
-    finally:
-        for each in listeners:
-            each.close()
