@@ -63,6 +63,7 @@ from taskq.broker.schedules import (
     schedule_set_paused,
 )
 from taskq.broker.store import Store
+from taskq.broker.wakeups import HintedStore, WakeSender
 from taskq.config import load_config
 from taskq.retry import RetryPolicy, parse_retry
 
@@ -308,6 +309,8 @@ class ClientBase:
         self.store = store if store is not None else open_store(store_url, config_path=config_path)
         self.submitter = submitter if submitter is not None else default_submitter()
         self.max_payload_bytes = max_payload_bytes
+        # Idle workers on a cluster hear of a submit at once (taskq/broker/wakeups.py).
+        self._wake_sender = WakeSender() if isinstance(self.store, HintedStore) else None
         # The config file's [queues.NAME] defaults, which this client's jobs get (a store
         # handed over open comes without a config, unless one is named).
         self.queue_defaults = (
@@ -350,7 +353,10 @@ class ClientBase:
     def _submit_many_plan(self, specs: Sequence[JobSpec]) -> Op[list[int]]:
         if self.queue_defaults:
             specs = [self._with_queue_defaults(spec) for spec in specs]
-        return job_enqueue(specs, max_payload_bytes=self.max_payload_bytes)
+        ids = yield from job_enqueue(specs, max_payload_bytes=self.max_payload_bytes)
+        if self._wake_sender is not None:
+            yield from self._wake_sender.after_submit({spec.queue for spec in specs})
+        return ids
 
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]

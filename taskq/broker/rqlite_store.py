@@ -10,6 +10,7 @@ resent only when the caller said it is idempotent; otherwise
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from taskq.broker.rqlite_protocol import AnswerKind
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.store_url import RqliteTarget, mask_password
 from taskq.broker.trampoline import Pause
+from taskq.broker.wakeups import WakeListener, host_facing
 
 _DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
@@ -122,6 +124,7 @@ class RqliteStore:
         self.cluster = ClusterView(nodes=list(target.base_urls()))
         self._on_stale_read = on_stale_read
         self._stale_node: str | None = None
+        self._wake_listener: WakeListener | None = None
 
     @property
     def url(self) -> str:
@@ -158,14 +161,30 @@ class RqliteStore:
         return await run_http_plan_async(self._nodes_plan(), self._transport)
 
     async def wait_for_change(self, timeout: float) -> None:
-        # rqlite pushes nothing to clients: wait a short poll interval and let
-        # the caller's cheap read (at consistency none) decide.
-        await anyio.sleep(min(timeout, _CHANGE_POLL_SECONDS))
+        # rqlite pushes nothing to clients: wait a short poll interval, or
+        # less when a submitting client sends a hint, and let the caller's
+        # cheap read (at consistency none) decide.
+        seconds = min(timeout, _CHANGE_POLL_SECONDS)
+        if self._wake_listener is None:
+            await anyio.sleep(seconds)
+        else:
+            await self._wake_listener.wait(seconds)
+
+    def listen_for_wakeups(self) -> str | None:
+        """Listen for hints from submitting clients; where (host:port), or None if no socket."""
+        if self._wake_listener is None:
+            with contextlib.suppress(OSError):
+                self._wake_listener = WakeListener(host_facing(self.cluster.write_target()))
+        return None if self._wake_listener is None else self._wake_listener.address
 
     def close(self) -> None:
+        if self._wake_listener is not None:
+            self._wake_listener.close()
         self._transport.close()
 
     async def aclose(self) -> None:
+        if self._wake_listener is not None:
+            self._wake_listener.close()
         await self._transport.aclose()
 
     # -- plans

@@ -32,15 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import anyio.to_thread
 
 from taskq import errors
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
+from taskq.broker.wal_watch import WalWatcher
 
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIRST_LOCK_RETRY_SECONDS = 0.00005
 _LONGEST_LOCK_RETRY_SECONDS = 0.001
-_CHANGE_POLL_SECONDS = 0.001
 # Pages of WAL (4 KiB each) after which a commit copies them back into the
 # database file, holding up the worker that made it. A copy takes each page
 # once however often it was written since the last: at SQLite's default of
@@ -73,6 +74,9 @@ class SqliteStore:
         # process: the async entry points run the same code in a worker thread.
         self._lock = threading.Lock()
         self._conn = self._connect()
+        # Not under ``_lock``: the event loop takes it, and must not wait for a statement.
+        self._watcher_lock = threading.Lock()
+        self._watcher: WalWatcher | None = None
 
     @property
     def url(self) -> str:
@@ -191,28 +195,21 @@ class SqliteStore:
         )
 
     async def wait_for_change(self, timeout: float) -> None:
-        await anyio.to_thread.run_sync(self._wait_for_change, timeout, abandon_on_cancel=True)
+        watcher = self._change_watcher()
+        if watcher is None:
+            await anyio.sleep(
+                timeout
+            )  # the file cannot be opened now: the caller's look will say why
+        else:
+            await watcher.wait(timeout)
 
-    def _wait_for_change(self, timeout: float) -> None:
-        # data_version moves when another connection commits; a connection of
-        # its own sees this process's commits as well as other processes'.
-        # Reading it touches only the WAL index in shared memory.
-        deadline = time.monotonic() + timeout
-        try:
-            watcher = sqlite3.connect(self.path, timeout=1.0)
-        except sqlite3.Error:
-            time.sleep(max(0.0, timeout))
-            return
-        try:
-            start = watcher.execute("PRAGMA data_version").fetchone()[0]
-            while time.monotonic() < deadline:
-                time.sleep(_CHANGE_POLL_SECONDS)
-                if watcher.execute("PRAGMA data_version").fetchone()[0] != start:
-                    return
-        except sqlite3.Error:
-            return
-        finally:
-            watcher.close()
+    def _change_watcher(self) -> WalWatcher | None:
+        """The store's watcher, made on the first wait: a client that never waits needs none."""
+        with self._watcher_lock:
+            if self._watcher is None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._watcher = WalWatcher(self.path)
+            return self._watcher
 
     def nodes(self) -> list[NodeInfo]:
         return [
@@ -229,6 +226,8 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._watcher is not None:
+                self._watcher.close()
 
     def _wrap(self, exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
         """Translate a sqlite3 error into taskq's hierarchy, once, at this edge."""

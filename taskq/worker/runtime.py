@@ -44,6 +44,7 @@ from taskq.broker.ops.workers import worker_register, worker_set_state
 from taskq.broker.plan import Op
 from taskq.broker.records import Fenced
 from taskq.broker.store import Store
+from taskq.broker.wakeups import worker_listen_for_hints
 from taskq.job_context import JobUpdate
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
@@ -167,6 +168,7 @@ class Worker:
                 max_slots=None if self._autoscaler is None else self._autoscaler.most,
             )
         )
+        await self._run(worker_listen_for_hints(self.store, self.worker_id))
         try:
             # Pool children start before the first claim: a claimed job's lease
             # is running, and an interpreter start is tens of milliseconds.

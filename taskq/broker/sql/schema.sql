@@ -107,7 +107,8 @@ CREATE TABLE workers (
         CHECK (state IN ('active', 'draining', 'stopped', 'lost')),
     started_at REAL NOT NULL,
     heartbeat_at REAL NOT NULL,
-    max_slots INTEGER
+    max_slots INTEGER,
+    wake_address TEXT
 );
 
 CREATE INDEX workers_state ON workers (state, heartbeat_at);

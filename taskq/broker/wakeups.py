@@ -1,0 +1,147 @@
+"""Wake-up hints: a client that submitted a job tells idle workers on a cluster to look now.
+
+rqlite pushes nothing to its clients, so an idle worker on a cluster looks
+for work every few tens of milliseconds. To see a job sooner, each worker
+listens on a UDP socket, on the address it reaches the cluster from, and
+records that address in its ``workers`` row. A client keeps the active
+workers' addresses for :data:`_ADDRESSES_FRESH_SECONDS` and, once a submit
+has committed, sends each worker of the job's queue one datagram.
+
+A hint is only a hint. It carries nothing but :data:`_HINT`; anything else
+is dropped. It is not needed for correctness: a lost hint leaves the worker
+to its usual look a poll interval later, and a forged one makes it look
+sooner, no more often than every :data:`_LEAST_SECONDS_BETWEEN_WAKES`. The
+claim that follows is the same claim as ever, with its lease and fencing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Collection
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+import anyio
+
+from taskq import errors
+from taskq.broker.ops.wakeups import WakeTarget, worker_wake_at, worker_wake_targets
+from taskq.broker.plan import Op
+
+_HINT = b"taskq wake 1"
+_ADDRESSES_FRESH_SECONDS = 5.0
+_LEAST_SECONDS_BETWEEN_WAKES = 0.002
+_LARGEST_DATAGRAM = 512
+
+
+class WakeListener:
+    """A worker's UDP socket for hints, bound to ``host`` on a port the system picks."""
+
+    def __init__(self, host: str) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            self._socket.bind((host, 0))
+            self._socket.setblocking(False)
+        except OSError:
+            self._socket.close()
+            raise
+        port = self._socket.getsockname()[1]
+        self.address = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+        self._woken_at = 0.0
+        self._busy = threading.Lock()
+
+    async def wait(self, seconds: float) -> None:
+        """Return on a hint, or after ``seconds``."""
+        # The socket has one reader at a time; a second waiter at once just sleeps.
+        if not self._busy.acquire(blocking=False):
+            await anyio.sleep(seconds)
+            return
+        try:
+            with anyio.move_on_after(seconds):
+                while not self._hinted():
+                    await anyio.wait_readable(self._socket)
+                # A flood of hints, forged or not, wakes no more often than this.
+                since = time.monotonic() - self._woken_at
+                await anyio.sleep(max(0.0, _LEAST_SECONDS_BETWEEN_WAKES - since))
+                self._woken_at = time.monotonic()
+        finally:
+            self._busy.release()
+
+    def _hinted(self) -> bool:
+        """Read every queued datagram; whether one was a hint."""
+        hinted = False
+        while True:
+            try:
+                datagram = self._socket.recv(_LARGEST_DATAGRAM)
+            except (BlockingIOError, InterruptedError):
+                return hinted
+            except OSError:  # an ICMP error queued on the socket: nothing to read
+                continue
+            hinted = hinted or datagram == _HINT
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+def host_facing(base_url: str) -> str:
+    """This machine's address on the route to the node at ``base_url``.
+
+    Clients that reach that node can most likely reach this address too. No
+    packet is sent: connecting a UDP socket only picks the route.
+    """
+    host = urlsplit(base_url).hostname or "127.0.0.1"
+    try:
+        family, _, _, _, target = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect(target)
+            return str(probe.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+@runtime_checkable
+class HintedStore(Protocol):
+    """A store whose workers take hints (a cluster's; the embedded store has inotify)."""
+
+    def listen_for_wakeups(self) -> str | None:
+        """Start listening; where (host:port), or None when no socket could be had."""
+        ...
+
+
+def worker_listen_for_hints(store: object, worker_id: str) -> Op[None]:
+    """Have the registered worker ``worker_id`` listen for hints, on a store that sends them."""
+    address = store.listen_for_wakeups() if isinstance(store, HintedStore) else None
+    if address is not None:
+        yield from worker_wake_at(worker_id, address)
+
+
+class WakeSender:
+    """A client's side: the workers' addresses, kept a few seconds, and one datagram each."""
+
+    def __init__(self) -> None:
+        self._workers: list[WakeTarget] = []
+        self._fetched_at = -_ADDRESSES_FRESH_SECONDS
+
+    def after_submit(self, queues: Collection[str]) -> Op[None]:
+        """Hint the workers of ``queues``; read their addresses first when those are stale."""
+        if time.monotonic() - self._fetched_at >= _ADDRESSES_FRESH_SECONDS:
+            self._fetched_at = time.monotonic()
+            try:
+                self._workers = yield from worker_wake_targets()
+            except errors.StoreError:
+                self._workers = []  # the submit stands; the workers find the job by polling
+        for target, served in self._workers:
+            if served.intersection(queues):
+                self._send(target)
+
+    def _send(self, target: tuple[str, int]) -> None:
+        # A socket per hint: microseconds beside a submit's round trip, and
+        # nothing for the client to close.
+        family = socket.AF_INET6 if ":" in target[0] else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as sender:
+            sender.setblocking(False)
+            with contextlib.suppress(OSError):  # a full buffer, a gone worker: polling covers it
+                sender.sendto(_HINT, target)

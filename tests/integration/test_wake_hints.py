@@ -1,0 +1,83 @@
+"""Wake-up hints on a cluster: a worker records where it listens, a submit gets there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import anyio.to_thread
+import pytest
+
+import taskq
+from taskq.broker import plan, wakeups
+from taskq.broker.connect import open_store
+from taskq.broker.ops.wakeups import worker_wake_at
+from taskq.broker.ops.workers import worker_register, worker_set_state
+from taskq.broker.store import Statement, Store
+from tests.support.rqlite_cluster import RqliteCluster
+
+pytestmark = pytest.mark.rqlite
+
+
+@pytest.fixture
+def cluster_store(rqlite_cluster: RqliteCluster) -> Iterator[Store]:
+    opened = open_store(rqlite_cluster.url)
+    yield opened
+    opened.close()
+
+
+def _register(store: Store, worker_id: str, queue: str) -> None:
+    plan.run(
+        store,
+        worker_register(
+            worker_id, name=worker_id, host="here", pid=1, queues=[queue], labels=[], slots=1
+        ),
+    )
+
+
+def test_a_worker_on_a_cluster_records_where_it_listens(cluster_store: Store) -> None:
+    assert isinstance(cluster_store, wakeups.HintedStore)
+    _register(cluster_store, "w-listening", "listening-queue")
+    try:
+        plan.run(cluster_store, wakeups.worker_listen_for_hints(cluster_store, "w-listening"))
+        (row,) = cluster_store.query(
+            Statement("SELECT wake_address FROM workers WHERE id = 'w-listening'")
+        )
+        assert row["wake_address"] == cluster_store.listen_for_wakeups()
+        host, _, port = row["wake_address"].rpartition(":")
+        assert host == "127.0.0.1"  # the cluster is on loopback
+        assert int(port) > 0
+    finally:
+        plan.run(cluster_store, worker_set_state("w-listening", "stopped"))
+
+
+def test_a_client_submit_on_a_cluster_wakes_the_listening_worker(
+    rqlite_cluster: RqliteCluster, cluster_store: Store
+) -> None:
+    listener = wakeups.WakeListener("127.0.0.1")
+    client = taskq.Client(rqlite_cluster.url)
+    _register(cluster_store, "w-hinted", "hinted-queue")
+    plan.run(cluster_store, worker_wake_at("w-hinted", listener.address))
+
+    async def scenario() -> None:
+        ended = anyio.Event()
+
+        async def wait() -> None:
+            await listener.wait(60.0)
+            ended.set()
+
+        with anyio.fail_after(10.0):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(wait)
+                await anyio.wait_all_tasks_blocked()
+                await anyio.to_thread.run_sync(
+                    lambda: client.submit("json:dumps", [1], queue="hinted-queue")
+                )
+                await ended.wait()
+
+    try:
+        anyio.run(scenario, backend_options={"use_uvloop": True})
+    finally:
+        plan.run(cluster_store, worker_set_state("w-hinted", "stopped"))
+        client.close()
+        listener.close()

@@ -1,0 +1,147 @@
+"""Wake-up hints: a submit reaches the listening workers of its queue, and nothing else wakes them.
+
+Waits that a hint should end are given a minute and the test fails after
+ten seconds, so a lost hint fails rather than passes slowly.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from taskq.broker import plan, wakeups
+from taskq.broker.connect import open_store
+from taskq.broker.ops.wakeups import worker_wake_at
+from taskq.broker.ops.workers import worker_register, worker_set_state
+from taskq.broker.store import Store
+
+_LONG_WAIT = 60.0
+_BOUND = 10.0
+
+
+@pytest.fixture
+def listener() -> Iterator[wakeups.WakeListener]:
+    opened = wakeups.WakeListener("127.0.0.1")
+    yield opened
+    opened.close()
+
+
+def _send(address: str, datagram: bytes) -> None:
+    host, _, port = address.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(datagram, (host, int(port)))
+
+
+async def _ended_by(listener: wakeups.WakeListener, act: Callable[[], Awaitable[None]]) -> bool:
+    """Start a long wait, do ``act`` once it waits; whether the wait ended of it."""
+    ended = anyio.Event()
+
+    async def wait() -> None:
+        await listener.wait(_LONG_WAIT)
+        ended.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(wait)
+        await anyio.wait_all_tasks_blocked()
+        await act()
+        await anyio.wait_all_tasks_blocked()
+        if not ended.is_set():
+            tasks.cancel_scope.cancel()
+            return False
+    return True
+
+
+def _run(scenario: Callable[[], Awaitable[None]]) -> None:
+    # The worker's loop is uvloop's.
+    anyio.run(scenario, backend_options={"use_uvloop": True})
+
+
+def test_a_hint_ends_the_wait(listener: wakeups.WakeListener) -> None:
+    async def hint() -> None:
+        _send(listener.address, wakeups._HINT)
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            assert await _ended_by(listener, hint)
+
+    _run(scenario)
+
+
+def test_a_datagram_that_is_not_a_hint_is_ignored(listener: wakeups.WakeListener) -> None:
+    async def garbage() -> None:
+        _send(listener.address, b"taskq wake 1 and more")
+        _send(listener.address, b"\x00" * 400)
+
+    async def hint() -> None:
+        _send(listener.address, wakeups._HINT)
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            assert not await _ended_by(listener, garbage)
+            assert await _ended_by(listener, hint)  # still listening
+
+    _run(scenario)
+
+
+def test_with_no_hint_the_wait_ends_at_its_timeout(listener: wakeups.WakeListener) -> None:
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            await listener.wait(0.05)
+
+    _run(scenario)
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite://{tmp_path / 'taskq.db'}")
+    yield opened
+    opened.close()
+
+
+def _listening_worker(store: Store, worker_id: str, queues: list[str], address: str) -> None:
+    plan.run(
+        store,
+        worker_register(
+            worker_id, name=worker_id, host="here", pid=1, queues=queues, labels=[], slots=1
+        ),
+    )
+    plan.run(store, worker_wake_at(worker_id, address))
+
+
+def test_a_submit_hints_the_active_workers_of_its_queue_only(
+    sqlite_store: Store, listener: wakeups.WakeListener
+) -> None:
+    other = wakeups.WakeListener("127.0.0.1")
+    gone = wakeups.WakeListener("127.0.0.1")
+    _listening_worker(sqlite_store, "w-mail", ["mail"], listener.address)
+    _listening_worker(sqlite_store, "w-video", ["video"], other.address)
+    _listening_worker(sqlite_store, "w-gone", ["mail"], gone.address)
+    plan.run(sqlite_store, worker_set_state("w-gone", "stopped"))
+    sender = wakeups.WakeSender()
+
+    async def submitted() -> None:
+        await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}))
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            assert not await _ended_by(other, submitted)
+            assert not await _ended_by(gone, submitted)
+            assert await _ended_by(listener, submitted)
+
+    try:
+        _run(scenario)
+    finally:
+        other.close()
+        gone.close()
+
+
+def test_workers_listen_on_a_cluster_and_not_on_the_embedded_store(
+    sqlite_store: Store,
+) -> None:
+    assert not isinstance(sqlite_store, wakeups.HintedStore)
+    plan.run(sqlite_store, wakeups.worker_listen_for_hints(sqlite_store, "w-embedded"))

@@ -1,0 +1,136 @@
+"""An idle worker's wait on the embedded store: a commit from elsewhere ends it, nothing else does.
+
+Every test bounds its waits: a wait that a commit should end is given a
+minute and the test fails after ten seconds, so a missed wake-up fails
+rather than passes slowly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from taskq.broker import wal_watch
+from taskq.broker.sqlite_store import SqliteStore
+from taskq.broker.store import Statement
+
+_LONG_WAIT = 60.0
+_BOUND = 10.0
+
+
+def _run(scenario: Callable[[], Awaitable[None]]) -> None:
+    # The worker's own loop is uvloop's, whose timers have a millisecond's grain.
+    anyio.run(scenario, backend_options={"use_uvloop": True})
+
+
+def _commit_elsewhere(path: Path) -> None:
+    """One commit from another connection, as a client in another process makes."""
+    other = SqliteStore(path)
+    try:
+        other.execute([Statement("INSERT INTO marks (at) VALUES (1)", {})])
+    finally:
+        other.close()
+
+
+@pytest.fixture(params=["inotify", "polling"])
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SqliteStore]:
+    if request.param == "polling":
+        # As on a system without inotify, or with its watch limit reached.
+        monkeypatch.setattr(wal_watch, "_watch_directory", lambda folder: None)
+    store = SqliteStore(tmp_path / "jobs.db")
+    store.execute([Statement("CREATE TABLE marks (at INTEGER)", {})])
+    yield store
+    store.close()
+
+
+async def _wait_ended_by_commit(
+    store: SqliteStore, first: Callable[[], None] = lambda: None
+) -> None:
+    """Start a long wait; once it waits do ``first``, see it still wait, commit, and see it end."""
+    ended = anyio.Event()
+
+    async def wait() -> None:
+        await store.wait_for_change(_LONG_WAIT)
+        ended.set()
+
+    with anyio.fail_after(_BOUND):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(wait)
+            await anyio.wait_all_tasks_blocked()
+            first()
+            await anyio.wait_all_tasks_blocked()
+            assert not ended.is_set()
+            await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
+            await ended.wait()
+
+
+def test_a_commit_from_another_connection_ends_the_wait(store: SqliteStore) -> None:
+    _run(lambda: _wait_ended_by_commit(store))
+
+
+def test_a_commit_made_between_two_waits_ends_the_next_at_once(store: SqliteStore) -> None:
+    async def scenario() -> None:
+        await _wait_ended_by_commit(store)
+        # The caller looks at the store now; a commit lands meanwhile.
+        await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
+        with anyio.fail_after(_BOUND):
+            await store.wait_for_change(_LONG_WAIT)
+
+    _run(scenario)
+
+
+def test_a_wait_with_no_commit_ends_at_its_timeout(store: SqliteStore) -> None:
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            await store.wait_for_change(0.05)
+
+    _run(scenario)
+
+
+def test_writes_to_other_files_beside_the_store_do_not_end_the_wait(
+    store: SqliteStore,
+) -> None:
+    def write_beside() -> None:
+        (store.path.parent / "notes.txt").write_text("not a commit")
+
+    async def scenario() -> None:
+        await store.wait_for_change(0.01)  # the watcher exists; later writes are news
+        await _wait_ended_by_commit(store, write_beside)
+
+    _run(scenario)
+
+
+def test_two_waits_at_once_both_end_on_a_commit(store: SqliteStore) -> None:
+    async def scenario() -> None:
+        ended = [anyio.Event(), anyio.Event()]
+
+        async def wait(index: int) -> None:
+            await store.wait_for_change(_LONG_WAIT)
+            ended[index].set()
+
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(wait, 0)
+                tasks.start_soon(wait, 1)
+                await anyio.wait_all_tasks_blocked()
+                await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
+                for event in ended:
+                    await event.wait()
+
+    _run(scenario)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
+def test_on_linux_the_wait_is_told_by_inotify_rather_than_polling(tmp_path: Path) -> None:
+    watcher = wal_watch.WalWatcher(tmp_path / "jobs.db")
+    try:
+        assert watcher.uses_inotify
+    finally:
+        watcher.close()
