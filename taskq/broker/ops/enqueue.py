@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-import uuid
+import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,15 +60,26 @@ def checked_row(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) ->
         "delay": float(spec.delay),
         "max_attempts": spec.max_attempts,
         "timeout": spec.timeout,
-        "limits": to_json(spec.limits, "limits"),
-        "labels": to_json(sorted(set(spec.labels)), "labels"),
-        "key": f"auto:{uuid.uuid4().hex}" if key is None else key,
+        # Most jobs name no limits and no labels: their JSON needs no encoder.
+        "limits": to_json(spec.limits, "limits") if spec.limits else "{}",
+        "labels": to_json(sorted(set(spec.labels)), "labels") if spec.labels else "[]",
+        "key": auto_key() if key is None else key,
         # Only a caller's own key can come back with another request: a random
         # one comes back only in a resend, so its job needs no fingerprint.
         "fingerprint": None if key is None else job_validation.fingerprint(spec),
         "submitter": spec.submitter,
         "retry": None if spec.retry is None else parse_retry(spec.retry).to_dict(),
     }
+
+
+def auto_key() -> str:
+    """The key of a job submitted without one: unique, and rising with time.
+
+    A random key would go anywhere in the key index, and each submit would
+    write a page of it that no recent one wrote; a rising one goes at its end,
+    into the page the last one went to.
+    """
+    return f"auto:{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
 def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.RateLimited]:
