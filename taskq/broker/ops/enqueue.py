@@ -144,9 +144,14 @@ def job_enqueue(
         )
         for who, keys in per_submitter
     ]
-    statement = Statement(
-        job_insert_sql("job_enqueue_specs"), {"specs": fast_json.dumps_text(rows)}
-    )
+    if len(rows) == 1:
+        statement = Statement(
+            job_insert_sql("job_enqueue_spec"), {"spec": fast_json.dumps_text(rows[0])}
+        )
+    else:
+        statement = Statement(
+            job_insert_sql("job_enqueue_specs"), {"specs": fast_json.dumps_text(rows)}
+        )
     try:
         results = yield Write([clock_tick(now), *spends, statement], idempotent=True)
     except errors.ConstraintViolation as exc:
