@@ -365,21 +365,24 @@ class ClientBase:
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
         """The job of one submit: a function's keywords are its own, a string's are options."""
-        if isinstance(target, JobDeclaration):
-            spec = target.spec(*args, **keywords)
-        elif callable(target):
-            check_call(target, args, keywords)
-            spec = call_spec(function_target(target), args, keywords)
-        else:
-            # "pkg.module:function" (anything else is refused as a target by call_spec).
-            unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
-            if unknown:
+        if isinstance(target, str):
+            # "pkg.module:function". Asked first: a check against the protocol
+            # JobDeclaration costs more than the rest of building the job.
+            if not keywords.keys() <= SUBMIT_OPTIONS:
+                unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
                 raise errors.InvalidJob(
                     f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
                     f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
                 )
             keywords.setdefault("submitter", self.submitter)
             return call_spec(target, args, **keywords)
+        if isinstance(target, JobDeclaration):
+            spec = target.spec(*args, **keywords)
+        elif callable(target):
+            check_call(target, args, keywords)
+            spec = call_spec(function_target(target), args, keywords)
+        else:
+            spec = call_spec(target, args, keywords)  # refused as a target there
         return spec if spec.submitter else msgspec.structs.replace(spec, submitter=self.submitter)
 
     def _many_specs(

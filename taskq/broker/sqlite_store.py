@@ -6,12 +6,15 @@ console and scripts can share the file. Every batch runs under
 ``BEGIN IMMEDIATE`` so it takes the write lock before reading anything, which
 rules out the upgrade deadlock of a deferred transaction.
 
-Taking the write lock does not use SQLite's busy handler, which sleeps 1, 2,
-5, 10... ms between tries: with busy workers a write transaction lasts well
+The connection does not use SQLite's busy handler, which sleeps 1, 2, 5,
+10... ms between tries: with busy workers a write transaction lasts well
 under a millisecond, so a writer that slept that long would mostly wait for
-a lock long free. ``BEGIN IMMEDIATE`` is retried every few tens of
-microseconds at first instead, backing off to a millisecond, within the
-same busy timeout.
+a lock long free. ``BEGIN IMMEDIATE``, and a read that finds the file
+locked (a process opening it or recovering its WAL), is retried every few
+tens of microseconds at first instead, backing off to a millisecond, within
+the busy timeout. Once ``BEGIN IMMEDIATE`` holds the write lock, nothing
+else in the transaction waits for one: in WAL mode readers never block the
+writer, and its COMMIT only appends to the WAL.
 
 Every sqlite3 error is translated once, here, into :mod:`taskq.errors` by its
 primary result code, with the file's path and SQLite's own words: a full disk
@@ -28,9 +31,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -39,6 +43,7 @@ from taskq import errors
 from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.wal_watch import WalWatcher
 
+_T = TypeVar("_T")
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIRST_LOCK_RETRY_SECONDS = 0.00005
 _LONGEST_LOCK_RETRY_SECONDS = 0.001
@@ -84,17 +89,14 @@ class SqliteStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
+            # No busy handler (timeout 0): the store retries a locked file itself (see above).
             conn = sqlite3.connect(
-                self.path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self.options.busy_timeout_ms / 1000,
+                self.path, isolation_level=None, check_same_thread=False, timeout=0
             )
         except sqlite3.Error as exc:
             raise self._wrap(exc, index=0, sql="") from exc
         try:
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self.options.busy_timeout_ms)}")
             self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous = {self.options.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -126,7 +128,7 @@ class SqliteStore:
         with self._lock:
             conn = self._conn
             try:
-                self._begin_immediate(conn)
+                self._while_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
             except sqlite3.Error as exc:
                 raise self._wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
             results: list[StatementResult] = []
@@ -151,23 +153,23 @@ class SqliteStore:
                 raise self._wrap(exc, index=len(statements), sql="COMMIT") from exc
             return results
 
-    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
-        """Take the write lock, retrying often while another process holds it (see above)."""
-        conn.execute("PRAGMA busy_timeout = 0")
+    def _while_locked(self, attempt: Callable[[], _T]) -> _T:
+        """``attempt()``, tried again while another process holds the lock it needs (see above)."""
         try:
-            deadline = time.monotonic() + self.options.busy_timeout_ms / 1000
-            pause = _FIRST_LOCK_RETRY_SECONDS
-            while True:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as exc:
-                    if _primary_code(exc) not in _BUSY or time.monotonic() > deadline:
-                        raise
-                time.sleep(pause)
-                pause = min(pause * 2, _LONGEST_LOCK_RETRY_SECONDS)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.options.busy_timeout_ms)}")
+            return attempt()
+        except sqlite3.OperationalError as exc:
+            if _primary_code(exc) not in _BUSY:
+                raise
+        deadline = time.monotonic() + self.options.busy_timeout_ms / 1000
+        pause = _FIRST_LOCK_RETRY_SECONDS
+        while True:
+            time.sleep(pause)
+            try:
+                return attempt()
+            except sqlite3.OperationalError as exc:
+                if _primary_code(exc) not in _BUSY or time.monotonic() > deadline:
+                    raise
+            pause = min(pause * 2, _LONGEST_LOCK_RETRY_SECONDS)
 
     async def execute_async(
         self, statements: Sequence[Statement], *, idempotent: bool = False
@@ -180,10 +182,12 @@ class SqliteStore:
         self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
     ) -> list[Row]:
         # One file on one machine: every read already sees every committed write.
+        conn, params = self._conn, dict(statement.params)
         with self._lock:
             try:
-                cursor = self._conn.execute(statement.sql, dict(statement.params))
-                return [dict(row) for row in cursor.fetchall()]
+                return self._while_locked(
+                    lambda: [dict(row) for row in conn.execute(statement.sql, params).fetchall()]
+                )
             except sqlite3.Error as exc:
                 raise self._wrap(exc, index=0, sql=statement.sql) from exc
 

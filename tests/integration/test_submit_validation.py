@@ -322,6 +322,17 @@ def test_a_resent_enqueue_finds_its_own_jobs_not_a_conflict(store: Store, prefix
     assert len(set(ids)) == 3
 
 
+def test_jobs_submitted_without_a_key_get_keys_of_their_own_that_rise(
+    client: taskq.Client, prefix: str
+) -> None:
+    """Rising, so that each lands at the end of the key index; unique, so that none is refused."""
+    handles = [client.submit(TARGET, n, queue=f"{prefix}-q") for n in range(50)]
+    keys = [client.get(handle.id).idempotency_key for handle in handles]
+    assert all(key.startswith("auto:") for key in keys)
+    assert keys == sorted(keys)
+    assert len(set(keys)) == len(keys)
+
+
 def test_a_job_stored_before_fingerprints_is_returned_for_its_key(
     client: taskq.Client, store: Store, prefix: str
 ) -> None:

@@ -4,8 +4,9 @@
 -- name: job_insert
 -- The one INSERT of jobs, for enqueue and for schedule firing alike. {specs}
 -- is a query with one column, spec: a job's fields as a JSON object, as
--- taskq.broker.ops.enqueue.validate_spec makes them (job_enqueue_specs reads
--- them from the request, schedule_fire_spec from a due schedule).
+-- taskq.broker.ops.enqueue.checked_row makes them (job_enqueue_spec and
+-- job_enqueue_specs read them from the request, schedule_fire_spec from a due
+-- schedule).
 --
 -- A key already stored is not enqueued again, and the broker reads its job.
 -- A key stored with another request's fingerprint tries to change it, which
@@ -55,6 +56,11 @@ RETURNING id, idempotency_key
 -- name: job_enqueue_specs
 SELECT value AS spec FROM json_each(:specs)
 
+-- name: job_enqueue_spec
+-- One job's spec, as the request gives it. Through json_each each spec
+-- would be written out anew and read again for every field.
+SELECT :spec AS spec
+
 -- name: job_by_key
 SELECT id, idempotency_key, request_fingerprint FROM jobs
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
@@ -63,27 +69,33 @@ WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 -- Fails the CHECK (tokens >= 0), and so the whole enqueue, when the new jobs
 -- are more than the submitter's bucket holds. Only keys not stored yet are
 -- charged, so resending an enqueue (or a key) spends nothing twice. No limit
--- row: no limit.
+-- row: no limit. The submitter's own limit, else the one for everyone ('*'),
+-- is looked up by key: an IN list and an ORDER BY would each build a
+-- temporary table on every submit, limits or none.
 INSERT INTO submit_buckets (submitter, tokens, updated_at)
 SELECT
     :submitter,
-    rate - (
+    l.rate - (
         SELECT count(*) FROM json_each(:keys) AS key
         WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
     ),
     (SELECT now FROM taskq_clock)
-FROM submit_limits
-WHERE submitter IN (:submitter, '*')
-ORDER BY submitter = '*'
-LIMIT 1
+FROM submit_limits AS l
+WHERE l.submitter = COALESCE(
+    (SELECT submitter FROM submit_limits WHERE submitter = :submitter), '*'
+)
 ON CONFLICT (submitter) DO UPDATE SET
-    tokens = MIN(
-        (SELECT rate FROM submit_limits WHERE submitter IN (:submitter, '*')
-            ORDER BY submitter = '*' LIMIT 1),
-        submit_buckets.tokens
-            + ((SELECT now FROM taskq_clock) - submit_buckets.updated_at)
-            * (SELECT rate / period FROM submit_limits WHERE submitter IN (:submitter, '*')
-                ORDER BY submitter = '*' LIMIT 1)
+    tokens = (
+        SELECT MIN(
+            l.rate,
+            submit_buckets.tokens
+                + ((SELECT now FROM taskq_clock) - submit_buckets.updated_at)
+                * l.rate / l.period
+        )
+        FROM submit_limits AS l
+        WHERE l.submitter = COALESCE(
+            (SELECT submitter FROM submit_limits WHERE submitter = :submitter), '*'
+        )
     ) - (
         SELECT count(*) FROM json_each(:keys) AS key
         WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
