@@ -25,6 +25,8 @@ from taskq.worker.cpus import check_available, parse_cpu_list
 
 Isolation = Literal["pool", "process"]
 ISOLATION_MODES: tuple[str, ...] = get_args(Isolation)
+# How the worker writes its event lines: for people, or for log collectors.
+LOG_FORMATS = ("text", "json")
 
 Name = Annotated[str, Meta(min_length=1)]
 ModuleName = Annotated[
