@@ -421,7 +421,10 @@ class Worker:
                         await self._sandboxes.slot_left(sandbox)
                         return
                     taken.append((next_job, await self._start_job(next_job, sandbox)))
-                while self._may_queue(sandbox, len(taken)):
+                # Topped up once half its queue is run, not after every job:
+                # each frame that finds the child idle wakes it, at a cost.
+                refill = len(taken) <= self.settings.child_queue // 2
+                while refill and self._may_queue(sandbox, len(taken)):
                     running = self._slots.take_waiting()
                     running.queued = True
                     taken.append((running, await self._start_job(running, sandbox)))
