@@ -7,7 +7,6 @@ from pathlib import Path
 
 from taskq import errors
 from taskq.broker import migrations
-from taskq.broker.rqlite_store import RqliteStore
 from taskq.broker.sqlite_store import SqliteOptions, SqliteStore
 from taskq.broker.store import Store
 from taskq.broker.store_url import (
@@ -53,6 +52,10 @@ def open_store(
             SqliteOptions(busy_timeout_ms=target.busy_timeout_ms, synchronous=target.synchronous),
         )
     else:
+        # Imported for an rqlite URL only: its HTTP and TLS stack is most of the
+        # import time of an embedded worker or client, which never use it.
+        from taskq.broker.rqlite_store import RqliteStore
+
         store = RqliteStore(target, display_url=resolved, on_stale_read=on_stale_read)
     if migrate:
         try:

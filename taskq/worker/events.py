@@ -8,8 +8,7 @@ import time
 from typing import Any, TextIO
 
 from taskq import fast_json
-
-FORMATS = ("text", "json")
+from taskq.worker.settings import LOG_FORMATS
 
 
 class EventLog:
@@ -22,8 +21,8 @@ class EventLog:
     """
 
     def __init__(self, stream: TextIO | None = None, *, format: str = "text") -> None:
-        if format not in FORMATS:
-            raise ValueError(f"log format must be one of {', '.join(FORMATS)}, got {format!r}")
+        if format not in LOG_FORMATS:
+            raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {format!r}")
         self.stream = stream or sys.stderr
         self.format = format
         self._stamped_second = -1

@@ -8,25 +8,17 @@ once, still handing jobs back.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
-import anyio
-
 from taskq import __version__, errors
-from taskq.broker.connect import open_store
 from taskq.config import load_config
 from taskq.worker.cpus import pin_process
-from taskq.worker.events import FORMATS, EventLog
-from taskq.worker.module_check import check_modules
-from taskq.worker.runtime import Worker
+from taskq.worker.module_check import ModuleCheck
 from taskq.worker.sandbox.environment import job_environment
-from taskq.worker.settings import ISOLATION_MODES, settings_from
+from taskq.worker.settings import ISOLATION_MODES, LOG_FORMATS, settings_from
 
-EXIT_ERROR = 1
 EXIT_CONFIG = 2
 
 
@@ -72,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prefetch",
         type=int,
         help="most jobs claimed beyond the free slots while jobs are short "
-        "(default: four times the concurrency; 0: never)",
+        "(default: 64, or four times the concurrency if more; 0: never)",
     )
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
     parser.add_argument(
@@ -86,24 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--cpus", help="CPUs the worker and its jobs run on, as in 0-3,6 (default: any)"
     )
-    parser.add_argument("--log-format", choices=FORMATS, default="text")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text")
     return parser
-
-
-async def _serve(worker: Worker) -> None:
-    async with anyio.create_task_group() as tasks:
-
-        async def watch_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    if worker.draining.is_set():
-                        worker.stop_now()
-                    else:
-                        worker.drain()
-
-        tasks.start_soon(watch_signals)
-        await worker.run()
-        tasks.cancel_scope.cancel()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,67 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         )
         settings.check_runs_something()
-        check_modules(
+        module_check = ModuleCheck(
             settings.modules,
             import_path=sys.path,
             env=job_environment(os.environ, settings.env_passthrough),
         )
+        # Imported while the modules are being imported in the check's child: the
+        # event loop, the store drivers and the worker's loop take about as long.
+        from taskq.worker import serving
+
+        module_check.wait()
     except errors.ConfigError as exc:
         print(f"taskq-worker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if settings.cpus is not None:
         pin_process(settings.cpus)
-    events = EventLog(format=args.log_format)
-    try:
-        store = open_store(args.store or config.store_url)
-    except errors.ConfigError as exc:
-        print(f"taskq-worker: error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except errors.TaskqError as exc:
-        print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    _tune_garbage_collection()
-    failure: errors.StoreError | None = None
-    try:
-        # uvloop: the loop's own work per job (callbacks, timers, fd watches)
-        # costs a fraction of asyncio's, and a busy worker's main thread is
-        # mostly that work.
-        try:
-            anyio.run(
-                _serve,
-                Worker(store, settings, events=events),
-                backend_options={"use_uvloop": True},
-            )
-        finally:
-            events.flush()  # the last lines, should the loop have ended before writing them
-    except* errors.StoreError as group:
-        # The worker's task groups wrap what stopped it (registering at
-        # start-up, say, on a damaged file); the person wants the error itself.
-        failure = _first_leaf(group)
-    finally:
-        store.close()
-    if failure is not None:
-        print(f"taskq-worker: error: cannot use the store: {failure}", file=sys.stderr)
-        return EXIT_ERROR
-    return 0
-
-
-def _first_leaf(group: BaseExceptionGroup[errors.StoreError]) -> errors.StoreError:
-    """The first exception in ``group``, however deeply groups nest."""
-    first = group.exceptions[0]
-    return first if not isinstance(first, BaseExceptionGroup) else _first_leaf(first)
-
-
-def _tune_garbage_collection() -> None:
-    """Collect cyclic garbage less often than Python's default, which suits small scripts.
-
-    A busy worker allocates a few hundred objects per job, so the default
-    (a young-generation pass every 700 allocations) ran every few jobs and
-    cost 5-15% of the embedded drain's throughput. Everything imported
-    so far lives as long as the process: frozen, later passes skip it.
-    """
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    return serving.serve(args.store or config.store_url, settings, log_format=args.log_format)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import importlib
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 
 import msgspec
@@ -29,44 +30,62 @@ class ModuleReport(msgspec.Struct, frozen=True):
     error: str = ""
 
 
-def check_modules(
-    modules: Sequence[str],
-    *,
-    import_path: Sequence[str],
-    env: Mapping[str, str],
-    timeout: float = IMPORT_TIMEOUT_SECONDS,
-) -> None:
-    """Import ``modules`` in a child as the jobs would; raise ConfigError naming what fails.
+class ModuleCheck:
+    """The import of a worker's ``--modules`` under way in a child; ``wait`` gives its verdict.
 
-    The message is one line, naming each module that cannot be imported.
+    Started before the worker imports its own heavy parts (its loop, the
+    store's drivers), so that the two overlap: a worker's start-up counts
+    towards the first job's wait.
     """
-    if not modules:
-        return
-    argv = [sys.executable, "-m", "taskq.worker.module_check", json.dumps(list(import_path))]
-    try:
-        ran = subprocess.run(
-            [*argv, *modules],
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise errors.ConfigError(
-            f"importing --modules {','.join(modules)} took more than {timeout:g} s"
-        ) from None
-    try:
-        reports = msgspec.json.decode(ran.stdout.splitlines()[-1], type=list[ModuleReport])
-    except (IndexError, msgspec.DecodeError):
-        said = ran.stderr.decode(errors="replace").strip().splitlines()
-        raise errors.ConfigError(
-            f"importing --modules {','.join(modules)} failed"
-            + (f": {said[-1]}" if said else f" (exit status {ran.returncode})")
-        ) from None
-    failed = [f"{report.module}: {report.error}" for report in reports if report.error]
-    if failed:
-        raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
+
+    def __init__(
+        self,
+        modules: Sequence[str],
+        *,
+        import_path: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float = IMPORT_TIMEOUT_SECONDS,
+    ) -> None:
+        self._modules = list(modules)
+        self._timeout = timeout
+        self._started = time.monotonic()
+        self._child: subprocess.Popen[bytes] | None = None
+        if modules:
+            paths = json.dumps(list(import_path))
+            self._child = subprocess.Popen(
+                [sys.executable, "-m", "taskq.worker.module_check", paths, *modules],
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+
+    def wait(self) -> None:
+        """Wait for the import; raise ConfigError naming what fails, in one line."""
+        child = self._child
+        if child is None:
+            return
+        named = ",".join(self._modules)
+        left = self._timeout - (time.monotonic() - self._started)
+        try:
+            stdout, stderr = child.communicate(timeout=max(left, 0.0))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise errors.ConfigError(
+                f"importing --modules {named} took more than {self._timeout:g} s"
+            ) from None
+        try:
+            reports = msgspec.json.decode(stdout.splitlines()[-1], type=list[ModuleReport])
+        except (IndexError, msgspec.DecodeError):
+            said = stderr.decode(errors="replace").strip().splitlines()
+            raise errors.ConfigError(
+                f"importing --modules {named} failed"
+                + (f": {said[-1]}" if said else f" (exit status {child.returncode})")
+            ) from None
+        failed = [f"{report.module}: {report.error}" for report in reports if report.error]
+        if failed:
+            raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
 
 
 def _import(module: str) -> ModuleReport:

@@ -36,7 +36,6 @@ from taskq.broker.ops.leases import (
     Report,
     job_backlog,
     job_claimable,
-    job_heartbeat,
     job_report,
     job_report_and_claim,
 )
@@ -50,10 +49,11 @@ from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
+from taskq.worker.heartbeat import Heartbeat
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.progress_forwarding import forward_progress
 from taskq.worker.reports import report_of
-from taskq.worker.running import RunningJob, StopReason, note_renewals, stop_expired
+from taskq.worker.running import RunningJob, StopReason
 from taskq.worker.sandbox import cgroups
 from taskq.worker.sandbox.child_process import ChildSetup
 from taskq.worker.sandbox.environment import job_environment
@@ -125,18 +125,24 @@ class Worker:
                 events=self.events,
                 worker_id=self.worker_id,
                 # The store's count of slots follows at once.
-                on_change=lambda: self._beat_now.set(),
+                on_change=lambda: self._heartbeat.beat_soon(),
             )
             if settings.autoscale is not None
             else None
         )
         self._slot_tasks: anyio.abc.TaskGroup | None = None
-        # Set to send the next heartbeat now: the slot count changed.
-        self._beat_now = anyio.Event()
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
-        self._maintainer: Maintainer | None = None
         self._outage = StoreOutage(self.events, self.worker_id)
+        self._heartbeat = Heartbeat(
+            self._run,
+            worker_id=self.worker_id,
+            settings=settings,
+            slots=self._slots,
+            deadline=self._deadline,
+            outage=self._outage,
+            events=self.events,
+        )
         self._acks = AckBatcher(
             self._send_reports,
             give_up_after=2 * settings.lease_seconds,
@@ -156,23 +162,16 @@ class Worker:
 
     async def run(self) -> None:
         """Register, work until drained (see :meth:`drain`), hand back, deregister."""
-        await self._run(
-            worker_register(
-                self.worker_id,
-                name=self.settings.name,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                queues=self.settings.queues,
-                labels=self.settings.labels,
-                slots=self._slots.count,
-                max_slots=None if self._autoscaler is None else self._autoscaler.most,
-            )
-        )
-        await self._run(worker_listen_for_hints(self.store, self.worker_id))
+        registered = False
         try:
-            # Pool children start before the first claim: a claimed job's lease
-            # is running, and an interpreter start is tens of milliseconds.
-            await self._sandboxes.warm_up()
+            # Pool children start while the worker registers, and before the
+            # first claim: a claimed job's lease is running, and an interpreter
+            # start is tens of milliseconds (the worker's start-up counts
+            # towards its first jobs' wait).
+            async with anyio.create_task_group() as starting:
+                starting.start_soon(self._sandboxes.warm_up)
+                await self._register()
+                registered = True
             self.events.emit(
                 "worker_started",
                 worker=self.worker_id,
@@ -185,17 +184,18 @@ class Worker:
             )
             async with anyio.create_task_group() as loops:
                 self._loops = loops
-                loops.start_soon(self._heartbeat_loop)
+                loops.start_soon(self._heartbeat.run, self.stopped)
                 loops.start_soon(self._acks.run, self.stopped)
                 if self.settings.maintenance:
-                    self._maintainer = Maintainer(
+                    maintainer = Maintainer(
                         self.store,
                         holder=self.worker_id,
                         # Two heartbeats and a margin: a late one does not lose the lease.
                         lease_seconds=max(10.0, 3 * self.settings.heartbeat_seconds),
                         renewed_by_heartbeat=True,
                     )
-                    loops.start_soon(partial(self._maintainer.run_forever, stop=self.stopped))
+                    self._heartbeat.maintainer = maintainer
+                    loops.start_soon(partial(maintainer.run_forever, stop=self.stopped))
                 async with anyio.create_task_group() as slots:
                     self._slot_tasks = slots
                     for sandbox in self._sandboxes.in_use:
@@ -217,7 +217,7 @@ class Worker:
         finally:
             self.stopped.set()
             with anyio.CancelScope(shield=True):
-                await self._close()
+                await self._close(deregister=registered)
 
     def drain(self) -> None:
         """Stop claiming; running jobs get the grace period, then are handed back."""
@@ -270,10 +270,27 @@ class Worker:
             self._slot_tasks.start_soon(self._slot, sandbox)
         return True
 
-    async def _close(self) -> None:
+    async def _register(self) -> None:
+        await self._run(
+            worker_register(
+                self.worker_id,
+                name=self.settings.name,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                queues=self.settings.queues,
+                labels=self.settings.labels,
+                slots=self._slots.count,
+                max_slots=None if self._autoscaler is None else self._autoscaler.most,
+            )
+        )
+        await self._run(worker_listen_for_hints(self.store, self.worker_id))
+
+    async def _close(self, *, deregister: bool) -> None:
         await self._sandboxes.aclose()
         cgroups.remove(self._cgroups)
         self._deadline.close()
+        if not deregister:
+            return  # never registered: nothing to say, and nothing started
         try:
             await self._run(worker_set_state(self.worker_id, "stopped"))
         except errors.StoreError as exc:
@@ -321,7 +338,7 @@ class Worker:
             if self._deadline.expired():
                 # Back from a freeze or an outage: the jobs held from before are
                 # past saving; the deadline must follow the leases just claimed.
-                self._check_leases()
+                self._heartbeat.check_leases()
             else:
                 self._deadline.claimed(sent_at)
             self._last_claimed = running.started
@@ -406,7 +423,10 @@ class Worker:
                         await self._sandboxes.slot_left(sandbox)
                         return
                     taken.append((next_job, await self._start_job(next_job, sandbox)))
-                while self._may_queue(sandbox, len(taken)):
+                # Topped up once half its queue is run, not after every job:
+                # each frame that finds the child idle wakes it, at a cost.
+                refill = len(taken) <= self.settings.child_queue // 2
+                while refill and self._may_queue(sandbox, len(taken)):
                     running = self._slots.take_waiting()
                     running.queued = True
                     taken.append((running, await self._start_job(running, sandbox)))
@@ -535,56 +555,3 @@ class Worker:
             verdicts, _ = await self._report_and_claim(reports, free, sent_at)
         self._slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
-
-    # -- heartbeat
-
-    async def _heartbeat_loop(self) -> None:
-        while not self.stopped.is_set():
-            leases = [running.job.lease for running in self._slots.held.values()]
-            maintainer = self._maintainer
-            renew = maintainer.heartbeat_renewal() if maintainer is not None else None
-            sent_at = time.monotonic()
-            try:
-                beat = await self._run(
-                    job_heartbeat(
-                        self.worker_id,
-                        leases,
-                        lease_seconds=self.settings.lease_seconds,
-                        # Jobs claimed ahead hold leases but no slot yet, as do
-                        # those waiting in a pool child behind another.
-                        busy=self._slots.busy(),
-                        slots=self._slots.count,
-                        renew=renew,
-                    )
-                )
-            except errors.StoreError as exc:
-                self._outage.failed(exc)
-            else:
-                self._outage.written()
-                if maintainer is not None and beat.leader_held is not None:
-                    maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
-                note_renewals(self._slots.held, leases, beat.lost, sent_at)
-                for lease in beat.lost:
-                    running = self._slots.held.get(lease.job_id)
-                    # A job reported since this heartbeat was sent has left
-                    # 'running' in the store: that is no lost lease.
-                    if running is not None and running.job.lease == lease and not running.reporting:
-                        self.events.emit("lease_lost", job=lease.job_id)
-                        running.stop(StopReason.LEASE_GONE)
-            self._check_leases()
-            with anyio.move_on_after(self.settings.heartbeat_seconds):
-                async with anyio.create_task_group() as waits:
-
-                    async def until(event: anyio.Event) -> None:
-                        await event.wait()
-                        waits.cancel_scope.cancel()
-
-                    waits.start_soon(until, self.stopped)
-                    waits.start_soon(until, self._beat_now)
-            if self._beat_now.is_set():
-                self._beat_now = anyio.Event()
-
-    def _check_leases(self) -> None:
-        """Stop the jobs whose leases were not renewed in time; set the deadline by the rest."""
-        lasts = self.settings.lease_seconds - self.settings.lease_margin_seconds
-        self._deadline.held_since(stop_expired(self._slots.held, lasts, time.monotonic()))

@@ -48,9 +48,11 @@ def test_prefetch_zero_never_claims_ahead() -> None:
     assert prefetch.jobs == 0
 
 
-def test_prefetch_defaults_to_four_times_the_concurrency() -> None:
-    assert settings_from({"concurrency": 3}).most_prefetch == 12
+def test_prefetch_defaults_to_64_or_four_times_the_concurrency_if_more() -> None:
+    assert settings_from({"concurrency": 3}).most_prefetch == 64
+    assert settings_from({"concurrency": 20}).most_prefetch == 80
     assert settings_from({"concurrency": 3, "prefetch": 0}).most_prefetch == 0
+    assert settings_from({"concurrency": 3, "prefetch": 5}).most_prefetch == 5
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "4"])

@@ -24,9 +24,7 @@ log even when it dies without flushing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
-import concurrent.futures
 import importlib
 import inspect
 import json
@@ -342,6 +340,11 @@ def _failure(exc: BaseException, *, give_up: str = "") -> dict[str, Any]:
 
 def _run_to_end(awaitable: Awaitable[object]) -> object:
     """An async job's value: run on an event loop of its own until it is done."""
+    # Imported here, by the few children that run async jobs: asyncio is a third
+    # of a child's start-up, and a worker's first jobs wait for its children.
+    import asyncio
+    import concurrent.futures
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -1,0 +1,114 @@
+"""The worker's heartbeat: every lease it holds renewed in one statement, every H seconds.
+
+Each beat also reports the worker's busy and total slots, renews the
+maintenance leader's lease when this worker holds it, and stops any job
+whose lease the store says is gone. After each beat, jobs whose leases went
+unrenewed too long are stopped, and the shared lease deadline (which the
+keepers enforce should the worker freeze) follows the oldest renewal left.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from taskq import errors
+from taskq.broker.maintenance import Maintainer
+from taskq.broker.ops.leases import job_heartbeat
+from taskq.broker.plan import Op
+from taskq.worker.events import EventLog
+from taskq.worker.running import StopReason, note_renewals, stop_expired
+from taskq.worker.sandbox.lease_deadline import LeaseDeadline
+from taskq.worker.settings import WorkerSettings
+from taskq.worker.slots import Slots
+from taskq.worker.store_outage import StoreOutage
+
+Run = Callable[[Op[Any]], Awaitable[Any]]
+
+
+class Heartbeat:
+    """Renews a worker's leases until it stops; ``beat_soon`` sends the next beat at once."""
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        worker_id: str,
+        settings: WorkerSettings,
+        slots: Slots,
+        deadline: LeaseDeadline,
+        outage: StoreOutage,
+        events: EventLog,
+    ) -> None:
+        self._run = run
+        self._worker_id = worker_id
+        self._settings = settings
+        self._slots = slots
+        self._deadline = deadline
+        self._outage = outage
+        self._events = events
+        self.maintainer: Maintainer | None = None
+        """The worker's maintenance services, whose leader lease rides with each beat."""
+        self._beat_now = anyio.Event()
+
+    def beat_soon(self) -> None:
+        """Send the next beat now: the slot count changed, and the store should know."""
+        self._beat_now.set()
+
+    async def run(self, stopped: anyio.Event) -> None:
+        while not stopped.is_set():
+            await self._beat()
+            self.check_leases()
+            with anyio.move_on_after(self._settings.heartbeat_seconds):
+                async with anyio.create_task_group() as waits:
+
+                    async def until(event: anyio.Event) -> None:
+                        await event.wait()
+                        waits.cancel_scope.cancel()
+
+                    waits.start_soon(until, stopped)
+                    waits.start_soon(until, self._beat_now)
+            if self._beat_now.is_set():
+                self._beat_now = anyio.Event()
+
+    async def _beat(self) -> None:
+        held = self._slots.held
+        leases = [running.job.lease for running in held.values()]
+        maintainer = self.maintainer
+        renew = maintainer.heartbeat_renewal() if maintainer is not None else None
+        sent_at = time.monotonic()
+        try:
+            beat = await self._run(
+                job_heartbeat(
+                    self._worker_id,
+                    leases,
+                    lease_seconds=self._settings.lease_seconds,
+                    # Jobs claimed ahead hold leases but no slot yet, as do
+                    # those waiting in a pool child behind another.
+                    busy=self._slots.busy(),
+                    slots=self._slots.count,
+                    renew=renew,
+                )
+            )
+        except errors.StoreError as exc:
+            self._outage.failed(exc)
+            return
+        self._outage.written()
+        if maintainer is not None and beat.leader_held is not None:
+            maintainer.heartbeat_renewed(beat.leader_held, sent_at=sent_at)
+        note_renewals(held, leases, beat.lost, sent_at)
+        for lease in beat.lost:
+            running = held.get(lease.job_id)
+            # A job reported since this heartbeat was sent has left
+            # 'running' in the store: that is no lost lease.
+            if running is not None and running.job.lease == lease and not running.reporting:
+                self._events.emit("lease_lost", job=lease.job_id)
+                running.stop(StopReason.LEASE_GONE)
+
+    def check_leases(self) -> None:
+        """Stop the jobs whose leases were not renewed in time; set the deadline by the rest."""
+        lasts = self._settings.lease_seconds - self._settings.lease_margin_seconds
+        self._deadline.held_since(stop_expired(self._slots.held, lasts, time.monotonic()))
