@@ -42,7 +42,9 @@ class GatedStore(DelegatingStore):
         inserts = [s for s in statements if s.sql.lstrip().startswith("INSERT INTO jobs")]
         if not inserts:
             return
-        specs = inserts[0].params.get("specs")
+        # One job comes as "spec", several as "specs" (taskq/broker/ops/enqueue.py).
+        params = inserts[0].params
+        specs = params.get("specs", params.get("spec"))
         self.enqueue_writes.append(str(specs).count('"queue"'))
         if len(self.enqueue_writes) == 1:
             self.entered.set()
