@@ -10,13 +10,15 @@ process's own children, from ``/proc``.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The C library is already loaded into every Python process: its symbols are
+# found through the process's own handle. ``ctypes.util.find_library`` would
+# run ``ldconfig -p`` in a subprocess, in every sandbox child as it starts.
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, value: int) -> None:
