@@ -26,14 +26,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
-try:
+if TYPE_CHECKING:
     import asyncinotify
-except (ImportError, OSError, AttributeError):  # not Linux, or no inotify in its libc
-    asyncinotify = None  # type: ignore[assignment]
 
 _FALLBACK_POLL_SECONDS = 0.001
 # After a write to the WAL the watcher looks for the commit to show at
@@ -132,7 +131,12 @@ def _watch_directory(folder: Path) -> asyncinotify.Inotify | None:
     The folder, not the WAL file: SQLite deletes the WAL when the last
     connection closes and makes a new one on the next write.
     """
-    if asyncinotify is None:
+    # Imported here, by a process that waits: importing asyncinotify looks its C
+    # library up with ``ldconfig`` in a subprocess, which no client, console or
+    # CLI command that merely opens the store should pay for.
+    try:
+        import asyncinotify
+    except (ImportError, OSError, AttributeError):  # not Linux, or no inotify in its libc
         return None
     inotify = None
     try:

@@ -7,6 +7,7 @@ rather than passes slowly.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -127,10 +128,23 @@ def test_two_waits_at_once_both_end_on_a_commit(store: SqliteStore) -> None:
     _run(scenario)
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 def test_on_linux_the_wait_is_told_by_inotify_rather_than_polling(tmp_path: Path) -> None:
+    # taskq's workers run on Linux only (pidfds, prctl): there inotify must serve.
     watcher = wal_watch.WalWatcher(tmp_path / "jobs.db")
     try:
         assert watcher.uses_inotify
     finally:
         watcher.close()
+
+
+def test_a_client_that_never_waits_loads_no_watcher(tmp_path: Path) -> None:
+    """Only a waiting process pays for inotify (its import runs ``ldconfig``)."""
+    url = f"sqlite://{tmp_path / 'jobs.db'}"
+    script = (
+        f"import sys, taskq; taskq.Client({url!r}).submit('m:f'); "
+        "print('asyncinotify' in sys.modules)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert shown.stdout.strip() == "False", shown
