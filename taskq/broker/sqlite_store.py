@@ -200,10 +200,8 @@ class SqliteStore:
 
     async def wait_for_change(self, timeout: float) -> None:
         watcher = self._change_watcher()
-        if watcher is None:
-            await anyio.sleep(
-                timeout
-            )  # the file cannot be opened now: the caller's look will say why
+        if watcher is None:  # the file cannot be opened now: the caller's look will say why
+            await anyio.sleep(timeout)
         else:
             await watcher.wait(timeout)
 

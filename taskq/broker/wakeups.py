@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from taskq import errors
-from taskq.broker.ops.wakeups import WakeTarget, worker_wake_at, worker_wake_targets
+from taskq.broker.ops.wakeups import WakeTarget, worker_wake_targets
 from taskq.broker.plan import Op
 
 _HINT = b"taskq wake 1"
@@ -111,11 +111,9 @@ class HintedStore(Protocol):
         ...
 
 
-def worker_listen_for_hints(store: object, worker_id: str) -> Op[None]:
-    """Have the registered worker ``worker_id`` listen for hints, on a store that sends them."""
-    address = store.listen_for_wakeups() if isinstance(store, HintedStore) else None
-    if address is not None:
-        yield from worker_wake_at(worker_id, address)
+def hint_address(store: object) -> str | None:
+    """Listen for hints on a store that sends them; the address a worker registers, or None."""
+    return store.listen_for_wakeups() if isinstance(store, HintedStore) else None
 
 
 class WakeSender:

@@ -43,7 +43,7 @@ from taskq.broker.ops.workers import worker_register, worker_set_state
 from taskq.broker.plan import Op
 from taskq.broker.records import Fenced
 from taskq.broker.store import Store
-from taskq.broker.wakeups import worker_listen_for_hints
+from taskq.broker.wakeups import hint_address
 from taskq.job_context import JobUpdate
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
@@ -281,9 +281,9 @@ class Worker:
                 labels=self.settings.labels,
                 slots=self._slots.count,
                 max_slots=None if self._autoscaler is None else self._autoscaler.most,
+                wake_address=hint_address(self.store),
             )
         )
-        await self._run(worker_listen_for_hints(self.store, self.worker_id))
 
     async def _close(self, *, deregister: bool) -> None:
         await self._sandboxes.aclose()

@@ -16,7 +16,6 @@ import pytest
 
 from taskq.broker import plan, wakeups
 from taskq.broker.connect import open_store
-from taskq.broker.ops.wakeups import worker_wake_at
 from taskq.broker.ops.workers import worker_register, worker_set_state
 from taskq.broker.store import Store
 
@@ -107,10 +106,16 @@ def _listening_worker(store: Store, worker_id: str, queues: list[str], address: 
     plan.run(
         store,
         worker_register(
-            worker_id, name=worker_id, host="here", pid=1, queues=queues, labels=[], slots=1
+            worker_id,
+            name=worker_id,
+            host="here",
+            pid=1,
+            queues=queues,
+            labels=[],
+            slots=1,
+            wake_address=address,
         ),
     )
-    plan.run(store, worker_wake_at(worker_id, address))
 
 
 def test_a_submit_hints_the_active_workers_of_its_queue_only(
@@ -144,4 +149,4 @@ def test_workers_listen_on_a_cluster_and_not_on_the_embedded_store(
     sqlite_store: Store,
 ) -> None:
     assert not isinstance(sqlite_store, wakeups.HintedStore)
-    plan.run(sqlite_store, wakeups.worker_listen_for_hints(sqlite_store, "w-embedded"))
+    assert wakeups.hint_address(sqlite_store) is None

@@ -6,19 +6,11 @@ import json
 from typing import TypeAlias
 
 from taskq.broker import queries
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.plan import Op, Read
 from taskq.broker.store import Consistency, Statement
 
 WakeTarget: TypeAlias = tuple[tuple[str, int], frozenset[str]]
 """A worker's hint socket as (host, port), with the queues it serves."""
-
-
-def worker_wake_at(worker_id: str, address: str) -> Op[None]:
-    """Record that the worker ``worker_id`` listens for hints at ``address`` (host:port)."""
-    yield Write(
-        [Statement(queries.query("worker_wake_at"), {"worker_id": worker_id, "address": address})],
-        idempotent=True,
-    )
 
 
 def worker_wake_targets() -> Op[list[WakeTarget]]:

@@ -22,12 +22,14 @@ def worker_register(
     labels: Sequence[str],
     slots: int,
     max_slots: int | None = None,
+    wake_address: str | None = None,
     now: float | None = None,
 ) -> Op[None]:
     """Record a worker as active (again, if it restarts under the same id).
 
     ``max_slots``: the most slots an autoscaling worker may grow to (its
     heartbeats keep ``slots`` current); None for a fixed number.
+    ``wake_address``: where it hears wake-up hints (``taskq.broker.wakeups``), if anywhere.
     """
     yield Write(
         [
@@ -43,6 +45,7 @@ def worker_register(
                     "labels": json.dumps(sorted(set(labels))),
                     "slots": int(slots),
                     "max_slots": None if max_slots is None else int(max_slots),
+                    "wake_address": wake_address,
                 },
             ),
         ],

@@ -1,8 +1,5 @@
 -- Where workers on a cluster listen for wake-up hints (taskq/broker/ops/wakeups.py).
 
--- name: worker_wake_at
-UPDATE workers SET wake_address = :address WHERE id = :worker_id;
-
 -- name: worker_wake_addresses
 -- Active workers only: one that stopped or was lost hears nothing.
 SELECT wake_address, queues FROM workers

@@ -1,18 +1,19 @@
 -- Registered workers (taskq/broker/ops/workers.py).
 
 -- name: worker_register
+-- wake_address: where the worker hears wake-up hints (taskq/broker/wakeups.py), or NULL.
 INSERT INTO workers (
     id, name, host, pid, queues, labels, slots, max_slots, running, state, started_at,
-    heartbeat_at
+    heartbeat_at, wake_address
 )
 VALUES (
     :worker_id, :name, :host, :pid, :queues, :labels, :slots, :max_slots, 0, 'active',
-    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock)
+    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock), :wake_address
 )
 ON CONFLICT (id) DO UPDATE SET
     name = excluded.name, host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     labels = excluded.labels, slots = excluded.slots, max_slots = excluded.max_slots,
-    running = 0, state = 'active',
+    wake_address = excluded.wake_address, running = 0, state = 'active',
     started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
 
 -- name: worker_set_state
