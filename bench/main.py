@@ -37,7 +37,9 @@ ports (and kills by pid when done), it measures:
    transaction per batch, the same pragmas; rqlite ``/db/execute`` with 1,000
    statements per request, and with one multi-row INSERT per request), the
    same rows straight into taskq's own ``jobs`` table (its indexes and
-   trigger, no broker logic), and one-row commits per second;
+   trigger, no broker logic), and one-row commits per second, back to back
+   and 20 ms apart (the floor under a pickup, which waits for two: the
+   submit's and the claim's);
 8. per-job sandbox overhead in ``pool`` and ``process`` isolation, through
    ``PoolSandbox.run`` / ``Sandbox.run`` with no store.
 
@@ -156,6 +158,7 @@ ROWS: list[tuple[str, str]] = [
     ("raw.insert_multirow", "  rqlite: one 1,000-row INSERT"),
     ("raw.insert_jobs_table", "raw insert into taskq's jobs table"),
     ("raw.commits", "raw one-row commits"),
+    ("raw.commit_idle.p50", "  one-row commit 20 ms after the last"),
     ("ratio.bulk_vs_raw", "bulk enqueue / raw insert"),
     ("ratio.bulk_vs_jobs_table", "bulk enqueue / raw jobs-table insert"),
     ("drain.broker_only", "drain, broker only (no worker)"),

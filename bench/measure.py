@@ -21,6 +21,7 @@ from bench.common import (
     Result,
     cpu_breakdown,
     cpu_note,
+    percentile,
     say,
 )
 from bench.disk import STALL_SECONDS, disk_probe
@@ -169,7 +170,24 @@ def _raw(store: BenchStore, sizes: Sizes, add: Callable[..., Result]) -> None:
     )
     count = sizes.raw_commits[store.name]
     say(f"raw commits: {count} one-row transactions")
-    add("raw.commits", count / store.raw_commits(count), "commits/s", f"{count} one-row commits")
+    add(
+        "raw.commits",
+        count / sum(store.raw_commits(count)),
+        "commits/s",
+        f"{count} one-row commits",
+    )
+    idle = sizes.pickup
+    spacing_ms = sizes.pickup_spacing * 1000
+    say(f"raw commits after idle: {idle} one-row transactions {spacing_ms:.0f} ms apart")
+    took = store.raw_commits(idle, gap=sizes.pickup_spacing)
+    add(
+        "raw.commit_idle.p50",
+        1000 * percentile(took, 0.5),
+        "ms",
+        f"{idle} one-row commits {spacing_ms:.0f} ms apart, as pickup's "
+        f"submits come (p99 {1000 * percentile(took, 0.99):.2f} ms): a pickup holds two, "
+        "the submit's and the claim's",
+    )
 
 
 def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., Result]) -> float:

@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,11 +81,11 @@ class BenchStore:
             return _sqlite_raw_jobs(path, full, batch)
         return _rqlite_raw_jobs(self._leader_url(), full, batch)
 
-    def raw_commits(self, count: int) -> float:
-        """Commit ``count`` one-row transactions one after another; seconds taken."""
+    def raw_commits(self, count: int, *, gap: float = 0.0) -> list[float]:
+        """Commit ``count`` one-row transactions, ``gap`` seconds apart; each one's seconds."""
         if self.name == "sqlite":
-            return _sqlite_raw_commits(self._raw_path(), count)
-        return _rqlite_raw_commits(self._leader_url(), count)
+            return _sqlite_raw_commits(self._raw_path(), count, gap)
+        return _rqlite_raw_commits(self._leader_url(), count, gap)
 
     def _raw_path(self) -> Path:
         assert self.sqlite_path is not None
@@ -214,18 +214,31 @@ def _sqlite_raw_jobs(path: Path, rows: list[tuple[Any, ...]], batch: int) -> flo
     return _timed_batches(conn, sql, rows, batch)
 
 
-def _sqlite_raw_commits(path: Path, count: int) -> float:
+def _sqlite_raw_commits(path: Path, count: int, gap: float) -> list[float]:
     conn = _sqlite_connect(path)
     sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
+
+    def commit(number: int) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(sql, ("raw", str(number)))
+        conn.execute("COMMIT")
+
     try:
-        started = time.perf_counter()
-        for number in range(count):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(sql, ("raw", str(number)))
-            conn.execute("COMMIT")
-        return time.perf_counter() - started
+        return _timed_one_by_one(commit, count, gap)
     finally:
         conn.close()
+
+
+def _timed_one_by_one(commit: Callable[[int], None], count: int, gap: float) -> list[float]:
+    """Seconds each of ``count`` calls of ``commit`` took, with ``gap`` seconds idle between."""
+    took = []
+    for number in range(count):
+        started = time.perf_counter()
+        commit(number)
+        took.append(time.perf_counter() - started)
+        if gap:
+            time.sleep(gap)
+    return took
 
 
 # -- rqlite -------------------------------------------------------------------------------
@@ -292,14 +305,15 @@ def _rqlite_raw_jobs(leader: str, rows: list[tuple[Any, ...]], batch: int) -> fl
         return time.perf_counter() - started
 
 
-def _rqlite_raw_commits(leader: str, count: int) -> float:
+def _rqlite_raw_commits(leader: str, count: int, gap: float) -> list[float]:
     with _rqlite_client() as client:
         _rqlite_create(client, leader)
         sql = f"INSERT INTO {RAW_TABLE} (queue, payload) VALUES (?, ?)"
-        started = time.perf_counter()
-        for number in range(count):
-            _rqlite_execute(client, leader, [[sql, "raw", str(number)]])
-        return time.perf_counter() - started
+        return _timed_one_by_one(
+            lambda number: _rqlite_execute(client, leader, [[sql, "raw", str(number)]]),
+            count,
+            gap,
+        )
 
 
 def payload_text(number: int) -> str:
