@@ -17,6 +17,7 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker import group_commit
 from taskq.broker.connect import open_store
 from taskq.broker.store import Statement, StatementResult, Store
 from tests.support.delegating_store import DelegatingStore
@@ -83,22 +84,25 @@ class Submits:
         self.outcomes: dict[str, int | BaseException] = {}
         self.threads: list[threading.Thread] = []
 
-    def start(self, name: str, **options: Any) -> None:
+    def start(self, name: str, *, rounds: int = 1, **options: Any) -> None:
+        """Submit ``name`` ``rounds`` times in turn, in a thread; its last outcome is kept."""
+
         def submit() -> None:
-            try:
-                self.outcomes[name] = self.client.submit(
-                    "tests.support.jobs:echo", name, **options
-                ).id
-            except Exception as exc:
-                self.outcomes[name] = exc
+            for _ in range(rounds):
+                try:
+                    self.outcomes[name] = self.client.submit(
+                        "tests.support.jobs:echo", name, **options
+                    ).id
+                except Exception as exc:
+                    self.outcomes[name] = exc
 
         thread = threading.Thread(target=submit, daemon=True)
         thread.start()
         self.threads.append(thread)
 
-    def join(self) -> None:
+    def join(self, seconds: float = WAIT_SECONDS) -> None:
         for thread in self.threads:
-            thread.join(WAIT_SECONDS)
+            thread.join(seconds)
             assert not thread.is_alive(), "a submit never returned"
 
 
@@ -252,3 +256,46 @@ def test_a_group_over_the_submit_rate_is_written_one_by_one(tmp_path: Any, queue
     assert sum(isinstance(outcome, int) for outcome in outcomes) == 1
     assert sum(isinstance(outcome, errors.RateLimited) for outcome in outcomes) == 2
     assert len(_stored(client, queue)) == 2
+
+
+def test_callers_of_a_shared_write_that_submit_again_share_the_next_one(
+    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The next group gathers until the callers of the write before have come back; only
+    # then, as a gathering this long never ends by its time bound within the test.
+    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
+    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+    gated = GatedStore(store)
+    client = taskq.Client(store=gated, submitter="tester")
+    names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
+    submits = Submits(client)
+    submits.start("first", queue=queue, rounds=3)
+    assert gated.entered.wait(WAIT_SECONDS)
+    for name in names:
+        submits.start(name, queue=queue, rounds=2)
+    _wait_until_waiting(client, len(names))
+    gated.release()
+    submits.join()
+
+    # "first" alone; its second job with the others' first; its third with their second.
+    assert gated.enqueue_writes == [1, SUBMITTERS, SUBMITTERS]
+    stored = _stored(client, queue)
+    assert {name: len(ids) for name, ids in stored.items()} == {
+        "first": 3,
+        **{name: 2 for name in names},
+    }
+
+
+def test_a_lone_submitter_never_waits_for_a_group(
+    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
+    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+    gated = GatedStore(store)
+    gated.release()
+    client = taskq.Client(store=gated, submitter="tester")
+    submits = Submits(client)
+    submits.start("alone", queue=queue, rounds=3)
+    submits.join(WAIT_SECONDS / 2)  # well before a gathering would have ended
+
+    assert gated.enqueue_writes == [1, 1, 1]
