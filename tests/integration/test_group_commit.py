@@ -299,3 +299,51 @@ def test_a_lone_submitter_never_waits_for_a_group(
     submits.join(WAIT_SECONDS / 2)  # well before a gathering would have ended
 
     assert gated.enqueue_writes == [1, 1, 1]
+
+
+def test_a_gathering_caller_cancelled_hands_the_gathering_on(
+    tmp_path: Any, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
+    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.AsyncClient(store=gated, submitter="tester")
+    outcomes: dict[str, int] = {}
+
+    async def submit(name: str) -> None:
+        outcomes[name] = (await client.submit("tests.support.jobs:echo", name, queue=queue)).id
+
+    async def until_waiting(count: int) -> None:
+        while client._group_commit.waiting() != count:
+            await anyio.sleep(0.001)
+
+    async def main() -> None:
+        with anyio.fail_after(WAIT_SECONDS):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(submit, "first")
+                await anyio.to_thread.run_sync(gated.entered.wait, WAIT_SECONDS)
+                gathering = anyio.CancelScope()
+
+                async def gathers_then_is_cancelled() -> None:
+                    with gathering:
+                        await submit("cancelled")
+
+                tasks.start_soon(gathers_then_is_cancelled)
+                await until_waiting(1)  # the first behind the write: it gathers the next group
+                for name in ("a", "b"):
+                    tasks.start_soon(submit, name)
+                await until_waiting(3)
+                gated.release()
+                while "first" not in outcomes:  # its write ended: the next group gathers for 4
+                    await anyio.sleep(0.001)
+                gathering.cancel()
+                await until_waiting(2)
+                for name in ("c", "d"):  # "a" now gathers, and goes when four wait
+                    tasks.start_soon(submit, name)
+
+    anyio.run(main)
+
+    assert gated.enqueue_writes == [1, 4]
+    stored = _stored(taskq.Client(store=gated.inner), queue)
+    assert stored == {name: [job_id] for name, job_id in outcomes.items()}
+    assert set(stored) == {"first", "a", "b", "c", "d"}
