@@ -134,6 +134,13 @@ def queue() -> str:
     return f"g-{uuid.uuid4().hex[:10]}"
 
 
+@pytest.fixture
+def long_gathering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A next group gathers until the callers expected are back: its time bound is never reached."""
+    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
+    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+
+
 def test_threads_share_one_write_and_each_gets_its_own_job(store: Store, queue: str) -> None:
     gated = GatedStore(store)
     client = taskq.Client(store=gated, submitter="tester")
@@ -258,13 +265,10 @@ def test_a_group_over_the_submit_rate_is_written_one_by_one(tmp_path: Any, queue
     assert len(_stored(client, queue)) == 2
 
 
+@pytest.mark.usefixtures("long_gathering")
 def test_callers_of_a_shared_write_that_submit_again_share_the_next_one(
-    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+    store: Store, queue: str
 ) -> None:
-    # The next group gathers until the callers of the write before have come back; only
-    # then, as a gathering this long never ends by its time bound within the test.
-    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
-    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
     gated = GatedStore(store)
     client = taskq.Client(store=gated, submitter="tester")
     names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
@@ -286,11 +290,8 @@ def test_callers_of_a_shared_write_that_submit_again_share_the_next_one(
     }
 
 
-def test_a_lone_submitter_never_waits_for_a_group(
-    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
-    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+@pytest.mark.usefixtures("long_gathering")
+def test_a_lone_submitter_never_waits_for_a_group(store: Store, queue: str) -> None:
     gated = GatedStore(store)
     gated.release()
     client = taskq.Client(store=gated, submitter="tester")
@@ -301,11 +302,8 @@ def test_a_lone_submitter_never_waits_for_a_group(
     assert gated.enqueue_writes == [1, 1, 1]
 
 
-def test_a_gathering_caller_cancelled_hands_the_gathering_on(
-    tmp_path: Any, queue: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
-    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
+@pytest.mark.usefixtures("long_gathering")
+def test_a_gathering_caller_cancelled_hands_the_gathering_on(tmp_path: Any, queue: str) -> None:
     gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
     client = taskq.AsyncClient(store=gated, submitter="tester")
     outcomes: dict[str, int] = {}
