@@ -286,7 +286,7 @@ class GroupCommit:
                 ids = yield from _shielded(self._enqueue([member.spec for member in group]))
                 outcomes = list(ids)
             except Exception as exc:
-                if len(group) > 1 and _refusal(exc):
+                if len(group) > 1 and _refusal(exc):  # a group of one: the refusal is its own
                     for member in group:
                         outcomes.append((yield from self._write_one(member.spec)))
                 else:
