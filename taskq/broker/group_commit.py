@@ -1,18 +1,22 @@
 """Group commit: concurrent submits of one client share one store write.
 
 A store write costs about the same for one job as for a hundred: an fsync on
-SQLite, a Raft round across an rqlite cluster. So while one submit's write
-is in flight, later submits of the same client (from other threads, or other
-tasks of an :class:`~taskq.broker.client.AsyncClient`) wait, and when it
-returns they go together, as one enqueue of all their jobs, each caller
-getting its own id. No timer, and no added wait for a lone submitter: a
-submit that finds no write in flight writes at once, alone, as before.
+SQLite, a Raft round across an rqlite cluster (whose nodes spend their CPU
+per request, not per job). So while one submit's write is in flight, later
+submits of the same client (from other threads, or other tasks of an
+:class:`~taskq.broker.client.AsyncClient`) wait, and when it returns they go
+together, as one enqueue of all their jobs, each caller getting its own id.
+A submit that finds nothing in flight writes at once, alone, as before.
 
-One write at a time, so callers that submit again and again settle into two
-groups taking turns (one in flight, one gathering): 8 such callers need a
-quarter of the writes they would alone. A second write in flight would let
-three groups turn, but on a 2-core machine running a 3-node cluster the
-smaller groups cost more (more writes per job) than the overlap saved.
+Callers that submit again and again would, with that alone, settle into two
+groups taking turns (one in flight, the other gathering the callers of the
+write before): half the callers a write. So when a write of several callers
+ends, the next group gathers a moment longer, until the callers of the write
+just ended have come back (each caller has one submit at a time, so they are
+counted), or a short while has passed: a fraction of what a write takes,
+never more than :data:`MOST_GATHERING_SECONDS`. Eight such callers then share
+each write, not four. A caller that wrote alone with no one waiting leaves
+nothing to gather for: the next submit writes at once.
 
 What each caller sees stays what it would see alone:
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
@@ -55,18 +60,31 @@ T = TypeVar("T")
 MAX_GROUP = 256
 """The most jobs one shared write carries; later callers wait for the next one."""
 
+GATHERING_SHARE = 0.5
+"""How long the next group gathers, at most, as a share of what a write takes.
+
+Gathering longer than a write would cost more than the callers who come back
+save; half a write is still a gain with a caller or two slow to come back.
+"""
+
+MOST_GATHERING_SECONDS = 0.002
+"""The longest the next group gathers, however slow the store's writes."""
+
 
 class Signal(Protocol):
     """Wakes one waiting caller: a ``threading.Event`` for threads, an ``anyio.Event`` for tasks."""
 
     def set(self) -> None: ...
 
+    def is_set(self) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """Wait until ``signal`` is set: another caller's write has ended."""
+    """Wait until ``signal`` is set, or ``seconds`` have passed (None: no bound)."""
 
     signal: Any  # a threading.Event (blocking runner) or an anyio.Event (async runner)
+    seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +103,12 @@ Enqueue: TypeAlias = Callable[[Sequence[JobSpec]], Op[list[int]]]
 class _Member:
     """One caller waiting in a group: its job, its signal, and what came of it."""
 
-    __slots__ = ("group", "outcome", "signal", "spec")
+    __slots__ = ("outcome", "signal", "spec", "taken")
 
     def __init__(self, spec: JobSpec, signal: Signal) -> None:
         self.spec = spec
         self.signal = signal
-        # Set when this caller is to write the group it heads (itself included).
-        self.group: list[_Member] | None = None
+        self.taken = False  # its job is in a group being written
         self.outcome: int | BaseException | None = None
 
     def result(self) -> int:
@@ -118,8 +135,15 @@ class GroupCommit:
         self._new_signal = new_signal
         # Threads of a Client share this; an AsyncClient's tasks never hold it across an await.
         self._lock = threading.Lock()
-        self._busy = False  # a write of this client's submits is under way
+        self._writing = False  # a write of this client's submits is under way
         self._waiting: list[_Member] = []
+        # After a write of several callers, the next group gathers until ``_expected``
+        # callers wait or until ``_gathered_by``; its first caller (``_head``) writes it.
+        self._gathering = False
+        self._expected = 0
+        self._gathered_by = 0.0
+        self._head: _Member | None = None
+        self._write_seconds = 0.0  # what a write takes, a running average
 
     def submit(self, spec: JobSpec) -> GroupOp[int]:
         """The plan of one submit: alone at once, or in the next group (run it with :func:`run`)."""
@@ -129,48 +153,101 @@ class GroupCommit:
         member = self._join(spec)
         if member is None:  # the write in flight ended meanwhile
             return (yield from self._write_alone(spec))
-        try:
-            yield Wait(member.signal)
-        except BaseException:
-            self._leave(member)
-            raise
-        if member.group is not None:
-            yield from self._write_group(member.group)
+        while True:
+            turn = self._turn(member)
+            if isinstance(turn, list):
+                yield from self._write_group(turn)
+                break
+            if member.outcome is not None:
+                break
+            try:
+                yield Wait(member.signal, turn)
+            except BaseException:
+                self._leave(member)
+                raise
         return member.result()
 
     def waiting(self) -> int:
-        """How many submits wait for the write under way."""
+        """How many submits wait for the write under way or gather for the next."""
         with self._lock:
             return len(self._waiting)
 
     # -- whose turn it is
 
     def _claim(self) -> bool:
+        """Take the store for a write alone, if no write is under way or gathering."""
         with self._lock:
-            if self._busy:
+            if self._gathering and self._head is None and time.monotonic() >= self._gathered_by:
+                self._gathering = False  # no one came back in time
+            if self._writing or self._gathering:
                 return False
-            self._busy = True
+            self._writing = True
             return True
 
     def _join(self, spec: JobSpec) -> _Member | None:
         member = _Member(spec, self._new_signal())
         with self._lock:
-            if not self._busy:
-                self._busy = True
+            if not (self._writing or self._gathering):
+                self._writing = True
                 return None
             self._waiting.append(member)
-            return member
+            if not self._gathering:
+                return member  # waits for the write under way to end
+            if self._head is None:
+                self._head = member  # gathers the group, then writes it
+                return member
+            if len(self._waiting) < self._expected:
+                return member
+            signal = self._head.signal
+        signal.set()  # everyone expected is here: the head need not wait longer
+        return member
 
-    def _hand_over(self) -> None:
-        """A write ended: the callers waiting meanwhile go next, headed by the first of them."""
+    def _turn(self, member: _Member) -> list[_Member] | float | None:
+        """What ``member`` does next: write this group, or wait (at most so many seconds).
+
+        A head whose group is complete, or whose gathering time is up, takes
+        its group (itself first); any other caller waits for its outcome, or
+        to become a head.
+        """
         with self._lock:
+            if member.signal.is_set():
+                member.signal = self._new_signal()
+            if member is not self._head:
+                return None
+            wait = self._gathered_by - time.monotonic()
+            count = len(self._waiting)
+            if wait > 0 and count < min(self._expected, MAX_GROUP):
+                return wait
             group = self._waiting[:MAX_GROUP]
             del self._waiting[:MAX_GROUP]
-            if not group:
-                self._busy = False
+            for taken in group:
+                taken.taken = True
+            self._head = None
+            self._gathering = False
+            self._writing = True
+            return group
+
+    def _hand_over(self, callers: int, seconds: float) -> None:
+        """A write of ``callers`` ended after ``seconds``: the next group gathers.
+
+        Its callers are those waiting, and the ``callers`` of this write, who
+        may come back at once. A caller alone, with no one waiting, leaves the
+        store free.
+        """
+        with self._lock:
+            self._writing = False
+            self._write_seconds += (seconds - self._write_seconds) / 4
+            if callers <= 1 and not self._waiting:
                 return
-            group[0].group = group
-        group[0].signal.set()
+            self._gathering = True
+            self._expected = callers + len(self._waiting)
+            self._gathered_by = time.monotonic() + min(
+                GATHERING_SHARE * self._write_seconds, MOST_GATHERING_SECONDS
+            )
+            self._head = self._waiting[0] if self._waiting else None
+            signal = self._head.signal if self._head is not None else None
+        if signal is not None:
+            signal.set()
 
     def _leave(self, member: _Member) -> None:
         """A waiting caller was cancelled (or interrupted): its job is not written by anyone.
@@ -179,39 +256,37 @@ class GroupCommit:
         cancelled mid-request, and its job may be written.
         """
         with self._lock:
-            if member in self._waiting:
-                self._waiting.remove(member)
-                return
-            group = member.group
-            if group is None:
+            if member.taken:
                 return  # a member of a group another caller is writing
-            member.group = None
-            rest = [other for other in group if other is not member]
-            if rest:
-                rest[0].group = rest
-        if rest:
-            rest[0].signal.set()
-        else:
-            self._hand_over()
+            self._waiting.remove(member)
+            if member is not self._head:
+                return
+            # The next caller gathers instead; with none, the next to come does.
+            self._head = self._waiting[0] if self._waiting else None
+            signal = self._head.signal if self._head is not None else None
+        if signal is not None:
+            signal.set()
 
     # -- writing
 
     def _write_alone(self, spec: JobSpec) -> GroupOp[int]:
+        began = time.monotonic()
         try:
             [job_id] = yield from self._enqueue([spec])
         finally:
-            self._hand_over()
+            self._hand_over(1, time.monotonic() - began)
         return job_id
 
     def _write_group(self, group: list[_Member]) -> GroupOp[None]:
         """Write ``group``'s jobs in one enqueue, or one by one if a job of it is refused."""
         outcomes: list[int | BaseException] = []
+        began = time.monotonic()
         try:
             try:
                 ids = yield from _shielded(self._enqueue([member.spec for member in group]))
                 outcomes = list(ids)
             except Exception as exc:
-                if _refusal(exc):
+                if len(group) > 1 and _refusal(exc):  # a group of one: the refusal is its own
                     for member in group:
                         outcomes.append((yield from self._write_one(member.spec)))
                 else:
@@ -225,11 +300,13 @@ class GroupCommit:
             outcomes += [_own_copy(unknown) for _ in group[len(outcomes) :]]
             raise
         finally:
-            self._hand_over()
-            for member, outcome in zip(group, outcomes, strict=True):
-                member.outcome = outcome
-            for member in group[1:]:
-                member.signal.set()
+            with self._lock:
+                for member, outcome in zip(group, outcomes, strict=True):
+                    member.outcome = outcome
+                signals = [member.signal for member in group[1:]]  # the first is writing
+            self._hand_over(len(group), time.monotonic() - began)
+            for signal in signals:
+                signal.set()
 
     def _write_one(self, spec: JobSpec) -> GroupOp[int | BaseException]:
         try:
@@ -282,7 +359,7 @@ def run(store: Store, op: GroupOp[T]) -> T:
 
     def carry_out(step: GroupStep) -> Answer | None:
         if isinstance(step, Wait):
-            step.signal.wait()
+            step.signal.wait(step.seconds)
             return None
         if isinstance(step, Shielded):
             return plan.carry_out(store, step.step)
@@ -299,7 +376,8 @@ async def run_async(store: Store, op: GroupOp[T]) -> T:
 
     async def carry_out(step: GroupStep) -> Answer | None:
         if isinstance(step, Wait):
-            await step.signal.wait()
+            with anyio.move_on_after(step.seconds):
+                await step.signal.wait()
             return None
         if not isinstance(step, Shielded):
             assert not isinstance(step, Pause)

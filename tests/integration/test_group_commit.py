@@ -17,6 +17,7 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker import group_commit
 from taskq.broker.connect import open_store
 from taskq.broker.store import Statement, StatementResult, Store
 from tests.support.delegating_store import DelegatingStore
@@ -83,22 +84,25 @@ class Submits:
         self.outcomes: dict[str, int | BaseException] = {}
         self.threads: list[threading.Thread] = []
 
-    def start(self, name: str, **options: Any) -> None:
+    def start(self, name: str, *, rounds: int = 1, **options: Any) -> None:
+        """Submit ``name`` ``rounds`` times in turn, in a thread; its last outcome is kept."""
+
         def submit() -> None:
-            try:
-                self.outcomes[name] = self.client.submit(
-                    "tests.support.jobs:echo", name, **options
-                ).id
-            except Exception as exc:
-                self.outcomes[name] = exc
+            for _ in range(rounds):
+                try:
+                    self.outcomes[name] = self.client.submit(
+                        "tests.support.jobs:echo", name, **options
+                    ).id
+                except Exception as exc:
+                    self.outcomes[name] = exc
 
         thread = threading.Thread(target=submit, daemon=True)
         thread.start()
         self.threads.append(thread)
 
-    def join(self) -> None:
+    def join(self, seconds: float = WAIT_SECONDS) -> None:
         for thread in self.threads:
-            thread.join(WAIT_SECONDS)
+            thread.join(seconds)
             assert not thread.is_alive(), "a submit never returned"
 
 
@@ -128,6 +132,13 @@ def _stored(client: taskq.Client, queue: str) -> dict[str, list[int]]:
 @pytest.fixture
 def queue() -> str:
     return f"g-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def long_gathering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A next group gathers until the callers expected are back: its time bound is never reached."""
+    monkeypatch.setattr(group_commit, "GATHERING_SHARE", 1e9)
+    monkeypatch.setattr(group_commit, "MOST_GATHERING_SECONDS", WAIT_SECONDS)
 
 
 def test_threads_share_one_write_and_each_gets_its_own_job(store: Store, queue: str) -> None:
@@ -252,3 +263,85 @@ def test_a_group_over_the_submit_rate_is_written_one_by_one(tmp_path: Any, queue
     assert sum(isinstance(outcome, int) for outcome in outcomes) == 1
     assert sum(isinstance(outcome, errors.RateLimited) for outcome in outcomes) == 2
     assert len(_stored(client, queue)) == 2
+
+
+@pytest.mark.usefixtures("long_gathering")
+def test_callers_of_a_shared_write_that_submit_again_share_the_next_one(
+    store: Store, queue: str
+) -> None:
+    gated = GatedStore(store)
+    client = taskq.Client(store=gated, submitter="tester")
+    names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
+    submits = Submits(client)
+    submits.start("first", queue=queue, rounds=3)
+    assert gated.entered.wait(WAIT_SECONDS)
+    for name in names:
+        submits.start(name, queue=queue, rounds=2)
+    _wait_until_waiting(client, len(names))
+    gated.release()
+    submits.join()
+
+    # "first" alone; its second job with the others' first; its third with their second.
+    assert gated.enqueue_writes == [1, SUBMITTERS, SUBMITTERS]
+    stored = _stored(client, queue)
+    assert {name: len(ids) for name, ids in stored.items()} == {
+        "first": 3,
+        **{name: 2 for name in names},
+    }
+
+
+@pytest.mark.usefixtures("long_gathering")
+def test_a_lone_submitter_never_waits_for_a_group(store: Store, queue: str) -> None:
+    gated = GatedStore(store)
+    gated.release()
+    client = taskq.Client(store=gated, submitter="tester")
+    submits = Submits(client)
+    submits.start("alone", queue=queue, rounds=3)
+    submits.join(WAIT_SECONDS / 2)  # well before a gathering would have ended
+
+    assert gated.enqueue_writes == [1, 1, 1]
+
+
+@pytest.mark.usefixtures("long_gathering")
+def test_a_gathering_caller_cancelled_hands_the_gathering_on(tmp_path: Any, queue: str) -> None:
+    gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
+    client = taskq.AsyncClient(store=gated, submitter="tester")
+    outcomes: dict[str, int] = {}
+
+    async def submit(name: str) -> None:
+        outcomes[name] = (await client.submit("tests.support.jobs:echo", name, queue=queue)).id
+
+    async def until_waiting(count: int) -> None:
+        while client._group_commit.waiting() != count:
+            await anyio.sleep(0.001)
+
+    async def main() -> None:
+        with anyio.fail_after(WAIT_SECONDS):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(submit, "first")
+                await anyio.to_thread.run_sync(gated.entered.wait, WAIT_SECONDS)
+                gathering = anyio.CancelScope()
+
+                async def gathers_then_is_cancelled() -> None:
+                    with gathering:
+                        await submit("cancelled")
+
+                tasks.start_soon(gathers_then_is_cancelled)
+                await until_waiting(1)  # the first behind the write: it gathers the next group
+                for name in ("a", "b"):
+                    tasks.start_soon(submit, name)
+                await until_waiting(3)
+                gated.release()
+                while "first" not in outcomes:  # its write ended: the next group gathers for 4
+                    await anyio.sleep(0.001)
+                gathering.cancel()
+                await until_waiting(2)
+                for name in ("c", "d"):  # "a" now gathers, and goes when four wait
+                    tasks.start_soon(submit, name)
+
+    anyio.run(main)
+
+    assert gated.enqueue_writes == [1, 4]
+    stored = _stored(taskq.Client(store=gated.inner), queue)
+    assert stored == {name: [job_id] for name, job_id in outcomes.items()}
+    assert set(stored) == {"first", "a", "b", "c", "d"}
