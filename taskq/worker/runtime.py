@@ -148,9 +148,9 @@ class Worker:
             give_up_after=2 * settings.lease_seconds,
             on_outage=self._outage.failed,
             still_running=self._slots.may_report,
-            # Claiming ahead, a batch is worth sending once the jobs waiting
-            # for a slot are about used up: the claim riding with it refills them.
-            enough=lambda: self._slots.prefetch.jobs,
+            # Claiming ahead, a batch is worth sending once the jobs held will
+            # last no longer than its round trip: the claim riding with it refills them.
+            slack=lambda: self._slots.prefetch.slack(self._slots.may_report()),
         )
 
     # -- the store, with the same plans as every other caller
