@@ -1,5 +1,8 @@
 """Acknowledging finished jobs in batches: one request for what finished within a few ms.
 
+While the worker holds jobs claimed ahead, a batch waits longer: until those
+jobs would last only one more round trip (see ``taskq.worker.prefetch``).
+
 Each finished job's report is handed over with a future for its own verdict;
 the batcher sends what has gathered as one fenced ``job_report``. A store outage
 is ridden out with backoff until the leases have surely expired, after which
@@ -38,8 +41,11 @@ class AckBatcher:
     ``still_running`` says how many of the worker's jobs may yet report; once
     none may, the batch goes at once, since waiting longer gathers nothing
     (jobs claimed together tend to finish together, and then wait for this).
-    ``enough``, when above zero, is a number of reports that also sends the
-    batch at once.
+    ``slack`` says, while the worker claims jobs ahead, how long the jobs it
+    holds keep its slots busy beyond one round trip (None otherwise): the
+    batch waits that long, up to ``max_hold``, for more reports to join, and
+    goes at once when it runs out, so that the claim riding with it refills
+    the slots in time.
     """
 
     def __init__(
@@ -48,18 +54,20 @@ class AckBatcher:
         *,
         give_up_after: float,
         max_delay: float = 0.005,
-        max_batch: int = 128,
+        max_hold: float = 0.05,
+        max_batch: int = 256,
         on_outage: Callable[[errors.StoreError], None] | None = None,
         still_running: Callable[[], int] = lambda: 1,
-        enough: Callable[[], int] = lambda: 0,
+        slack: Callable[[], float | None] = lambda: None,
     ) -> None:
         self._send = send
         self._give_up_after = give_up_after
         self._max_delay = max_delay
+        self._max_hold = max_hold
         self._max_batch = max_batch
         self._on_outage = on_outage
         self._still_running = still_running
-        self._enough = enough
+        self._slack = slack
         self._queue: list[_Pending] = []
         self._wake = anyio.Event()
 
@@ -67,8 +75,8 @@ class AckBatcher:
         waiting = len(self._queue)
         if waiting >= self._max_batch or self._still_running() <= 0:
             return True
-        enough = self._enough()
-        return 0 < enough <= waiting
+        slack = self._slack()
+        return slack is not None and slack <= 0
 
     def has_waiting(self) -> bool:
         """Whether reports wait to be sent.
@@ -98,9 +106,12 @@ class AckBatcher:
                     await self._wake.wait()
                 continue
             if not self._batch_is_ready():
-                # Let the reports of jobs finishing at about the same time join.
+                # Let the reports of jobs finishing at about the same time join;
+                # while the slots have jobs claimed ahead, those of the next ones too.
+                slack = self._slack()
+                wait = self._max_delay if slack is None else min(slack, self._max_hold)
                 self._wake = anyio.Event()
-                with anyio.move_on_after(self._max_delay):
+                with anyio.move_on_after(wait):
                     await self._wake.wait()
             batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
             verdicts = await self._send_until_known([pending.report for pending in batch])

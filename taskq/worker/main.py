@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--prefetch",
         type=int,
         help="most jobs claimed beyond the free slots while jobs are short "
-        "(default: 64, or four times the concurrency if more; 0: never)",
+        "(default: 256, or four times the concurrency if more; 0: never)",
     )
     parser.add_argument("--labels", help="comma-separated labels jobs may require")
     parser.add_argument(

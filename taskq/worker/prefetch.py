@@ -3,19 +3,32 @@
 A busy worker refills its slots with the claim that rides along with its
 acknowledgements, one store round trip per batch. When jobs take less time
 than that round trip, the slots would sit empty while it is in flight, and
-each batch would hold only as many jobs as there are slots. Claiming a few
-jobs ahead keeps the slots busy and lets a round carry more jobs.
+each batch would hold only as many jobs as there are slots. Claiming jobs
+ahead keeps the slots busy and lets a round carry more jobs.
 
 A job claimed ahead holds a lease while it waits for a slot, so the worker
-only claims as many as its slots are expected to start within one round
-trip, judged by the recent jobs' run times and rounds. Long jobs get none:
-no job waits behind another job for longer than a round trip would take.
+only claims as many as its slots are expected to start within a short
+horizon (one round trip, or ``AHEAD_SECONDS`` if that is longer), judged by
+the recent jobs' run times and rounds. Long jobs get none: no job waits
+behind other jobs of its worker for longer than that horizon.
+
+Claimed further ahead than one round trip, the slots have work for longer
+than a round takes, and the reports may wait to go together (see
+:meth:`Prefetch.slack`): a replicated store then commits fewer, larger
+batches, and each commit costs its nodes far more than a job does.
 """
 
 from __future__ import annotations
 
 # Weight of the newest sample in the running averages: about the last ten count.
 _NEWEST_WEIGHT = 0.2
+# How long a job claimed ahead may wait for a slot when a round trip is shorter.
+# On a 3-node rqlite cluster a commit costs the nodes about 6 ms of CPU and a
+# no-op job in it about 0.08 ms: with 50 ms of short jobs claimed ahead, not
+# one round trip's worth, two workers draining 5,000 no-op jobs on 2 cores
+# committed 90 batches instead of 210, and the nodes spent 1.0 s of CPU
+# instead of 1.7 s (paired runs).
+AHEAD_SECONDS = 0.05
 
 
 class Prefetch:
@@ -35,13 +48,25 @@ class Prefetch:
 
     @property
     def jobs(self) -> int:
-        """Jobs to hold claimed beyond the slots: what the slots start within one round trip."""
+        """Jobs to hold claimed beyond the slots: what the slots start within the horizon."""
         if self.most <= 0 or self._job_seconds is None or self._round_seconds is None:
             return 0
         if self._job_seconds <= 0:
             return self.most
-        started_per_round = self.slots * self._round_seconds / self._job_seconds
-        return min(self.most, int(started_per_round))
+        horizon = max(self._round_seconds, AHEAD_SECONDS)
+        return min(self.most, int(self.slots * horizon / self._job_seconds))
+
+    def slack(self, unfinished: int) -> float | None:
+        """How long ``unfinished`` held jobs keep the slots busy beyond one round trip.
+
+        None while no job is claimed ahead. At zero or below, a batch of
+        reports should go now: the claim riding with it must arrive before
+        the slots run out of jobs.
+        """
+        job, round_trip = self._job_seconds, self._round_seconds
+        if job is None or round_trip is None or self.jobs <= 0:
+            return None
+        return unfinished * job / self.slots - round_trip
 
 
 def _averaged(average: float | None, sample: float) -> float:

@@ -148,9 +148,9 @@ class Worker:
             give_up_after=2 * settings.lease_seconds,
             on_outage=self._outage.failed,
             still_running=self._slots.may_report,
-            # Claiming ahead, a batch is worth sending once the jobs waiting
-            # for a slot are about used up: the claim riding with it refills them.
-            enough=lambda: self._slots.prefetch.jobs,
+            # Claiming ahead, a batch is worth sending once the jobs held will
+            # last no longer than its round trip: the claim riding with it refills them.
+            slack=lambda: self._slots.prefetch.slack(self._slots.may_report()),
         )
 
     # -- the store, with the same plans as every other caller
@@ -349,10 +349,12 @@ class Worker:
         idle = min(0.05, self.settings.idle_poll_seconds)
         while not self.draining.is_set():
             free = self._slots.to_claim()
-            # Reports waiting to go: their batch claims for these slots, and its
-            # answer wakes this loop. A claim of its own would be a write for
-            # the few jobs a busy worker's slots free between two batches.
-            if free <= 0 or self._acks.has_waiting():
+            # Reports waiting to go, or jobs held that outlast a round trip (their
+            # reports will go before the slots run dry): that batch claims for
+            # these slots, and its answer wakes this loop. A claim of its own
+            # would be a write for the few jobs a busy worker's slots free
+            # between two batches.
+            if free <= 0 or self._acks.has_waiting() or self._held_jobs_outlast_a_round():
                 await self._slots.next_change().wait()
                 continue
             looked_at = time.monotonic()
@@ -382,6 +384,10 @@ class Worker:
             if since < interval:
                 await self._pause(interval - since)
             idle = min(idle * 2, self.settings.idle_poll_seconds)
+
+    def _held_jobs_outlast_a_round(self) -> bool:
+        slack = self._slots.prefetch.slack(self._slots.may_report())
+        return slack is not None and slack > 0
 
     async def _pause(self, seconds: float) -> None:
         """Wait up to ``seconds``; wake early when the store changes, a slot frees or we drain."""

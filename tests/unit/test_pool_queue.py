@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ import pytest
 
 from taskq.broker.limits import Limits
 from taskq.worker.sandbox import protocol
+from taskq.worker.sandbox.child_process import ChildSetup
 from taskq.worker.sandbox.json_value import JsonValue
 from taskq.worker.sandbox.outcome import Status
 from taskq.worker.sandbox.payloads import CallPayload, Policy
@@ -198,3 +200,19 @@ async def test_a_finished_job_is_freed_at_once_not_left_in_a_reference_cycle(
         assert sent() is None, "the job's objects outlived it in a reference cycle"
     finally:
         gc.enable()
+
+
+async def test_a_job_sent_before_its_child_is_ready_is_timed_from_when_it_is(
+    tmp_path: Path,
+) -> None:
+    # A child whose interpreter takes a second to start, as on a loaded machine.
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(1.0)\n")
+    paths = [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    setup = ChildSetup(env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    async with PoolSandbox(preparer=TEST_JOBS, setup=setup) as pool:
+        sent_at = time.monotonic()
+        outcome = await pool.run(call("getpid"), LIMITS)
+    assert outcome.status is Status.SUCCEEDED
+    assert time.monotonic() - sent_at >= 1.0
+    # The job ran as soon as the child was up: the start is not its run time.
+    assert outcome.wall_seconds < 1.0

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from taskq import errors
-from taskq.worker.prefetch import Prefetch
+from taskq.worker.prefetch import AHEAD_SECONDS, Prefetch
 from taskq.worker.settings import settings_from
 
 
@@ -16,12 +16,33 @@ def test_nothing_is_claimed_ahead_before_a_job_and_a_round_were_seen() -> None:
     assert prefetch.jobs == 16
 
 
-def test_claims_ahead_what_the_slots_start_within_one_round() -> None:
+def test_claims_ahead_what_the_slots_start_within_the_horizon() -> None:
     prefetch = Prefetch(slots=4, most=100)
     prefetch.job_ran(0.010)
     prefetch.round_took(0.005)
-    # Each slot starts half a job per round.
-    assert prefetch.jobs == 2
+    # Rounds are shorter than the horizon: each slot starts 5 jobs within it.
+    assert AHEAD_SECONDS == 0.05
+    assert prefetch.jobs == 20
+
+
+def test_a_round_longer_than_the_horizon_sets_how_far_ahead() -> None:
+    prefetch = Prefetch(slots=4, most=1000)
+    prefetch.job_ran(0.010)
+    prefetch.round_took(0.2)
+    assert prefetch.jobs == 80
+
+
+def test_slack_is_how_long_the_held_jobs_outlast_a_round_trip() -> None:
+    prefetch = Prefetch(slots=2, most=100)
+    assert prefetch.slack(50) is None  # nothing claimed ahead yet
+    prefetch.job_ran(0.002)
+    prefetch.round_took(0.010)
+    # 20 jobs on 2 slots last 20 ms: 10 ms more than a round trip.
+    assert prefetch.slack(20) == pytest.approx(0.010)
+    assert prefetch.slack(10) == pytest.approx(0.0)
+    for _ in range(20):
+        prefetch.job_ran(1.0)
+    assert prefetch.slack(20) is None  # long jobs: none claimed ahead, reports go promptly
 
 
 def test_long_jobs_get_nothing_claimed_ahead() -> None:
@@ -48,9 +69,9 @@ def test_prefetch_zero_never_claims_ahead() -> None:
     assert prefetch.jobs == 0
 
 
-def test_prefetch_defaults_to_64_or_four_times_the_concurrency_if_more() -> None:
-    assert settings_from({"concurrency": 3}).most_prefetch == 64
-    assert settings_from({"concurrency": 20}).most_prefetch == 80
+def test_prefetch_defaults_to_256_or_four_times_the_concurrency_if_more() -> None:
+    assert settings_from({"concurrency": 3}).most_prefetch == 256
+    assert settings_from({"concurrency": 80}).most_prefetch == 320
     assert settings_from({"concurrency": 3, "prefetch": 0}).most_prefetch == 0
     assert settings_from({"concurrency": 3, "prefetch": 5}).most_prefetch == 5
 

@@ -370,6 +370,13 @@ class PoolChild:
                 kind = message["type"]
                 if kind == "ready":
                     self._cpu_before_job = protocol.parse_ready(message)
+                    first = next(iter(self._in_flight.values()), None)
+                    if first is not None:
+                        # Sent while the interpreter was starting: the job's wall
+                        # clock (its time limit, and the run time the worker
+                        # learns job lengths from) and its CPU count start now.
+                        self._cancel_timer(first)
+                        self._begin(first)
                 elif kind == "result":
                     report = protocol.parse_report(message)
                     seq = message.get("seq")  # none in the frame of a child out of memory

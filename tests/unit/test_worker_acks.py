@@ -1,0 +1,68 @@
+"""Batching of reports: when a batch goes, and how long it may wait for more."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from taskq.broker.ops.leases import Report, ReportKind
+from taskq.broker.records import AttemptReport, Fenced, Lease
+from taskq.worker.acks import AckBatcher
+
+pytestmark = pytest.mark.anyio
+
+
+def report(job_id: int) -> Report:
+    return Report(Lease(job_id, f"t{job_id}"), ReportKind.COMPLETE, AttemptReport("succeeded"))
+
+
+class Sent:
+    """The batches a batcher sent, and an event for each one."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+        self.changed = anyio.Event()
+
+    async def send(self, reports: list[Report]) -> list[Fenced]:
+        self.batches.append([r.lease.job_id for r in reports])
+        self.changed.set()
+        self.changed = anyio.Event()
+        return [Fenced.ACCEPTED] * len(reports)
+
+
+async def test_reports_wait_while_the_jobs_held_outlast_a_round_trip() -> None:
+    sent = Sent()
+    slack: list[float | None] = [10.0]
+    batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: slack[0])
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
+            # Held: the slots have work for longer than a round trip.
+            for _ in range(20):
+                await anyio.sleep(0)
+            assert sent.batches == []
+            # The jobs held will last one round trip more: the next report sends all.
+            slack[0] = 0.0
+            changed = sent.changed
+            verdicts.append(batcher.submit(report(3)))
+            await changed.wait()
+            assert sent.batches == [[1, 2, 3]]
+            assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
+            stop.set()
+
+
+async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -> None:
+    sent = Sent()
+    batcher = AckBatcher(sent.send, give_up_after=60.0, max_delay=0.001, max_hold=10.0)
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            changed = sent.changed
+            verdict = batcher.submit(report(1))
+            await changed.wait()
+            assert sent.batches == [[1]]
+            assert await verdict is Fenced.ACCEPTED
+            stop.set()
