@@ -5,7 +5,11 @@ for work every few tens of milliseconds. To see a job sooner, each worker
 listens on a UDP socket, on the address it reaches the cluster from, and
 records that address in its ``workers`` row. A client keeps the active
 workers' addresses for :data:`_ADDRESSES_FRESH_SECONDS` and, once a submit
-has committed, sends each worker of the job's queue one datagram.
+has committed, sends each worker of the job's queue one datagram. While it
+knows of no worker for a job's queue it reads them again sooner
+(:data:`_UNSERVED_FRESH_SECONDS`): workers and clients usually start
+together, and a client that read the addresses a moment before the workers
+registered would otherwise leave them to poll for seconds.
 
 A hint is only a hint. It carries nothing but :data:`_HINT`; anything else
 is dropped. It is not needed for correctness: a lost hint leaves the worker
@@ -32,6 +36,7 @@ from taskq.broker.plan import Op
 
 _HINT = b"taskq wake 1"
 _ADDRESSES_FRESH_SECONDS = 5.0
+_UNSERVED_FRESH_SECONDS = 0.2
 _LEAST_SECONDS_BETWEEN_WAKES = 0.002
 _LARGEST_DATAGRAM = 512
 
@@ -125,15 +130,20 @@ class WakeSender:
 
     def after_submit(self, queues: Collection[str]) -> Op[None]:
         """Hint the workers of ``queues``; read their addresses first when those are stale."""
-        if time.monotonic() - self._fetched_at >= _ADDRESSES_FRESH_SECONDS:
+        age = time.monotonic() - self._fetched_at
+        targets = self._serving(queues)
+        if age >= _ADDRESSES_FRESH_SECONDS or (not targets and age >= _UNSERVED_FRESH_SECONDS):
             self._fetched_at = time.monotonic()
             try:
                 self._workers = yield from worker_wake_targets()
             except errors.StoreError:
                 self._workers = []  # the submit stands; the workers find the job by polling
-        for target, served in self._workers:
-            if served.intersection(queues):
-                self._send(target)
+            targets = self._serving(queues)
+        for target in targets:
+            self._send(target)
+
+    def _serving(self, queues: Collection[str]) -> list[tuple[str, int]]:
+        return [target for target, served in self._workers if served.intersection(queues)]
 
     def _send(self, target: tuple[str, int]) -> None:
         # A socket per hint: microseconds beside a submit's round trip, and

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import anyio.to_thread
@@ -143,6 +144,28 @@ def test_a_submit_hints_the_active_workers_of_its_queue_only(
     finally:
         other.close()
         gone.close()
+
+
+def test_a_client_that_knew_no_worker_of_the_queue_finds_one_registered_after_it(
+    sqlite_store: Store, listener: wakeups.WakeListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Workers and clients start together: the client's first read may come
+    # before any worker has registered, and must not hide them for long.
+    now = [1000.0]
+    monkeypatch.setattr(wakeups, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    sender = wakeups.WakeSender()
+
+    async def submitted() -> None:
+        await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}))
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            await submitted()  # reads the addresses: no worker yet
+            _listening_worker(sqlite_store, "w-mail", ["mail"], listener.address)
+            now[0] += 0.25  # well within the seconds addresses of known workers are kept
+            assert await _ended_by(listener, submitted)
+
+    _run(scenario)
 
 
 def test_workers_listen_on_a_cluster_and_not_on_the_embedded_store(
