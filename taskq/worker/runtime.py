@@ -150,7 +150,7 @@ class Worker:
             still_running=self._slots.may_report,
             # Claiming ahead, a batch is worth sending once the jobs held will
             # last no longer than its round trip: the claim riding with it refills them.
-            slack=lambda: self._slots.prefetch.slack(self._slots.may_report()),
+            slack=self._held_jobs_slack,
         )
 
     # -- the store, with the same plans as every other caller
@@ -385,8 +385,12 @@ class Worker:
                 await self._pause(interval - since)
             idle = min(idle * 2, self.settings.idle_poll_seconds)
 
+    def _held_jobs_slack(self) -> float | None:
+        """How long the jobs held keep the slots busy past a round trip (``Prefetch.slack``)."""
+        return self._slots.prefetch.slack(self._slots.may_report())
+
     def _held_jobs_outlast_a_round(self) -> bool:
-        slack = self._slots.prefetch.slack(self._slots.may_report())
+        slack = self._held_jobs_slack()
         return slack is not None and slack > 0
 
     async def _pause(self, seconds: float) -> None:
