@@ -11,8 +11,9 @@ import pytest
 import taskq
 from taskq.broker import plan, wakeups
 from taskq.broker.connect import open_store
-from taskq.broker.ops.workers import worker_register, worker_set_state
+from taskq.broker.ops.workers import worker_set_state
 from taskq.broker.store import Statement, Store
+from tests.support.hinted_workers import register_worker
 from tests.support.rqlite_cluster import RqliteCluster
 
 pytestmark = pytest.mark.rqlite
@@ -25,25 +26,11 @@ def cluster_store(rqlite_cluster: RqliteCluster) -> Iterator[Store]:
     opened.close()
 
 
-def _register(store: Store, worker_id: str, queue: str, wake_address: str | None) -> None:
-    plan.run(
-        store,
-        worker_register(
-            worker_id,
-            name=worker_id,
-            host="here",
-            pid=1,
-            queues=[queue],
-            labels=[],
-            slots=1,
-            wake_address=wake_address,
-        ),
-    )
-
-
 def test_a_worker_on_a_cluster_records_where_it_listens(cluster_store: Store) -> None:
     assert isinstance(cluster_store, wakeups.HintedStore)
-    _register(cluster_store, "w-listening", "listening-queue", wakeups.hint_address(cluster_store))
+    register_worker(
+        cluster_store, "w-listening", ["listening-queue"], wakeups.hint_address(cluster_store)
+    )
     try:
         (row,) = cluster_store.query(
             Statement("SELECT wake_address FROM workers WHERE id = 'w-listening'")
@@ -61,7 +48,7 @@ def test_a_client_submit_on_a_cluster_wakes_the_listening_worker(
 ) -> None:
     listener = wakeups.WakeListener("127.0.0.1")
     client = taskq.Client(rqlite_cluster.url)
-    _register(cluster_store, "w-hinted", "hinted-queue", listener.address)
+    register_worker(cluster_store, "w-hinted", ["hinted-queue"], listener.address)
 
     async def scenario() -> None:
         ended = anyio.Event()

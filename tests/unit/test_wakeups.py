@@ -17,8 +17,9 @@ import pytest
 
 from taskq.broker import plan, wakeups
 from taskq.broker.connect import open_store
-from taskq.broker.ops.workers import worker_register, worker_set_state
+from taskq.broker.ops.workers import worker_set_state
 from taskq.broker.store import Store
+from tests.support.hinted_workers import register_worker
 
 _LONG_WAIT = 60.0
 _BOUND = 10.0
@@ -103,30 +104,14 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     opened.close()
 
 
-def _listening_worker(store: Store, worker_id: str, queues: list[str], address: str) -> None:
-    plan.run(
-        store,
-        worker_register(
-            worker_id,
-            name=worker_id,
-            host="here",
-            pid=1,
-            queues=queues,
-            labels=[],
-            slots=1,
-            wake_address=address,
-        ),
-    )
-
-
 def test_a_submit_hints_the_active_workers_of_its_queue_only(
     sqlite_store: Store, listener: wakeups.WakeListener
 ) -> None:
     other = wakeups.WakeListener("127.0.0.1")
     gone = wakeups.WakeListener("127.0.0.1")
-    _listening_worker(sqlite_store, "w-mail", ["mail"], listener.address)
-    _listening_worker(sqlite_store, "w-video", ["video"], other.address)
-    _listening_worker(sqlite_store, "w-gone", ["mail"], gone.address)
+    register_worker(sqlite_store, "w-mail", ["mail"], listener.address)
+    register_worker(sqlite_store, "w-video", ["video"], other.address)
+    register_worker(sqlite_store, "w-gone", ["mail"], gone.address)
     plan.run(sqlite_store, worker_set_state("w-gone", "stopped"))
     sender = wakeups.WakeSender()
 
@@ -161,7 +146,7 @@ def test_a_client_that_knew_no_worker_of_the_queue_finds_one_registered_after_it
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
             await submitted()  # reads the addresses: no worker yet
-            _listening_worker(sqlite_store, "w-mail", ["mail"], listener.address)
+            register_worker(sqlite_store, "w-mail", ["mail"], listener.address)
             now[0] += 0.25  # well within the seconds addresses of known workers are kept
             assert await _ended_by(listener, submitted)
 
