@@ -46,14 +46,46 @@ def test_on_the_cluster(rqlite_cluster):
     assert rqlite_cluster == "a cluster"
 """,
 }
+# Tests outside the tier that reach it anyway: each must fail, with rqlited or without.
+LEAKS = {
+    "conftest.py": SUITE["conftest.py"],
+    "test_leaks.py": """
+import os
+import subprocess
+
+import pytest
+
+from taskq.dev.rqlited import find_rqlited
+
+
+def test_gets_the_cluster_by_name(request):
+    request.getfixturevalue("rqlite_cluster")
+
+
+def test_starts_rqlited_itself():
+    subprocess.run([find_rqlited(), "-version"], check=False)
+
+
+def test_starts_rqlited_through_a_process():
+    subprocess.run(["sh", "-c", '"$TASKQ_RQLITED" -version'], check=False)
+
+
+@pytest.mark.rqlite
+def test_in_the_tier_starts_it(request):
+    request.getfixturevalue("rqlite_cluster")
+    subprocess.run([find_rqlited(), "-version"], check=True)
+""",
+}
 NOT_RUN = "rqlite tier not run: rqlited is missing: set TASKQ_RQLITED"
 
 
-def _pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    tmp_path: Path, suite_files: dict[str, str] = SUITE, **env: str
+) -> subprocess.CompletedProcess[str]:
     suite = tmp_path / "suite"
     if not suite.exists():
         suite.mkdir()
-        for name, text in SUITE.items():
+        for name, text in suite_files.items():
             (suite / name).write_text(text)
     bare = {
         "HOME": str(tmp_path / "home"),
@@ -63,7 +95,7 @@ def _pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         "TERM": "dumb",
     }
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider", str(suite)],
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", str(suite)],
         env={**bare, **env},
         cwd=suite,
         capture_output=True,
@@ -112,3 +144,31 @@ def test_with_rqlited_every_test_of_the_tier_runs(tmp_path: Path) -> None:
     assert "3 passed" in ran.stdout
     assert "skipped" not in ran.stdout
     assert f"rqlite tier: {fake}" in ran.stdout
+
+
+def _fake_rqlited(tmp_path: Path) -> Path:
+    fake = tmp_path / "rqlited"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.mark.parametrize("rqlited", ["missing", "found"])
+def test_a_test_outside_the_tier_that_reaches_it_fails(tmp_path: Path, rqlited: str) -> None:
+    env = {"TASKQ_RQLITED": str(_fake_rqlited(tmp_path))} if rqlited == "found" else {}
+    ran = _pytest(tmp_path, LEAKS, **env)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    leaks = {
+        "gets_the_cluster_by_name": "reached the rqlite_cluster",
+        "starts_rqlited_itself": "started rqlited",
+        "starts_rqlited_through_a_process": "started rqlited",
+    }
+    for leak, what in leaks.items():
+        outcomes = _lines_with(ran.stdout, f" test_leaks.py::test_{leak}")
+        assert any(line.startswith(("FAILED", "ERROR")) for line in outcomes), ran.stdout
+        assert f"test_leaks.py::test_{leak} {what} but is not in the rqlite tier" in ran.stdout
+    if rqlited == "found":
+        [tier_test] = _lines_with(ran.stdout, " test_leaks.py::test_in_the_tier_starts_it")
+        assert tier_test.startswith("PASSED"), ran.stdout
+    else:
+        assert "1 skipped" in ran.stdout, ran.stdout

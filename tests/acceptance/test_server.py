@@ -24,7 +24,12 @@ from taskq.dev.processes import wait_until
 from taskq.dev.server import ServerProcess, running_server, write_server_config
 from tests.support.cli_runs import one_error_line
 from tests.support.cli_runs import taskq as taskq_command
-from tests.support.rqlite_cluster import RqliteCluster, make_test_certificates, running_cluster
+from tests.support.rqlite_cluster import (
+    STORE_KINDS,
+    RqliteCluster,
+    make_test_certificates,
+    running_cluster,
+)
 from tests.support.worker_process import WorkerFleet
 
 TOKENS = {
@@ -47,7 +52,7 @@ class Served:
         return self.server.client(token)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "rqlite"])
+@pytest.fixture(scope="module", params=STORE_KINDS)
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
@@ -317,6 +322,7 @@ def test_metrics_match_the_store_after_500_jobs(served: Served, workers: WorkerF
     assert samples[("taskq_store_leader_known", ())] == 1
 
 
+@pytest.mark.rqlite
 def test_a_store_down_is_503_with_retry_after(tmp_path: Path) -> None:
     """rqlite: the only node killed. Every store read or write is a 503; the process lives on."""
     config = write_server_config(tmp_path / "config.toml", TOKENS)

@@ -12,17 +12,30 @@ Not found, every other test still runs; a banner at the start says the tier
 will not run and why, every test of the tier is skipped from one place with one reason (so
 the summary folds them into one line), and the run passes unless
 ``TASKQ_REQUIRE_RQLITE=1`` (set by CI) makes it a failure.
+
+A guard keeps the tier whole, with rqlited or without: a test outside the tier
+that starts rqlited (itself, or through a process it runs) or reaches the
+session's cluster fails, naming what it did. While such a test runs,
+``TASKQ_RQLITED`` names a stand-in (``rqlited_outside_the_tier``) that only
+records that it was started; and a test that got ``rqlite_cluster`` by any
+route, ``getfixturevalue`` included, is checked at its end.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from taskq.dev.rqlited import RQLITED_ENV, RqlitedMissing, find_rqlited
 
 REQUIRE_ENV = "TASKQ_REQUIRE_RQLITE"
+GUARD_LOG_ENV = "TASKQ_TIER_GUARD_LOG"
+"""Where the stand-in writes one line each time it is started."""
+STAND_IN = Path(__file__).with_name("rqlited_outside_the_tier")
 
 _MISSING = pytest.StashKey[str | None]()
 # The tier's tests reported skipped in this run (a list: the hooks share one count).
@@ -37,6 +50,17 @@ def _required() -> bool:
     return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
 
 
+def _in_tier(item: pytest.Item) -> bool:
+    return item.get_closest_marker("rqlite") is not None
+
+
+def _outside_line(item: pytest.Item, what: str) -> str:
+    return (
+        f"{item.nodeid} {what} but is not in the rqlite tier: mark it `rqlite` "
+        "(pytestmark, or the rqlite value of STORE_KINDS)"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         os.environ[RQLITED_ENV] = find_rqlited()
@@ -45,6 +69,60 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         config.stash[_MISSING] = None
     _skipped_tier_tests[0] = 0
+    # One log per pytest process: xdist's workers each run their own items.
+    handle, log = tempfile.mkstemp(prefix="taskq-tier-guard-", suffix=".log")
+    os.close(handle)
+    os.environ[GUARD_LOG_ENV] = log
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    log = os.environ.pop(GUARD_LOG_ENV, None)
+    if log is not None:
+        Path(log).unlink(missing_ok=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    """Outside the tier, rqlited is the stand-in for the whole of the test."""
+    if _in_tier(item):
+        return (yield)
+    found = os.environ.get(RQLITED_ENV)
+    os.environ[RQLITED_ENV] = str(STAND_IN)
+    try:
+        return (yield)
+    finally:
+        if found is None:
+            os.environ.pop(RQLITED_ENV, None)
+        else:
+            os.environ[RQLITED_ENV] = found
+
+
+def _take_stand_in_starts() -> list[str]:
+    log = Path(os.environ[GUARD_LOG_ENV])
+    starts = log.read_text().splitlines()
+    if starts:
+        log.write_text("")
+    return starts
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    """A phase in which the stand-in was started fails, whatever it did besides."""
+    report: pytest.TestReport = yield
+    starts = _take_stand_in_starts()
+    if starts and not _in_tier(item):
+        report.outcome = "failed"
+        report.longrepr = f"{_outside_line(item, 'started rqlited')}\n{report.longrepr or ''}"
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _rqlite_cluster_only_in_the_tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Reaching the session's cluster fails a test outside the tier, even when the
+    cluster was already up (started by a test of the tier) and nothing was started."""
+    yield
+    if "rqlite_cluster" in request.fixturenames and not _in_tier(request.node):
+        pytest.fail(_outside_line(request.node, "reached the rqlite_cluster"), pytrace=False)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
