@@ -3,7 +3,8 @@
 # (editable), and shows what it does while it does it.
 #
 #   scripts/bootstrap.sh             taskq with its dev tools (tests, lint, types, bench)
-#   scripts/bootstrap.sh --runtime   taskq with its runtime dependencies only (the demo)
+#   scripts/bootstrap.sh --runtime   taskq with its runtime dependencies and taskq serve's
+#                                    (the demo, and every block of the README)
 #
 # Idempotent: a second run with an unchanged pyproject.toml does nothing; a dev
 # install also serves --runtime.
@@ -15,7 +16,7 @@ python=${TASKQ_PYTHON:-python3}
 
 case "${1:-}" in
     "") set -- dev "[dev]" "taskq and its dev tools" ;;
-    --runtime) set -- runtime "" "taskq and its runtime dependencies" ;;
+    --runtime) set -- runtime "[server]" "taskq, its runtime dependencies and the server extra" ;;
     *)
         echo "usage: scripts/bootstrap.sh [--runtime]" >&2
         exit 2

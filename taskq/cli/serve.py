@@ -10,7 +10,10 @@ from taskq import errors
 from taskq.cli import command, connection
 from taskq.config import load_config
 
-INSTALL_HINT = "taskq serve needs the server extra: pip install 'taskq[server]'"
+INSTALL_HINT = (
+    "taskq serve needs the server extra: pip install 'taskq-lab[server]' "
+    "(in a checkout: pip install '.[server]')"
+)
 # What the extra installs: one of them missing is the hint above, not a traceback.
 SERVER_PACKAGES = frozenset({"starlette", "uvicorn", "prometheus_client"})
 

@@ -2,5 +2,6 @@
 
 Stateless: every answer comes from the store, so several servers can run
 behind a load balancer against one rqlite cluster. Needs the ``server``
-extra (``pip install 'taskq[server]'``).
+extra (``pip install 'taskq-lab[server]'``, or ``pip install '.[server]'`` in a
+checkout).
 """

@@ -389,9 +389,9 @@ def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
         env={"TASKQ_STORE": f"sqlite://{tmp_path / 'taskq.db'}", "PATH": os.environ["PATH"]},
     )
     assert ran.returncode == 2, ran
-    assert (
-        ran.stderr
-        == "taskq: error: taskq serve needs the server extra: pip install 'taskq[server]'\n"
+    assert ran.stderr == (
+        "taskq: error: taskq serve needs the server extra: "
+        "pip install 'taskq-lab[server]' (in a checkout: pip install '.[server]')\n"
     )
 
 
