@@ -13,7 +13,18 @@ import sys
 from collections.abc import Sequence
 
 from taskq import __version__, errors
-from taskq.cli import cluster, command, demo, dev, jobs, queue_defaults, queues, schedules, serve
+from taskq.cli import (
+    cluster,
+    command,
+    demo,
+    dev,
+    jobs,
+    queue_defaults,
+    queues,
+    schedules,
+    serve,
+    tokens,
+)
 
 
 def build_parser() -> command.Parser:
@@ -36,6 +47,7 @@ def build_parser() -> command.Parser:
     cluster.add_commands(commands)
     dev.add_commands(commands)
     serve.add_commands(commands)
+    tokens.add_commands(commands)
     return parser
 
 

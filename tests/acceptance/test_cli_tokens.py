@@ -1,0 +1,84 @@
+"""``taskq token``: a new token is printed once, the config keeps its hash, and serve takes it."""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+import tomllib
+from pathlib import Path
+
+from taskq.dev.server import running_server
+from tests.support.cli_runs import one_error_line, taskq
+
+
+def _config(path: Path) -> dict[str, object]:
+    return tomllib.loads(path.read_text())
+
+
+def test_a_new_token_is_printed_once_and_only_its_hash_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "config.toml"
+    made = taskq("token", "new", "scripts", "--scopes", "submit,read", "--config", str(path))
+    assert made.code == 0, made
+    token = made.out.strip()
+    assert made.out == token + "\n"
+    assert token.startswith("tq_")
+    assert "scripts" in made.err
+    assert token not in path.read_text()
+    [entry] = _config(path)["server"]["tokens"]  # type: ignore[index]
+    assert entry == {
+        "name": "scripts",
+        "scopes": ["read", "submit"],
+        "sha256": hashlib.sha256(token.encode()).hexdigest(),
+    }
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_token_joins_a_written_config_and_keeps_its_comments(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    original = '# my settings\n[server]\nlisten = "127.0.0.1:9000"\n\n[queues.images]\ntimeout = 60'
+    path.write_text(original)
+    assert taskq("token", "new", "ci", "--config", str(path)).code == 0
+    assert path.read_text().startswith(original + "\n")
+    listed = taskq("token", "list", "--json", "--config", str(path))
+    assert listed.json() == [{"name": "ci", "scopes": ["read", "submit"], "kept_as": "sha256"}]
+
+
+def test_bad_tokens_are_refused_and_the_file_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    assert taskq("token", "new", "ops", "--scopes", "admin", "--config", str(path)).code == 0
+    before = path.read_text()
+    for args, fragment in [
+        (("ops",), "exists already"),
+        (("two words",), "token name"),
+        (("viewer", "--scopes", "read,write"), "--scopes"),
+    ]:
+        ran = taskq("token", "new", *args, "--config", str(path))
+        one_error_line(ran, 2, fragment)
+        assert ran.out == ""
+        assert path.read_text() == before
+
+
+def test_a_config_that_cannot_take_an_entry_is_put_back(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    inline = '[server]\ntokens = [{name = "a", scopes = ["read"], token = "secret-a"}]\n'
+    path.write_text(inline)
+    ran = taskq("token", "new", "b", "--config", str(path))
+    one_error_line(ran, 2, "add it by hand")
+    assert ran.out == ""
+    assert path.read_text() == inline
+
+
+def test_serve_accepts_the_new_token_and_no_other(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    token = taskq("token", "new", "scripts", "--config", str(path)).out.strip()
+    store = f"sqlite://{tmp_path / 'taskq.db'}"
+    with running_server(store, path, tmp_path / "serve.log") as server:
+        job = {"target": "tests.support.jobs:add", "args": [1, 2]}
+        with server.client(None) as anonymous:
+            assert anonymous.post("/jobs", json=job).status_code == 401
+        with server.client(None) as http:
+            http.headers["Authorization"] = f"Bearer {token}"
+            answer = http.post("/jobs", json=job)
+            assert answer.status_code == 201, answer.text
+            job_id = answer.json()["id"]
+            assert http.get(f"/jobs/{job_id}").json()["submitter"] == "scripts"
