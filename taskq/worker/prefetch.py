@@ -9,8 +9,11 @@ ahead keeps the slots busy and lets a round carry more jobs.
 A job claimed ahead holds a lease while it waits for a slot, so the worker
 only claims as many as its slots are expected to start within a short
 horizon (one round trip, or ``AHEAD_SECONDS`` if that is longer), judged by
-the recent jobs' run times and rounds. Long jobs get none: no job waits
-behind other jobs of its worker for longer than that horizon.
+the recent jobs' run times and rounds. Long jobs get none. Averages look
+back, and a long job can follow short ones: a slot whose job has run longer
+than ``HAND_BACK_SECONDS`` is not counted as starting anything soon, and a
+job claimed ahead that no slot started within ``HAND_BACK_SECONDS`` goes
+back to the store, without using an attempt, for any worker to take.
 
 Claimed further ahead than one round trip, the slots have work for longer
 than a round takes, and the reports may wait to go together (see
@@ -29,6 +32,11 @@ _NEWEST_WEIGHT = 0.2
 # committed 90 batches instead of 210, and the nodes spent 1.0 s of CPU
 # instead of 1.7 s (paired runs).
 AHEAD_SECONDS = 0.05
+# The longest a job claimed ahead waits for a slot of its worker before it is
+# handed back; and how long a slot's job must have run for the slot to count
+# as busy beyond the horizon. Ten times the horizon: short jobs claimed ahead
+# start long before it, unless a long job stands in their way.
+HAND_BACK_SECONDS = 0.5
 
 
 class Prefetch:
@@ -48,13 +56,23 @@ class Prefetch:
 
     @property
     def jobs(self) -> int:
-        """Jobs to hold claimed beyond the slots: what the slots start within the horizon."""
+        """Jobs to hold claimed beyond the slots, were every slot to take a job soon."""
+        return self.ahead(self.slots)
+
+    def ahead(self, ready_slots: int) -> int:
+        """Jobs to hold claimed beyond the slots: what ``ready_slots`` start within the horizon.
+
+        Slots running a job that outlasted ``HAND_BACK_SECONDS`` are not ready:
+        a job claimed for them would wait behind it.
+        """
         if self.most <= 0 or self._job_seconds is None or self._round_seconds is None:
+            return 0
+        if ready_slots <= 0:
             return 0
         if self._job_seconds <= 0:
             return self.most
         horizon = max(self._round_seconds, AHEAD_SECONDS)
-        return min(self.most, int(self.slots * horizon / self._job_seconds))
+        return min(self.most, int(ready_slots * horizon / self._job_seconds))
 
     def slack(self, unfinished: int) -> float | None:
         """How long ``unfinished`` held jobs keep the slots busy beyond one round trip.

@@ -11,6 +11,8 @@ from taskq.worker.sandbox.outcome import Outcome, Status, error_info
 _RETRY = exception_name(Retry)
 # Statuses that will come out the same on another try: fail without retrying.
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.POLICY}
+# Stopped by the worker for its own reasons, not the job's: the attempt was not used.
+_HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK}
 
 
 def report_of(
@@ -22,11 +24,11 @@ def report_of(
     when. ``checkpoint_json`` is what the attempt last saved, if anything:
     it goes with the report, so that an attempt that dies right after saving
     leaves it for the next one. The attempt's record says ``released`` for a
-    job handed back by a drain.
+    job handed back by a drain, or handed back unstarted for another worker.
     """
     lease = job.lease
     attempt = AttemptReport(
-        outcome="released" if stopped == StopReason.DRAIN else outcome.status.value,
+        outcome="released" if stopped in _HANDED_BACK else outcome.status.value,
         exit_code=outcome.exit_code,
         signal=outcome.signal,
         peak_rss_bytes=outcome.peak_rss_bytes or None,

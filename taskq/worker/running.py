@@ -18,6 +18,7 @@ class StopReason:
 
     LEASE_GONE = "lease_gone"  # cancelled by a user, or the lease expired
     DRAIN = "drain"  # the grace period of a shutdown ran out
+    HAND_BACK = "hand_back"  # claimed ahead, and no slot of ours started it in time
 
 
 @dataclass
@@ -26,8 +27,12 @@ class RunningJob:
     renewed_at: float
     """When the request that last renewed its lease (or claimed it) was sent: monotonic."""
     cancel: StopRequest = field(default_factory=StopRequest)
+    claimed: float = field(default_factory=time.monotonic)
+    """When it was claimed (monotonic): a job claimed ahead goes back once it waited too long."""
     stopped_because: str | None = None
     started: float = field(default_factory=time.monotonic)
+    """When its slot handed it on, or it reached the head of its pool child's queue: monotonic."""
+    in_slot: bool = False  # handed to a slot's sandbox, and not over yet
     progress: JobUpdate | None = None
     progress_changed: anyio.Event | None = None  # set up by the job's first progress report
     checkpoint_json: str | None = None

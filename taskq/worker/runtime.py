@@ -5,7 +5,9 @@ slot's jobs one after another in the slot's own sandbox: a job costs no task
 of its own. The claimer asks for as many jobs as there are free slots in one
 request (and, while jobs are short, a few more: see ``prefetch``), and when
 idle lets a cheap read decide whether a claim is worth a write; while busy,
-claims ride along with the acknowledgements. The heartbeat
+claims ride along with the acknowledgements. A job claimed ahead that no
+slot started within ``HAND_BACK_SECONDS`` (a long job stood in its way) is
+handed back without using an attempt, for another worker. The heartbeat
 extends every lease in one statement and stops any job whose lease is gone.
 Reports are fenced by the lease: a result the store refuses is dropped, never
 forced in. Draining stops claims, hands back jobs claimed ahead, gives running
@@ -50,7 +52,7 @@ from taskq.worker.autoscale import Autoscaler
 from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.heartbeat import Heartbeat
-from taskq.worker.prefetch import Prefetch
+from taskq.worker.prefetch import HAND_BACK_SECONDS, Prefetch
 from taskq.worker.progress_forwarding import forward_progress
 from taskq.worker.reports import report_of
 from taskq.worker.running import RunningJob, StopReason
@@ -186,6 +188,7 @@ class Worker:
                 self._loops = loops
                 loops.start_soon(self._heartbeat.run, self.stopped)
                 loops.start_soon(self._acks.run, self.stopped)
+                loops.start_soon(self._hand_back_overdue, self.stopped)
                 if self.settings.maintenance:
                     maintainer = Maintainer(
                         self.store,
@@ -409,6 +412,21 @@ class Worker:
             waits.start_soon(store_changed)
             waits.start_soon(slot_freed)
 
+    async def _hand_back_overdue(self, stopped: anyio.Event) -> None:
+        """Hand back the jobs claimed ahead that waited for a slot past ``HAND_BACK_SECONDS``.
+
+        Looked at twice a bound, so none waits more than one and a half. A
+        drain hands back every job claimed ahead by itself.
+        """
+        while not stopped.is_set():
+            with anyio.move_on_after(HAND_BACK_SECONDS / 2):
+                await stopped.wait()
+            if self.draining.is_set():
+                continue
+            for running in self._slots.take_overdue():
+                running.stop(StopReason.HAND_BACK)
+                self._report(running, stopped_before_start())
+
     # -- running jobs
 
     async def _slot(self, sandbox: Sandbox) -> None:
@@ -440,16 +458,68 @@ class Worker:
                     running = self._slots.take_waiting()
                     running.queued = True
                     taken.append((running, await self._start_job(running, sandbox)))
-                running, started = taken[0]
-                outcome = await self._finish_job(running, sandbox, started)
+                running = taken[0][0]
+                outcome = await self._finish_head(taken, sandbox)
                 taken.popleft()
                 if taken:
                     taken[0][0].queued = False
+                    taken[0][0].started = time.monotonic()
                 self._report(running, outcome)
         except BaseException:
             for running, _ in taken:
                 self._slots.release(running)
             raise
+
+    async def _finish_head(
+        self, taken: collections.deque[tuple[RunningJob, StartedJob | Outcome]], sandbox: Sandbox
+    ) -> Outcome:
+        """The outcome of the first of ``taken``; meanwhile, those queued behind it that
+        waited past ``HAND_BACK_SECONDS`` are withdrawn from the child and handed back.
+
+        Only a job the child is certain never to start is handed back
+        (``Sandbox.withdraw``): another worker may run it at once.
+        """
+        running, started = taken[0]
+        if len(taken) == 1:
+            return await self._finish_job(running, sandbox, started)
+        finishing = asyncio.ensure_future(self._finish_job(running, sandbox, started))
+        tried: set[int] = set()  # asked once each: a refusal means the child is moving on
+        try:
+            while behind := [entry for entry in list(taken)[1:] if id(entry) not in tried]:
+                oldest = min(queued.claimed for queued, _ in behind)
+                wait = oldest + HAND_BACK_SECONDS - time.monotonic()
+                done, _ = await asyncio.wait({finishing}, timeout=max(wait, 0.0))
+                if done or self.draining.is_set():
+                    break  # a drain stops every queued job; the slot reports them in turn
+                since = time.monotonic() - HAND_BACK_SECONDS
+                for entry in behind:
+                    if entry[0].claimed < since:
+                        tried.add(id(entry))
+                        await self._hand_back_queued(entry, taken, sandbox)
+            return await finishing
+        except BaseException:
+            # As when the finish itself is cancelled: the job is stopped, and
+            # the slot goes on only once it is over.
+            finishing.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({finishing})
+            raise
+
+    async def _hand_back_queued(
+        self,
+        entry: tuple[RunningJob, StartedJob | Outcome],
+        taken: collections.deque[tuple[RunningJob, StartedJob | Outcome]],
+        sandbox: Sandbox,
+    ) -> None:
+        """Report a job queued in the slot's child now, unless it may yet start there."""
+        running, started = entry
+        if isinstance(started, StartedJob):
+            if not sandbox.withdraw(started):
+                return
+            running.stop(StopReason.HAND_BACK)
+        # An outcome known without running (a refusal, say) need not wait its turn either.
+        taken.remove(entry)
+        self._report(running, await self._finish_job(running, sandbox, started))
 
     def _may_queue(self, sandbox: Sandbox, taken: int) -> bool:
         """Whether the slot should take another job now, behind the ``taken`` ones it has.
@@ -472,6 +542,7 @@ class Worker:
             # Claimed ahead, not started: another worker may run it now.
             running.stop(StopReason.DRAIN)
         running.started = time.monotonic()
+        running.in_slot = True
         self.events.emit(
             "job_started",
             job=job.lease.job_id,
@@ -514,6 +585,7 @@ class Worker:
                 outcome = await sandbox.finish(started)
         finally:
             self._slots.left_slot()
+            running.in_slot = False
             running.progress = None
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over

@@ -5,27 +5,33 @@ waits for a slot; a slot takes it and runs it in the slot's sandbox, then
 hands its report to the batcher and takes the next. Claims ask for as many
 jobs as there are free slots, plus a few while jobs are short (see
 ``prefetch``), less the slots already promised to a claim in flight, so two
-claims never fill the same slot.
+claims never fill the same slot. A slot whose job has run longer than
+``HAND_BACK_SECONDS`` gets nothing claimed ahead for it, and a job claimed
+ahead that waited that long for a slot is taken out for handing back.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
 
-from taskq.worker.prefetch import Prefetch
+from taskq.worker.prefetch import HAND_BACK_SECONDS, Prefetch
 from taskq.worker.running import RunningJob
 
 
 class Slots:
     """The counts a worker's loops share about its slots, and the wake-up when they change."""
 
-    def __init__(self, count: int, prefetch: Prefetch) -> None:
+    def __init__(
+        self, count: int, prefetch: Prefetch, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.count = count
         self.prefetch = prefetch
+        self._clock = clock
         self.held: dict[int, RunningJob] = {}
         """Every job held, by id: claimed and not yet reported."""
         # Claimed jobs wait here for a slot; a slot whose job is still being
@@ -42,7 +48,35 @@ class Slots:
 
     def to_claim(self) -> int:
         """Jobs to claim now: free slots, plus those claimed ahead while jobs are short."""
-        return self.count + self.prefetch.jobs - len(self.held) - self._promised
+        return self.count + self.ahead() - len(self.held) - self._promised
+
+    def ahead(self) -> int:
+        """Jobs to hold beyond the slots: what the slots not tied up by a long job start soon."""
+        return self.prefetch.ahead(self.count - self.long_running())
+
+    def long_running(self) -> int:
+        """Slots whose job has run longer than ``HAND_BACK_SECONDS``."""
+        since = self._clock() - HAND_BACK_SECONDS
+        return sum(
+            1
+            for running in self.held.values()
+            if running.in_slot and not running.queued and running.started < since
+        )
+
+    def take_overdue(self) -> list[RunningJob]:
+        """Take out the jobs that waited for a slot longer than ``HAND_BACK_SECONDS``, to hand back.
+
+        The others keep their order.
+        """
+        since = self._clock() - HAND_BACK_SECONDS
+        kept: list[RunningJob] = []
+        overdue: list[RunningJob] = []
+        while not self._waiting.empty():
+            running = self._waiting.get_nowait()
+            (overdue if running.claimed < since else kept).append(running)
+        for running in kept:
+            self._waiting.put_nowait(running)
+        return overdue
 
     @contextmanager
     def promised(self, jobs: int) -> Iterator[None]:
@@ -108,7 +142,7 @@ class Slots:
 
     def more_than_idle_slots_take(self) -> bool:
         """Whether a busy slot may queue a waiting job: jobs are short, no idle slot needs it."""
-        return self.prefetch.jobs > 0 and self._waiting.qsize() > self._idle
+        return self.ahead() > 0 and self._waiting.qsize() > self._idle
 
     def take_waiting(self) -> RunningJob:
         """A waiting job, for a busy slot to queue (see ``more_than_idle_slots_take``)."""

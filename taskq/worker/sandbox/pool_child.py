@@ -236,6 +236,38 @@ class PoolChild:
             self._closed = True
             self._child.close()
 
+    def withdraw_now(self, job: PoolJob) -> bool:
+        """Take back ``job``, queued behind the running one, certain the child never starts it.
+
+        The withdrawal goes out at once, then whatever the child has sent is
+        read. The child reads every message waiting for it before it starts
+        a queued job, and sends the running job's result before that: if no
+        result has come, the withdrawal is there before the child could start
+        ``job``, which is over now (``NOT_STARTED``; it stays in flight until
+        the child's ``withdrawn`` comes). False when that cannot be known, or
+        ``job`` is not queued: stop it as usual then.
+        """
+        front = next(iter(self._in_flight.values()), None)
+        if (
+            job.over.done()
+            or front is None
+            or front is job
+            or job.seq not in self._in_flight
+            or self._ended is not None
+        ):
+            return False
+        if not job.withdrawing:
+            job.withdrawing = True
+            self._send(protocol.encode_message({"type": "withdraw", "seq": job.seq}))
+        self._send_some()
+        if self._outbox:
+            return False  # not all of it is in the child's socket yet
+        self._read_control(until_empty=True)
+        if front.over.done() or job.seen_starting:
+            return False
+        job.end(EndReason.NOT_STARTED)
+        return True
+
     # -- the jobs in flight
 
     def _begin(self, job: PoolJob) -> None:

@@ -171,6 +171,14 @@ class Sandbox:
         """Whether a job started now would wait in a child already running one."""
         return False
 
+    def withdraw(self, started: StartedJob) -> bool:
+        """Take back a job queued behind another, if it is certain never to start.
+
+        True: ``finish`` now returns at once, and the job never ran. False:
+        it may be starting (or is not queued); stop it as any running job.
+        """
+        return False
+
     async def warm_up(self) -> None:
         """Start any child process kept between jobs now, so the first job does not wait."""
 
@@ -253,6 +261,12 @@ class PoolSandbox(Sandbox):
         ):
             await self._retire(child)
         return outcome
+
+    def withdraw(self, started: StartedJob) -> bool:
+        if started.in_child is None:
+            return False
+        child, job = started.in_child
+        return child.withdraw_now(job)
 
     def can_queue(self) -> bool:
         child = self._child
