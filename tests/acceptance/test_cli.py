@@ -434,6 +434,14 @@ def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: 
     one_error_line(target, 2, "package.module:function")
     memory = taskq("submit", f"{JOBS}:add", "--memory", "lots", "--queue", queue, store=url)
     one_error_line(memory, 2, "--memory")
+    # Past what a worker could set, or a date could show: refused before anything is written.
+    for option, value, named in (
+        ("--memory", "99999999999TiB", "memory_bytes must be at most"),
+        ("--cpu", str(2**63), "cpu_seconds must be at most"),
+        ("--delay", "99999999999999d", "delay must be at most"),
+    ):
+        beyond = taskq("submit", f"{JOBS}:add", option, value, "--queue", queue, store=url)
+        one_error_line(beyond, 2, named)
     assert ok("jobs", "--queue", queue, "--json", store=url).json() == []
 
 
