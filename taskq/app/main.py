@@ -12,6 +12,8 @@ from taskq.broker.connect import open_store
 from taskq.broker.store import Store
 
 EXIT_ERROR = 1
+# As ``taskq`` and ``taskq-worker`` do: a script can tell a setup to fix from a store to wait for.
+EXIT_CONFIG = 2
 
 
 def _seconds(text: str) -> float:
@@ -71,10 +73,16 @@ async def _run(store: Store, refresh_seconds: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the console; 1 with one line on stderr when the store cannot be opened."""
+    """Run the console; one line on stderr when the store cannot be opened.
+
+    The exit status is then 2 for a bad config file or store URL, 1 otherwise.
+    """
     args = build_parser().parse_args(argv)
     try:
         store = open_console_store(args.store, args.config)
+    except errors.ConfigError as exc:
+        print(f"taskq-tui: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except errors.TaskqError as exc:
         print(f"taskq-tui: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -51,10 +51,15 @@ class SendStage(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class SendFailure:
-    """A request that got no answer."""
+    """A request that got no answer.
+
+    ``refused``: the node's host refused the connection (nothing listens at
+    its address), so the node is down rather than slow or electing.
+    """
 
     stage: SendStage
     message: str
+    refused: bool = False
 
 
 Feedback: TypeAlias = HttpReply | SendFailure | None

@@ -258,9 +258,24 @@ def _still_open(sock: socket.socket) -> bool:
 
 
 def _failure(stage: SendStage, exc: BaseException) -> SendFailure:
+    refused = stage is SendStage.NOT_SENT and _refused(exc)
     if isinstance(exc.__cause__, OSError):
         exc = exc.__cause__  # anyio's "all connection attempts failed" wraps the reason
     detail = str(exc) or "no detail"
     if isinstance(exc, TimeoutError | socket.timeout):
         detail = "timed out"
-    return SendFailure(stage, f"{type(exc).__name__}: {detail}")
+    return SendFailure(stage, f"{type(exc).__name__}: {detail}", refused=refused)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether every address of the node refused the connection.
+
+    anyio tries each address a host name resolves to and raises one error
+    whose cause is the failure, or a group of them when there were several.
+    """
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        return all(_refused(one) for one in cause.exceptions)
+    return cause is not None and _refused(cause)

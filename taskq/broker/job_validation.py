@@ -13,6 +13,11 @@ The bounds: priority and max_attempts are 32-bit integers (priority from
 -2**31 to 2**31-1, max_attempts from 1); names (queue, labels, idempotency
 key, submitter) are at most 255 characters, without NUL (SQLite would cut a
 key at one, and two keys would collide); a payload nests at most 256 deep.
+``run_at`` is a time from 1970 to the end of 9999 (UTC), what a date can
+show; ``delay``, ``timeout`` and the ``wall_seconds`` limit are at most
+:data:`MAX_SECONDS`. Each limit is at most what a worker could set
+(:data:`LIMIT_CEILINGS`): a value past it could never be honoured, and one
+past a 64-bit integer is more than SQLite or setrlimit hold.
 """
 
 from __future__ import annotations
@@ -37,6 +42,26 @@ MAX_ATTEMPTS = 2**31 - 1
 MAX_NAME_CHARS = 255
 MAX_DEPTH = 256
 """How deep a payload may nest: well within what every JSON reader of taskq reads back."""
+MAX_RUN_AT = 253_402_300_799
+"""The latest a job may be due: the last second of the year 9999 (UTC), the latest a date shows."""
+MAX_SECONDS = 1000 * 365 * 86_400
+"""The longest ``delay``, ``timeout`` or ``wall_seconds``, 1,000 years: past anything a job
+waits or runs, and a delayed job's time stays a date (before the year 9999) for millennia."""
+_INT64 = 2**63 - 1
+LIMIT_CEILINGS: dict[str, int] = {
+    "memory_bytes": _INT64,
+    "cpu_seconds": _INT64,
+    "wall_seconds": MAX_SECONDS,
+    # A descriptor is a C int: no kernel lets a process hold more (Linux's
+    # fs.nr_open, the ceiling of a hard RLIMIT_NOFILE, stops below it).
+    "open_files": 2**31 - 1,
+    "log_tail_bytes": _INT64,
+    "output_bytes": _INT64,
+    "result_bytes": _INT64,
+    # Linux's PID_MAX_LIMIT: there are no more process ids, and a cgroup's pids.max takes no more.
+    "processes": 4 * 1024 * 1024,
+}
+"""The most each limit may be: what setrlimit, a cgroup and SQLite's 64-bit integers can hold."""
 
 # "pkg.mod:func" or "pkg.mod:Class.method", as the worker reads a target.
 _TARGET = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -69,7 +94,13 @@ def check_spec(spec: JobSpec) -> None:
         _whole_number(spec.max_attempts, "max_attempts", 1, MAX_ATTEMPTS)
     _seconds(spec.delay, "delay", zero_allowed=True)
     if spec.run_at is not None:
-        _number(spec.run_at, "run_at", "a unix time")
+        run_at = _number(spec.run_at, "run_at", "a unix time")
+        if not 0 <= run_at <= MAX_RUN_AT:
+            raise errors.InvalidJob(
+                f"run_at must be a unix time from 0 to {MAX_RUN_AT} (1970 to the end of 9999, "
+                f"UTC), got {spec.run_at}",
+                field="run_at",
+            )
     if spec.timeout is not None:
         _seconds(spec.timeout, "timeout", zero_allowed=False)
     _labels(spec.labels)
@@ -195,6 +226,11 @@ def _seconds(value: object, field: str, *, zero_allowed: bool) -> None:
     if seconds < 0 or (seconds == 0 and not zero_allowed):
         bound = "zero or more" if zero_allowed else "more than zero"
         raise errors.InvalidJob(f"{field} must be {bound} seconds, got {value}", field=field)
+    if seconds > MAX_SECONDS:
+        raise errors.InvalidJob(
+            f"{field} must be at most {MAX_SECONDS} seconds (1,000 years), got {value}",
+            field=field,
+        )
 
 
 def _labels(value: object) -> None:
@@ -226,9 +262,15 @@ def _limits(value: object) -> None:
     if not value:
         return  # the worker's defaults: nothing to parse (the common case, kept cheap)
     try:
-        job_limits.parse_limits(value)
+        parsed = job_limits.parse_limits(value).to_dict()
     except job_limits.LimitsInvalid as exc:
         raise errors.InvalidJob(f"limits: {exc}", field="limits") from exc
+    for name in value:
+        if parsed[name] > LIMIT_CEILINGS[name]:
+            raise errors.InvalidJob(
+                f"limits: {name} must be at most {LIMIT_CEILINGS[name]}, got {value[name]}",
+                field="limits",
+            )
 
 
 def _payload(kind: PayloadKind, payload: object) -> None:

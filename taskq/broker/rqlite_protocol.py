@@ -63,6 +63,8 @@ class RqliteAnswer:
     # The node answered, and it knows no leader: its own copy could still be read.
     no_leader: bool = False
     status: int = 0
+    # The node refused the connection: nothing listens at its address.
+    refused: bool = False
 
 
 def statements_body(statements: Sequence[Statement]) -> list[list[Any]]:
@@ -77,7 +79,7 @@ def read_answer(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -
     """Read all three error channels of one answer and decide what it means."""
     if isinstance(feedback, SendFailure):
         kind = AnswerKind.RETRY_SAFE if feedback.stage is SendStage.NOT_SENT else AnswerKind.UNKNOWN
-        return RqliteAnswer(kind, message=feedback.message)
+        return RqliteAnswer(kind, message=feedback.message, refused=feedback.refused)
     reply = feedback
     if reply.status in (401, 403):
         return RqliteAnswer(AnswerKind.REFUSED, message=reply.text.strip(), status=reply.status)

@@ -3,8 +3,10 @@
 It knows every node it was given (and every node the cluster reports), sends
 writes straight to the leader, and when a node dies or leadership moves it
 finds the new leader and tries again, a bounded number of times with pauses
-between them (:func:`failover_pause`). A write whose outcome is unknown is
-resent only when the caller said it is idempotent; otherwise
+between them (:func:`failover_pause`). When every node it knows refuses the
+connection, no node is electing: a request gives up after that one round
+(:class:`Refusals`) rather than wait out the tries. A write whose outcome is
+unknown is resent only when the caller said it is idempotent; otherwise
 :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 """
 
@@ -80,6 +82,38 @@ class ClusterView:
         ordered += [node for node in self.nodes if node not in self.recently_failed]
         ordered += [node for node in self.nodes if node in self.recently_failed]
         return list(dict.fromkeys(node for node in ordered if node))
+
+
+class Refusals:
+    """The nodes that refused a connection during one request, since any node last answered.
+
+    Once every node the client knows is among them, nothing listens at any
+    of their addresses (a cluster that is down, or a wrong URL): an election
+    needs nodes that run, and they would answer or at least accept the
+    connection, so the failover budget would only put off saying so. A node
+    that answers anything, or times out, empties the set.
+    """
+
+    def __init__(self, failed: str) -> None:
+        self.failed = failed  # what the request did not get, as "answered no read"
+        self.nodes: set[str] = set()
+        self.last = ""
+
+    def note(self, node: str, answer: protocol.RqliteAnswer) -> None:
+        if answer.refused:
+            self.nodes.add(node)
+            self.last = answer.message
+        else:
+            self.nodes.clear()
+
+    def everywhere(self, known: Sequence[str]) -> bool:
+        return bool(known) and self.nodes.issuperset(known)
+
+    def error(self, cluster: str, known: Sequence[str]) -> errors.StoreUnavailable:
+        return errors.StoreUnavailable(
+            f"rqlite cluster {cluster} {self.failed}: every node refused the connection "
+            f"({', '.join(known)}): {self.last}"
+        )
 
 
 class RqliteStore:
@@ -199,14 +233,17 @@ class RqliteStore:
         sql = [statement.sql for statement in statements]
         params = {**self._request_params(), "transaction": ""}
         last = ""
+        refusals = Refusals("accepted no write")
         if self.cluster.leader is None:
-            yield from self._discover_leader()
+            yield from self._discover_leader(refusals)
         for attempt in range(self.target.retries + 1):
             # /db/execute, not /db/request: in rqlite 10.2 a transactional
             # /db/request that meets a statement which fails to prepare (a
             # syntax error, an unknown column) commits the other statements;
             # /db/execute rolls the whole batch back on any error.
-            node, outcome = yield from self._try_leader(attempt, "/db/execute", params, body, sql)
+            node, outcome = yield from self._try_leader(
+                attempt, refusals, "/db/execute", params, body, sql
+            )
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results
@@ -238,10 +275,13 @@ class RqliteStore:
         params = {**self._request_params(), "level": consistency.value}
         last = ""
         leaderless: str | None = None  # a node that answered, knowing no leader
+        refusals = Refusals("answered no read")
         if self.cluster.leader is None:
-            yield from self._discover_leader()
+            yield from self._discover_leader(refusals)
         for attempt in range(self.target.retries + 1):
-            node, outcome = yield from self._try_leader(attempt, "/db/query", params, body, sql)
+            node, outcome = yield from self._try_leader(
+                attempt, refusals, "/db/query", params, body, sql
+            )
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results[0].rows if outcome.results else []
@@ -265,15 +305,28 @@ class RqliteStore:
         )
 
     def _try_leader(
-        self, attempt: int, path: str, params: dict[str, str], body: Any, sql: list[str]
+        self,
+        attempt: int,
+        refusals: Refusals,
+        path: str,
+        params: dict[str, str],
+        body: Any,
+        sql: list[str],
     ) -> HttpPlan[tuple[str, protocol.RqliteAnswer]]:
-        """One try at the node taken for the leader (after the back-off, on a retry): its answer."""
+        """One try at the node taken for the leader (after the back-off, on a retry): its answer.
+
+        Raises StoreUnavailable instead once every node has refused the connection.
+        """
         if attempt:
-            yield from self._before_retry(attempt)
+            yield from self._before_retry(attempt, refusals)
+        if refusals.everywhere(self.cluster.nodes):
+            raise refusals.error(self.url, self.cluster.nodes)
         node = self.cluster.write_target()
         feedback = yield HttpCall("POST", node, path, params, body)
         assert feedback is not None
-        return node, protocol.read_answer(feedback, sql=sql)
+        answer = protocol.read_answer(feedback, sql=sql)
+        refusals.note(node, answer)
+        return node, answer
 
     def _stale_read(self, node: str, body: Any, sql: list[str]) -> HttpPlan[list[Row] | None]:
         """The read from ``node``'s own copy, if stale reads are allowed; None if it fails."""
@@ -301,13 +354,15 @@ class RqliteStore:
         else:
             self.cluster.node_failed(node)
 
-    def _before_retry(self, retry: int) -> HttpPlan[None]:
+    def _before_retry(self, retry: int, refusals: Refusals) -> HttpPlan[None]:
         """Back off (see :func:`failover_pause`), then look for the leader if none is known."""
+        if refusals.everywhere(self.cluster.nodes):
+            return  # no pause: the try is given up on at once
         pause = failover_pause(retry)
         if pause:
             yield Pause(pause)
         if self.cluster.leader is None:
-            yield from self._discover_leader()
+            yield from self._discover_leader(refusals)
 
     def _refused(
         self, node: str, outcome: protocol.RqliteAnswer, permission: str
@@ -334,12 +389,15 @@ class RqliteStore:
             accepted=accepted,
         )
 
-    def _discover_leader(self) -> HttpPlan[list[NodeInfo]]:
-        """Ask the nodes, leader-first, who leads now; remember the answer."""
+    def _discover_leader(self, refusals: Refusals | None = None) -> HttpPlan[list[NodeInfo]]:
+        """Ask the nodes, leader-first, who leads now; remember the answer (and ``refusals``)."""
         for node in self.cluster.candidates():
             feedback = yield HttpCall(
                 "GET", node, "/nodes", {"ver": "2"}, timeout=_DISCOVERY_TIMEOUT
             )
+            assert feedback is not None
+            if refusals is not None:
+                refusals.note(node, protocol.read_answer(feedback))
             if not isinstance(feedback, HttpReply) or feedback.status != 200:
                 self.cluster.node_failed(node)
                 continue

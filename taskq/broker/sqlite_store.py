@@ -246,6 +246,10 @@ class SqliteStore:
             return errors.StoreUnavailable(f"{where} (locked by another process)")
         if code == sqlite3.SQLITE_FULL:
             return errors.StoreFull(where)
+        # Opening a store whose -shm file is gone (no process has it open) makes
+        # that file anew, and on a full disk SQLite says only "disk I/O error".
+        if _extended_code(exc) == sqlite3.SQLITE_IOERR_SHMSIZE and self._filesystem_full():
+            return errors.StoreFull(f"{where} (the disk is full: no room for its -shm file)")
         if code in {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}:
             return errors.StoreCorrupt(where)
         # SQLite says only "unable to open database file" when it cannot make
@@ -262,6 +266,12 @@ class SqliteStore:
         if code in {sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR}:
             return errors.StoreUnavailable(where)
         return errors.StatementError(str(exc), index=index, sql=sql)
+
+    def _filesystem_full(self) -> bool:
+        try:
+            return os.statvfs(self.path.parent).f_bavail == 0
+        except OSError:
+            return False
 
     def _on_read_only_filesystem(self) -> bool:
         try:
@@ -281,7 +291,12 @@ class SqliteStore:
 
 def _primary_code(exc: sqlite3.Error) -> int:
     """SQLite's primary result code: ``SQLITE_IOERR`` for ``SQLITE_IOERR_WRITE`` and its kin."""
-    return int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    return _extended_code(exc) & 0xFF
+
+
+def _extended_code(exc: sqlite3.Error) -> int:
+    """SQLite's extended result code, as ``SQLITE_IOERR_SHMSIZE``."""
+    return int(getattr(exc, "sqlite_errorcode", 0) or 0)
 
 
 def _roll_back(conn: sqlite3.Connection) -> None:

@@ -5,7 +5,8 @@ the config file, then the embedded default. A command rides out a leader
 election with the same failover tries as the Python client (the URL's
 ``retries``, about 11.5 s of pauses by default), but a node that does not
 answer one request within :data:`CLI_TIMEOUT_SECONDS` is given up on
-sooner than a worker would, unless the URL sets a ``timeout`` of its own.
+sooner than a worker would, unless the URL sets a ``timeout`` of its own. A
+cluster whose every node refuses the connection is given up on at once.
 
 A command that only reads opens the store without writing anything: no
 migration (a schema that is behind is said so), no file created, and on a

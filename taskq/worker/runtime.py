@@ -78,6 +78,11 @@ _BUSY_POLL_SECONDS = 0.01
 _BUSY_POLL_WINDOW_SECONDS = 1.0
 
 
+def new_worker_id(settings: WorkerSettings) -> str:
+    """A worker's id: its name, made unique."""
+    return f"{settings.name}-{uuid.uuid4().hex[:8]}"
+
+
 class Worker:
     """One worker process's jobs and loops, against one store."""
 
@@ -88,11 +93,13 @@ class Worker:
         *,
         events: EventLog | None = None,
         worker_id: str | None = None,
+        outage: StoreOutage | None = None,
     ) -> None:
+        """``outage``: the one that opening the store told, so that an outage is told once."""
         self.store = store
         self.settings = settings
         self.events = events or EventLog()
-        self.worker_id = worker_id or f"{settings.name}-{uuid.uuid4().hex[:8]}"
+        self.worker_id = worker_id or new_worker_id(settings)
         self.draining = anyio.Event()
         self.stopped = anyio.Event()
         self._slots = Slots(
@@ -135,7 +142,7 @@ class Worker:
         self._slot_tasks: anyio.abc.TaskGroup | None = None
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
-        self._outage = StoreOutage(self.events, self.worker_id)
+        self._outage = outage or StoreOutage(self.events, self.worker_id)
         self._heartbeat = Heartbeat(
             self._run,
             worker_id=self.worker_id,
@@ -172,8 +179,9 @@ class Worker:
             # towards its first jobs' wait).
             async with anyio.create_task_group() as starting:
                 starting.start_soon(self._sandboxes.warm_up)
-                await self._register()
-                registered = True
+                registered = await self._register()
+            if not registered:
+                return  # drained while the disk was full: nothing was claimed
             self.events.emit(
                 "worker_started",
                 worker=self.worker_id,
@@ -273,20 +281,34 @@ class Worker:
             self._slot_tasks.start_soon(self._slot, sandbox)
         return True
 
-    async def _register(self) -> None:
-        await self._run(
-            worker_register(
-                self.worker_id,
-                name=self.settings.name,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                queues=self.settings.queues,
-                labels=self.settings.labels,
-                slots=self._slots.count,
-                max_slots=None if self._autoscaler is None else self._autoscaler.most,
-                wake_address=hint_address(self.store),
-            )
+    async def _register(self) -> bool:
+        """Register this worker; False if it was drained first.
+
+        A full disk is waited out, told once as any outage is, since freeing
+        space is all it takes; a failure that cannot pass stops the worker.
+        """
+        request = worker_register(
+            self.worker_id,
+            name=self.settings.name,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=self.settings.queues,
+            labels=self.settings.labels,
+            slots=self._slots.count,
+            max_slots=None if self._autoscaler is None else self._autoscaler.most,
+            wake_address=hint_address(self.store),
         )
+        while not self.draining.is_set():
+            try:
+                await self._run(request)
+            except errors.StoreFull as exc:
+                self._outage.failed(exc)
+                with anyio.move_on_after(self.settings.idle_poll_seconds):
+                    await self.draining.wait()
+            else:
+                self._outage.written()
+                return True
+        return False
 
     async def _close(self, *, deregister: bool) -> None:
         await self._sandboxes.aclose()

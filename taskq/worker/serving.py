@@ -10,14 +10,17 @@ from __future__ import annotations
 import gc
 import signal
 import sys
+import time
 
 import anyio
 
 from taskq import errors
 from taskq.broker.connect import open_store
+from taskq.broker.store import Store
 from taskq.worker.events import EventLog
-from taskq.worker.runtime import Worker
+from taskq.worker.runtime import Worker, new_worker_id
 from taskq.worker.settings import WorkerSettings
+from taskq.worker.store_outage import StoreOutage
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -43,14 +46,18 @@ async def _serve(worker: Worker) -> None:
 def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -> int:
     """Run a worker on ``store_url`` until it is drained; the process's exit status."""
     events = EventLog(format=log_format)
+    worker_id = new_worker_id(settings)
+    outage = StoreOutage(events, worker_id)
     try:
-        store = open_store(store_url)
+        store = _open_when_there_is_room(store_url, outage, settings.idle_poll_seconds)
     except errors.ConfigError as exc:
         print(f"taskq-worker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except errors.TaskqError as exc:
         print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_OK  # stopped while waiting for space: nothing had started
     _tune_garbage_collection()
     failure: errors.StoreError | None = None
     try:
@@ -60,7 +67,7 @@ def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -
         try:
             anyio.run(
                 _serve,
-                Worker(store, settings, events=events),
+                Worker(store, settings, events=events, worker_id=worker_id, outage=outage),
                 backend_options={"use_uvloop": True},
             )
         finally:
@@ -75,6 +82,21 @@ def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -
         print(f"taskq-worker: error: cannot use the store: {failure}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _open_when_there_is_room(url: str | None, outage: StoreOutage, pause: float) -> Store:
+    """The store at ``url``, its schema brought up to date; a full disk is waited out.
+
+    Told once, as any outage is (``outage`` tells its end once the worker has
+    registered): freeing space is all it takes, so a worker started on a full
+    disk starts working then, as a running one carries on.
+    """
+    while True:
+        try:
+            return open_store(url)
+        except errors.StoreFull as exc:
+            outage.failed(exc)
+            time.sleep(pause)
 
 
 def _first_leaf(group: BaseExceptionGroup[errors.StoreError]) -> errors.StoreError:

@@ -260,6 +260,9 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
         assert (unknown.status_code, unknown.json()["field"]) == (422, "priorty")
         bad = http.post("/jobs", json={**_job(queue), "max_attempts": 0})
         assert (bad.status_code, bad.json()["field"]) == (422, "max_attempts")
+        for field, value in (("run_at", 1e300), ("limits", {"open_files": 10**30})):
+            beyond = http.post("/jobs", json={**_job(queue), field: value})
+            assert (beyond.status_code, beyond.json()["field"]) == (422, field), beyond.text
         assert http.post("/jobs", json={"target": "no colon"}).status_code == 422
         assert http.get("/jobs/abc").status_code == 404
         assert http.get(f"/jobs/{2**64}").status_code == 404

@@ -86,6 +86,29 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
         assert len(worker.events("store_unavailable")) == 1, worker.describe()
 
 
+@pytest.mark.parametrize("store", ["made before", "none yet"])
+def test_a_worker_started_on_a_full_disk_says_so_once_and_starts_once_space_is_freed(
+    small_fs: SmallFilesystem, workers: WorkerFleet, store: str
+) -> None:
+    url = f"sqlite://{small_fs.path / 'taskq.db'}"
+    if store == "made before":
+        open_store(url).close()
+    small_fs.fill()
+    worker = workers.start(url, wait_started=False)
+    told = worker.wait_for_event("store_unavailable", timeout=60)
+    assert told["kind"] == "StoreFull", told
+    assert "full" in told["error"], told
+    assert worker.running, worker.describe()
+    assert worker.events("worker_started") == [], worker.describe()
+
+    small_fs.free()
+    worker.wait_for_event("worker_started", timeout=30)
+    worker.wait_for_event("store_recovered", timeout=30)
+    with taskq.Client(url, submitter="acceptance") as client:
+        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
+    assert len(worker.events("store_unavailable")) == 1, worker.describe()
+
+
 # -- a damaged store --------------------------------------------------------------------------
 
 

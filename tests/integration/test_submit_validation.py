@@ -121,6 +121,8 @@ def _refused_whole(
         ({"priority": 1.5}, "priority"),
         ({"timeout": True}, "timeout"),
         ({"limits": {"memory_bytes": True}}, "limits"),
+        ({"limits": {"open_files": 10**30}}, "limits"),
+        ({"run_at": 1e300}, "run_at"),
         ({"queue": ""}, "queue"),
         ({"kwargs": {1: "one"}}, "payload"),
     ],
@@ -156,6 +158,17 @@ def test_a_refusal_carries_the_field_it_is_about(
         ({"timeout": float("inf")}, "timeout"),
         ({"delay": "5"}, "delay"),
         ({"run_at": False}, "run_at"),
+        ({"run_at": 1e300}, "run_at"),
+        ({"run_at": job_validation.MAX_RUN_AT + 1}, "run_at"),
+        ({"run_at": -1}, "run_at"),
+        ({"delay": 1e300}, "delay"),
+        ({"timeout": job_validation.MAX_SECONDS + 1}, "timeout"),
+        ({"limits": {"open_files": 10**30}}, "open_files"),
+        ({"limits": {"open_files": 2**31}}, "open_files"),
+        ({"limits": {"memory_bytes": 2**63}}, "memory_bytes"),
+        ({"limits": {"memory_bytes": "8388608TiB"}}, "memory_bytes"),
+        ({"limits": {"processes": 2**22 + 1}}, "processes"),
+        ({"limits": {"wall_seconds": 1e300}}, "wall_seconds"),
         ({"limits": "x"}, "limits"),
         ({"limits": {1: 2}}, "limits"),
         ({"limits": {"memory_bytes": True}}, "memory_bytes"),
@@ -242,6 +255,25 @@ def test_limits_and_timeouts_within_range_are_stored_as_given(
     assert job.limits == {"memory_bytes": "64MiB", "wall_seconds": 2.5}
     assert job.labels == ("big", "gpu")
     assert job.payload["args"] == [{"deep": _deep(job_validation.MAX_DEPTH - 4)}]
+
+
+def test_the_latest_time_and_the_largest_limits_are_stored_as_given(
+    client: taskq.Client, prefix: str
+) -> None:
+    ceilings = dict(job_validation.LIMIT_CEILINGS)
+    handle = client.submit(
+        TARGET,
+        queue=f"{prefix}-q",
+        run_at=job_validation.MAX_RUN_AT,
+        timeout=job_validation.MAX_SECONDS,
+        limits=ceilings,
+    )
+    job = client.get(handle.id)
+    assert (job.run_at, job.timeout, job.limits) == (
+        job_validation.MAX_RUN_AT,
+        job_validation.MAX_SECONDS,
+        ceilings,
+    )
 
 
 # -- idempotency keys stand for one request ------------------------------------------------------

@@ -1,4 +1,7 @@
-"""The real ``taskq`` command run as a user runs it, for the acceptance tier."""
+"""The real ``taskq`` command (or ``taskq-worker``, ``taskq-tui``) run as a user runs it.
+
+For the acceptance tier.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,13 @@ from tests.support.worker_process import REPO
 
 COMMAND_TIMEOUT = 90.0
 """Long enough for the default failover budget (about 12 s) several times over."""
+
+# Each command's module, run as ``python -m``: the console scripts' own code.
+_MODULES = {
+    "taskq": "taskq.cli",
+    "taskq-worker": "taskq.worker.main",
+    "taskq-tui": "taskq.app.main",
+}
 
 
 @dataclass(frozen=True)
@@ -29,8 +39,16 @@ class Ran:
 
 def taskq(*args: str, store: str | None = None, env: dict[str, str] | None = None) -> Ran:
     """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment."""
+    return command("taskq", *args, store=store, env=env)
+
+
+def command(
+    program: str, *args: str, store: str | None = None, env: dict[str, str] | None = None
+) -> Ran:
+    """Run ``program`` (``taskq``, ``taskq-worker`` or ``taskq-tui``) as :func:`taskq` does."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
-    argv = [sys.executable, "-m", "taskq.cli", *(("--store", store) if store else ()), *args]
+    module = _MODULES[program]
+    argv = [sys.executable, "-m", module, *(("--store", store) if store else ()), *args]
     # subprocess.run kills the command by pid if it overruns its timeout.
     done = subprocess.run(
         argv,
@@ -51,12 +69,12 @@ def ok(*args: str, store: str) -> Ran:
     return ran
 
 
-def one_error_line(ran: Ran, code: int, *fragments: str) -> str:
-    """The single ``taskq: error:`` line of a run that exited ``code``, naming ``fragments``."""
+def one_error_line(ran: Ran, code: int, *fragments: str, program: str = "taskq") -> str:
+    """The single ``PROGRAM: error:`` line of a run that exited ``code``, naming ``fragments``."""
     assert ran.code == code, ran
     lines = ran.err.strip().splitlines()
     assert len(lines) == 1, ran.err
-    assert lines[0].startswith("taskq: error: "), ran.err
+    assert lines[0].startswith(f"{program}: error: "), ran.err
     for fragment in fragments:
         assert fragment in lines[0], ran.err
     return lines[0]

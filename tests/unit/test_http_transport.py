@@ -426,6 +426,7 @@ def test_a_refused_connection_fails_as_not_sent(client_for: Clients) -> None:
     failure = _failure(client_for().run(scenario))
     assert failure.stage is SendStage.NOT_SENT
     assert "ConnectionRefusedError" in failure.message
+    assert failure.refused  # nothing listens: the node is down, not slow
 
 
 @pytest.mark.timeout(15)
@@ -482,6 +483,7 @@ def test_a_node_that_cannot_take_the_connection_in_time_fails_as_not_sent(
                 filler.close()
     assert failure.stage is SendStage.NOT_SENT
     assert "timed out" in failure.message
+    assert not failure.refused
 
 
 @pytest.mark.timeout(15)

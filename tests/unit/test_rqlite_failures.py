@@ -39,6 +39,16 @@ def _refused(call: HttpCall) -> SendFailure:
     return SendFailure(SendStage.NOT_SENT, "ConnectionRefusedError: Connection refused")
 
 
+def _nothing_listens(call: HttpCall) -> SendFailure:
+    return SendFailure(
+        SendStage.NOT_SENT, "ConnectionRefusedError: Connection refused", refused=True
+    )
+
+
+def _connect_timed_out(call: HttpCall) -> SendFailure:
+    return SendFailure(SendStage.NOT_SENT, "TimeoutError: timed out")
+
+
 @dataclass
 class Scripted:
     """A transport whose every answer comes from ``answer``; it records the calls."""
@@ -180,6 +190,49 @@ def test_a_write_rides_through_an_election(pauses: list[float]) -> None:
     store.cluster.leader = A
     store.execute([INSERT])
     assert elected == [B]
+
+
+def test_a_cluster_where_nothing_listens_is_given_up_on_after_one_round(
+    pauses: list[float],
+) -> None:
+    store, transport = _store(_nothing_listens)
+    with pytest.raises(errors.StoreUnavailable, match="every node refused the connection"):
+        store.execute([INSERT])
+    # Asked once each who leads; no try, no pause.
+    assert [(call.base_url, call.path) for call in transport.seen] == [
+        (A, "/nodes"),
+        (B, "/nodes"),
+        (C, "/nodes"),
+    ]
+    assert pauses == []
+
+    # A leader that was known: its refusal, then one look at each of the others.
+    store, transport = _store(_nothing_listens)
+    store.cluster.leader = A
+    with pytest.raises(errors.StoreUnavailable, match="answered no read: every node refused"):
+        store.query(SELECT)
+    assert [(call.base_url, call.path) for call in transport.seen] == [
+        (A, "/db/query"),
+        (B, "/nodes"),
+        (C, "/nodes"),
+        (A, "/nodes"),
+    ]
+    assert pauses == []
+
+
+@pytest.mark.parametrize("the_rest", [_connect_timed_out, lambda call: _text(503, "no leader")])
+def test_a_node_that_answers_or_times_out_while_the_others_refuse_is_waited_for(
+    pauses: list[float], the_rest: Answer
+) -> None:
+    # An election: a node still runs, so the whole failover budget is spent on it.
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        return the_rest(call) if call.base_url == C else _nothing_listens(call)
+
+    store, transport = _store(answer, "rqlite://a:4001,b:4001,c:4001?retries=3")
+    with pytest.raises(errors.StoreUnavailable, match="accepted no write after 4 tries"):
+        store.execute([INSERT])
+    assert len(transport.posts()) == 4
+    assert pauses == [failover_pause(retry) for retry in range(2, 4)]
 
 
 # -- no leader: stale reads, when asked for ---------------------------------------------------
