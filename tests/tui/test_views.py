@@ -11,6 +11,7 @@ from textual.widgets import Input, Static
 from taskq.app.app import ConsoleApp
 from taskq.app.screens.help import HelpScreen
 from taskq.app.screens.jobs import JobsScreen
+from taskq.app.source import JobFilter
 from taskq.app.widgets.panels import AttemptOutput
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, NodesTable, QueuesTable, WorkersTable
 from taskq.broker import plan
@@ -180,6 +181,28 @@ async def test_keyset_paging(seeded: Seeded, sqlite_store: Store, make_app: AppF
         await wait_for(pilot, lambda: _job_ids(app) == older, "the next page")
         await pilot.press("left_square_bracket")
         await wait_for(pilot, lambda: _job_ids(app) == newest, "the newest page again")
+
+
+async def test_one_page_reads_as_a_count_and_paging_only_when_there_are_pages(
+    seeded: Seeded, make_app: AppFactory
+) -> None:
+    app = make_app(page_size=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.show_jobs(JobFilter(queue="sims", state=JobState.QUEUED))
+        status = app.screen.query_one("#jobs-status", Static)
+        await wait_for(pilot, lambda: _jobs(app).row_count == 2, "the two queued sims jobs")
+        await wait_for(pilot, lambda: "·  2 jobs" in plain(status), "the count")
+        assert "page" not in plain(status)
+
+        # Six etl jobs on pages of four: the first page says more follow, and
+        # only the page the reader moved to says it is the oldest.
+        await app.show_jobs(JobFilter(queue="etl"))
+        await wait_for(pilot, lambda: "] older" in plain(status), "the first of two pages")
+        assert "page 1" in plain(status)
+        assert "oldest" not in plain(status)
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: "oldest page" in plain(status), "the second page")
+        assert "page 2, older than" in plain(status)
 
 
 async def test_rows_update_in_place_and_the_cursor_stays(

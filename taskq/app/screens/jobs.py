@@ -134,22 +134,35 @@ class JobsScreen(Screen[None]):
             error = states.theme_style(self.app, "error", bold=True)
             status.append(f"{self.filter_error} (enter a new filter; esc keeps this list)  ", error)
         described = filter_query.render(self.job_filter) or "every job"
-        status.append("Showing ", style="bold").append(described)
-        matching = self._matching_count()
-        if matching is not None:
-            status.append(f" ({matching:,} in all)")
-        status.append(f"  ·  page {len(self.cursors)}")
-        if self.before is not None:
-            status.append(f", older than #{self.before}")
-        if self.page is None:
-            status.append("  ·  loading…")
-        elif not self.page.jobs:
-            status.append("  ·  no matching jobs")
-        else:
-            first, last = self.page.jobs[0].id, self.page.jobs[-1].id
-            status.append(f"  ·  #{first}…#{last}")
-            status.append("  ·  ] older" if self.page.has_more else "  ·  oldest page")
+        status.append("Showing ", style="bold").append(described).append(self._page_note())
         self.query_one("#jobs-status", Static).update(status)
+
+    def _page_note(self) -> str:
+        """What the status line says of the page shown, after the filter."""
+        page, paged = self.page, self.before is not None
+        if page is not None and not paged and not page.has_more:
+            # One page holds every matching job: its length is the count, exact
+            # even where the queue counts cannot tell, and there is no paging
+            # to speak of.
+            count = len(page.jobs)
+            return (
+                f"  ·  {count:,} job{'' if count == 1 else 's'}"
+                if count
+                else "  ·  no matching jobs"
+            )
+        matching = self._matching_count()
+        note = f" ({matching:,} in all)" if matching is not None else ""
+        if paged or page is not None:
+            note += f"  ·  page {len(self.cursors)}"
+        if paged:
+            note += f", older than #{self.before}"
+        if page is None:
+            return f"{note}  ·  loading…"
+        if page.jobs:
+            note += f"  ·  #{page.jobs[0].id}…#{page.jobs[-1].id}"
+        else:
+            note += "  ·  no matching jobs"
+        return note + ("  ·  ] older" if page.has_more else "  ·  oldest page")
 
     def _matching_count(self) -> int | None:
         """How many jobs match, when the queue counts can tell (no worker or text filter)."""

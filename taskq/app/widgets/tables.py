@@ -1,7 +1,9 @@
 """The console's tables: store nodes, queues, workers, a page of jobs, and a job's attempts.
 
-Each declares its columns and how one record becomes a row; :class:`KeyedTable`
-keeps the rows in step with every poll.
+Each declares its columns (their usual width, and where their text may be cut
+when the terminal is narrow) and how one record becomes a row, whole;
+:class:`KeyedTable` keeps the rows in step with every poll and fits them to
+the width it has.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ class NodesTable(KeyedTable):
     """One row per store node, keyed by node id."""
 
     COLUMNS = (
-        Column("id", "Node", 12),
-        Column("address", "Address", 34),
+        Column("id", "Node", 12, elide="middle"),
+        Column("address", "Address", 34, elide="middle"),
         Column("role", "Role", 10),
         Column("reachable", "Reachable", 9),
-        Column("raft", "Raft state", 26),
-        Column("version", "Version", 13),
+        Column("raft", "Raft state", 26, elide="end"),
+        Column("version", "Version", 13, elide="end"),
     )
 
     def show(self, nodes: Sequence[NodeInfo]) -> None:
@@ -62,7 +64,7 @@ class QueuesTable(KeyedTable):
     """One row per queue, keyed by its name."""
 
     COLUMNS = (
-        Column("queue", "Queue", 20),
+        Column("queue", "Queue", 20, elide="middle"),
         Column("status", "Status", 8),
         *(Column(state.value, state.value.capitalize(), 10) for state in JobState),
     )
@@ -100,17 +102,17 @@ class WorkersTable(KeyedTable):
     """One row per registered worker, keyed by worker id; lost workers stand out."""
 
     COLUMNS = (
-        Column("name", "Worker", 12),
-        Column("id", "ID", 16),
-        Column("host", "Host", 12),
-        Column("labels", "Labels", 8),
-        Column("queues", "Queues", 12),
+        Column("name", "Worker", 12, elide="middle"),
+        Column("id", "ID", 16, elide="middle"),
+        Column("host", "Host", 12, elide="middle"),
+        Column("labels", "Labels", 8, elide="end"),
+        Column("queues", "Queues", 12, elide="end"),
         Column("slots", "Busy", 5),
         # An autoscaling worker's slots now and the most it may have.
         Column("capacity", "Slots", 5),
         Column("heartbeat", "Heartbeat", 9),
         Column("state", "State", 8),
-        Column("jobs", "Running", 9),
+        Column("jobs", "Running", 9, elide="end"),
     )
 
     def show(
@@ -131,16 +133,16 @@ class WorkersTable(KeyedTable):
         return TableRow(
             key=worker.id,
             cells=(
-                Text(formatting.clip(worker.name, 12), style=loud),
-                Text(formatting.clip(worker.id, 16)),
-                Text(formatting.clip(worker.host, 12)),
-                Text(formatting.clip(",".join(worker.labels) or "-", 8)),
-                Text(formatting.clip(",".join(worker.queues), 12)),
+                Text(worker.name, style=loud),
+                Text(worker.id),
+                Text(worker.host),
+                Text(",".join(worker.labels) or "-"),
+                Text(",".join(worker.queues)),
                 states.styled(app, f"{worker.running}/{worker.slots}", busy_variable),
                 Text(humanize.slots(worker.slots, worker.max_slots)),
                 Text(clock.ago(worker.heartbeat_at), style=loud),
                 states.worker_state(app, worker.state),
-                Text(formatting.clip(jobs or "-", 9)),
+                Text(jobs or "-"),
             ),
         )
 
@@ -151,11 +153,11 @@ class JobsTable(KeyedTable):
     COLUMNS = (
         Column("id", "ID", 7),
         Column("state", "State", 10),
-        Column("queue", "Queue", 10),
-        Column("target", "Target", 26),
-        Column("args", "Arguments", 18),
+        Column("queue", "Queue", 10, elide="middle"),
+        Column("target", "Target", 26, elide="middle"),
+        Column("args", "Arguments", 18, elide="end"),
         Column("tries", "Tries", 5),
-        Column("worker", "Worker", 16),
+        Column("worker", "Worker", 16, elide="middle"),
         Column("age", "Age", 7),
     )
 
@@ -175,11 +177,11 @@ class JobsTable(KeyedTable):
             cells=(
                 Text(str(job.id), justify="right"),
                 states.job_state(self.app, job.state, cancel_requested=job.cancel_requested),
-                Text(formatting.clip(job.queue, 10)),
-                Text(formatting.clip(formatting.target(job), 26)),
-                Text(formatting.clip(formatting.arguments(job), 18)),
+                Text(job.queue),
+                Text(formatting.target(job)),
+                Text(formatting.arguments(job)),
                 Text(f"{job.attempts}/{job.max_attempts}", justify="right"),
-                Text(formatting.clip(job.worker_id or "-", 16)),
+                Text(job.worker_id or "-"),
                 Text(clock.ago(job.created_at), justify="right"),
             ),
         )
@@ -198,7 +200,7 @@ class AttemptsTable(KeyedTable):
 
     COLUMNS = (
         Column("attempt", "#", 3),
-        Column("worker", "Worker", 22),
+        Column("worker", "Worker", 22, elide="middle"),
         Column("started", "Started", 19),
         Column("duration", "Duration", 9),
         Column("outcome", "Outcome", 14),
@@ -232,7 +234,7 @@ class AttemptsTable(KeyedTable):
             key=str(execution.id),
             cells=(
                 Text(str(execution.attempt), justify="right"),
-                Text(formatting.clip(execution.worker_id, 22)),
+                Text(execution.worker_id),
                 Text(clock.at(execution.started_at)),
                 Text(formatting.duration(took), justify="right"),
                 outcome,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.widgets import Static
 
@@ -16,39 +19,63 @@ class Totals(Static):
     def show(self, overview: Overview) -> None:
         """Draw the totals of ``overview``."""
         app = self.app
-        line = Text()
+        store = Text()
         leader = overview.leader
         if overview.embedded:
-            line.append("Store ", style="bold").append("embedded SQLite")
+            store.append("Store ", style="bold").append("embedded SQLite")
         elif leader is not None:
-            line.append("Leader ", style="bold").append(
+            store.append("Leader ", style="bold").append(
                 leader.id, style=states.theme_style(app, "success", bold=True)
             )
         else:
-            line.append("Leader ", style="bold").append(
+            store.append("Leader ", style="bold").append(
                 "none", style=states.theme_style(app, "error", bold=True)
             )
         reachable = sum(node.reachable for node in overview.nodes)
-        line.append(f"  {reachable}/{len(overview.nodes)} nodes up")
+        store.append(f"  {reachable}/{len(overview.nodes)} nodes up")
         activity = overview.activity
         if activity is None:
-            self.update(line)
+            self.update(_Parts([store]))
             return
-        line.append("   Jobs ", style="bold")
+        jobs = Text("Jobs ", style="bold")
         for index, state in enumerate(JobState):
             count = sum(stats.counts.get(state, 0) for stats in activity.queues)
             if index:
-                line.append(" · ")
+                jobs.append(" · ")
             variable = states.JOB_STATE_VARIABLES[state]
-            line.append(f"{count:,} {state.value}", style=states.theme_style(app, variable))
+            jobs.append(f"{count:,} {state.value}", style=states.theme_style(app, variable))
         live = [worker for worker in activity.workers if worker.state in {"active", "draining"}]
         lost = sum(worker.state == "lost" for worker in activity.workers)
         busy = sum(worker.running for worker in live)
         slots = sum(worker.slots for worker in live)
-        line.append("   Workers ", style="bold").append(f"{len(live)} up")
+        workers = Text("Workers ", style="bold").append(f"{len(live)} up")
         if lost:
-            line.append(" · ").append(
+            workers.append(" · ").append(
                 f"{lost} lost", style=states.theme_style(app, "error", bold=True)
             )
-        line.append(f" · {busy}/{slots} slots busy")
-        self.update(line)
+        workers.append(f" · {busy}/{slots} slots busy")
+        self.update(_Parts([store, jobs, workers]))
+
+
+class _Parts:
+    """Parts of the totals on one line while it has the room, else a line each.
+
+    Wrapped as plain text, a narrow terminal would break a part in the middle
+    (``3 up · 1`` on one line, ``lost`` on the next).
+    """
+
+    GAP = "   "
+
+    def __init__(self, parts: Sequence[Text]) -> None:
+        self.parts = parts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = Text()
+        for part in self.parts:
+            if line and line.cell_len + len(self.GAP) + part.cell_len > options.max_width:
+                yield line
+                line = Text()
+            elif line:
+                line.append(self.GAP)
+            line.append_text(part)
+        yield line
