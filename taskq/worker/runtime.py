@@ -514,7 +514,7 @@ class Worker:
                 outcome = await sandbox.finish(started)
         finally:
             self._slots.left_slot()
-            running.progress = None
+            running.ended = True
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over
         # A stopped job's time says nothing of the others.
@@ -534,7 +534,7 @@ class Worker:
         stopped = running.stopped_because if outcome.status is Status.CANCELLED else None
         if outcome.status is Status.LEASE_EXPIRED:
             stopped = StopReason.LEASE_GONE  # handed back: no fault of the job's
-        report = report_of(job, stopped, outcome, running.checkpoint_json)
+        report = report_of(job, stopped, outcome, running.checkpoint_json, running.progress)
         verdict = self._acks.submit(report)
 
         def answered(verdict: asyncio.Future[Fenced]) -> None:
