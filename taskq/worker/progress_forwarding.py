@@ -2,8 +2,8 @@
 
 A job may report progress thousands of times a second; the store needs only
 the latest now and then. The first report of a job starts a task for it,
-which sends the newest update, waits, and ends when the job does (its
-progress is cleared then).
+which sends the newest update, waits, and ends when the job does. What the
+job said after the last send goes with its report (see ``reports.report_of``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ async def forward_progress(running: RunningJob, run: Callable[[Op[Any]], Awaitab
         assert running.progress_changed is not None, "set up by the job's first report"
         await running.progress_changed.wait()
         running.progress_changed = anyio.Event()
-        update = running.progress
-        if update is None:
+        if running.ended:
             return
+        update = running.progress
+        assert update is not None, "set before the event"
         checkpoint = update.checkpoint_json
         fresh = None if checkpoint == sent_checkpoint else checkpoint
         try:

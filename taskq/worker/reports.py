@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from taskq.broker.ops.leases import Report, ReportKind
 from taskq.broker.records import AttemptReport, ClaimedJob
+from taskq.job_context import JobUpdate
 from taskq.retry import DEFAULT_RETRY, Retry, RetryPolicy, exception_name, parse_retry
 from taskq.worker.running import StopReason
 from taskq.worker.sandbox.outcome import Outcome, Status, error_info
@@ -16,16 +19,33 @@ _HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK}
 
 
 def report_of(
-    job: ClaimedJob, stopped: str | None, outcome: Outcome, checkpoint_json: str | None = None
+    job: ClaimedJob,
+    stopped: str | None,
+    outcome: Outcome,
+    checkpoint_json: str | None = None,
+    progress: JobUpdate | None = None,
 ) -> Report:
     """What to tell the store about one attempt (``stopped``: why we killed it, if we did).
 
     A failure is judged by the job's retry policy: whether it is retried, and
     when. ``checkpoint_json`` is what the attempt last saved, if anything:
     it goes with the report, so that an attempt that dies right after saving
-    leaves it for the next one. The attempt's record says ``released`` for a
-    job handed back by a drain, or handed back unstarted for another worker.
+    leaves it for the next one. ``progress``, what the job last said, goes
+    with it too: the progress forwarder may not have sent it before the job
+    ended. The attempt's record says ``released`` for a job handed back by a
+    drain, or handed back unstarted for another worker.
     """
+    report = _judged(job, stopped, outcome, checkpoint_json)
+    if progress is None:
+        return report
+    return msgspec.structs.replace(
+        report, progress=progress.fraction, progress_message=progress.message
+    )
+
+
+def _judged(
+    job: ClaimedJob, stopped: str | None, outcome: Outcome, checkpoint_json: str | None
+) -> Report:
     lease = job.lease
     attempt = AttemptReport(
         outcome="released" if stopped in _HANDED_BACK else outcome.status.value,

@@ -34,7 +34,10 @@ class RunningJob:
     """When its slot handed it on, or it reached the head of its pool child's queue: monotonic."""
     in_slot: bool = False  # handed to a slot's sandbox, and not over yet
     progress: JobUpdate | None = None
+    """What the job last said: forwarded while it runs, and sent with its report, so the
+    last word of a job that ends before the forwarder sends it is kept."""
     progress_changed: anyio.Event | None = None  # set up by the job's first progress report
+    ended: bool = False  # its run is over: the forwarder stops, the report carries the rest
     checkpoint_json: str | None = None
     """What this attempt last saved: it goes with the report too, so none is lost."""
     reporting: bool = False  # the outcome is being reported: the report's fencing decides

@@ -608,7 +608,7 @@ class Worker:
         finally:
             self._slots.left_slot()
             running.in_slot = False
-            running.progress = None
+            running.ended = True
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over
         # A stopped job's time says nothing of the others.
@@ -628,7 +628,7 @@ class Worker:
         stopped = running.stopped_because if outcome.status is Status.CANCELLED else None
         if outcome.status is Status.LEASE_EXPIRED:
             stopped = StopReason.LEASE_GONE  # handed back: no fault of the job's
-        report = report_of(job, stopped, outcome, running.checkpoint_json)
+        report = report_of(job, stopped, outcome, running.checkpoint_json, running.progress)
         verdict = self._acks.submit(report)
 
         def answered(verdict: asyncio.Future[Fenced]) -> None:

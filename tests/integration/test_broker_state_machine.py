@@ -28,6 +28,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, TypeVar
 
+import msgspec
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -72,6 +73,11 @@ FINISHED = {JobState.SUCCEEDED, JobState.FAILED, JobState.DEAD, JobState.CANCELL
 RETRYABLE_BY_HAND = {JobState.FAILED, JobState.DEAD, JobState.CANCELLED}
 
 T = TypeVar("T")
+
+
+def last_progress(lease: Lease) -> dict[str, Any]:
+    """The progress every report carries, its attempt's own: a report stores it only on its job."""
+    return {"progress": 0.75, "progress_message": f"said under {lease.token}"}
 
 
 class Action(Enum):
@@ -347,19 +353,17 @@ class LeaseMachine(RuleBasedStateMachine):
     def single_report_op(self, lease: Lease, action: Action) -> Op[list[Fenced]]:
         """The one-report operation a worker calls for ``action``."""
         if action is Action.COMPLETE:
-            outcome = yield from report_one(completed(lease, {"done": lease.job_id}), now=self.now)
+            report = completed(lease, {"done": lease.job_id})
         elif action is Action.RELEASE:
-            outcome = yield from report_one(released(lease), now=self.now)
+            report = released(lease)
         else:
-            outcome = yield from report_one(
-                failed(
-                    lease,
-                    {"type": "Boom", "message": "on purpose"},
-                    retryable=action is Action.FAIL_RETRYABLE,
-                ),
-                backoff=BACKOFF,
-                now=self.now,
+            report = failed(
+                lease,
+                {"type": "Boom", "message": "on purpose"},
+                retryable=action is Action.FAIL_RETRYABLE,
             )
+        said = msgspec.structs.replace(report, **last_progress(lease))
+        outcome = yield from report_one(said, backoff=BACKOFF, now=self.now)
         return [outcome]
 
     def batched_report_op(self, reports: list[tuple[Lease, Action]]) -> Op[list[Fenced]]:
@@ -371,6 +375,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 result={"done": lease.job_id},
                 error={"type": "Boom", "message": "on purpose"},
                 retryable=action is not Action.FAIL_FINAL,
+                **last_progress(lease),
             )
             for lease, action in reports
         ]
@@ -378,7 +383,8 @@ class LeaseMachine(RuleBasedStateMachine):
 
     def expected_after_report(self, row: Row, action: Action) -> dict[str, Any]:
         """The columns an accepted report must leave on the job stored as ``row``."""
-        ended = {"finished_at": self.now, "lease_until": None}
+        said = last_progress(Lease(int(row["id"]), str(row["lease_token"])))
+        ended = {"finished_at": self.now, "lease_until": None, **said}
         attempts = row["attempts"]
         if action is Action.COMPLETE:
             result = json.dumps({"done": row["id"]}, separators=(",", ":"))
@@ -395,6 +401,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 "run_at": self.now + delay,
                 "finished_at": None,
                 "lease_until": None,
+                **said,
             }
         if row["cancel_requested"]:
             return {"state": JobState.CANCELLED, "attempts": attempts, **ended}
@@ -406,6 +413,7 @@ class LeaseMachine(RuleBasedStateMachine):
             "run_at": self.now,
             "finished_at": None,
             "lease_until": None,
+            **said,
         }
 
     # -- the operator

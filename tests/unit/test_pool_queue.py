@@ -216,3 +216,31 @@ async def test_a_job_sent_before_its_child_is_ready_is_timed_from_when_it_is(
     assert time.monotonic() - sent_at >= 1.0
     # The job ran as soon as the child was up: the start is not its run time.
     assert outcome.wall_seconds < 1.0
+
+
+async def test_each_queued_jobs_last_progress_reaches_its_own_callback(
+    pool: PoolSandbox, tmp_path: Path
+) -> None:
+    """Short jobs run back to back: one read may carry several jobs' last progress."""
+    await pool.run(call("getpid"), LIMITS)  # the child is up and waiting
+    heard: dict[int, list[tuple[float, str]]] = {index: [] for index in range(8)}
+    started = [
+        await pool.start(
+            request(CallPayload("tests.support.last_words:progress_and_return", [index]), LIMITS),
+            on_progress=lambda update, index=index: heard[index].append(
+                (update.fraction, update.message)
+            ),
+        )
+        for index in heard
+    ]
+    marker = tmp_path / "ran"
+    last = await pool.start(request(call("append_line", str(marker), "last"), LIMITS))
+    await anyio.sleep(0)  # the frames go out in this pass of the loop
+    # Then hold the loop until the child has run them all, so that their
+    # messages wait in the socket together and arrive in one read.
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    outcomes = [await pool.finish(job) for job in [*started, last]]
+    assert [outcome.status for outcome in outcomes] == [Status.SUCCEEDED] * (len(heard) + 1)
+    assert heard == {index: [(1.0, f"{index} lines read")] for index in heard}

@@ -97,11 +97,28 @@ async def test_exception_is_captured_with_its_traceback(sandbox: Sandbox) -> Non
     assert "raise JobFailed(message)" in outcome.error["traceback"]
 
 
+async def test_a_traceback_starts_at_the_jobs_own_first_frame(sandbox: Sandbox) -> None:
+    """The runner's frames (the child's, ``@taskq.job``'s) go; taskq's after the job's stay."""
+    payload = CallPayload("tests.support.last_words:declared_bad_progress")
+    outcome = await sandbox.run(payload, LIMITS)
+    assert outcome.error is not None
+    traceback = outcome.error["traceback"]
+    frames = [line.strip() for line in traceback.splitlines() if line.strip().startswith("File ")]
+    assert frames[0].endswith("in declared_bad_progress"), traceback
+    assert "job_context.py" in frames[-1], traceback
+    assert "sandbox" not in traceback, traceback
+    assert "declared.py" not in traceback, traceback
+
+
 async def test_missing_target_is_an_error(sandbox: Sandbox) -> None:
     outcome = await sandbox.run(CallPayload("tests.support.jobs:no_such_job"), LIMITS)
     assert outcome.status is Status.ERROR
     assert outcome.error is not None
     assert outcome.error["type"] == "AttributeError"
+    # Nothing of the job ran: its traceback is the error's line alone.
+    assert outcome.error["traceback"] == (
+        "AttributeError: module 'tests.support.jobs' has no attribute 'no_such_job'\n"
+    )
 
 
 async def test_python_exec_runs_the_named_function(sandbox: Sandbox) -> None:

@@ -11,8 +11,10 @@ import pytest
 from taskq.broker.limits import Limits
 from taskq.broker.ops.leases import ReportKind
 from taskq.broker.records import ClaimedJob, Lease, PayloadKind
+from taskq.job_context import JobUpdate
 from taskq.retry import RetryPolicy
 from taskq.worker.reports import report_of
+from taskq.worker.running import StopReason
 from taskq.worker.sandbox.judging import decide_outcome
 from taskq.worker.sandbox.outcome import Outcome, Status
 from taskq.worker.sandbox.protocol import ChildReport
@@ -85,3 +87,17 @@ def test_retry_abort_and_a_permanent_error_speak_for_the_job() -> None:
     assert broken.retryable is False
     assert broken.error is not None
     assert broken.error["gave_up"] == "permanent"
+
+
+def test_every_kind_of_report_carries_the_jobs_last_progress() -> None:
+    said = JobUpdate(0.9, "9 of 10 pages")
+    reports = [
+        report_of(JOB, None, reported("1"), progress=said),
+        report_of(JOB, None, failed(lineage=("ValueError",)), progress=said),
+        report_of(JOB, StopReason.DRAIN, Outcome(Status.CANCELLED), progress=said),
+    ]
+    assert [report.kind for report in reports] == list(ReportKind)
+    assert {(report.progress, report.progress_message) for report in reports} == {
+        (0.9, "9 of 10 pages")
+    }
+    assert report_of(JOB, None, reported("1")).progress is None  # none said: none sent

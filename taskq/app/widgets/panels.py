@@ -80,7 +80,11 @@ class TimelinePanel(Static):
 
 
 class ResultPanel(Static):
-    """The result or the error of one job."""
+    """What one job came to: its result, or what its last error was.
+
+    An error's traceback belongs to the attempt that raised it: it is drawn
+    once, in that attempt's output (``AttemptOutput``), not again here.
+    """
 
     def show(self, job: Job) -> None:
         """Draw ``job``'s result or error."""
@@ -89,14 +93,17 @@ class ResultPanel(Static):
             self.update(Text(json.dumps(job.result, indent=2, ensure_ascii=False)))
         elif job.error:
             self.border_title = "Last error"
-            self.update(Group(*_error_lines(job.error)))
+            lines = [_error_headline(job.error)]
+            if job.error.get("traceback"):
+                lines.append(Text("traceback: in the attempt's output", style="dim"))
+            self.update(Group(*lines))
         else:
             self.border_title = "Result"
             self.update(Text(f"none yet: the job is {job.state.value}"))
 
 
 class AttemptOutput(Static):
-    """Log tail and error of one execution; empty until the job has one."""
+    """Error (with its traceback) and log tail of one execution; empty until the job has one."""
 
     def show(self, execution: Execution | None) -> None:
         """Draw ``execution``'s output, or say there is none yet."""
@@ -108,7 +115,9 @@ class AttemptOutput(Static):
         parts: list[Text] = []
         if execution.error:
             error = execution.error
-            parts += _error_lines(error)
+            # A traceback ends with the error's own line: the headline would repeat it.
+            traceback = str(error.get("traceback") or "").rstrip()
+            parts.append(Text(traceback) if traceback else _error_headline(error))
             extra = {k: v for k, v in error.items() if k not in {"type", "message", "traceback"}}
             if extra:
                 parts.append(Text(formatting.compact_json(extra)))
@@ -121,9 +130,6 @@ class AttemptOutput(Static):
         self.update(Group(*parts))
 
 
-def _error_lines(error: dict[str, Any]) -> list[Text]:
-    """An error as a worker reports it: ``Type: message`` in bold, then its traceback."""
-    lines = [Text(f"{error.get('type', 'Error')}: {error.get('message', '')}", style="bold")]
-    if error.get("traceback"):
-        lines.append(Text(str(error["traceback"]).rstrip()))
-    return lines
+def _error_headline(error: dict[str, Any]) -> Text:
+    """An error as a worker reports it, in one bold line: ``Type: message``."""
+    return Text(f"{error.get('type', 'Error')}: {error.get('message', '')}", style="bold")

@@ -233,6 +233,10 @@ def job_heartbeat(
     return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept, leader_held=leader_held)
 
 
+# How much of a progress message is stored.
+_MAX_PROGRESS_MESSAGE = 500
+
+
 def job_progress(
     lease: Lease, progress: float, message: str = "", *, checkpoint_json: str | None = None
 ) -> Op[Fenced]:
@@ -249,7 +253,7 @@ def job_progress(
             "job_id": lease.job_id,
             "lease_token": lease.token,
             "progress": float(progress),
-            "message": message[:500],
+            "message": message[:_MAX_PROGRESS_MESSAGE],
             "checkpoint": checkpoint_json,
         },
     )
@@ -306,6 +310,12 @@ class Report(msgspec.Struct, frozen=True):
     """A failure that ends the job ``dead`` whatever attempts are left (``taskq.Abort``)."""
     checkpoint_json: str | None = None
     """What the attempt last saved, stored with the job for the next one (None: unchanged)."""
+    progress: float | None = None
+    """The attempt's last progress (0..1, as its child checked it), stored with the job
+    (None: unchanged). Progress reaches the store a few times a second while a job runs;
+    what a job says just before it ends arrives only with its report."""
+    progress_message: str = ""
+    """The message of that last progress."""
 
 
 # The statements that record each kind of report.
@@ -327,15 +337,17 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
     for report in reports:
         fence = {"job_id": report.lease.job_id, "lease_token": report.lease.token}
         error = None
+        progress = _progress_fields(report)
         if report.kind is ReportKind.COMPLETE:
             result = report.result_json
             if result is None:
                 result = to_json(report.result, "the result")
-            row = {**fence, "result": result}
+            row = {**fence, **progress, "result": result}
         elif report.kind is ReportKind.FAIL:
             error = to_json(report.error or {"type": "Error", "message": ""}, "the error")
             row = {
                 **fence,
+                **progress,
                 "error": error,
                 "retryable": int(report.retryable),
                 "give_up": int(report.give_up),
@@ -344,7 +356,7 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "checkpoint": report.checkpoint_json,
             }
         else:
-            row = {**fence, "checkpoint": report.checkpoint_json}
+            row = {**fence, **progress, "checkpoint": report.checkpoint_json}
         by_kind[report.kind].append(row)
         attempt = report.attempt
         attempts.append(
@@ -370,6 +382,16 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
             params |= {"backoff_base": backoff.base, "backoff_cap": backoff.cap}
         statements.append(Statement(queries.query(_REPORT_QUERIES[kind]), params))
     return statements
+
+
+def _progress_fields(report: Report) -> dict[str, Any]:
+    """The progress a report carries, as its row gives it to the statements (none: unchanged)."""
+    if report.progress is None:
+        return {}
+    return {
+        "progress": float(report.progress),
+        "progress_message": report.progress_message[:_MAX_PROGRESS_MESSAGE],
+    }
 
 
 def job_report(

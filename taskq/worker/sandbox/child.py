@@ -42,7 +42,7 @@ import msgspec
 
 from taskq import job_context, retry
 from taskq.broker.limits import Limits, parse_limits
-from taskq.worker.sandbox import keeper, linux, outcome, protocol, rlimits
+from taskq.worker.sandbox import job_traceback, keeper, linux, outcome, protocol, rlimits
 from taskq.worker.sandbox.cgroups import CgroupPlan
 from taskq.worker.sandbox.lease_deadline import read_shared
 from taskq.worker.sandbox.payloads import (
@@ -348,11 +348,15 @@ def _run_to_end(awaitable: Awaitable[object]) -> object:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_awaited(awaitable))
-    # Called on a running loop (taskq.testing in an async test; never in a child):
-    # asyncio.run refuses to nest, so the job's loop runs in a thread.
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="taskq-job") as pool:
-        return pool.submit(asyncio.run, _awaited(awaitable)).result()
+        # No loop here, as in a child: the job runs below, outside this handler,
+        # or its exceptions would carry this RuntimeError as their context.
+        pass
+    else:
+        # Called on a running loop (taskq.testing in an async test; never in a child):
+        # asyncio.run refuses to nest, so the job's loop runs in a thread.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="taskq-job") as pool:
+            return pool.submit(asyncio.run, _awaited(awaitable)).result()
+    return asyncio.run(_awaited(awaitable))
 
 
 async def _awaited(awaitable: Awaitable[object]) -> object:
@@ -449,7 +453,7 @@ def _describe(exc: BaseException) -> outcome.ErrorInfo:
         message = str(exc)
     except Exception:
         message = f"<str() of the {class_name} failed>"
-    text = "".join(traceback.TracebackException.from_exception(exc).format())
+    text = job_traceback.format_job_traceback(exc)
     # The end of a traceback (the failing line and the exception) matters most.
     return outcome.error_info(
         class_name, message[:_MAX_ERROR_MESSAGE_CHARS], text[-_MAX_TRACEBACK_CHARS:]

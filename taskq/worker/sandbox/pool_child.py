@@ -396,7 +396,8 @@ class PoolChild:
                 return
 
     def _handle_messages(self, data: bytes) -> None:
-        latest_progress: tuple[PoolJob, JobUpdate] | None = None
+        # By job (its seq): one read may hold the last words of several short jobs.
+        latest_progress: dict[int, tuple[PoolJob, JobUpdate]] = {}
         try:
             for message in self._decoder.feed(data):
                 kind = message["type"]
@@ -430,7 +431,7 @@ class PoolChild:
                     if running is None:
                         raise protocol.ProtocolError("a 'progress' message with no job running")
                     if not running.over.done():
-                        latest_progress = (running, protocol.parse_progress(message))
+                        latest_progress[running.seq] = (running, protocol.parse_progress(message))
                 else:
                     raise protocol.ProtocolError(f"unexpected message type {kind!r}")
         except protocol.ProtocolError as exc:
@@ -442,9 +443,8 @@ class PoolChild:
                 running.protocol_error = str(exc)
                 running.end(EndReason.PROTOCOL_ERROR)
             return
-        # Only the newest of a burst of reports is worth passing on.
-        if latest_progress is not None:
-            job, update = latest_progress
+        # Only the newest of a burst of a job's reports is worth passing on.
+        for job, update in latest_progress.values():
             if job.on_progress is not None:
                 try:
                     job.on_progress(update)

@@ -128,7 +128,8 @@ WHERE id = :worker_id
 
 -- Reports arrive as one JSON array per statement, so a batch of finished jobs
 -- costs the same few statements whatever its size. Each row is fenced by its
--- own lease: job id and token must still match a running job.
+-- own lease: job id and token must still match a running job. A row may carry
+-- the attempt's last progress, which a job that ends quickly has never sent.
 -- name: execution_finish
 UPDATE executions SET
     finished_at = (SELECT now FROM taskq_clock),
@@ -154,6 +155,8 @@ UPDATE jobs SET
     result = report.value ->> '$.result',
     error = NULL,
     finished_at = (SELECT now FROM taskq_clock),
+    progress = COALESCE(report.value ->> '$.progress', progress),
+    progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
     lease_until = NULL
 FROM json_each(:reports) AS report
 WHERE jobs.id = report.value ->> '$.job_id'
@@ -188,6 +191,8 @@ UPDATE jobs SET
     END,
     error = report.value ->> '$.error',
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
+    progress = COALESCE(report.value ->> '$.progress', progress),
+    progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
     lease_until = NULL
 FROM json_each(:reports) AS report
 WHERE jobs.id = report.value ->> '$.job_id'
@@ -201,6 +206,8 @@ UPDATE jobs SET
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
     run_at = (SELECT now FROM taskq_clock),
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
+    progress = COALESCE(report.value ->> '$.progress', progress),
+    progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
     lease_until = NULL
 FROM json_each(:reports) AS report
 WHERE jobs.id = report.value ->> '$.job_id'
