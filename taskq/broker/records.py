@@ -121,6 +121,10 @@ class Job(msgspec.Struct, frozen=True):
     """The job's retry policy as stored; None: the default policy."""
     checkpoint: Any = None
     """What the job's attempts last saved with ``taskq.current_job().checkpoint``."""
+    claimed_at: float | None = None
+    """When its latest attempt was claimed. ``started_at`` is when that attempt's
+    code started, once it has reported; a job claimed ahead of a free slot waits
+    in between. Before the report, ``started_at`` is the claim."""
 
 
 class Lease(msgspec.Struct, frozen=True):
@@ -164,6 +168,9 @@ class Execution(msgspec.Struct, frozen=True):
     cpu_seconds: float | None
     log_tail: str | None
     error: dict[str, Any] | None
+    claimed_at: float | None = None
+    """When the attempt was claimed; ``started_at`` is when its code started
+    (the claim, until the attempt reports), ``finished_at`` when it ended."""
 
 
 class AttemptReport(msgspec.Struct, frozen=True):
@@ -175,6 +182,11 @@ class AttemptReport(msgspec.Struct, frozen=True):
     peak_rss_bytes: int | None = None
     cpu_seconds: float | None = None
     log_tail: str | None = None
+    waited_seconds: float | None = None
+    """From the claim to the start of the job's code: a job claimed ahead waits for a slot."""
+    ran_seconds: float | None = None
+    """From the start of the job's code to its end. Both are the worker's own
+    measures of time spans; the store places them after its own claim time."""
 
 
 class WorkerInfo(msgspec.Struct, frozen=True):

@@ -19,6 +19,9 @@ _MOVES = {
     "requeued": "queued again",
 }
 
+# A job claimed ahead of a free slot waits for one: worth a word once it is noticeable.
+_WAIT_WORTH_SAYING_SECONDS = 0.1
+
 
 def add_commands(commands: command.Commands) -> None:
     """Register the job commands."""
@@ -285,6 +288,9 @@ def _print_attempt(attempt: Execution, max_attempts: int) -> None:
     facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
     if took is not None:
         facts.append(f"took {output.duration(took)}")
+    waited = attempt.started_at - attempt.claimed_at if attempt.claimed_at is not None else 0.0
+    if attempt.finished_at is not None and waited >= _WAIT_WORTH_SAYING_SECONDS:
+        facts.append(f"waited {output.duration(waited)} for a slot after its claim")
     if attempt.exit_code is not None:
         facts.append(f"exit code {attempt.exit_code}")
     if attempt.signal is not None:

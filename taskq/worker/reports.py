@@ -24,6 +24,7 @@ def report_of(
     outcome: Outcome,
     checkpoint_json: str | None = None,
     progress: JobUpdate | None = None,
+    waited_seconds: float | None = None,
 ) -> Report:
     """What to tell the store about one attempt (``stopped``: why we killed it, if we did).
 
@@ -33,9 +34,11 @@ def report_of(
     leaves it for the next one. ``progress``, what the job last said, goes
     with it too: the progress forwarder may not have sent it before the job
     ended. The attempt's record says ``released`` for a job handed back by a
-    drain, or handed back unstarted for another worker.
+    drain, or handed back unstarted for another worker. ``waited_seconds``
+    is the time from the claim to the job's start; the outcome's wall time is
+    its run.
     """
-    report = _judged(job, stopped, outcome, checkpoint_json)
+    report = _judged(job, stopped, outcome, checkpoint_json, waited_seconds)
     if progress is None:
         return report
     return msgspec.structs.replace(
@@ -44,7 +47,11 @@ def report_of(
 
 
 def _judged(
-    job: ClaimedJob, stopped: str | None, outcome: Outcome, checkpoint_json: str | None
+    job: ClaimedJob,
+    stopped: str | None,
+    outcome: Outcome,
+    checkpoint_json: str | None,
+    waited_seconds: float | None,
 ) -> Report:
     lease = job.lease
     attempt = AttemptReport(
@@ -54,6 +61,8 @@ def _judged(
         peak_rss_bytes=outcome.peak_rss_bytes or None,
         cpu_seconds=outcome.cpu_seconds,
         log_tail=outcome.log_tail or None,
+        waited_seconds=waited_seconds,
+        ran_seconds=outcome.wall_seconds,
     )
     if stopped is not None:
         # We stopped it: hand it back. A cancel request ends it cancelled; a

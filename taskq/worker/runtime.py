@@ -628,7 +628,10 @@ class Worker:
         stopped = running.stopped_because if outcome.status is Status.CANCELLED else None
         if outcome.status is Status.LEASE_EXPIRED:
             stopped = StopReason.LEASE_GONE  # handed back: no fault of the job's
-        report = report_of(job, stopped, outcome, running.checkpoint_json, running.progress)
+        # The job's code started its wall time before now, which is its end
+        # (or as near as the slot can tell); before that it waited from its claim.
+        waited = max(time.monotonic() - outcome.wall_seconds - running.claimed, 0.0)
+        report = report_of(job, stopped, outcome, running.checkpoint_json, running.progress, waited)
         verdict = self._acks.submit(report)
 
         def answered(verdict: asyncio.Future[Fenced]) -> None:

@@ -80,6 +80,18 @@ def last_progress(lease: Lease) -> dict[str, Any]:
     return {"progress": 0.75, "progress_message": f"said under {lease.token}"}
 
 
+def waited_and_ran(job_id: int) -> tuple[float, float]:
+    """What a job's every report says its attempt waited and ran; some runs would end
+    in the store's future, which the store must not record."""
+    return (job_id % 4) * 0.25, (job_id % 3) * 1e6
+
+
+def timed(lease: Lease, attempt: AttemptReport) -> AttemptReport:
+    """``attempt`` with the worker's measures of its wait and run."""
+    waited, ran = waited_and_ran(lease.job_id)
+    return msgspec.structs.replace(attempt, waited_seconds=waited, ran_seconds=ran)
+
+
 class Action(Enum):
     """What a worker reports about an attempt it made."""
 
@@ -346,7 +358,8 @@ class LeaseMachine(RuleBasedStateMachine):
         for execution in executions_after:
             if execution["lease_token"] in accepted_tokens:
                 assert execution["outcome"] == EXECUTION_OUTCOME[action_of[execution["job_id"]]]
-                assert execution["finished_at"] == self.now
+                started, finished = self.attempt_times(execution)
+                assert (execution["started_at"], execution["finished_at"]) == (started, finished)
             else:
                 assert execution == executions_by_id[execution["id"]], "it changed an execution"
 
@@ -362,7 +375,9 @@ class LeaseMachine(RuleBasedStateMachine):
                 {"type": "Boom", "message": "on purpose"},
                 retryable=action is Action.FAIL_RETRYABLE,
             )
-        said = msgspec.structs.replace(report, **last_progress(lease))
+        said = msgspec.structs.replace(
+            report, attempt=timed(lease, report.attempt), **last_progress(lease)
+        )
         outcome = yield from report_one(said, backoff=BACKOFF, now=self.now)
         return [outcome]
 
@@ -371,7 +386,7 @@ class LeaseMachine(RuleBasedStateMachine):
             Report(
                 lease,
                 VERDICT[action],
-                AttemptReport(outcome=EXECUTION_OUTCOME[action]),
+                timed(lease, AttemptReport(outcome=EXECUTION_OUTCOME[action])),
                 result={"done": lease.job_id},
                 error={"type": "Boom", "message": "on purpose"},
                 retryable=action is not Action.FAIL_FINAL,
@@ -381,10 +396,18 @@ class LeaseMachine(RuleBasedStateMachine):
         ]
         return job_report(batch, backoff=BACKOFF, now=self.now)
 
+    def attempt_times(self, row: Row) -> tuple[float, float]:
+        """Where the store places a reported attempt of the job or execution ``row``:
+        after its claim, never past the store's now."""
+        waited, ran = waited_and_ran(int(row["job_id" if "job_id" in row else "id"]))
+        claimed = float(row["claimed_at"])
+        return min(self.now, claimed + waited), min(self.now, claimed + waited + ran)
+
     def expected_after_report(self, row: Row, action: Action) -> dict[str, Any]:
         """The columns an accepted report must leave on the job stored as ``row``."""
         said = last_progress(Lease(int(row["id"]), str(row["lease_token"])))
-        ended = {"finished_at": self.now, "lease_until": None, **said}
+        started, finished = self.attempt_times(row)
+        ended = {"started_at": started, "finished_at": finished, "lease_until": None, **said}
         attempts = row["attempts"]
         if action is Action.COMPLETE:
             result = json.dumps({"done": row["id"]}, separators=(",", ":"))
@@ -399,12 +422,21 @@ class LeaseMachine(RuleBasedStateMachine):
                 "state": JobState.QUEUED,
                 "attempts": attempts,
                 "run_at": self.now + delay,
+                "started_at": started,
                 "finished_at": None,
                 "lease_until": None,
                 **said,
             }
         if row["cancel_requested"]:
-            return {"state": JobState.CANCELLED, "attempts": attempts, **ended}
+            # Cancelled where it stood: a release says nothing of when the job ran.
+            return {
+                "state": JobState.CANCELLED,
+                "attempts": attempts,
+                "started_at": row["started_at"],
+                "finished_at": self.now,
+                "lease_until": None,
+                **said,
+            }
         # A release gives the attempt back: it did not count.
         self.uncounted_releases[int(row["id"])] += 1
         return {
@@ -504,6 +536,10 @@ class LeaseMachine(RuleBasedStateMachine):
         execution_count: Counter[int] = Counter()
         for execution in executions:
             execution_count[int(execution["job_id"])] += 1
+            # An attempt starts no sooner than its claim and ends no sooner than its start.
+            assert execution["claimed_at"] <= execution["started_at"]
+            if execution["finished_at"] is not None:
+                assert execution["started_at"] <= execution["finished_at"]
             if execution["finished_at"] is None:
                 open_executions[int(execution["job_id"])].append(execution)
 
@@ -537,6 +573,10 @@ class LeaseMachine(RuleBasedStateMachine):
                 assert row["attempts"] < row["max_attempts"], "a queued job can never be claimed"
             if state in FINISHED:
                 assert row["finished_at"] is not None
+            if row["claimed_at"] is not None:
+                assert row["claimed_at"] <= row["started_at"]
+                if row["finished_at"] is not None:
+                    assert row["started_at"] <= row["finished_at"]
 
         stats = {queue.queue: queue for queue in self.run(job_counts())}
         counted = stats[self.queue].counts if self.queue in stats else {}

@@ -83,6 +83,7 @@ def _job(row: Row) -> Job:
         error=from_json(row["error"]),
         retry=from_json(row["retry"]),
         checkpoint=from_json(row["checkpoint"]),
+        claimed_at=row["claimed_at"],
     )
 
 
@@ -178,6 +179,7 @@ def _execution(row: Row) -> Execution:
         cpu_seconds=row["cpu_seconds"],
         log_tail=row["log_tail"],
         error=from_json(row["error"]),
+        claimed_at=row["claimed_at"],
     )
 
 

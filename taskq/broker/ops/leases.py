@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import random
 import secrets
 from collections.abc import Sequence
@@ -335,7 +336,12 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
     attempts: list[dict[str, Any]] = []
     by_kind: dict[ReportKind, list[dict[str, Any]]] = {kind: [] for kind in ReportKind}
     for report in reports:
-        fence = {"job_id": report.lease.job_id, "lease_token": report.lease.token}
+        fence = {
+            "job_id": report.lease.job_id,
+            "lease_token": report.lease.token,
+            "waited": _span(report.attempt.waited_seconds),
+            "ran": _span(report.attempt.ran_seconds),
+        }
         error = None
         progress = _progress_fields(report)
         if report.kind is ReportKind.COMPLETE:
@@ -382,6 +388,11 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
             params |= {"backoff_base": backoff.base, "backoff_cap": backoff.cap}
         statements.append(Statement(queries.query(_REPORT_QUERIES[kind]), params))
     return statements
+
+
+def _span(seconds: float | None) -> float | None:
+    """A worker's measure of a time span, if it is one; else the store keeps its own times."""
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _progress_fields(report: Report) -> dict[str, Any]:

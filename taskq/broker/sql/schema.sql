@@ -56,6 +56,10 @@ CREATE TABLE jobs (
     retry TEXT,
     -- The JSON value its attempts last saved, for the next one to resume from.
     checkpoint TEXT,
+    -- When its latest attempt was claimed; started_at is when that attempt's
+    -- code started, once the attempt has reported (a job claimed ahead of a
+    -- free slot waits for one in between).
+    claimed_at REAL,
     CHECK (attempts <= max_attempts)
 );
 
@@ -87,7 +91,8 @@ CREATE TABLE executions (
     peak_rss_bytes INTEGER,
     cpu_seconds REAL,
     log_tail TEXT,
-    error TEXT
+    error TEXT,
+    claimed_at REAL
 );
 
 CREATE INDEX executions_job ON executions (job_id, id);

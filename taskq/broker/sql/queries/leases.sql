@@ -10,6 +10,8 @@ UPDATE jobs SET
     worker_id = :worker_id,
     lease_token = :claim_token || '.' || id,
     lease_until = (SELECT now FROM taskq_clock) + :lease_seconds,
+    claimed_at = (SELECT now FROM taskq_clock),
+    -- Until its attempt reports when its code started, a job counts as started at its claim.
     started_at = (SELECT now FROM taskq_clock),
     cancel_requested = 0,
     progress = NULL,
@@ -99,8 +101,8 @@ UPDATE queues SET
 WHERE rate_limit IS NOT NULL AND name IN (SELECT value FROM json_each(:queues))
 
 -- name: execution_start
-INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at)
-SELECT id, attempts, worker_id, lease_token, started_at FROM jobs
+INSERT INTO executions (job_id, attempt, worker_id, lease_token, claimed_at, started_at)
+SELECT id, attempts, worker_id, lease_token, claimed_at, started_at FROM jobs
 WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
 
@@ -130,9 +132,23 @@ WHERE id = :worker_id
 -- costs the same few statements whatever its size. Each row is fenced by its
 -- own lease: job id and token must still match a running job. A row may carry
 -- the attempt's last progress, which a job that ends quickly has never sent.
+-- A row's 'waited' and 'ran' are the worker's measures of the attempt: from the
+-- claim to the start of the job's code, and from there to its end. The store
+-- places them after its own claim time, never past its own now; without them
+-- the attempt keeps its claim as its start and ends now.
 -- name: execution_finish
 UPDATE executions SET
-    finished_at = (SELECT now FROM taskq_clock),
+    started_at = MIN(
+        (SELECT now FROM taskq_clock),
+        COALESCE(claimed_at + (report.value ->> '$.waited'), started_at)
+    ),
+    finished_at = MIN(
+        (SELECT now FROM taskq_clock),
+        COALESCE(
+            claimed_at + (report.value ->> '$.waited') + (report.value ->> '$.ran'),
+            (SELECT now FROM taskq_clock)
+        )
+    ),
     outcome = report.value ->> '$.outcome',
     exit_code = report.value ->> '$.exit_code',
     signal = report.value ->> '$.signal',
@@ -154,7 +170,9 @@ UPDATE jobs SET
     state = 'succeeded',
     result = report.value ->> '$.result',
     error = NULL,
-    finished_at = (SELECT now FROM taskq_clock),
+    -- The attempt's own times, as execution_finish (earlier in the request) left them.
+    started_at = (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token),
+    finished_at = (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token),
     progress = COALESCE(report.value ->> '$.progress', progress),
     progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
     lease_until = NULL
@@ -183,11 +201,12 @@ UPDATE jobs SET
         )
         ELSE run_at
     END,
+    started_at = (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token),
     finished_at = CASE
         WHEN report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
             AND attempts < max_attempts
         THEN NULL
-        ELSE (SELECT now FROM taskq_clock)
+        ELSE (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token)
     END,
     error = report.value ->> '$.error',
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
