@@ -68,6 +68,12 @@ def _grandchild_gone(seen: Seen) -> None:
     )
 
 
+def _opened_fewer_than_64(seen: Seen) -> None:
+    # The job's own stdin, stdout, stderr and sockets count too.
+    assert isinstance(seen.job.result, int), seen.job.result
+    assert 0 < seen.job.result < 64, seen.job.result
+
+
 @dataclass(frozen=True)
 class Hostile:
     target: str
@@ -118,6 +124,19 @@ CASES: dict[str, Hostile] = {
     "100mb_result": Hostile(
         "big_result", (100_000_000,), "result_invalid", JobState.FAILED, ("limit",),
         max_attempts=2,
+    ),
+    # Each lifts its own limit first (to its hard limit, or unlimited where allowed).
+    "lifts_its_cpu_limit": Hostile(
+        "lift_cpu_limit_and_spin", (3600,), "cpu", JobState.DEAD, ("cpu",),
+        options={"limits": {"cpu_seconds": 1}},
+    ),
+    "lifts_its_memory_limit": Hostile(
+        "lift_memory_limit_and_allocate", (400 << 20,), "memory", JobState.DEAD, ("memory",),
+        options={"limits": {"memory_bytes": "128MiB"}},
+    ),
+    "lifts_its_open_files_limit": Hostile(
+        "lift_open_files_limit_and_open", (4096,), "succeeded", JobState.SUCCEEDED,
+        options={"limits": {"open_files": 64}}, check=_opened_fewer_than_64,
     ),
     "ignores_sigterm": Hostile(
         "ignore_sigterm_and_sleep", (3600,), "timeout", JobState.DEAD, ("wall-clock",),

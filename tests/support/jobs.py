@@ -298,3 +298,59 @@ def fork_until_refused(most: int) -> int:
             os._exit(0)
         started += 1
     return started
+
+
+# -- jobs that lift the limits they were given, then go past them ------------------------
+
+
+def _lift(limit: int) -> None:
+    """Raise this process's ``limit`` as far as it allows: to unlimited, else to its hard one."""
+    import resource
+
+    try:
+        resource.setrlimit(limit, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    except (ValueError, OSError):
+        hard = resource.getrlimit(limit)[1]
+        resource.setrlimit(limit, (hard, hard))
+
+
+def lift_cpu_limit_and_spin(seconds: float) -> None:
+    """Raise RLIMIT_CPU, then spin for ``seconds`` of CPU time."""
+    import resource
+
+    _lift(resource.RLIMIT_CPU)
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def lift_memory_limit_and_allocate(nbytes: int) -> int:
+    """Raise RLIMIT_AS, then allocate and touch ``nbytes``."""
+    import resource
+
+    _lift(resource.RLIMIT_AS)
+    return allocate(nbytes)
+
+
+def lift_open_files_limit_and_open(most: int) -> int:
+    """Raise RLIMIT_NOFILE, then open /dev/null until refused (or ``most`` times): how many."""
+    import resource
+
+    _lift(resource.RLIMIT_NOFILE)
+    opened: list[int] = []
+    try:
+        while len(opened) < most:
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    for fd in opened:
+        os.close(fd)
+    return len(opened)
+
+
+def lift_process_limit_and_fork(most: int) -> int:
+    """Raise RLIMIT_NPROC, then fork until refused (see ``fork_until_refused``)."""
+    import resource
+
+    _lift(resource.RLIMIT_NPROC)
+    return fork_until_refused(most)

@@ -432,22 +432,17 @@ async def test_a_failing_progress_callback_kills_the_job_and_propagates(sandbox:
     assert not group_exists(groups[0])
 
 
-async def test_pool_sets_each_jobs_soft_limits_even_after_a_job_lowered_a_hard_one(
+async def test_a_pool_jobs_hard_limits_are_its_own_and_a_roomier_job_gets_a_fresh_child(
     pool: PoolSandbox,
 ) -> None:
     roomy = Limits(memory_bytes=512 << 20, cpu_seconds=1, wall_seconds=10, open_files=200)
     tight = Limits(memory_bytes=256 << 20, cpu_seconds=1, wall_seconds=10, open_files=100)
-    first = await pool.run(call("soft_limits"), roomy)
-    assert first.result == {"open_files": 200, "open_files_hard": 1024, "memory_bytes": 512 << 20}
-    lowered = await pool.run(call("lower_hard_open_files", 150), tight)
-    assert lowered.result == [150, 150]
-    # Same child: the next job asks for more files than the lowered hard limit
-    # allows (which only a process with CAP_SYS_RESOURCE could raise again).
-    after = await pool.run(call("soft_limits"), roomy)
-    assert after.status is Status.SUCCEEDED, after.error
-    assert isinstance(after.result, dict)
-    assert after.result["open_files"] == min(200, after.result["open_files_hard"])
-    assert after.result["memory_bytes"] == 512 << 20
+    first = await pool.run(call("soft_limits"), tight)
+    # Hard as well as soft: a job cannot lift the limits it was given.
+    assert first.result == {"open_files": 100, "open_files_hard": 100, "memory_bytes": 256 << 20}
+    # That child's hard limits cannot go back up: this one runs in a fresh child.
+    roomier = await pool.run(call("soft_limits"), roomy)
+    assert roomier.result == {"open_files": 200, "open_files_hard": 200, "memory_bytes": 512 << 20}
 
 
 async def test_jobs_run_under_the_batch_scheduling_policy(sandbox: Sandbox) -> None:

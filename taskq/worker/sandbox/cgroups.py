@@ -9,11 +9,14 @@ of its own, made by its keeper under ``taskq-<worker pid>``:
 - ``memory.max`` (v2) or ``memory.limit_in_bytes`` (v1) holds the whole tree's
   resident memory to ``limits.memory_bytes``, where RLIMIT_AS bounds each
   process's address space alone;
-- v2's ``cgroup.kill`` ends every process in the group at once.
+- v2's ``cgroup.kill`` ends every process in the group at once;
+- the group's CPU counter (v2's ``cpu.stat``, in every v2 group, or v1's
+  ``cpuacct.usage``) is how the keeper measures the job's CPU time, with
+  that of processes that ended unwaited for.
 
 cgroup v2 serves a controller it delegates to the worker; on a machine with
-v2 mounted beside v1 controllers (hybrid), v1's ``pids`` and ``memory``
-hierarchies do. With neither, nothing caps a job's processes (RLIMIT_NPROC
+v2 mounted beside v1 controllers (hybrid), v1's ``pids``, ``memory`` and
+``cpuacct`` hierarchies do. With neither, nothing caps a job's processes (RLIMIT_NPROC
 counts every process of the user, not of a job, and binds no root process)
 and RLIMIT_AS alone bounds its memory, per process; the worker's start-up
 line says which holds (``describe``).
@@ -47,9 +50,11 @@ class CgroupPlan(msgspec.Struct, frozen=True):
     memory: Group | None = None
     kill: Group | None = None
     """A v2 group, for ``cgroup.kill`` (any v2 group has it, controllers or not)."""
+    cpu: Group | None = None
+    """Where the job's CPU time is counted: a v2 group, else v1's ``cpuacct``."""
 
     def groups(self) -> list[Group]:
-        chosen = (self.pids, self.memory, self.kill)
+        chosen = (self.pids, self.memory, self.kill, self.cpu)
         return list({group.parent: group for group in chosen if group is not None}.values())
 
 
@@ -70,13 +75,17 @@ def create(worker_pid: int) -> CgroupPlan:
                 ):
                     v2_controllers.add(controller)
     chosen: dict[str, Group | None] = {}
-    for controller in ("pids", "memory"):
-        chosen[controller] = unified if controller in v2_controllers else None
+    # v2 counts CPU time in every group; v1 only in the cpuacct hierarchy.
+    for controller in ("pids", "memory", "cpuacct"):
+        in_v2 = controller in v2_controllers or (controller == "cpuacct" and unified is not None)
+        chosen[controller] = unified if in_v2 else None
         if chosen[controller] is None and controller in v1_mounts and controller in own:
             path = Path(v1_mounts[controller], own[controller].lstrip("/"), f"taskq-{worker_pid}")
             made = _make(path)
             chosen[controller] = Group(str(made), 1) if made is not None else None
-    return CgroupPlan(pids=chosen["pids"], memory=chosen["memory"], kill=unified)
+    return CgroupPlan(
+        pids=chosen["pids"], memory=chosen["memory"], kill=unified, cpu=chosen["cpuacct"]
+    )
 
 
 def describe(plan: CgroupPlan) -> str:
@@ -90,6 +99,7 @@ def describe(plan: CgroupPlan) -> str:
     return (
         f"processes capped by {where(plan.pids, 'nothing (no cgroup pids controller)')}; "
         f"memory by {where(plan.memory, 'RLIMIT_AS only (address space, per process)')}; "
+        f"CPU counted by {where(plan.cpu, 'the job process tree in /proc')}; "
         f"kill by {'cgroup.kill' if plan.kill else 'process group and subreaper sweep'}"
     )
 
@@ -132,6 +142,20 @@ class JobGroups:
             name = "memory.max" if self._plan.memory.version == 2 else "memory.limit_in_bytes"
             _write(memory / name, str(limits.memory_bytes))
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds used in the job's group so far; ``None`` without one, or unreadable."""
+        cpu = self._path_of(self._plan.cpu)
+        if cpu is None or self._plan.cpu is None:
+            return None
+        if self._plan.cpu.version == 1:
+            usage = _read(cpu / "cpuacct.usage").strip()
+            return int(usage) / 1e9 if usage else None
+        for line in _read(cpu / "cpu.stat").splitlines():
+            name, _, value = line.partition(" ")
+            if name == "usage_usec":
+                return int(value) / 1e6
+        return None
+
     def kill(self) -> None:
         """Kill every process in the job's v2 group at once, where there is one."""
         kill = self._path_of(self._plan.kill)
@@ -161,7 +185,7 @@ def _mounts() -> tuple[str | None, dict[str, str]]:
             v2 = fields[4]
         elif tail[0] == "cgroup":
             for option in tail[2].split(","):
-                if option in ("pids", "memory"):
+                if option in ("pids", "memory", "cpuacct"):
                     v1.setdefault(option, fields[4])
     return v2, v1
 

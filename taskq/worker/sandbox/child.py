@@ -137,6 +137,8 @@ def _serve_pool(control: socket.socket, clock: keeper.JobClock, ceiling: str, ma
     fit = True
     while (job := jobs.next()) is not None:
         seq, request, marked = job
+        # Its hard limits only go down: a job needing more goes to a fresh child, as the rest.
+        fit = fit and pool_limits.allows(request.limits)
         if not fit or jobs.withdrawn(seq):
             protocol.send_message(control, {"type": "withdrawn", "seq": seq})
             continue

@@ -38,6 +38,7 @@ import msgspec
 
 from taskq.broker.limits import Limits
 from taskq.worker.sandbox.cgroups import CgroupPlan
+from taskq.worker.sandbox.keeper import CpuBudget
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.sandbox.rlimits import KIB, own_peak_rss_bytes
 
@@ -83,6 +84,7 @@ class ChildProcess:
         keeper_channel: socket.socket,
         output_fd: int,
         marker: str,
+        cpu_budget: CpuBudget,
         stdout_fd: int | None = None,
     ) -> None:
         self._popen = popen
@@ -94,6 +96,7 @@ class ChildProcess:
         self.pid = popen.pid
         self.control = control
         self._keeper = keeper_channel
+        self._cpu_budget = cpu_budget
         self.output_fd = output_fd
         self.stdout_fd = stdout_fd
         """An exec child's stdout, apart from its stderr (on ``output_fd``): a command's result."""
@@ -116,6 +119,7 @@ class ChildProcess:
 
     @classmethod
     def _spawn_here(cls, mode: Mode, setup: ChildSetup, ceiling: Limits | None) -> ChildProcess:
+        cpu_budget = CpuBudget()
         control, child_control = socket.socketpair()
         keeper_channel, child_keeper = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         output_fd, child_output_fd = os.pipe()
@@ -134,6 +138,8 @@ class ChildProcess:
         if ceiling is not None:
             argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
         try:
+            # Waits in the socket for the keeper, which reads it once it has forked the job.
+            cpu_budget.hand_over(keeper_channel)
             popen = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -146,6 +152,7 @@ class ChildProcess:
         except BaseException:
             control.close()
             keeper_channel.close()
+            cpu_budget.close()
             for fd in (output_fd, stdout_fd):
                 if fd is not None:
                     os.close(fd)
@@ -161,7 +168,14 @@ class ChildProcess:
         os.set_blocking(output_fd, False)
         if stdout_fd is not None:
             os.set_blocking(stdout_fd, False)
-        return cls(popen, control, keeper_channel, output_fd, marker, stdout_fd)
+        return cls(popen, control, keeper_channel, output_fd, marker, cpu_budget, stdout_fd)
+
+    def hold_to_cpu(self, cpu_seconds: int) -> None:
+        """A job starts now: its keeper kills it once it has used ``cpu_seconds`` (and the grace).
+
+        What holds when the job raised its own RLIMIT_CPU (see ``keeper``).
+        """
+        self._cpu_budget.job_started(cpu_seconds)
 
     def ended_by_keeper(self) -> bytes:
         """Why the keeper ended the job by itself (``keeper.LEASE_ENDED``...); ``b""`` if not."""
@@ -224,3 +238,4 @@ class ChildProcess:
         if self.stdout_fd is not None:
             os.close(self.stdout_fd)
         os.close(self.pidfd)
+        self._cpu_budget.close()

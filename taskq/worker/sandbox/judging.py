@@ -1,9 +1,10 @@
 """Judging how a job ended: what the supervisor saw, made an ``Outcome``; no processes.
 
 Precedence: a kill by the worker (timeout, cancellation, output cap, broken
-protocol) names the outcome, because whatever the child did next was caused
-by the kill. Otherwise the child's own report wins. A child that died
-without a report is judged by how it died:
+protocol) or by the child's keeper (lease, CPU time) names the outcome,
+because whatever the child did next was caused by the kill. Otherwise the
+child's own report wins. A child that died without a report is judged by
+how it died:
 
 - SIGXCPU is the soft CPU limit; SIGKILL with the CPU limit used up is the
   hard one (``cpu``).
@@ -96,6 +97,8 @@ def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status,
             "its lease could not be renewed in time (worker frozen or cut off from the store); "
             "killed before another worker could claim it",
         )
+    if reason is EndReason.CPU_LIMIT:
+        return Status.CPU, _cpu_limit_error(limits)
     if reason is EndReason.OUTPUT_LIMIT or supervised.output_bytes > limits.output_bytes:
         return Status.OUTPUT_LIMIT, error_info(
             "OutputLimit", f"wrote more than {limits.output_bytes} bytes of output; killed"
@@ -183,9 +186,7 @@ def _judge_death(
     if ended.signal == signal.SIGXCPU or (
         ended.signal == signal.SIGKILL and cpu_seconds >= limits.cpu_seconds
     ):
-        return Status.CPU, error_info(
-            "CpuLimit", f"killed at its limit of {limits.cpu_seconds} s of CPU time"
-        )
+        return Status.CPU, _cpu_limit_error(limits)
     if (
         ended.signal in _ALLOCATION_FAILURE_SIGNALS
         and ended.peak_rss_bytes >= NEAR_MEMORY_LIMIT * limits.memory_bytes
@@ -206,6 +207,10 @@ def _judge_death(
     return Status.CRASHED, error_info(
         "ExitStatus", f"the child exited with status {ended.exit_code} without reporting a result"
     )
+
+
+def _cpu_limit_error(limits: Limits) -> ErrorInfo:
+    return error_info("CpuLimit", f"killed at its limit of {limits.cpu_seconds} s of CPU time")
 
 
 def _usage(supervised: Supervised) -> tuple[int, float]:

@@ -20,6 +20,15 @@ every process the job started, the moment any of these happens:
   deadline into memory shared with the keeper, which kills the job a little
   after it (the worker's own timer normally comes first, and names the
   outcome).
+- **The job has used its CPU time.** The worker writes the running job's
+  ``cpu_seconds`` into memory it shares with this keeper alone (``CpuBudget``:
+  handed over on the keeper's socket, received after the fork, so no job
+  code ever maps it). The keeper measures the CPU time of everything below
+  it, the job's control group where it has one (``JobGroups.cpu_seconds``),
+  else the processes in /proc, from when it first sees the job, and kills
+  the job once that passes the limit plus the grace RLIMIT_CPU gives
+  (``rlimits.CPU_GRACE_SECONDS``). RLIMIT_CPU, set inside the job, normally
+  stops it first; this holds when the job raised its own limit.
 - **The worker asks** (it closes its side of the socket; SIGTERM works too),
   or **the job process ends.**
 
@@ -27,7 +36,7 @@ Then the keeper kills the job's process group, then every process left
 below it: the keeper is a child subreaper, so a process that double-forked
 and called ``setsid`` is re-parented to it rather than to init, and is
 found among its children. It reaps them all, tells the worker why it acted
-(a byte on the socket: ``L`` lease, ``W`` wall clock), and exits the way the
+(a byte on the socket: ``L`` lease, ``W`` wall clock, ``C`` CPU time), and exits the way the
 job process did (its exit status, or its signal), so the worker reads the
 job's end from the keeper's, with the job's resource usage in its rusage.
 
@@ -53,11 +62,15 @@ from typing import NoReturn
 from taskq.broker.limits import Limits
 from taskq.worker.sandbox import linux
 from taskq.worker.sandbox.cgroups import CgroupPlan, JobGroups
+from taskq.worker.sandbox.rlimits import CPU_GRACE_SECONDS
 
 LEASE_ENDED = b"L"
 WALL_CLOCK_ENDED = b"W"
+CPU_ENDED = b"C"
 
 _DEADLINE = struct.Struct("d")
+# The job's number (0: none yet) and the CPU seconds it may use.
+_CPU_BUDGET = struct.Struct("=Qq")
 
 # The keeper looks at both deadlines at least this often: the worker and the
 # job process write them without waking the keeper, which costs nothing per job.
@@ -84,6 +97,90 @@ class JobClock:
     def job_ended(self) -> None:
         """No job runs now: the keeper has no wall clock to enforce."""
         _DEADLINE.pack_into(self._shared, 0, 0.0)
+
+
+class CpuBudget:
+    """The worker's side: the CPU time the job now running may use, for the keeper to enforce.
+
+    The memory is the worker's and the keeper's only: the keeper receives it
+    after it forked the job process.
+    """
+
+    def __init__(self) -> None:
+        self._fd: int | None = os.memfd_create("taskq-cpu-budget", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self._fd, _CPU_BUDGET.size)
+            self._shared = mmap.mmap(self._fd, _CPU_BUDGET.size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._jobs = 0
+
+    def hand_over(self, channel: socket.socket) -> None:
+        """Send the memory to the keeper on its socket (sent before it starts, read as it keeps)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                socket.send_fds(channel, [b"B"], [fd])
+            finally:
+                os.close(fd)
+
+    def job_started(self, cpu_seconds: int) -> None:
+        """A job that may use ``cpu_seconds`` of CPU time starts now (or has just started)."""
+        self._jobs += 1
+        # Written without a lock: a reading torn between two jobs is put right at the next look.
+        _CPU_BUDGET.pack_into(self._shared, 0, self._jobs, cpu_seconds)
+
+    def close(self) -> None:
+        self._shared.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class _CpuWatch:
+    """The keeper's side of ``CpuBudget``: whether the job has used more CPU time than it may."""
+
+    def __init__(self, shared: mmap.mmap | None, groups: JobGroups | None) -> None:
+        self._shared = shared
+        self._groups = groups
+        self._job = 0
+        self._from: tuple[bool, float] = (False, 0.0)  # counted by the group?, CPU seconds
+
+    def used_up(self) -> bool:
+        if self._shared is None:
+            return False
+        job: int
+        allowed: int
+        job, allowed = _CPU_BUDGET.unpack_from(self._shared, 0)
+        if job == 0:
+            return False
+        counted = None if self._groups is None else self._groups.cpu_seconds()
+        now = (True, counted) if counted is not None else (False, _below_here())
+        if job != self._job or now[0] != self._from[0]:
+            # A job's CPU counts from the first look after its start, at most
+            # a quarter second late: under, never over, what it used.
+            self._job, self._from = job, now
+            return False
+        return now[1] - self._from[1] > allowed + CPU_GRACE_SECONDS
+
+
+def _below_here() -> float:
+    return linux.descendants_cpu_seconds(os.getpid())
+
+
+def _receive_cpu_budget(keeper: socket.socket) -> mmap.mmap | None:
+    """The worker's ``CpuBudget``, sent before this keeper started; ``None`` if none came."""
+    try:
+        _, fds, _, _ = socket.recv_fds(keeper, 1, 1)
+    except BlockingIOError:
+        return None
+    if not fds:
+        return None
+    try:
+        return mmap.mmap(fds[0], _CPU_BUDGET.size)
+    finally:
+        os.close(fds[0])
 
 
 def split(
@@ -145,6 +242,7 @@ def _keep(
     for number in _STOP_SIGNALS:
         signal.signal(number, _note_signal)
     keeper.setblocking(False)
+    cpu = _CpuWatch(_receive_cpu_budget(keeper), groups)
     job_fd = os.pidfd_open(job_pid)
     poller = select.poll()
     for fd in (keeper.fileno(), job_fd, wake_read):
@@ -161,10 +259,13 @@ def _keep(
         if now >= wall_deadline:
             reason = WALL_CLOCK_ENDED
             break
+        if cpu.used_up():
+            reason = CPU_ENDED
+            break
         wait = min(lease_deadline, wall_deadline, now + _LOOK_SECONDS) - now
         ready = {fd for fd, _ in poller.poll(wait * 1000)}
-        # The worker sends nothing on the socket: readable means end of file,
-        # the worker gone or asking for the stop.
+        # Past the CPU budget the worker sends nothing on the socket: readable
+        # means end of file, the worker gone or asking for the stop.
         if ready or os.getppid() != worker_pid:
             break
     if reason:

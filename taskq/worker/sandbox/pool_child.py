@@ -274,6 +274,7 @@ class PoolChild:
         """``job`` is first in line: the child is running it, or is about to."""
         job.started = time.monotonic()
         job.cpu_before = self._cpu_before_job
+        self._child.hold_to_cpu(job.limits.cpu_seconds)
         job.timer = self._loop.call_later(job.limits.wall_seconds, job.end, EndReason.TIMEOUT)
 
     def _let_go(self, job: PoolJob) -> None:

@@ -4,22 +4,25 @@ The limits are set by the child itself after it starts, not by a
 ``preexec_fn`` in the worker: ``preexec_fn`` is unsafe in a process with
 threads, and the worker runs an event loop with worker threads.
 
-Two ways to apply them:
+A job must not lift a limit it was given, so its hard limits are its own and
+the process gives up CAP_SYS_RESOURCE once they are set: without it not even
+root may raise a hard limit (``setrlimit(2)``). Two ways to apply them:
 
 - ``confine`` (a process that runs one job, then exits): soft and hard limits
-  both set to the job's, so the job cannot raise them again.
-- ``PoolLimits`` in a pool child: its hard limits are the worker's maximums,
-  set once at start, and each job gets soft limits of its own. Soft limits
-  can move freely under the hard ones, so a pool child never has to be
-  replaced for a job with different limits. The price: a job can raise its
-  soft limits back up to the worker's maximums, so pool mode is for trusted
-  code.
+  both set to the job's.
+- ``PoolLimits`` in a pool child: its hard limits start at the worker's
+  maximums, and each job lowers soft and hard open files and address space
+  to its own. Lowering a hard limit cannot be undone, so a job asking for
+  more than the job before was given is not run there (``allows``): the
+  worker runs it in a fresh child. A pool child's jobs nearly all share
+  their limits, so few are.
 
 RLIMIT_CPU counts the process's whole life, so a pool job's CPU limit is
 ``cpu used so far + job limit``, rounded up to whole seconds (the job may get
-up to one second more). A pool child's hard CPU limit stays unlimited
-because its total over many jobs has no useful bound; the wall-clock timeout
-is the backstop if a job ignores SIGXCPU.
+up to one second more). A pool child's hard CPU limit stays unlimited, since
+the next job needs more than this one, so a pool job could raise its soft
+one: the keeper, outside the job, measures the job's CPU time and kills it
+past its limit and ``CPU_GRACE_SECONDS`` (see ``keeper``), in either isolation.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import resource
 import msgspec
 
 from taskq.broker.limits import Limits
+from taskq.worker.sandbox import linux
 
-# The kernel sends SIGXCPU at the soft limit and SIGKILL at the hard limit; one
-# second between them lets SIGXCPU arrive first, so the outcome reads clearly.
-_CPU_GRACE_SECONDS = 1
+CPU_GRACE_SECONDS = 1
+"""The kernel sends SIGXCPU at the soft limit and SIGKILL at the hard limit; one
+second between them lets SIGXCPU arrive first, so the outcome reads clearly."""
 KIB = 1024
 """The unit of ``ru_maxrss`` and of /proc's memory figures on Linux."""
 # RLIMIT_CORE is always 0: a crashing job's core dumps (SIGSEGV, SIGXCPU and
@@ -46,44 +50,52 @@ def confine(limits: Limits) -> None:
     """Limit this process, for good, to ``limits``."""
     _set(resource.RLIMIT_CORE, 0, 0)
     _set(resource.RLIMIT_NOFILE, limits.open_files, limits.open_files)
-    _set(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + _CPU_GRACE_SECONDS)
+    _set(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + CPU_GRACE_SECONDS)
     # Last: the calls above must not be starved of memory by a tiny limit.
     _set(resource.RLIMIT_AS, limits.memory_bytes, limits.memory_bytes)
+    linux.drop_capability(linux.CAP_SYS_RESOURCE)
 
 
 class PoolLimits:
-    """A pool child's limits: hard ones fixed when it starts, soft ones set for each job.
-
-    The hard limits are remembered rather than read back before every job:
-    only a job can change them, and only downwards, which ``confine_job``
-    notices when the kernel refuses a soft limit above one.
-    """
+    """A pool child's limits: hard ones that follow its jobs down, and a soft CPU limit per job."""
 
     def __init__(self, worker_max: Limits) -> None:
         _set(resource.RLIMIT_CORE, 0, 0)
         _set(resource.RLIMIT_NOFILE, worker_max.open_files, worker_max.open_files)
         _set(resource.RLIMIT_AS, worker_max.memory_bytes, worker_max.memory_bytes)
-        self._hard = {
+        linux.drop_capability(linux.CAP_SYS_RESOURCE)
+        # A job asking for more than the system let this child start with gets
+        # that much, here as in any fresh child: never a reason to move it.
+        self._ceiling = {
             limit: resource.getrlimit(limit)[1]
-            for limit in (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_AS)
+            for limit in (resource.RLIMIT_NOFILE, resource.RLIMIT_AS)
         }
 
-    def confine_job(self, limits: Limits, cpu_used: float) -> None:
-        """Set the soft limits for the next job; ``cpu_used`` is this process's CPU so far."""
-        self._set_soft(resource.RLIMIT_NOFILE, limits.open_files)
-        self._set_soft(resource.RLIMIT_CPU, math.ceil(cpu_used + limits.cpu_seconds))
-        self._set_soft(resource.RLIMIT_AS, limits.memory_bytes)
+    def allows(self, limits: Limits) -> bool:
+        """Whether this child can hold a job to ``limits``: no hard limit is below the job's."""
+        for limit, wanted in self._wanted(limits):
+            if _within(wanted, resource.getrlimit(limit)[1]) < wanted:
+                return False
+        return True
 
-    def _set_soft(self, limit: int, soft: int) -> None:
-        hard = self._hard[limit]
-        if hard != resource.RLIM_INFINITY:
-            soft = min(soft, hard)
-        try:
-            resource.setrlimit(limit, (soft, hard))
-        except ValueError:
-            # A job lowered this hard limit: the next ones live with its choice.
-            self._hard[limit] = resource.getrlimit(limit)[1]
-            _set(limit, soft, resource.RLIM_INFINITY)
+    def confine_job(self, limits: Limits, cpu_used: float) -> None:
+        """Set the limits for the next job, which ``allows``; ``cpu_used`` is this process's CPU."""
+        _set(resource.RLIMIT_CPU, math.ceil(cpu_used + limits.cpu_seconds), resource.RLIM_INFINITY)
+        # Address space last: the calls before must not be starved of memory by a tiny limit.
+        for limit, wanted in self._wanted(limits):
+            resource.setrlimit(limit, (wanted, wanted))
+
+    def _wanted(self, limits: Limits) -> tuple[tuple[int, int], ...]:
+        """The job's open files and address space, each within this child's ceiling."""
+        asked = (
+            (resource.RLIMIT_NOFILE, limits.open_files),
+            (resource.RLIMIT_AS, limits.memory_bytes),
+        )
+        return tuple((limit, _within(wanted, self._ceiling[limit])) for limit, wanted in asked)
+
+
+def _within(value: int, hard: int) -> int:
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 def own_cpu_seconds() -> float:

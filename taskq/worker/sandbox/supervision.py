@@ -42,6 +42,8 @@ class EndReason(enum.Enum):
     CANCELLED = "cancelled"
     LEASE_EXPIRED = "lease_expired"
     """The child's keeper killed the job: its lease was not renewed in time."""
+    CPU_LIMIT = "cpu_limit"
+    """The child's keeper killed the job: it used more CPU time than it was given."""
     OUTPUT_LIMIT = "output_limit"
     PROTOCOL_ERROR = "protocol_error"
     NOT_STARTED = "not_started"
@@ -104,6 +106,7 @@ class JobSupervisor:
         """
         started = time.monotonic()
         job = _JobWatch(child, self._limits, self._on_progress)
+        child.hold_to_cpu(self._limits.cpu_seconds)
         try:
             reason = job.wait(protocol.encode_message(request.to_message()), self._wake_read)
             # Also after EXITED: the job's own children may still be running.
@@ -261,6 +264,8 @@ def keeper_reason(child: ChildProcess, otherwise: EndReason) -> EndReason:
         return EndReason.LEASE_EXPIRED
     if said == keeper.WALL_CLOCK_ENDED:
         return EndReason.TIMEOUT
+    if said == keeper.CPU_ENDED:
+        return EndReason.CPU_LIMIT
     return otherwise
 
 
