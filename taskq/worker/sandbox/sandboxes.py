@@ -8,9 +8,10 @@ Two isolation modes share one interface:
 - ``PoolSandbox`` keeps one limited child and sends it job after job, so a
   job costs a message round trip. Jobs share the process: one may leave
   state behind (modules, threads, the working directory, processes it
-  started, which live until the child is replaced) and may raise its soft
-  limits up to the worker's maximums (see ``rlimits``). The mode is for
-  trusted code. The child is replaced after ``max_jobs_per_child`` jobs,
+  started, which live until the child is replaced). Its limits hold as in
+  a fresh child: hard limits are lowered to each job's own, and its CPU is
+  counted by the keeper, outside it (see ``rlimits`` and ``keeper``). The
+  mode is for trusted code. The child is replaced after ``max_jobs_per_child`` jobs,
   and after any job that killed it or may have left it unhealthy (anything
   but success, an exception or an invalid result). One ``PoolSandbox`` runs
   one job at a time: a worker keeps one per execution slot.
