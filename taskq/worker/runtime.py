@@ -25,7 +25,7 @@ import socket
 import time
 import uuid
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 import anyio.abc
@@ -76,6 +76,9 @@ log = logging.getLogger("taskq.worker")
 # the pickup latency; a long-idle worker polls at the store's own pace.
 _BUSY_POLL_SECONDS = 0.01
 _BUSY_POLL_WINDOW_SECONDS = 1.0
+
+# A slot's jobs handed to its sandbox, with what the sandbox made of each.
+_Taken: TypeAlias = collections.deque[tuple[RunningJob, StartedJob | Outcome]]
 
 
 def new_worker_id(settings: WorkerSettings) -> str:
@@ -140,6 +143,8 @@ class Worker:
             else None
         )
         self._slot_tasks: anyio.abc.TaskGroup | None = None
+        # Each slot's jobs handed to its sandbox: the first runs, the rest wait in its child.
+        self._taken_by_slots: list[tuple[_Taken, Sandbox]] = []
         self._last_claimed = float("-inf")
         self._loops: anyio.abc.TaskGroup | None = None
         self._outage = outage or StoreOutage(self.events, self.worker_id)
@@ -435,7 +440,8 @@ class Worker:
             waits.start_soon(slot_freed)
 
     async def _hand_back_overdue(self, stopped: anyio.Event) -> None:
-        """Hand back the jobs claimed ahead that waited for a slot past ``HAND_BACK_SECONDS``.
+        """Hand back the jobs claimed ahead that waited past ``HAND_BACK_SECONDS``: for
+        a slot, or in a slot's pool child behind a job that runs long.
 
         Looked at twice a bound, so none waits more than one and a half. A
         drain hands back every job claimed ahead by itself.
@@ -448,6 +454,12 @@ class Worker:
             for running in self._slots.take_overdue():
                 running.stop(StopReason.HAND_BACK)
                 self._report(running, stopped_before_start())
+            since = time.monotonic() - HAND_BACK_SECONDS
+            for taken, sandbox in list(self._taken_by_slots):
+                # The first is running; the rest wait in its child behind it.
+                for entry in list(taken)[1:]:
+                    if entry[0].claimed < since:
+                        await self._hand_back_queued(entry, taken, sandbox)
 
     # -- running jobs
 
@@ -461,7 +473,8 @@ class Worker:
         the slot moves on: the job stays held (``Slots.held``) until the store
         has answered.
         """
-        taken: collections.deque[tuple[RunningJob, StartedJob | Outcome]] = collections.deque()
+        taken: _Taken = collections.deque()
+        self._taken_by_slots.append((taken, sandbox))
         try:
             while True:
                 if not taken:
@@ -480,8 +493,8 @@ class Worker:
                     running = self._slots.take_waiting()
                     running.queued = True
                     taken.append((running, await self._start_job(running, sandbox)))
-                running = taken[0][0]
-                outcome = await self._finish_head(taken, sandbox)
+                running, started = taken[0]
+                outcome = await self._finish_job(running, sandbox, started)
                 taken.popleft()
                 if taken:
                     taken[0][0].queued = False
@@ -491,49 +504,15 @@ class Worker:
             for running, _ in taken:
                 self._slots.release(running)
             raise
-
-    async def _finish_head(
-        self, taken: collections.deque[tuple[RunningJob, StartedJob | Outcome]], sandbox: Sandbox
-    ) -> Outcome:
-        """The outcome of the first of ``taken``; meanwhile, those queued behind it that
-        waited past ``HAND_BACK_SECONDS`` are withdrawn from the child and handed back.
-
-        Only a job the child is certain never to start is handed back
-        (``Sandbox.withdraw``): another worker may run it at once.
-        """
-        running, started = taken[0]
-        if len(taken) == 1:
-            return await self._finish_job(running, sandbox, started)
-        finishing = asyncio.ensure_future(self._finish_job(running, sandbox, started))
-        tried: set[int] = set()  # asked once each: a refusal means the child is moving on
-        try:
-            while behind := [entry for entry in list(taken)[1:] if id(entry) not in tried]:
-                oldest = min(queued.claimed for queued, _ in behind)
-                wait = oldest + HAND_BACK_SECONDS - time.monotonic()
-                done, _ = await asyncio.wait({finishing}, timeout=max(wait, 0.0))
-                if done or self.draining.is_set():
-                    break  # a drain stops every queued job; the slot reports them in turn
-                since = time.monotonic() - HAND_BACK_SECONDS
-                for entry in behind:
-                    if entry[0].claimed < since:
-                        tried.add(id(entry))
-                        await self._hand_back_queued(entry, taken, sandbox)
-            return await finishing
-        except BaseException:
-            # As when the finish itself is cancelled: the job is stopped, and
-            # the slot goes on only once it is over.
-            finishing.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait({finishing})
-            raise
+        finally:
+            self._taken_by_slots.remove((taken, sandbox))
 
     async def _hand_back_queued(
-        self,
-        entry: tuple[RunningJob, StartedJob | Outcome],
-        taken: collections.deque[tuple[RunningJob, StartedJob | Outcome]],
-        sandbox: Sandbox,
+        self, entry: tuple[RunningJob, StartedJob | Outcome], taken: _Taken, sandbox: Sandbox
     ) -> None:
-        """Report a job queued in the slot's child now, unless it may yet start there."""
+        """Report a job queued in a slot's child behind another now, unless it may yet
+        start there: only one the child is certain never to start is handed back
+        (``Sandbox.withdraw``), for another worker may run it at once."""
         running, started = entry
         if isinstance(started, StartedJob):
             if not sandbox.withdraw(started):
