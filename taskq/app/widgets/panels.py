@@ -102,6 +102,9 @@ class ResultPanel(Static):
             self.update(Text(f"none yet: the job is {job.state.value}"))
 
 
+_SHOWN_ELSEWHERE = frozenset({"type", "message", "traceback", "status"})
+
+
 class AttemptOutput(Static):
     """Error (with its traceback) and log tail of one execution; empty until the job has one."""
 
@@ -118,9 +121,10 @@ class AttemptOutput(Static):
             # A traceback ends with the error's own line: the headline would repeat it.
             traceback = str(error.get("traceback") or "").rstrip()
             parts.append(Text(traceback) if traceback else _error_headline(error))
-            extra = {k: v for k, v in error.items() if k not in {"type", "message", "traceback"}}
-            if extra:
-                parts.append(Text(formatting.compact_json(extra)))
+            # The status is the attempt's outcome, in the attempts table already.
+            extra = {k: v for k, v in error.items() if k not in _SHOWN_ELSEWHERE}
+            for key, value in extra.items():
+                parts.append(Text(f"{key}: {formatting.compact_json(value)}", style="dim"))
         if execution.log_tail:
             parts.append(Text("── output (tail) ──", style="bold"))
             parts.append(Text(execution.log_tail.rstrip()))
