@@ -11,7 +11,8 @@ ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
 
 * the rqlite leader is SIGKILLed about every 10 s and restarted 3 s later,
   while a probe submits a no-op job (to a queue no worker takes from) every
-  50 ms, which times the write unavailability after each kill;
+  50 ms, which times the write unavailability after each kill, and the
+  surviving nodes are asked every 20 ms until one names a new leader;
 * a worker is SIGKILLed (the worker alone, not its jobs' processes) about
   every 5 s, and a new one started a second later;
 * a worker is SIGSTOPped about every 30 s for its lease + 3 s, then SIGCONTed;
@@ -476,7 +477,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             report["link"] = {"relayed": relay.relayed, "dropped": relay.dropped,
                               "refused": relay.refused, "mode": relay.mode}  # fmt: skip
         report["unavailability"] = chaos_verdict.unavailability(
-            chaos.leader_kills, background.probes
+            chaos.leader_kills, chaos.leaders_reported, background.probes
         )
     report["seconds"] = round(time.monotonic() - began, 1)
     report["violations"] = chaos_verdict.violations(report)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from bench.chaos_fleet import Fleet
     from bench.chaos_link import Partition
-    from taskq.dev.cluster import RqliteCluster
+    from taskq.dev.cluster import RqliteCluster, RqliteNode
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ class Chaos:
         self.start = time.monotonic()
         self.counts: Counter[str] = Counter()
         self.leader_kills: list[float] = []  # monotonic times of the kills
+        # For each kill, when a surviving node first named a new leader (monotonic), or None.
+        self.leaders_reported: list[float | None] = []
         self.log: list[str] = []
         self.undo: list[tuple[float, Callable[[], None]]] = []  # (when, what)
         self.cut_slot_busy = False
@@ -237,6 +240,15 @@ class Chaos:
         self.leader_kills.append(time.monotonic())
         cluster.kill_node(leader, signal.SIGKILL)
         self.note(f"SIGKILL rqlite leader {leader.node_id}")
+        kill = len(self.leaders_reported)
+        self.leaders_reported.append(None)
+
+        def reported(at: float) -> None:
+            self.leaders_reported[kill] = at
+
+        threading.Thread(
+            target=watch_election, args=(cluster, leader, reported), daemon=True
+        ).start()
 
         def restart() -> None:
             cluster.start_node(leader)
@@ -266,3 +278,29 @@ class Chaos:
 
         self.later(self.options.cut_seconds, heal)
         return True
+
+
+ELECTION_POLL_SECONDS = 0.02
+ELECTION_WATCH_SECONDS = 15.0
+
+
+def watch_election(
+    cluster: RqliteCluster, killed: RqliteNode, reported: Callable[[float], None]
+) -> None:
+    """Tell ``reported`` when a surviving node first names a leader other than ``killed``.
+
+    Each node's own ``/status``, every 20 ms: the moment the cluster could
+    take writes again, set beside the first write a client got through.
+    Until their election timeout the survivors still name the dead leader,
+    so only another name counts.
+    """
+    deadline = time.monotonic() + ELECTION_WATCH_SECONDS
+    while time.monotonic() < deadline:
+        for node in cluster.nodes:
+            if node is killed or not node.alive:
+                continue
+            view = cluster.raft_view(node)
+            if view is not None and view[1] and view[1] != killed.node_id:
+                reported(time.monotonic())
+                return
+        time.sleep(ELECTION_POLL_SECONDS)

@@ -265,13 +265,29 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
-def unavailability(kills: list[float], probes: list[tuple[float, float, bool]]) -> dict[str, Any]:
-    """From each leader kill to the end of the first successful write begun after it."""
+def unavailability(
+    kills: list[float], leaders: list[float | None], probes: list[tuple[float, float, bool]]
+) -> dict[str, Any]:
+    """For each leader kill: the first successful write begun after it, and the new leader.
+
+    ``seconds``: from the kill to the end of that write; ``leader_seconds``:
+    from the kill until a surviving node named a new leader (``leaders``,
+    None where none did); ``behind_leader``: how much later the write came.
+    """
     gaps: list[float | None] = []
     for kill in kills:
         ends = [end for start, end, ok in probes if ok and start >= kill]
         gaps.append(round(min(ends) - kill, 3) if ends else None)
+    elected = [
+        None if at is None else round(at - kill, 3) for kill, at in zip(kills, leaders, strict=True)
+    ]
+    behind = [
+        round(gap - leader, 3)
+        for gap, leader in zip(gaps, elected, strict=True)
+        if gap is not None and leader is not None
+    ]
     measured = [gap for gap in gaps if gap is not None]
+    found = [leader for leader in elected if leader is not None]
     return {
         "kills": len(kills),
         "seconds": gaps,
@@ -279,6 +295,12 @@ def unavailability(kills: list[float], probes: list[tuple[float, float, bool]]) 
         "p99": percentile(measured, 0.99),
         "max": max(measured, default=None),
         "unmeasured": len(gaps) - len(measured),
+        "leader_seconds": elected,
+        "leader_p50": percentile(found, 0.50),
+        "leader_p99": percentile(found, 0.99),
+        "behind_leader": behind,
+        "behind_p50": percentile(behind, 0.50),
+        "behind_p99": percentile(behind, 0.99),
         "probe_writes": len(probes),
         "probe_failures": sum(not ok for _, _, ok in probes),
     }
@@ -367,6 +389,7 @@ def summary(report: dict[str, Any]) -> str:
             f"{UNAVAILABILITY_TARGET:>10.2f}  {'ok' if fine else 'MISSED'}  (p99 at most; "
             f"{gaps['kills']} kills, longest {gaps['max'] or 0:.2f} s)"
         )
+        lines += _election_lines(gaps)
     lines += [
         "",
         f"overlap: two runs of a job sharing more than {tolerance} of their ledger intervals; "
@@ -378,3 +401,26 @@ def summary(report: dict[str, Any]) -> str:
     missed = report["violations"]
     lines.append(f"verdict: {'FAIL: ' + '; '.join(missed) if missed else 'PASS'}")
     return "\n".join(lines)
+
+
+def _election_lines(gaps: dict[str, Any]) -> list[str]:
+    """Each leader kill: when a new leader was named, when the first write went through."""
+
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    lines = [
+        "",
+        "after each leader kill (s): a new leader named by a survivor / the first write through",
+    ]
+    pairs = zip(gaps["leader_seconds"], gaps["seconds"], strict=True)
+    lines += [
+        f"  kill {n:2}: leader {seconds(leader):>5}  write {seconds(write):>5}"
+        for n, (leader, write) in enumerate(pairs, 1)
+    ]
+    lines.append(
+        f"  p50/p99: leader {seconds(gaps['leader_p50'])}/{seconds(gaps['leader_p99'])}, "
+        f"write {seconds(gaps['p50'])}/{seconds(gaps['p99'])}, write behind the leader "
+        f"{seconds(gaps['behind_p50'])}/{seconds(gaps['behind_p99'])}"
+    )
+    return lines

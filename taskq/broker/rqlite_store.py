@@ -2,11 +2,12 @@
 
 It knows every node it was given (and every node the cluster reports), sends
 writes straight to the leader, and when a node dies or leadership moves it
-finds the new leader and tries again, a bounded number of times with pauses
-between them (:func:`failover_pause`). When every node it knows refuses the
-connection, no node is electing: a request gives up after that one round
-(:class:`Refusals`) rather than wait out the tries. A write whose outcome is
-unknown is resent only when the caller said it is idempotent; otherwise
+finds the new leader and tries again (:class:`Failover`): while no leader is
+known it asks a node who leads every 0.1 s, and tries as soon as one is
+named, for as long as the store URL's ``retries`` allow. When every node it
+knows refuses the connection, no node is electing: a request gives up after
+that one round (:class:`Refusals`) rather than wait. A write whose outcome
+is unknown is resent only when the caller said it is idempotent; otherwise
 :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +42,16 @@ from taskq.broker.wakeups import WakeListener, host_facing
 
 _DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
+# How often a request without a leader asks who leads, and paces its tries:
+# an election on a LAN takes about a second, so a new leader is seen within
+# a tenth of one, at ten small reads a second per client.
+LEADER_POLL_SECONDS = 0.1
+# The requests of one store ask who leads about once a poll between them:
+# at least this long after the last look, a little less than a poll, so that
+# a request's own pause of one poll always ends in a look.
+_LOOK_SPACING_SECONDS = 0.9 * LEADER_POLL_SECONDS
+# The pauses of the schedule that ``retries`` counted before: its first retry
+# at once, then 0.5 s doubling up to 2 s. Their sum is the failover budget.
 _FIRST_PAUSE_SECONDS = 0.5
 _LONGEST_PAUSE_SECONDS = 2.0
 
@@ -51,6 +63,10 @@ class ClusterView:
     nodes: list[str]
     leader: str | None = None
     recently_failed: set[str] = field(default_factory=set)
+    # When a request last asked who leads (the store's clock), and how many
+    # times: the requests of one store share the looks and take turns at nodes.
+    looked_at: float = float("-inf")
+    looks: int = 0
 
     def write_target(self) -> str:
         if self.leader and self.leader not in self.recently_failed:
@@ -82,6 +98,17 @@ class ClusterView:
         ordered += [node for node in self.nodes if node not in self.recently_failed]
         ordered += [node for node in self.nodes if node in self.recently_failed]
         return list(dict.fromkeys(node for node in ordered if node))
+
+    def lookout(self) -> list[str]:
+        """Nodes to ask who leads while no leader is known: the healthy ones first.
+
+        Each look starts one healthy node further on, so that waiting
+        requests spread their questions over the survivors.
+        """
+        healthy = [node for node in self.nodes if node not in self.recently_failed]
+        turn = self.looks % len(healthy) if healthy else 0
+        self.looks += 1
+        return healthy[turn:] + healthy[:turn] + [n for n in self.nodes if n not in healthy]
 
 
 class Refusals:
@@ -116,6 +143,34 @@ class Refusals:
         )
 
 
+class Failover:
+    """One request's failed tries: whether to try again, and by when to give up.
+
+    A request rides out a lost leader for :func:`failover_budget` of its
+    ``retries`` seconds, counted from its first failed try, and makes at
+    least ``retries + 1`` tries. Only after both does it give up, so a small
+    ``retries`` still means that many quick tries.
+    """
+
+    def __init__(self, retries: int, clock: Callable[[], float]) -> None:
+        self.retries = retries
+        self.clock = clock
+        self.tries = 0
+        self.deadline = float("inf")
+
+    def failed(self) -> None:
+        if not self.tries:
+            self.deadline = self.clock() + failover_budget(self.retries)
+        self.tries += 1
+
+    def spent(self) -> bool:
+        return self.tries > self.retries and self.clock() >= self.deadline
+
+    def pause(self) -> float:
+        """The next wait for a leader: the poll interval, cut at the deadline."""
+        return max(0.0, min(LEADER_POLL_SECONDS, self.deadline - self.clock()))
+
+
 class RqliteStore:
     """A :class:`taskq.broker.store.Store` over an rqlite cluster."""
 
@@ -126,6 +181,7 @@ class RqliteStore:
         display_url: str | None = None,
         transport: Transport | None = None,
         on_stale_read: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Reach the cluster ``target`` names.
 
@@ -135,12 +191,15 @@ class RqliteStore:
         ``on_stale_read`` is told that node's address. Later reads then go
         to the same copy at once: a command waits out one election, not one
         per read, and sees one picture.
+
+        ``clock`` (seconds, monotonic) bounds the failover; tests move it.
         """
         if target.tls and target.ca_file is not None and not os.path.isfile(target.ca_file):
             raise errors.ConfigError(
                 f"rqlite store: ca_file {target.ca_file!r} is not a file (the CA to trust for TLS)"
             )
         self.target = target
+        self._clock = clock
         # Tests hand in a scripted transport to play the cluster's part.
         self._transport = transport or HttpTransport(
             TransportOptions(
@@ -234,16 +293,15 @@ class RqliteStore:
         params = {**self._request_params(), "transaction": ""}
         last = ""
         refusals = Refusals("accepted no write")
+        failover = Failover(self.target.retries, self._clock)
         if self.cluster.leader is None:
             yield from self._discover_leader(refusals)
-        for attempt in range(self.target.retries + 1):
+        while (yield from self._before_try(failover, refusals)):
             # /db/execute, not /db/request: in rqlite 10.2 a transactional
             # /db/request that meets a statement which fails to prepare (a
             # syntax error, an unknown column) commits the other statements;
             # /db/execute rolls the whole batch back on any error.
-            node, outcome = yield from self._try_leader(
-                attempt, refusals, "/db/execute", params, body, sql
-            )
+            node, outcome = yield from self._try_leader(refusals, "/db/execute", params, body, sql)
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results
@@ -258,10 +316,10 @@ class RqliteStore:
                 raise errors.OutcomeUnknown(
                     f"write to rqlite may or may not have been applied ({last})"
                 )
-            self._failed(node, outcome)
+            self._failed(node, outcome, failover)
         raise errors.StoreUnavailable(
             f"rqlite cluster {self.url} accepted no write after "
-            f"{self.target.retries + 1} tries; last error: {last}"
+            f"{failover.tries} tries; last error: {last}"
         )
 
     def _query_plan(self, statement: Statement, consistency: Consistency) -> HttpPlan[list[Row]]:
@@ -276,12 +334,11 @@ class RqliteStore:
         last = ""
         leaderless: str | None = None  # a node that answered, knowing no leader
         refusals = Refusals("answered no read")
+        failover = Failover(self.target.retries, self._clock)
         if self.cluster.leader is None:
             yield from self._discover_leader(refusals)
-        for attempt in range(self.target.retries + 1):
-            node, outcome = yield from self._try_leader(
-                attempt, refusals, "/db/query", params, body, sql
-            )
+        while (yield from self._before_try(failover, refusals)):
+            node, outcome = yield from self._try_leader(refusals, "/db/query", params, body, sql)
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results[0].rows if outcome.results else []
@@ -294,31 +351,23 @@ class RqliteStore:
             last = f"{node}: {outcome.message}"
             if outcome.no_leader:
                 leaderless = node
-            self._failed(node, outcome)
+            self._failed(node, outcome, failover)
         if leaderless is not None and consistency is not Consistency.NONE:
             stale = yield from self._stale_read(leaderless, body, sql)
             if stale is not None:
                 return stale
         raise errors.StoreUnavailable(
             f"rqlite cluster {self.url} answered no read after "
-            f"{self.target.retries + 1} tries; last error: {last}"
+            f"{failover.tries} tries; last error: {last}"
         )
 
     def _try_leader(
-        self,
-        attempt: int,
-        refusals: Refusals,
-        path: str,
-        params: dict[str, str],
-        body: Any,
-        sql: list[str],
+        self, refusals: Refusals, path: str, params: dict[str, str], body: Any, sql: list[str]
     ) -> HttpPlan[tuple[str, protocol.RqliteAnswer]]:
-        """One try at the node taken for the leader (after the back-off, on a retry): its answer.
+        """One try at the node taken for the leader: its answer.
 
         Raises StoreUnavailable instead once every node has refused the connection.
         """
-        if attempt:
-            yield from self._before_retry(attempt, refusals)
         if refusals.everywhere(self.cluster.nodes):
             raise refusals.error(self.url, self.cluster.nodes)
         node = self.cluster.write_target()
@@ -347,22 +396,54 @@ class RqliteStore:
             self._on_stale_read(node)
         return outcome.results[0].rows if outcome.results else []
 
-    def _failed(self, node: str, outcome: protocol.RqliteAnswer) -> None:
-        """Note what a failed try says of the cluster: who leads, or who is failing."""
+    def _failed(self, node: str, outcome: protocol.RqliteAnswer, failover: Failover) -> None:
+        """Note what a failed try says of the cluster (who leads, or who is failing)."""
+        failover.failed()
         if outcome.leader_hint:
             self.cluster.leader = outcome.leader_hint
         else:
             self.cluster.node_failed(node)
 
-    def _before_retry(self, retry: int, refusals: Refusals) -> HttpPlan[None]:
-        """Back off (see :func:`failover_pause`), then look for the leader if none is known."""
+    def _before_try(self, failover: Failover, refusals: Refusals) -> HttpPlan[bool]:
+        """Whether to try (again); before a retry, wait until a node names a leader.
+
+        The first retry goes at once: a leader that moved is found by asking.
+        Later ones wait :data:`LEADER_POLL_SECONDS` first, so a node that
+        answers 503 (a leader just elected, not yet taking writes) is asked
+        again soon but not in a busy loop. While no leader is known, some
+        node is asked who leads every :data:`LEADER_POLL_SECONDS`, and the
+        retry goes as soon as one is named. Past the deadline the retry goes
+        to whichever node seems best, as a last try.
+        """
+        if not failover.tries:
+            return True
+        if failover.spent():
+            return False
         if refusals.everywhere(self.cluster.nodes):
-            return  # no pause: the try is given up on at once
-        pause = failover_pause(retry)
-        if pause:
-            yield Pause(pause)
-        if self.cluster.leader is None:
-            yield from self._discover_leader(refusals)
+            return True  # no wait: the try is given up on at once
+        if failover.tries > 1 and failover.pause():
+            yield Pause(failover.pause())
+        while self.cluster.leader is None and failover.pause():
+            if failover.clock() - self.cluster.looked_at >= _LOOK_SPACING_SECONDS:
+                self.cluster.looked_at = failover.clock()
+                yield from self._look_for_leader(refusals)
+                if self.cluster.leader is not None or refusals.everywhere(self.cluster.nodes):
+                    break
+            yield Pause(failover.pause())
+        return True
+
+    def _look_for_leader(self, refusals: Refusals) -> HttpPlan[None]:
+        """Ask the nodes who leads, one at a time, until one answers; remember what it says."""
+        for node in self.cluster.lookout():
+            feedback = yield HttpCall(
+                "GET", node, "/nodes", {"ver": "2"}, timeout=_DISCOVERY_TIMEOUT
+            )
+            assert feedback is not None
+            refusals.note(node, protocol.read_answer(feedback))
+            if isinstance(feedback, HttpReply) and feedback.status == 200:
+                self.cluster.learn(protocol.parse_nodes(feedback.data, tls=self.target.tls))
+                return
+            self.cluster.node_failed(node)
 
     def _refused(
         self, node: str, outcome: protocol.RqliteAnswer, permission: str
@@ -449,16 +530,21 @@ class RqliteStore:
         return described
 
 
-def failover_pause(retry: int) -> float:
-    """Seconds to wait before failover try number ``retry`` (the first retry is 1).
+def failover_budget(retries: int) -> float:
+    """Seconds a request rides out a lost leader, for the store URL's ``retries``.
 
-    The first retry goes at once: a leader that moved is found by asking.
-    Then 0.5 s, doubling up to 2 s: the default 8 retries wait 11.5 s in all,
-    longer than an election takes, so a leader's death is ridden through.
+    What ``retries`` tries paced as before waited in all: the first retry at
+    once, then 0.5 s doubling up to 2 s between tries. The default 8 give
+    11.5 s, longer than an election takes, so a leader's death is ridden
+    through; 1 gives none (one quick retry), 0 none at all.
     """
-    if retry <= 1:
-        return 0.0
-    return float(min(_FIRST_PAUSE_SECONDS * 2 ** (retry - 2), _LONGEST_PAUSE_SECONDS))
+    return sum(
+        (
+            min(_FIRST_PAUSE_SECONDS * 2.0 ** (retry - 2), _LONGEST_PAUSE_SECONDS)
+            for retry in range(2, retries + 1)
+        ),
+        0.0,
+    )
 
 
 def with_known_addresses(members: Sequence[NodeInfo], known: Sequence[str]) -> list[NodeInfo]:

@@ -1,7 +1,8 @@
 """How the rqlite store fails: refusals told apart, failover paced, stale reads on request.
 
-The cluster's answers are scripted per request; the real cluster's behaviour
-is checked in tests/integration/test_rqlite_errors.py.
+The cluster's answers are scripted per request, and the store's clock moves
+only when a plan pauses; the real cluster's behaviour is checked in
+tests/integration/test_rqlite_errors.py.
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ import pytest
 
 from taskq import errors
 from taskq.broker import trampoline
-from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
-from taskq.broker.rqlite_store import RqliteStore, failover_pause, with_known_addresses
+from taskq.broker.http_plan import HttpCall, HttpPlan, HttpReply, SendFailure, SendStage
+from taskq.broker.rqlite_store import (
+    LEADER_POLL_SECONDS,
+    RqliteStore,
+    failover_budget,
+    with_known_addresses,
+)
 from taskq.broker.store import NodeInfo, Statement
 from taskq.broker.store_url import RqliteTarget, parse_store_url
 
@@ -96,12 +102,27 @@ def _members(leader: str | None) -> dict[str, object]:
     }  # fmt: skip
 
 
+class FakeTime:
+    """The store's clock: it stands still but for the pauses a plan asks for, recorded."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pauses: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
 @pytest.fixture
-def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The failover pauses a plan asked for, recorded instead of slept."""
-    asked: list[float] = []
-    monkeypatch.setattr(trampoline.time, "sleep", asked.append)
-    return asked
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
+    """The time of the stores made with ``clock=clock.monotonic``; their pauses move it."""
+    fake = FakeTime()
+    monkeypatch.setattr(trampoline.time, "sleep", fake.sleep)
+    return fake
 
 
 # -- refusals --------------------------------------------------------------------------------
@@ -156,23 +177,99 @@ def test_a_403_is_permission_denied_at_once() -> None:
 # -- failover ---------------------------------------------------------------------------------
 
 
-def test_the_default_tries_wait_out_an_election_of_ten_seconds() -> None:
+def test_the_default_retries_wait_out_an_election_of_ten_seconds() -> None:
     target = parse_store_url("rqlite://a:4001")
     assert isinstance(target, RqliteTarget)
-    waited = sum(failover_pause(retry) for retry in range(1, target.retries + 1))
-    assert waited >= 10
-    assert failover_pause(1) == 0  # a moved leader is asked for at once
+    assert failover_budget(target.retries) == 11.5  # 0.5 + 1 + 2 x 5: the pauses of old
+    assert failover_budget(1) == failover_budget(0) == 0
 
 
-def test_no_pause_is_wasted_after_the_last_try(pauses: list[float]) -> None:
-    store, transport = _store(_refused, "rqlite://a:4001,b:4001?retries=4")
-    with pytest.raises(errors.StoreUnavailable, match="after 5 tries"):
+def _elected_at(clock: FakeTime, leader: str, seconds: float) -> Answer:
+    """A cluster whose leader A was killed and whose ``leader`` is elected ``seconds`` later."""
+
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        if call.base_url == A:
+            return _nothing_listens(call)
+        if clock.now < seconds:
+            return _json(200, _members(None)) if call.path == "/nodes" else _text(503)
+        if call.path == "/nodes":
+            return _json(200, _members(leader))
+        return _json(200, {"results": [{"rows_affected": 1}]})
+
+    return answer
+
+
+def test_a_write_goes_to_the_new_leader_as_soon_as_a_node_names_it(clock: FakeTime) -> None:
+    store, transport = _store(_elected_at(clock, B, 1.03), clock=clock.monotonic)
+    store.cluster.leader = A
+    store.execute([INSERT])
+    # Within one poll of the election, not on a step of a back-off schedule.
+    assert 1.03 <= clock.now < 1.03 + LEADER_POLL_SECONDS
+    assert transport.posts() == [(A, ""), (B, "")]
+    assert set(clock.pauses) == {LEADER_POLL_SECONDS}
+    looks = [call.base_url for call in transport.seen if call.path == "/nodes"]
+    # One question per poll, taken in turns by the survivors; the dead node is left alone.
+    assert len(looks) == len(clock.pauses) + 1
+    assert {B, C} == set(looks)
+    assert max(looks.count(B), looks.count(C)) - min(looks.count(B), looks.count(C)) <= 1
+
+
+def test_a_new_leader_that_answers_503_is_asked_again_within_a_poll(clock: FakeTime) -> None:
+    ready_at = 0.45
+
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        if call.path == "/nodes":
+            return _json(200, _members(B))
+        if clock.now < ready_at:
+            return _text(503, "leader not found")
+        return _json(200, {"results": [{"rows_affected": 1}]})
+
+    store, transport = _store(answer, clock=clock.monotonic)
+    store.execute([INSERT])
+    assert ready_at <= clock.now < ready_at + LEADER_POLL_SECONDS
+    assert {node for node, _ in transport.posts()} == {B}
+    assert set(clock.pauses) == {LEADER_POLL_SECONDS}
+
+
+def test_a_write_of_unknown_outcome_is_not_resent_while_a_leader_is_found(
+    clock: FakeTime,
+) -> None:
+    def answer(call: HttpCall) -> HttpReply | SendFailure:
+        if call.path == "/nodes":
+            return _json(200, _members(B))
+        return SendFailure(SendStage.SENT, "ConnectionResetError: reset by peer")
+
+    store, transport = _store(answer, clock=clock.monotonic)
+    store.cluster.leader = A
+    with pytest.raises(errors.OutcomeUnknown):
         store.execute([INSERT])
-    assert pauses == [failover_pause(retry) for retry in range(2, 5)]
+    assert transport.posts() == [(A, "")]
+    assert clock.pauses == []
+
+
+def test_without_a_leader_a_write_gives_up_when_the_budget_is_spent(clock: FakeTime) -> None:
+    store, transport = _store(
+        _elected_at(clock, B, float("inf")), "rqlite://a:4001,b:4001,c:4001?retries=4",
+        clock=clock.monotonic,
+    )  # fmt: skip
+    store.cluster.leader = A
+    with pytest.raises(errors.StoreUnavailable, match="accepted no write after 5 tries"):
+        store.execute([INSERT])
+    # The budget of retries=4, then the tries it still owes, at once: no pause after the last.
+    assert clock.now == pytest.approx(failover_budget(4))
     assert len(transport.posts()) == 5
+    assert max(clock.pauses) <= LEADER_POLL_SECONDS
 
 
-def test_a_write_rides_through_an_election(pauses: list[float]) -> None:
+def test_a_small_retries_still_makes_its_quick_tries(clock: FakeTime) -> None:
+    store, transport = _store(_refused, "rqlite://a:4001,b:4001?retries=1", clock=clock.monotonic)
+    with pytest.raises(errors.StoreUnavailable, match="after 2 tries"):
+        store.execute([INSERT])
+    assert len(transport.posts()) == 2
+    assert clock.pauses == []
+
+
+def test_a_write_rides_through_an_election(clock: FakeTime) -> None:
     elected: list[str] = []
 
     def answer(call: HttpCall) -> HttpReply | SendFailure:
@@ -180,22 +277,49 @@ def test_a_write_rides_through_an_election(pauses: list[float]) -> None:
             return _refused(call)  # the old leader, killed
         if call.path == "/nodes":
             # The new leader appears after a few looks.
-            return _json(200, _members(B if len(pauses) >= 3 else None))
-        if call.path == "/db/execute" and len(pauses) < 3:
+            return _json(200, _members(B if clock.now >= 1.2 else None))
+        if call.path == "/db/execute" and clock.now < 1.2:
             return _text(503, "leader not found")
         elected.append(call.base_url)
         return _json(200, {"results": [{"rows_affected": 1}]})
 
-    store, _ = _store(answer)
+    store, _ = _store(answer, clock=clock.monotonic)
     store.cluster.leader = A
     store.execute([INSERT])
     assert elected == [B]
 
 
-def test_a_cluster_where_nothing_listens_is_given_up_on_after_one_round(
-    pauses: list[float],
-) -> None:
-    store, transport = _store(_nothing_listens)
+def _run_together(plans: list[HttpPlan[object]], transport: Scripted, clock: FakeTime) -> None:
+    """Run ``plans`` as concurrent tasks would, on the fake clock: calls take no time."""
+    wake = [0.0] * len(plans)
+    steps: list[object] = [next(plan) for plan in plans]
+    while any(step is not None for step in steps):
+        index = min((i for i, step in enumerate(steps) if step is not None), key=wake.__getitem__)
+        clock.now = max(clock.now, wake[index])
+        step, answer = steps[index], None
+        if isinstance(step, trampoline.Pause):
+            wake[index] = clock.now + step.seconds
+        else:
+            assert isinstance(step, HttpCall)
+            answer = transport.send(step)
+        try:
+            steps[index] = plans[index].send(answer)
+        except StopIteration:
+            steps[index] = None
+
+
+def test_the_requests_of_one_store_share_their_looks_for_a_leader(clock: FakeTime) -> None:
+    store, transport = _store(_elected_at(clock, B, 0.5), clock=clock.monotonic)
+    store.cluster.leader = A
+    plans = [store._execute_plan([INSERT], idempotent=True) for _ in range(4)]
+    _run_together(plans, transport, clock)  # type: ignore[arg-type]
+    assert [node for node, _ in transport.posts()].count(B) == 4
+    looks = [call for call in transport.seen if call.path == "/nodes"]
+    assert len(looks) <= 0.5 / LEADER_POLL_SECONDS + 2  # about one a poll, not one per request
+
+
+def test_a_cluster_where_nothing_listens_is_given_up_on_after_one_round(clock: FakeTime) -> None:
+    store, transport = _store(_nothing_listens, clock=clock.monotonic)
     with pytest.raises(errors.StoreUnavailable, match="every node refused the connection"):
         store.execute([INSERT])
     # Asked once each who leads; no try, no pause.
@@ -204,10 +328,10 @@ def test_a_cluster_where_nothing_listens_is_given_up_on_after_one_round(
         (B, "/nodes"),
         (C, "/nodes"),
     ]
-    assert pauses == []
+    assert clock.pauses == []
 
     # A leader that was known: its refusal, then one look at each of the others.
-    store, transport = _store(_nothing_listens)
+    store, transport = _store(_nothing_listens, clock=clock.monotonic)
     store.cluster.leader = A
     with pytest.raises(errors.StoreUnavailable, match="answered no read: every node refused"):
         store.query(SELECT)
@@ -217,22 +341,24 @@ def test_a_cluster_where_nothing_listens_is_given_up_on_after_one_round(
         (C, "/nodes"),
         (A, "/nodes"),
     ]
-    assert pauses == []
+    assert clock.pauses == []
 
 
 @pytest.mark.parametrize("the_rest", [_connect_timed_out, lambda call: _text(503, "no leader")])
 def test_a_node_that_answers_or_times_out_while_the_others_refuse_is_waited_for(
-    pauses: list[float], the_rest: Answer
+    clock: FakeTime, the_rest: Answer
 ) -> None:
     # An election: a node still runs, so the whole failover budget is spent on it.
     def answer(call: HttpCall) -> HttpReply | SendFailure:
         return the_rest(call) if call.base_url == C else _nothing_listens(call)
 
-    store, transport = _store(answer, "rqlite://a:4001,b:4001,c:4001?retries=3")
-    with pytest.raises(errors.StoreUnavailable, match="accepted no write after 4 tries"):
+    store, transport = _store(
+        answer, "rqlite://a:4001,b:4001,c:4001?retries=3", clock=clock.monotonic
+    )
+    with pytest.raises(errors.StoreUnavailable, match="accepted no write after"):
         store.execute([INSERT])
-    assert len(transport.posts()) == 4
-    assert pauses == [failover_pause(retry) for retry in range(2, 4)]
+    assert len(transport.posts()) >= 4
+    assert clock.now == pytest.approx(failover_budget(3))
 
 
 # -- no leader: stale reads, when asked for ---------------------------------------------------
@@ -249,16 +375,15 @@ def _leaderless(call: HttpCall) -> HttpReply | SendFailure:
 
 
 def test_without_a_leader_a_read_is_unavailable_unless_stale_reads_are_asked_for(
-    pauses: list[float],
+    clock: FakeTime,
 ) -> None:
-    store, _ = _store(_leaderless, "rqlite://a:4001,b:4001,c:4001?retries=2")
+    url = "rqlite://a:4001,b:4001,c:4001?retries=2"
+    store, _ = _store(_leaderless, url, clock=clock.monotonic)
     with pytest.raises(errors.StoreUnavailable, match="answered no read"):
         store.query(SELECT)
 
     told: list[str] = []
-    stale, transport = _store(
-        _leaderless, "rqlite://a:4001,b:4001,c:4001?retries=2", on_stale_read=told.append
-    )
+    stale, transport = _store(_leaderless, url, on_stale_read=told.append, clock=clock.monotonic)
     assert stale.query(SELECT) == [{"n": 1}]
     assert told == [C]
     asked = len(transport.posts())
@@ -268,9 +393,11 @@ def test_without_a_leader_a_read_is_unavailable_unless_stale_reads_are_asked_for
     assert told == [C]
 
 
-def test_a_cluster_that_never_answered_gets_no_stale_read(pauses: list[float]) -> None:
+def test_a_cluster_that_never_answered_gets_no_stale_read(clock: FakeTime) -> None:
     told: list[str] = []
-    store, transport = _store(_refused, "rqlite://a:4001?retries=1", on_stale_read=told.append)
+    store, transport = _store(
+        _refused, "rqlite://a:4001?retries=1", on_stale_read=told.append, clock=clock.monotonic
+    )
     with pytest.raises(errors.StoreUnavailable):
         store.query(SELECT)
     assert told == []
@@ -332,9 +459,9 @@ def test_known_addresses_go_to_the_members_rqlite_could_not_reach() -> None:
     assert [node.address for node in same[1:]] == ["", ""]
 
 
-def test_messages_name_the_cluster_without_password_or_options(pauses: list[float]) -> None:
+def test_messages_name_the_cluster_without_password_or_options(clock: FakeTime) -> None:
     url = "rqlite://bob:secret@a:4001?retries=1&timeout=3"
-    store, _ = _store(_refused, url, display_url=url)
+    store, _ = _store(_refused, url, display_url=url, clock=clock.monotonic)
     assert store.url == "rqlite://bob:***@a:4001"
     with pytest.raises(errors.StoreUnavailable) as failed:
         store.execute([INSERT])
