@@ -237,6 +237,10 @@ class Background:
         self.submitting_done = threading.Event()
         self.finished = 0
         self.running: list[tuple[str, str]] = []  # (token, worker name) of running jobs
+        # The most jobs the store counted running at once, in the chaos and in the drain
+        # after it: running includes the jobs claimed ahead of a free slot.
+        self.most_running = {"chaos": 0, "drain": 0}
+        self.phase = "chaos"
         self.maintainer = ""  # the worker that runs maintenance (requeues expired leases)
         self.probes: list[tuple[float, float, bool]] = []  # (start, end, ok), monotonic
         self.threads: list[threading.Thread] = []
@@ -317,6 +321,8 @@ class Background:
                     (str(job.payload["args"][0]), (job.worker_id or "").rsplit("-", 1)[0])
                     for job in running
                 ]
+                counted = sum(s.counts.get(JobState.RUNNING, 0) for s in stats)
+                self.most_running[self.phase] = max(self.most_running[self.phase], counted)
 
     def probe(self) -> None:
         """A small write every 50 ms, timed: what a submitter sees of the store."""
@@ -443,6 +449,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             chaos.undo_all()
         report["chaos_seconds"] = round(time.monotonic() - chaos.start, 1)
         say(f"chaos over; draining ({background.finished} of {len(plans)} jobs finished)")
+        background.phase = "drain"
         drained = time.monotonic()
         while not all_done() and time.monotonic() - drained < options.drain_timeout:
             fleet.restart_exited()
@@ -451,6 +458,10 @@ def run(options: Options, root: Path) -> dict[str, Any]:
                 next_note = time.monotonic() + 10
             time.sleep(0.2)
         report["drain_seconds"] = round(time.monotonic() - drained, 1)
+        report["most_running"] = {
+            **background.most_running,
+            "slots": options.workers * options.concurrency,
+        }
         background.join()
         say("stopping the workers (SIGTERM)")
         fleet.terminate(timeout=30)

@@ -370,6 +370,11 @@ def summary(report: dict[str, Any]) -> str:
             f"cut link: {link['relayed']} connections relayed, {link['dropped']} dropped "
             f"by cuts, {link['refused']} refused while cut"
         )
+    most = report["most_running"]
+    lines.append(
+        f"jobs running at once (claimed ahead included), most seen each second: "
+        f"{most['chaos']} in the chaos, {most['drain']} in the drain; {most['slots']} slots"
+    )
     if report["worker_exits"]:
         lines.append("workers that exited by themselves: " + "; ".join(report["worker_exits"]))
     lines += ["", f"{'':54}{'measured':>10}{'target':>10}"]
