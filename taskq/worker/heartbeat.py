@@ -10,23 +10,19 @@ keepers enforce should the worker freeze) follows the oldest renewal left.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
 from taskq import errors
 from taskq.broker.maintenance import Maintainer
 from taskq.broker.ops.leases import job_heartbeat
-from taskq.broker.plan import Op
 from taskq.worker.events import EventLog
 from taskq.worker.running import StopReason, note_renewals, stop_expired
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
-
-Run = Callable[[Op[Any]], Awaitable[Any]]
+from taskq.worker.store_runner import Run
 
 
 class Heartbeat:
@@ -42,7 +38,10 @@ class Heartbeat:
         deadline: LeaseDeadline,
         outage: StoreOutage,
         events: EventLog,
+        maintainer: Maintainer | None,
     ) -> None:
+        """``maintainer``: the worker's maintenance services, whose leader lease rides
+        with each beat (None when the worker runs none)."""
         self._run = run
         self._worker_id = worker_id
         self._settings = settings
@@ -50,8 +49,7 @@ class Heartbeat:
         self._deadline = deadline
         self._outage = outage
         self._events = events
-        self.maintainer: Maintainer | None = None
-        """The worker's maintenance services, whose leader lease rides with each beat."""
+        self._maintainer = maintainer
         self._beat_now = anyio.Event()
 
     def beat_soon(self) -> None:
@@ -77,7 +75,7 @@ class Heartbeat:
     async def _beat(self) -> None:
         held = self._slots.held
         leases = [running.job.lease for running in held.values()]
-        maintainer = self.maintainer
+        maintainer = self._maintainer
         renew = maintainer.heartbeat_renewal() if maintainer is not None else None
         sent_at = time.monotonic()
         try:

@@ -9,23 +9,21 @@ job said after the last send goes with its report (see ``reports.report_of``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
 from taskq import errors
 from taskq.broker.ops.leases import job_progress
-from taskq.broker.plan import Op
 from taskq.broker.records import Fenced
 from taskq.worker.running import RunningJob, StopReason
+from taskq.worker.store_runner import Run
 
 log = logging.getLogger("taskq.worker")
 
 _INTERVAL_SECONDS = 0.25
 
 
-async def forward_progress(running: RunningJob, run: Callable[[Op[Any]], Awaitable[Any]]) -> None:
+async def forward_progress(running: RunningJob, run: Run) -> None:
     """Send ``running``'s latest progress with ``run`` until the job is over.
 
     A lease the store says is lost stops the job, as a heartbeat would. A

@@ -18,6 +18,7 @@ from taskq import errors
 from taskq.broker.connect import open_store
 from taskq.broker.store import Store
 from taskq.worker.events import EventLog
+from taskq.worker.factory import build_worker
 from taskq.worker.runtime import Worker, new_worker_id
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.store_outage import StoreOutage
@@ -67,7 +68,7 @@ def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -
         try:
             anyio.run(
                 _serve,
-                Worker(store, settings, events=events, worker_id=worker_id, outage=outage),
+                build_worker(store, settings, events=events, worker_id=worker_id, outage=outage),
                 backend_options={"use_uvloop": True},
             )
         finally:

@@ -91,7 +91,7 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     # taskq.worker.prefetch); None: 256, or four times the concurrency if more; 0: never.
     prefetch: Annotated[int, Meta(ge=0)] | None = None
     # Most jobs a pool slot hands its child at once while jobs are short (see
-    # Worker._may_queue); 1: one at a time. With no-op jobs on 2 cores, two
+    # Executor._may_queue); 1: one at a time. With no-op jobs on 2 cores, two
     # 2-slot workers drained 18% faster with 32 than with 16 (paired runs):
     # the jobs claimed ahead then wait in the children, not in the worker.
     child_queue: AtLeastOne = 32

@@ -160,6 +160,10 @@ class Slots:
         """How many held jobs may yet send a report: those in slots, and those waiting for one."""
         return self._executing + self._waiting.qsize()
 
+    def held_jobs_slack(self) -> float | None:
+        """How long the jobs held keep the slots busy past a round trip (``Prefetch.slack``)."""
+        return self.prefetch.slack(self.may_report())
+
     def busy(self) -> int:
         """Slots in use: their jobs, less those queued in a pool child behind another."""
         return self._executing - sum(running.queued for running in self.held.values())

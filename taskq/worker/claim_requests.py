@@ -1,0 +1,108 @@
+"""The requests that claim jobs: alone, or riding with a batch of reports.
+
+A worker claims as many jobs as it has free slots (and, while jobs are
+short, a few more: see ``prefetch``), less those promised to a claim in
+flight. While busy, most claims go with the acknowledgements of finished
+jobs, for the slots those jobs free: one atomic write
+(``job_report_and_claim``) where a claim of its own would be a second. The
+jobs a claim brings are held (``Slots.hold``) until their reports are answered.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from taskq.broker.ops.leases import (
+    ClaimRequest,
+    Report,
+    job_backlog,
+    job_report,
+    job_report_and_claim,
+)
+from taskq.broker.records import Fenced
+from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.running import RunningJob
+from taskq.worker.sandbox.lease_deadline import LeaseDeadline
+from taskq.worker.settings import WorkerSettings
+from taskq.worker.slots import Slots
+from taskq.worker.store_runner import Run
+
+
+class ClaimRequests:
+    """Claims for a worker's free slots, and holds the jobs that come."""
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        worker_id: str,
+        settings: WorkerSettings,
+        slots: Slots,
+        deadline: LeaseDeadline,
+        heartbeat: Heartbeat,
+        draining: anyio.Event,
+    ) -> None:
+        self._run = run
+        self._worker_id = worker_id
+        self._settings = settings
+        self._slots = slots
+        self._deadline = deadline
+        self._heartbeat = heartbeat
+        self._draining = draining
+        self.last_claimed = float("-inf")
+        """When the last job came (monotonic): an idle worker looks again sooner for a while."""
+
+    async def send_reports(self, reports: list[Report]) -> list[Fenced]:
+        """Acknowledge, and claim in the same request for the slots these reports free."""
+        leaving = sum(1 for report in reports if report.lease.job_id in self._slots.held)
+        free = self._slots.to_claim() + leaving
+        if self._draining.is_set() or free <= 0:
+            verdicts: list[Fenced] = await self._run(job_report(reports))
+            return verdicts
+        sent_at = time.monotonic()
+        with self._slots.promised(free):
+            verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+        self._slots.prefetch.round_took(time.monotonic() - sent_at)
+        return verdicts
+
+    async def report_and_claim(
+        self, reports: list[Report], free: int, sent_at: float
+    ) -> tuple[list[Fenced], int]:
+        """Send ``reports`` and claim up to ``free`` jobs in one request; hold those claimed.
+
+        ``sent_at`` is when the request was sent, or earlier: a claimed
+        lease runs from no sooner. Returns the reports' verdicts and how
+        many jobs came.
+        """
+        verdicts, claimed = await self._run(
+            job_report_and_claim(reports, self._claim_request(free))
+        )
+        for job in claimed:
+            running = RunningJob(job, renewed_at=sent_at)
+            self._slots.hold(running)
+            if self._deadline.expired():
+                # Back from a freeze or an outage: the jobs held from before are
+                # past saving; the deadline must follow the leases just claimed.
+                self._heartbeat.check_leases()
+            else:
+                self._deadline.claimed(sent_at)
+            self.last_claimed = running.started
+        return verdicts, len(claimed)
+
+    async def backlog(self, limit: int) -> int:
+        """How many jobs a claim of this worker's would take now, counted up to ``limit``."""
+        count: int = await self._run(
+            job_backlog(self._settings.queues, self._settings.labels, limit=limit)
+        )
+        return count
+
+    def _claim_request(self, limit: int) -> ClaimRequest:
+        return ClaimRequest(
+            worker_id=self._worker_id,
+            queues=self._settings.queues,
+            limit=limit,
+            lease_seconds=self._settings.lease_seconds,
+            labels=self._settings.labels,
+        )

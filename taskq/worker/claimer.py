@@ -1,0 +1,116 @@
+"""The claim loop: when a worker claims jobs on its own rather than with a batch of reports.
+
+While busy, claims ride with the acknowledgements (see ``claim_requests``),
+so this loop claims only for slots no batch is about to refill. When idle it
+lets a cheap read (``job_claimable``) decide whether a claim is worth a
+write, and waits between looks, waking early when the store changes, a slot
+frees or the worker drains.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from taskq import errors
+from taskq.broker.ops.leases import job_claimable
+from taskq.broker.store import Store
+from taskq.worker.acks import AckBatcher
+from taskq.worker.claim_requests import ClaimRequests
+from taskq.worker.settings import WorkerSettings
+from taskq.worker.slots import Slots
+from taskq.worker.store_outage import StoreOutage
+from taskq.worker.store_runner import Run
+
+# Jobs tend to come in bursts: for a while after the last one, an idle worker
+# looks again sooner. On rqlite, where looking is a read every poll, this is
+# the pickup latency; a long-idle worker polls at the store's own pace.
+_BUSY_POLL_SECONDS = 0.01
+_BUSY_POLL_WINDOW_SECONDS = 1.0
+
+
+class Claimer:
+    """Claims for free slots until the worker drains."""
+
+    def __init__(
+        self,
+        store: Store,
+        run: Run,
+        *,
+        settings: WorkerSettings,
+        slots: Slots,
+        claims: ClaimRequests,
+        acks: AckBatcher,
+        outage: StoreOutage,
+        draining: anyio.Event,
+    ) -> None:
+        self._store = store
+        self._run = run
+        self._settings = settings
+        self._slots = slots
+        self._claims = claims
+        self._acks = acks
+        self._outage = outage
+        self._draining = draining
+
+    async def run(self) -> None:
+        """Claim for free slots; while busy, most claims ride along with acknowledgements."""
+        idle = min(0.05, self._settings.idle_poll_seconds)
+        while not self._draining.is_set():
+            free = self._slots.to_claim()
+            # Reports waiting to go, or jobs held that outlast a round trip (their
+            # reports will go before the slots run dry): that batch claims for
+            # these slots, and its answer wakes this loop. A claim of its own
+            # would be a write for the few jobs a busy worker's slots free
+            # between two batches.
+            if free <= 0 or self._acks.has_waiting() or self._held_jobs_outlast_a_round():
+                await self._slots.next_change().wait()
+                continue
+            looked_at = time.monotonic()
+            try:
+                claimed = 0
+                with self._slots.promised(free):
+                    if await self._run(job_claimable(self._settings.queues)):
+                        # A claim alone: a report and claim with nothing to report.
+                        _, claimed = await self._claims.report_and_claim([], free, looked_at)
+            except errors.StoreError as exc:
+                self._outage.failed(exc)
+                await self._pause(idle)
+                idle = min(idle * 2, self._settings.idle_poll_seconds)
+                continue
+            if claimed == free:
+                idle = min(0.05, self._settings.idle_poll_seconds)
+                continue  # a full batch: there may be more waiting
+            if claimed:
+                idle = min(0.05, self._settings.idle_poll_seconds)
+            if time.monotonic() - self._claims.last_claimed < _BUSY_POLL_WINDOW_SECONDS:
+                interval = min(idle, _BUSY_POLL_SECONDS)
+            else:
+                interval = idle
+            # Looks start an interval apart, not an interval after the last claim
+            # ended: a claim's write (a Raft round on rqlite) would add to the wait.
+            since = time.monotonic() - looked_at
+            if since < interval:
+                await self._pause(interval - since)
+            idle = min(idle * 2, self._settings.idle_poll_seconds)
+
+    def _held_jobs_outlast_a_round(self) -> bool:
+        slack = self._slots.held_jobs_slack()
+        return slack is not None and slack > 0
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait up to ``seconds``; wake early when the store changes, a slot frees or we drain."""
+        changed = self._slots.next_change()
+        async with anyio.create_task_group() as waits:
+
+            async def store_changed() -> None:
+                await self._store.wait_for_change(seconds)
+                waits.cancel_scope.cancel()
+
+            async def slot_freed() -> None:
+                await changed.wait()
+                waits.cancel_scope.cancel()
+
+            waits.start_soon(store_changed)
+            waits.start_soon(slot_freed)

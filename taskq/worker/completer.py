@@ -1,0 +1,81 @@
+"""Reporting finished jobs: each attempt's report, its batch, and the store's verdict on it.
+
+A slot hands over a job and its outcome and moves on. The report goes with
+the next batch (``AckBatcher``), fenced by the job's lease: a result the
+store refuses is dropped, never forced in. The job stays held until the
+store has answered; then its place is freed and its end is an event line,
+``job_finished`` or, when the lease had moved on, ``job_dropped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+
+from taskq.broker.ops.leases import Report
+from taskq.broker.records import Fenced
+from taskq.worker.acks import AckBatcher
+from taskq.worker.events import EventLog
+from taskq.worker.reports import report_of
+from taskq.worker.running import RunningJob, StopReason
+from taskq.worker.sandbox.outcome import Outcome, Status
+from taskq.worker.slots import Slots
+
+
+class Completer:
+    """Turns finished jobs into reports for the batcher, and answers their verdicts."""
+
+    def __init__(self, *, acks: AckBatcher, slots: Slots, events: EventLog) -> None:
+        self._acks = acks
+        self._slots = slots
+        self._events = events
+
+    def report(self, running: RunningJob, outcome: Outcome) -> None:
+        """Queue the job's report; once the store has answered, log it and free its place."""
+        running.reporting = True
+        stopped = _stopped_because(running, outcome)
+        # The job's code started its wall time before now, which is its end
+        # (or as near as the slot can tell); before that it waited from its claim.
+        waited = max(time.monotonic() - outcome.wall_seconds - running.claimed, 0.0)
+        report = report_of(
+            running.job, stopped, outcome, running.checkpoint_json, running.progress, waited
+        )
+        verdict = self._acks.submit(report)
+        verdict.add_done_callback(
+            partial(
+                self._answered, running=running, report=report, stopped=stopped, outcome=outcome
+            )
+        )
+
+    def _answered(
+        self,
+        verdict: asyncio.Future[Fenced],
+        *,
+        running: RunningJob,
+        report: Report,
+        stopped: str | None,
+        outcome: Outcome,
+    ) -> None:
+        self._slots.release(running)
+        if verdict.cancelled():
+            return
+        self._events.emit(
+            "job_finished" if verdict.result() is Fenced.ACCEPTED else "job_dropped",
+            job=running.job.lease.job_id,
+            status=report.attempt.outcome,
+            stopped=stopped or "",
+            seconds=round(time.monotonic() - running.started, 3),
+            peak_rss_mib=round((outcome.peak_rss_bytes or 0) / 2**20, 1),
+            error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
+        )
+
+
+def _stopped_because(running: RunningJob, outcome: Outcome) -> str | None:
+    """Why the worker stopped the job, if its report is to hand it back."""
+    if outcome.status is Status.LEASE_EXPIRED:
+        return StopReason.LEASE_GONE  # handed back: no fault of the job's
+    # Only a job we killed is handed back: one that finished as it was being
+    # stopped has a real outcome. Read once: a heartbeat racing this report
+    # may mark the job lost afterwards.
+    return running.stopped_because if outcome.status is Status.CANCELLED else None

@@ -1,0 +1,177 @@
+"""Building a worker: each of its roles made once, in the order they depend on each other.
+
+Nothing is bound late: each role is given, when it is made, the roles it
+calls. The heartbeat renews the maintenance leader's lease, so the
+``Maintainer`` comes before it; the autoscaler tells the heartbeat of each
+step; the reports' batches carry the claims (``ClaimRequests.send_reports``),
+so the claims come before the batcher, and the claim loop, which waits while
+reports are waiting, after it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+
+from taskq.broker.maintenance import Maintainer
+from taskq.broker.store import Store
+from taskq.worker.acks import AckBatcher
+from taskq.worker.autoscale import Autoscaler
+from taskq.worker.claim_requests import ClaimRequests
+from taskq.worker.claimer import Claimer
+from taskq.worker.completer import Completer
+from taskq.worker.events import EventLog
+from taskq.worker.executor import Executor
+from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.prefetch import Prefetch
+from taskq.worker.runtime import Worker, new_worker_id
+from taskq.worker.sandbox import cgroups
+from taskq.worker.sandbox.child_process import ChildSetup
+from taskq.worker.sandbox.environment import job_environment
+from taskq.worker.sandbox.lease_deadline import LeaseDeadline
+from taskq.worker.sandbox.payloads import Policy
+from taskq.worker.sandbox.preparation import JobPreparer
+from taskq.worker.settings import WorkerSettings
+from taskq.worker.slot_sandboxes import SlotSandboxes
+from taskq.worker.slots import Slots
+from taskq.worker.store_outage import StoreOutage
+from taskq.worker.store_runner import store_runner
+
+
+def build_worker(
+    store: Store,
+    settings: WorkerSettings,
+    *,
+    events: EventLog | None = None,
+    worker_id: str | None = None,
+    outage: StoreOutage | None = None,
+) -> Worker:
+    """A worker for ``store``, ready to :meth:`~Worker.run`.
+
+    ``outage``: the one that opening the store told, so that an outage is told once.
+    """
+    events = events or EventLog()
+    worker_id = worker_id or new_worker_id(settings)
+    outage = outage or StoreOutage(events, worker_id)
+    run = store_runner(store)
+    draining = anyio.Event()
+    slots = Slots(
+        settings.min_slots, Prefetch(slots=settings.min_slots, most=settings.most_prefetch)
+    )
+    preparer = JobPreparer(
+        policy=Policy(
+            modules=settings.modules,
+            allow_python_exec=settings.allow_python_exec,
+            allow_shell=settings.allow_shell,
+        ),
+        worker_max=settings.max_limits,
+    )
+    deadline = LeaseDeadline(
+        lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
+    )
+    cgroup_plan = cgroups.create(os.getpid())
+    setup = ChildSetup(
+        env=job_environment(os.environ, settings.env_passthrough),
+        deadline=deadline,
+        cgroups=cgroup_plan,
+    )
+    sandboxes = SlotSandboxes(settings, preparer, setup)
+    maintainer = (
+        Maintainer(
+            store,
+            holder=worker_id,
+            # Two heartbeats and a margin: a late one does not lose the lease.
+            lease_seconds=max(10.0, 3 * settings.heartbeat_seconds),
+            renewed_by_heartbeat=True,
+        )
+        if settings.maintenance
+        else None
+    )
+    heartbeat = Heartbeat(
+        run,
+        worker_id=worker_id,
+        settings=settings,
+        slots=slots,
+        deadline=deadline,
+        outage=outage,
+        events=events,
+        maintainer=maintainer,
+    )
+    autoscaler = (
+        Autoscaler(
+            slots=slots,
+            least=settings.min_slots,
+            most=settings.max_slots,
+            interval=settings.autoscale_interval_seconds,
+            idle_seconds=settings.autoscale_idle_seconds,
+            events=events,
+            worker_id=worker_id,
+            # The store's count of slots follows at once.
+            on_change=heartbeat.beat_soon,
+        )
+        if settings.autoscale is not None
+        else None
+    )
+    claims = ClaimRequests(
+        run,
+        worker_id=worker_id,
+        settings=settings,
+        slots=slots,
+        deadline=deadline,
+        heartbeat=heartbeat,
+        draining=draining,
+    )
+    acks = AckBatcher(
+        claims.send_reports,
+        give_up_after=2 * settings.lease_seconds,
+        on_outage=outage.failed,
+        still_running=slots.may_report,
+        # Claiming ahead, a batch is worth sending once the jobs held will
+        # last no longer than its round trip: the claim riding with it refills them.
+        slack=slots.held_jobs_slack,
+    )
+    completer = Completer(acks=acks, slots=slots, events=events)
+    executor = Executor(
+        run,
+        worker_id=worker_id,
+        settings=settings,
+        slots=slots,
+        sandboxes=sandboxes,
+        preparer=preparer,
+        completer=completer,
+        autoscaler=autoscaler,
+        events=events,
+        draining=draining,
+    )
+    claimer = Claimer(
+        store,
+        run,
+        settings=settings,
+        slots=slots,
+        claims=claims,
+        acks=acks,
+        outage=outage,
+        draining=draining,
+    )
+    return Worker(
+        store=store,
+        run_op=run,
+        settings=settings,
+        worker_id=worker_id,
+        events=events,
+        outage=outage,
+        draining=draining,
+        stopped=anyio.Event(),
+        slots=slots,
+        sandboxes=sandboxes,
+        cgroup_plan=cgroup_plan,
+        deadline=deadline,
+        heartbeat=heartbeat,
+        maintainer=maintainer,
+        autoscaler=autoscaler,
+        acks=acks,
+        claims=claims,
+        executor=executor,
+        claimer=claimer,
+    )
