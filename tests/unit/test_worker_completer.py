@@ -1,0 +1,137 @@
+"""The completer alone: what it reports for a finished job, and what it does with the verdict."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from taskq.broker.ops.leases import Report, ReportKind
+from taskq.broker.records import ClaimedJob, Fenced, Lease, PayloadKind
+from taskq.job_context import JobUpdate
+from taskq.worker.acks import AckBatcher
+from taskq.worker.completer import Completer
+from taskq.worker.events import EventLog
+from taskq.worker.prefetch import Prefetch
+from taskq.worker.running import RunningJob, StopReason
+from taskq.worker.sandbox.outcome import Outcome, Status, error_info, stopped_before_start
+from taskq.worker.slots import Slots
+
+pytestmark = pytest.mark.anyio
+
+
+class Store:
+    """Answers each batch of reports with the verdict set for its job (accepted otherwise)."""
+
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
+        self.verdicts: dict[int, Fenced] = {}
+
+    async def send(self, reports: list[Report]) -> list[Fenced]:
+        self.reports.extend(reports)
+        return [self.verdicts.get(r.lease.job_id, Fenced.ACCEPTED) for r in reports]
+
+
+class Reporting:
+    """A completer over a running batcher, and what came of its reports."""
+
+    def __init__(self, batcher: AckBatcher, store: Store) -> None:
+        self.store = store
+        self.stream = io.StringIO()
+        self.events = EventLog(self.stream, format="json")
+        self.slots = Slots(1, Prefetch(slots=1, most=0))
+        self.completer = Completer(acks=batcher, slots=self.slots, events=self.events)
+
+    def held(self, job_id: int) -> RunningJob:
+        job = ClaimedJob(Lease(job_id, "t"), PayloadKind.CALL, {}, "default", 1, 3, None, {}, 0.0)
+        running = RunningJob(job, renewed_at=0.0)
+        self.slots.hold(running)
+        return running
+
+    async def answered(self, running: RunningJob, outcome: Outcome) -> dict[str, Any]:
+        """Report ``running``; the event line once the store has answered."""
+        changed = self.slots.next_change()
+        self.completer.report(running, outcome)
+        await changed.wait()
+        self.events.flush()
+        line: dict[str, Any] = json.loads(self.stream.getvalue().splitlines()[-1])
+        return line
+
+
+@pytest.fixture
+async def reporting() -> AsyncIterator[Reporting]:
+    store = Store()
+    batcher = AckBatcher(store.send, give_up_after=1.0)
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            yield Reporting(batcher, store)
+            stop.set()
+
+
+async def test_a_finished_job_is_completed_and_freed_once_the_store_accepts(
+    reporting: Reporting,
+) -> None:
+    running = reporting.held(7)
+    running.progress = JobUpdate(1.0, "done")
+    outcome = Outcome(Status.SUCCEEDED, result_json="42", wall_seconds=0.1)
+    line = await reporting.answered(running, outcome)
+    (report,) = reporting.store.reports
+    assert (report.kind, report.result_json, report.progress_message) == (
+        ReportKind.COMPLETE,
+        "42",
+        "done",
+    )
+    assert running.reporting
+    assert reporting.slots.held == {}
+    assert (line["event"], line["job"], line["status"], line["stopped"]) == (
+        "job_finished",
+        7,
+        "succeeded",
+        "",
+    )
+
+
+async def test_a_report_the_store_refuses_is_dropped(reporting: Reporting) -> None:
+    reporting.store.verdicts[8] = Fenced.LEASE_LOST
+    running = reporting.held(8)
+    failed = Outcome(Status.ERROR, error=error_info("ValueError", "bad input"))
+    line = await reporting.answered(running, failed)
+    assert reporting.store.reports[0].kind is ReportKind.FAIL
+    assert (line["event"], line["status"], line["error"]) == ("job_dropped", "error", "bad input")
+    assert reporting.slots.held == {}
+
+
+@pytest.mark.parametrize("reason", [StopReason.DRAIN, StopReason.HAND_BACK])
+async def test_a_job_the_worker_stopped_is_released_unused(
+    reporting: Reporting, reason: str
+) -> None:
+    running = reporting.held(9)
+    running.stop(reason)
+    line = await reporting.answered(running, stopped_before_start())
+    (report,) = reporting.store.reports
+    assert (report.kind, report.attempt.outcome) == (ReportKind.RELEASE, "released")
+    assert (line["event"], line["stopped"]) == ("job_finished", reason)
+
+
+async def test_a_job_that_finished_as_it_was_stopped_keeps_its_outcome(
+    reporting: Reporting,
+) -> None:
+    running = reporting.held(10)
+    running.stop(StopReason.DRAIN)
+    line = await reporting.answered(running, Outcome(Status.SUCCEEDED, result_json="1"))
+    assert reporting.store.reports[0].kind is ReportKind.COMPLETE
+    assert line["stopped"] == ""
+
+
+async def test_a_lease_that_expired_hands_the_job_back(reporting: Reporting) -> None:
+    running = reporting.held(11)
+    line = await reporting.answered(running, Outcome(Status.LEASE_EXPIRED))
+    (report,) = reporting.store.reports
+    assert (report.kind, report.attempt.outcome) == (ReportKind.RELEASE, "lease_expired")
+    assert line["stopped"] == StopReason.LEASE_GONE
