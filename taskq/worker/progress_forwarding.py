@@ -16,7 +16,7 @@ import anyio
 
 from taskq import errors
 from taskq.broker.ops.leases import job_progress
-from taskq.broker.plan import Op
+from taskq.broker.ops.plan import Op
 from taskq.broker.records import Fenced
 from taskq.worker.running import RunningJob, StopReason
 

@@ -31,8 +31,7 @@ import anyio
 import anyio.abc
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.maintenance import Maintainer
+from taskq.broker.ops import plan
 from taskq.broker.ops.leases import (
     ClaimRequest,
     Report,
@@ -41,11 +40,12 @@ from taskq.broker.ops.leases import (
     job_report,
     job_report_and_claim,
 )
+from taskq.broker.ops.maintenance import Maintainer
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workers import worker_register, worker_set_state
-from taskq.broker.plan import Op
 from taskq.broker.records import Fenced
-from taskq.broker.store import Store
-from taskq.broker.wakeups import hint_address
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.wake_hints import hint_address
 from taskq.job_context import JobUpdate
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
