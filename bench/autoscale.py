@@ -34,7 +34,7 @@ from typing import Any
 
 from bench.common import finished_count, jobs_pythonpath, say, wait_until
 from bench.stores import BenchStore, open_bench_store
-from taskq.broker.client import Client, call_spec
+from taskq.broker.client.client import Client, call_spec
 from taskq.broker.records import Execution
 from taskq.dev.workers import WorkerFleet, environment_without
 

@@ -93,16 +93,16 @@ from bench.chaos_faults import Chaos, Fault
 from bench.chaos_fleet import Fleet
 from bench.chaos_link import CUT_MODES, Partition
 from taskq import errors
-from taskq.broker.client import Client, call_spec
+from taskq.broker.client.client import Client, call_spec
 from taskq.broker.records import FINISHED_STATES, JobState
-from taskq.broker.store import Consistency, Row, Statement, Store
+from taskq.broker.stores.store import Consistency, Row, Statement, Store
 from taskq.dev.cluster import RqliteCluster, running_cluster
 from taskq.worker.settings import WorkerSettings
 
 QUEUE = "chaos"
 PROBE_QUEUE = "chaos-probe"  # no worker takes from it: the probe's jobs just sit there
 PROBE_INTERVAL = 0.05
-# Who holds the maintenance lease (taskq.broker.maintenance.LEADER_LEASE): that
+# Who holds the maintenance lease (taskq.broker.ops.maintenance.LEADER_LEASE): that
 # worker requeues expired leases, and when it dies nobody does for up to 10 s.
 _MAINTAINER = "SELECT holder FROM leader WHERE name = 'maintenance'"
 

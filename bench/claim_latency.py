@@ -30,16 +30,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
-from taskq.broker.maintenance import job_requeue_expired
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.leases import Report, ReportKind, job_claim, job_report
+from taskq.broker.ops.maintenance import job_requeue_expired
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 
 QUEUE = "bench-claim"
 WORKER = "bench-worker"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 
 # The directory that holds the bench package: workers import its jobs from there.
 IMPORT_ROOT = Path(__file__).resolve().parents[1]

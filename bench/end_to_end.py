@@ -35,8 +35,8 @@ from bench.common import (
 )
 from bench.disk import DiskProbe
 from bench.stores import BenchStore
-from taskq.broker import plan
-from taskq.broker.client import Client, call_spec
+from taskq.broker.client.client import Client, call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_cancel
 from taskq.broker.ops.leases import (
     ClaimRequest,
@@ -46,7 +46,7 @@ from taskq.broker.ops.leases import (
     job_report_and_claim,
 )
 from taskq.broker.records import AttemptReport, Fenced, JobState
-from taskq.broker.store import Statement, Store
+from taskq.broker.stores.store import Statement, Store
 from taskq.dev.workers import WorkerFleet, environment_without
 from taskq.worker.settings import WorkerSettings
 

@@ -29,7 +29,7 @@ import httpx
 
 from bench.common import Result, say
 from bench.stores import open_bench_store
-from taskq.broker.client import Client, call_spec
+from taskq.broker.client.client import Client, call_spec
 from taskq.dev.server import running_server, write_server_config
 
 TARGET = "bench.jobs:echo"

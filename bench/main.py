@@ -94,7 +94,7 @@ from bench.end_to_end import (
 from bench.measure import BULK_BATCH, DEFAULT_CONCURRENCY, STEADY_RATE, Sizes, bench_store
 from bench.sandbox import sandbox_overhead
 from bench.stores import open_bench_store
-from taskq.broker.client import Client
+from taskq.broker.client.client import Client
 from taskq.worker.settings import WorkerSettings
 
 # The goals of the performance issues (7, then 31 where it is stricter), by (result key, store).

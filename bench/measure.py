@@ -37,7 +37,7 @@ from bench.end_to_end import (
     steady,
 )
 from bench.stores import BenchStore, open_bench_store, payload_text
-from taskq.broker.client import Client, call_spec
+from taskq.broker.client.client import Client, call_spec
 from taskq.worker.settings import WorkerSettings
 
 BULK_BATCH = 1_000

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from bench.common import in_background
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
 from taskq.dev.cluster import RqliteCluster, running_cluster
 
 RAW_TABLE = "bench_raw_jobs"

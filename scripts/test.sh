@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: Python deps into .venv, rqlited
-# found or installed (scripts/install_rqlite.sh), then lint, types and pytest.
+# found or installed (scripts/install_rqlite.sh), then lint, types, the import
+# contracts of pyproject.toml and pytest.
 #
 #   scripts/test.sh [--under-load] [PYTEST ARGS...]
 #
@@ -32,6 +33,8 @@ echo "== ruff" >&2
 .venv/bin/ruff format --check taskq tests scripts bench
 echo "== mypy" >&2
 .venv/bin/mypy
+echo "== import contracts" >&2
+.venv/bin/lint-imports
 echo "== pytest" >&2
 # Two pytest workers, a test file each at a time (module fixtures stay whole):
 # most tests wait on processes rather than burn CPU, so the suite takes about

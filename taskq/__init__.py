@@ -34,17 +34,17 @@ from taskq import errors
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AsyncClient": "taskq.broker.client",
-    "AsyncJobHandle": "taskq.broker.client",
-    "Client": "taskq.broker.client",
-    "JobHandle": "taskq.broker.client",
-    "call_spec": "taskq.broker.client",
-    "default_client": "taskq.broker.declared",
-    "python_exec_spec": "taskq.broker.client",
-    "set_default_client": "taskq.broker.declared",
-    "shell_spec": "taskq.broker.client",
-    "DeclaredJob": "taskq.broker.declared",
-    "job": "taskq.broker.declared",
+    "AsyncClient": "taskq.broker.client.client",
+    "AsyncJobHandle": "taskq.broker.client.client",
+    "Client": "taskq.broker.client.client",
+    "JobHandle": "taskq.broker.client.client",
+    "call_spec": "taskq.broker.client.client",
+    "default_client": "taskq.broker.client.declared",
+    "python_exec_spec": "taskq.broker.client.client",
+    "set_default_client": "taskq.broker.client.declared",
+    "shell_spec": "taskq.broker.client.client",
+    "DeclaredJob": "taskq.broker.client.declared",
+    "job": "taskq.broker.client.declared",
     "Job": "taskq.broker.records",
     "JobState": "taskq.broker.records",
     "Abort": "taskq.retry",
@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from taskq.broker.client import (
+    from taskq.broker.client.client import (
         AsyncClient,
         AsyncJobHandle,
         Client,
@@ -87,7 +87,7 @@ if TYPE_CHECKING:
         python_exec_spec,
         shell_spec,
     )
-    from taskq.broker.declared import DeclaredJob, default_client, job, set_default_client
+    from taskq.broker.client.declared import DeclaredJob, default_client, job, set_default_client
     from taskq.broker.records import Job, JobState
     from taskq.job_context import JobContext, current_job
     from taskq.retry import Abort, Retry, RetryPolicy

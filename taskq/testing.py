@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from taskq.broker import plan
-from taskq.broker.client import Client
+from taskq.broker.client.client import Client
 from taskq.broker.limits import Limits
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_next_run_at
 from taskq.broker.ops.leases import job_claim, job_report
 from taskq.broker.ops.queues import job_counts

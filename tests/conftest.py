@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker.connect import open_store
-from taskq.broker.store import Store
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Store
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster, running_cluster
 
 # The rqlite tier: run whole where rqlited is found, else reported as not run.

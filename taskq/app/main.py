@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from taskq import __version__, errors
-from taskq.broker.connect import open_store
-from taskq.broker.store import Store
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Store
 
 EXIT_ERROR = 1
 # As ``taskq`` and ``taskq-worker`` do: a script can tell a setup to fix from a store to wait for.

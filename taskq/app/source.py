@@ -1,6 +1,6 @@
 """The console's data source: snapshots of the store, and the actions it offers.
 
-Everything here goes through the public :class:`taskq.broker.client.AsyncClient`,
+Everything here goes through the public :class:`taskq.broker.client.client.AsyncClient`,
 never an operation or SQL of its own. The app is handed a :class:`ConsoleSource`,
 so tests drive the real app over a real store.
 """
@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from taskq import errors
-from taskq.broker.client import AsyncClient, CancelResult, ThroughputBucket
+from taskq.broker.client.client import AsyncClient, CancelResult, ThroughputBucket
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
-from taskq.broker.store import NodeInfo, Store
+from taskq.broker.stores.store import NodeInfo, Store
 
 # What each bulk action can move: job_cancel leaves other states alone, and
 # job_retry only takes finished jobs that did not succeed. Bulk actions list

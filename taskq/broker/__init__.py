@@ -1,1 +1,7 @@
-"""The broker: job stores, their schema and SQL, and the operations on jobs."""
+"""The broker, in three layers: ``client/`` over ``ops/`` over ``stores/``.
+
+``stores/`` holds the stores and their transport, ``ops/`` every operation
+on jobs with its SQL (``ops/sql/``), ``client/`` the public API. Each layer
+imports only those below it. Beside them, ``records.py``, ``limits.py`` and
+``job_validation.py`` are the job records and checks that the layers share.
+"""

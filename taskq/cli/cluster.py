@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from taskq import errors, humanize
 from taskq.broker.records import JobState
-from taskq.broker.store import NodeInfo
-from taskq.broker.store_url import SqliteTarget, mask_password, parse_store_url
+from taskq.broker.stores.store import NodeInfo
+from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
 from taskq.cli import command, connection, output, values
 
 

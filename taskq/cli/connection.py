@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from urllib.parse import parse_qsl
 
-from taskq.broker.client import Client
-from taskq.broker.connect import open_store
-from taskq.broker.store import Store
-from taskq.broker.store_url import RqliteTarget, parse_store_url, resolve_store_url
+from taskq.broker.client.client import Client
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import RqliteTarget, parse_store_url, resolve_store_url
 from taskq.cli import output
 from taskq.config import load_config
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from taskq import errors
-from taskq.broker.client import Client, call_spec, default_submitter
+from taskq.broker.client.client import Client, call_spec, default_submitter
 from taskq.broker.records import Job, JobSpec, JobState
-from taskq.broker.store_url import STORE_ENV, mask_password
+from taskq.broker.stores.store_url import STORE_ENV, mask_password
 from taskq.cli import command, connection, output, values
 from taskq.dev.local_cluster import LocalCluster
 from taskq.dev.workers import WorkerFleet

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from taskq.broker import job_validation
-from taskq.broker.client import call_spec
+from taskq.broker.client.client import call_spec
 from taskq.broker.records import JobSpec
 from taskq.cli import values
 

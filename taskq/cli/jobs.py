@@ -8,7 +8,7 @@ import signal
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.client import Client, JobHandle
+from taskq.broker.client.client import Client, JobHandle
 from taskq.broker.records import Execution, JobState
 from taskq.cli import command, connection, job_options, output, payloads, values
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from taskq import errors
-from taskq.broker.client import call_spec, python_exec_spec, shell_spec
+from taskq.broker.client.client import call_spec, python_exec_spec, shell_spec
+from taskq.broker.client.seed_jobs import seed_job_specs
 from taskq.broker.records import JobSpec
-from taskq.broker.seed_jobs import seed_job_specs
 from taskq.cli import values
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from taskq import errors
-from taskq.broker.client import KEEP
+from taskq.broker.client.client import KEEP
 from taskq.cli import command, connection, output, values
 from taskq.retry import RetryPolicy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from taskq import errors
-from taskq.broker.client import KEEP, Client, Keep
+from taskq.broker.client.client import KEEP, Client, Keep
 from taskq.broker.records import JobState, QueueStats
 from taskq.cli import command, connection, output, values
 

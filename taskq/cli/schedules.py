@@ -9,8 +9,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from taskq import errors
-from taskq.broker import schedules
-from taskq.broker.client import Schedule, default_submitter
+from taskq.broker import schedule_timing
+from taskq.broker.client.client import Schedule, default_submitter
 from taskq.cli import command, connection, job_options, output, values
 
 # The parts of a stored schedule's job that the broker keeps as JSON text.
@@ -95,7 +95,7 @@ def describe(schedule: Schedule) -> str:
     """When the schedule fires, in words."""
     if schedule.timing.every_seconds is not None:
         return f"every {output.span(schedule.timing.every_seconds)}"
-    return schedules.describe(schedule.timing)
+    return schedule_timing.describe(schedule.timing)
 
 
 def _job(schedule: Schedule) -> dict[str, Any]:
@@ -126,7 +126,9 @@ def cmd_add(args: argparse.Namespace) -> int:
             cron=args.cron,
             every_seconds=args.every,
             timezone=args.timezone,
-            catch_up=schedules.CatchUp.SKIP if args.skip_missed else schedules.CatchUp.ONCE,
+            catch_up=schedule_timing.CatchUp.SKIP
+            if args.skip_missed
+            else schedule_timing.CatchUp.ONCE,
             replace=args.replace,
         )
     schedule = added.schedule

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from taskq import errors
-from taskq.broker import limits, schedules
+from taskq.broker import limits, schedule_timing
 
 NONE_WORDS = {"none", "off", "unlimited"}
 
@@ -43,7 +43,7 @@ def json_object(text: str) -> dict[str, Any]:
 def seconds(text: str) -> float:
     """A positive duration: ``90`` (seconds), ``90s``, ``10m``, ``2h``, ``1d``, ``250ms``."""
     try:
-        return schedules.parse_duration(text)
+        return schedule_timing.parse_duration(text)
     except errors.ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -132,7 +132,7 @@ def rate(text: str) -> Rate:
     if period_text[:1].isalpha():
         period_text = "1" + period_text
     try:
-        period = schedules.parse_duration(period_text)
+        period = schedule_timing.parse_duration(period_text)
     except errors.ConfigError:
         raise argparse.ArgumentTypeError(f"{text!r}: bad period; {hint}") from None
     return Rate(count, period)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskq import errors
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
 from taskq.dev.cluster import RqliteCluster, RqliteNode
 from taskq.dev.processes import port_is_free, read_pid, runs_with, stop_recorded
 from taskq.dev.rqlited import RqlitedMissing, find_rqlited

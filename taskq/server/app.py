@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from taskq.broker.client import AsyncClient
+from taskq.broker.client.client import AsyncClient
 from taskq.server import fleet, health, jobs
 from taskq.server.auth import Tokens
 from taskq.server.endpoint import Endpoint, guarded

@@ -3,7 +3,7 @@
 A body with an unknown member, or a member of the wrong type, is refused
 with the member's name (422) before anything is written; a body that is not
 JSON at all is a 400. The checks of a job's values themselves are the
-broker's (:func:`taskq.broker.client.validate_spec`), as for every client.
+broker's (:func:`taskq.broker.client.client.validate_spec`), as for every client.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import msgspec
 from starlette.requests import Request
 
 from taskq import errors
-from taskq.broker.client import call_spec
+from taskq.broker.client.client import call_spec
 from taskq.broker.records import JobSpec
-from taskq.broker.schedules import CatchUp
+from taskq.broker.schedule_timing import CatchUp
 from taskq.server.problems import BadRequest, TooLarge
 
 MAX_PAGE = 1000

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client import AsyncClient
+from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
 from taskq.server import problems
 from taskq.server.auth import Caller, Tokens

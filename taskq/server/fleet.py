@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client import KEEP, Schedule, ScheduleAdded
+from taskq.broker.client.client import KEEP, Schedule, ScheduleAdded
 from taskq.broker.records import Execution, QueueStats, WorkerInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller

@@ -21,10 +21,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from taskq import errors
-from taskq.broker.client import AsyncClient, ExecutionStats
-from taskq.broker.ops.jobs import Histogram
+from taskq.broker.client.client import AsyncClient, ExecutionStats, Histogram
 from taskq.broker.records import JobState, QueueStats, WorkerInfo
-from taskq.broker.store import NodeInfo
+from taskq.broker.stores.store import NodeInfo
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

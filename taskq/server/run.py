@@ -8,8 +8,8 @@ import logging
 import uvicorn
 
 from taskq import errors
-from taskq.broker.client import AsyncClient
-from taskq.broker.connect import open_store
+from taskq.broker.client.client import AsyncClient
+from taskq.broker.client.connect import open_store
 from taskq.config import ServerSection
 from taskq.server.app import create_app
 from taskq.server.auth import Tokens

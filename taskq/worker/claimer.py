@@ -15,7 +15,7 @@ import anyio
 
 from taskq import errors
 from taskq.broker.ops.leases import job_claimable
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from taskq.worker.acks import AckBatcher
 from taskq.worker.claim_requests import ClaimRequests
 from taskq.worker.settings import WorkerSettings

@@ -14,8 +14,8 @@ import os
 
 import anyio
 
-from taskq.broker.maintenance import Maintainer
-from taskq.broker.store import Store
+from taskq.broker.ops.maintenance import Maintainer
+from taskq.broker.stores.store import Store
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.claim_requests import ClaimRequests

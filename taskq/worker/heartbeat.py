@@ -14,8 +14,8 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.maintenance import Maintainer
 from taskq.broker.ops.leases import job_heartbeat
+from taskq.broker.ops.maintenance import Maintainer
 from taskq.worker.events import EventLog
 from taskq.worker.running import StopReason, note_renewals, stop_expired
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline

@@ -23,10 +23,10 @@ from functools import partial
 import anyio
 
 from taskq import errors
-from taskq.broker.maintenance import Maintainer
+from taskq.broker.ops.maintenance import Maintainer
 from taskq.broker.ops.workers import worker_register, worker_set_state
-from taskq.broker.store import Store
-from taskq.broker.wakeups import hint_address
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.wake_hints import hint_address
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.claim_requests import ClaimRequests

@@ -15,8 +15,8 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.connect import open_store
-from taskq.broker.store import Store
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Store
 from taskq.worker.events import EventLog
 from taskq.worker.factory import build_worker
 from taskq.worker.runtime import Worker, new_worker_id

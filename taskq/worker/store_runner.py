@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from taskq.broker import plan
-from taskq.broker.plan import Op
-from taskq.broker.store import Store
+from taskq.broker.ops.plan import Op
+from taskq.broker.stores.store import Store
 
 Run = Callable[[Op[Any]], Awaitable[Any]]
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker import plan
-from taskq.broker.client import default_submitter
-from taskq.broker.connect import open_store
+from taskq.broker.client.client import default_submitter
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.leases import job_claim
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from taskq.cli.main import build_parser
 from tests.support.cli_runs import ok, one_error_line, taskq
 from tests.support.rqlite_cluster import STORE_KINDS

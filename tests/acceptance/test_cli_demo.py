@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import taskq
-from taskq.broker import plan
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import Job, JobState

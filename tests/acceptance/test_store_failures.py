@@ -17,8 +17,8 @@ import pytest
 
 import taskq
 from taskq import errors
-from taskq.broker import migrations
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import migrations
 from tests.support import cli_runs
 from tests.support.cli_runs import one_error_line
 from tests.support.damaged_store import damage_table, not_a_database

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import taskq
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import JobState
 from taskq.worker.cpus import format_cpu_list

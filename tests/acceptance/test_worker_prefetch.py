@@ -16,7 +16,7 @@ from pathlib import Path
 
 import taskq
 from taskq.broker.records import JobState
-from taskq.broker.store import Statement
+from taskq.broker.stores.store import Statement
 from tests.support.worker_process import WorkerFleet, WorkerProcess, wait_until
 
 JOBS = "tests.support.jobs"

@@ -14,16 +14,8 @@ from typing import Any, TypeVar
 import pytest
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.maintenance import (
-    LeaderRenewal,
-    job_prune,
-    job_requeue_expired,
-    leader_attempt_elect,
-    leader_resign,
-    worker_mark_lost,
-)
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import (
     execution_list,
@@ -33,6 +25,7 @@ from taskq.broker.ops.jobs import (
     job_list,
     job_retry,
 )
+from taskq.broker.ops.leader import LeaderRenewal, leader_attempt_elect, leader_resign
 from taskq.broker.ops.leases import (
     Backoff,
     Report,
@@ -44,6 +37,8 @@ from taskq.broker.ops.leases import (
     job_progress,
     job_report,
 )
+from taskq.broker.ops.maintenance import job_prune, job_requeue_expired, worker_mark_lost
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import (
     job_counts,
     queue_set_limits,
@@ -51,17 +46,16 @@ from taskq.broker.ops.queues import (
     submit_limit_remove,
     submit_limit_set,
 )
-from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
-from taskq.broker.plan import Op
-from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
-from taskq.broker.schedules import (
+from taskq.broker.ops.schedules import (
     schedule_add,
     schedule_fire_due,
     schedule_list,
     schedule_remove,
     schedule_set_paused,
 )
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
+from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
+from taskq.broker.stores.store import Consistency, Statement, Store
 from tests.support.reports import completed, failed, released, report_one
 
 T = TypeVar("T")

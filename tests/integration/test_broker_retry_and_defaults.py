@@ -13,15 +13,15 @@ import msgspec
 import pytest
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client_base import call_spec
-from taskq.broker.maintenance import job_requeue_expired
+from taskq.broker.client.client_base import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leases import job_claim, job_progress
+from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.queues import job_counts, queue_set_defaults
 from taskq.broker.records import JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from taskq.retry import RetryPolicy
 from tests.support.reports import failed, released, report_one
 

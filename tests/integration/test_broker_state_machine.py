@@ -41,10 +41,9 @@ from hypothesis.stateful import (
 )
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
-from taskq.broker.maintenance import job_requeue_expired
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_retry
 from taskq.broker.ops.leases import (
@@ -55,10 +54,11 @@ from taskq.broker.ops.leases import (
     job_heartbeat,
     job_report,
 )
+from taskq.broker.ops.maintenance import job_requeue_expired
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.plan import Op
 from taskq.broker.records import AttemptReport, Fenced, JobSpec, JobState, Lease
-from taskq.broker.store import Row, Store
+from taskq.broker.stores.store import Row, Store
 from tests.support.answer_losing_store import AnswerLosingStore, Loss
 from tests.support.job_tables import execution_rows, job_rows
 from tests.support.reports import completed, failed, released, report_one

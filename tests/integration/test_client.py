@@ -13,12 +13,12 @@ import pytest
 
 import taskq
 from taskq import errors
-from taskq.broker import migrations, plan
-from taskq.broker.maintenance import job_requeue_expired
+from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.leases import job_claim
+from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.records import JobState
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.stores.store import Consistency, Statement, Store
 from tests.support.reports import completed, failed, report_one
 
 

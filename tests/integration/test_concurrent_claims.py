@@ -19,11 +19,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from taskq.broker import plan
-from taskq.broker.client import call_spec
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.records import Fenced, JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.support.job_tables import execution_rows, job_rows
 from tests.support.rqlite_cluster import REPO
 

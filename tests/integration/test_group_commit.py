@@ -17,9 +17,9 @@ import pytest
 
 import taskq
 from taskq import errors
-from taskq.broker import group_commit
-from taskq.broker.connect import open_store
-from taskq.broker.store import Statement, StatementResult, Store
+from taskq.broker.client import group_commit
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Statement, StatementResult, Store
 from tests.support.delegating_store import DelegatingStore
 
 SUBMITTERS = 8

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.leases import job_claim
 from taskq.broker.ops.queues import job_counts, queue_set_limits, submit_limit_set
 from taskq.broker.records import JobState
-from taskq.broker.store import Consistency, Statement
+from taskq.broker.stores.store import Consistency, Statement
 from tests.support.processes import run_together, started_together
 from tests.support.reports import completed, report_one
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster

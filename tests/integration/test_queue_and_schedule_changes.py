@@ -15,16 +15,16 @@ import pytest
 
 import taskq
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.maintenance import worker_mark_lost
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.leases import job_claim, job_heartbeat
+from taskq.broker.ops.maintenance import worker_mark_lost
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts, queue_set_limits, queue_set_paused
+from taskq.broker.ops.schedules import schedule_add, schedule_list, schedule_remove
 from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
-from taskq.broker.plan import Op
-from taskq.broker.schedules import schedule_add, schedule_list, schedule_remove
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 
 T = TypeVar("T")
 T0 = 1_800_000_000.0

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker.rqlite_store import RqliteStore
-from taskq.broker.store import Consistency, Statement
-from taskq.broker.store_url import RqliteTarget, parse_store_url
+from taskq.broker.stores.rqlite_store import RqliteStore
+from taskq.broker.stores.store import Consistency, Statement
+from taskq.broker.stores.store_url import RqliteTarget, parse_store_url
 from tests.support.rqlite_cluster import RqliteCluster, RqliteNode, running_cluster
 
 pytestmark = pytest.mark.rqlite  # every test here runs a real cluster

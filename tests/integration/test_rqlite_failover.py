@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker.connect import open_store
-from taskq.broker.store import Consistency, Statement
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Consistency, Statement
 from tests.support.rqlite_cluster import running_cluster
 
 WRITES_AFTER_KILL = 50

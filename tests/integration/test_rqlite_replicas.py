@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
-from taskq.broker.maintenance import job_requeue_expired, leader_attempt_elect, worker_mark_lost
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel
+from taskq.broker.ops.leader import leader_attempt_elect
 from taskq.broker.ops.leases import job_claim, job_heartbeat, job_progress
+from taskq.broker.ops.maintenance import job_requeue_expired, worker_mark_lost
 from taskq.broker.ops.queues import queue_set_paused
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import AttemptReport

@@ -22,10 +22,10 @@ import pytest
 
 import taskq
 from taskq import errors
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
 from taskq.broker.records import JobState
-from taskq.broker.rqlite_store import RqliteStore
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.stores.rqlite_store import RqliteStore
+from taskq.broker.stores.store import Consistency, Statement, Store
 from tests.support.rqlite_cluster import (
     RqliteCluster,
     TlsFiles,

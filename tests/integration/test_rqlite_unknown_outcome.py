@@ -28,16 +28,16 @@ from typing import Any, TypeVar
 import pytest
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
-from taskq.broker.maintenance import job_requeue_expired
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leases import job_claim
-from taskq.broker.plan import Op
+from taskq.broker.ops.maintenance import job_requeue_expired
+from taskq.broker.ops.plan import Op
 from taskq.broker.records import Fenced, JobState, Lease
-from taskq.broker.store import Consistency, Store
+from taskq.broker.stores.store import Consistency, Store
 from tests.support.job_tables import execution_rows, job_rows
 from tests.support.reports import completed, report_one
 from tests.support.rqlite_cluster import running_cluster

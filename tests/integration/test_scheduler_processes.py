@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.connect import open_store
+from taskq.broker.client.client import call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_list
-from taskq.broker.schedules import schedule_add, schedule_fire_due
+from taskq.broker.ops.schedules import schedule_add, schedule_fire_due
 from tests.support.processes import run_together
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 

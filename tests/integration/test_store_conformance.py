@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from taskq import errors
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.stores.store import Consistency, Statement, Store
 
 
 def _create(store: Store, table: str) -> None:

@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 
 import taskq
 from taskq import errors
-from taskq.broker import job_validation, plan
+from taskq.broker import job_validation
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.queues import submit_limit_remove, submit_limit_set
 from taskq.broker.records import JobState
-from taskq.broker.store import Consistency, Row, Statement, Store
+from taskq.broker.stores.store import Consistency, Row, Statement, Store
 
 TARGET = "tests.support.jobs:echo"
 LIMIT_RATE = 100_000.0

@@ -9,10 +9,11 @@ import anyio.to_thread
 import pytest
 
 import taskq
-from taskq.broker import plan, wakeups
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_set_state
-from taskq.broker.store import Statement, Store
+from taskq.broker.stores import wake_hints
+from taskq.broker.stores.store import Statement, Store
 from tests.support.hinted_workers import register_worker
 from tests.support.rqlite_cluster import RqliteCluster
 
@@ -27,9 +28,9 @@ def cluster_store(rqlite_cluster: RqliteCluster) -> Iterator[Store]:
 
 
 def test_a_worker_on_a_cluster_records_where_it_listens(cluster_store: Store) -> None:
-    assert isinstance(cluster_store, wakeups.HintedStore)
+    assert isinstance(cluster_store, wake_hints.HintedStore)
     register_worker(
-        cluster_store, "w-listening", ["listening-queue"], wakeups.hint_address(cluster_store)
+        cluster_store, "w-listening", ["listening-queue"], wake_hints.hint_address(cluster_store)
     )
     try:
         (row,) = cluster_store.query(
@@ -46,7 +47,7 @@ def test_a_worker_on_a_cluster_records_where_it_listens(cluster_store: Store) ->
 def test_a_client_submit_on_a_cluster_wakes_the_listening_worker(
     rqlite_cluster: RqliteCluster, cluster_store: Store
 ) -> None:
-    listener = wakeups.WakeListener("127.0.0.1")
+    listener = wake_hints.WakeListener("127.0.0.1")
     client = taskq.Client(rqlite_cluster.url)
     register_worker(cluster_store, "w-hinted", ["hinted-queue"], listener.address)
 

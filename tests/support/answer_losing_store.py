@@ -14,7 +14,7 @@ import enum
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.store import Statement, StatementResult, Store
+from taskq.broker.stores.store import Statement, StatementResult, Store
 from tests.support.delegating_store import DelegatingStore
 
 
@@ -26,7 +26,7 @@ class Loss(enum.Enum):
 
 
 class AnswerLosingStore(DelegatingStore):
-    """A :class:`taskq.broker.store.Store` that loses the answer to one armed write."""
+    """A :class:`taskq.broker.stores.store.Store` that loses the answer to one armed write."""
 
     def __init__(self, inner: Store) -> None:
         super().__init__(inner)

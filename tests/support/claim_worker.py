@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from taskq.broker import plan
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.leases import job_claim
 from tests.support.reports import completed, report_one
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
+from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
 
 
 class DelegatingStore:
-    """A :class:`taskq.broker.store.Store` that passes every call to ``inner``."""
+    """A :class:`taskq.broker.stores.store.Store` that passes every call to ``inner``."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_register
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 
 
 def register_worker(

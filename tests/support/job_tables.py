@@ -7,7 +7,7 @@ Reads are linearizable, so on rqlite they see every acknowledged write.
 
 from __future__ import annotations
 
-from taskq.broker.store import Consistency, Row, Statement, Store
+from taskq.broker.stores.store import Consistency, Row, Statement, Store
 
 _JOBS = "SELECT * FROM jobs WHERE queue = :queue ORDER BY id"
 _EXECUTIONS = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskq.broker.ops.leases import DEFAULT_BACKOFF, Backoff, Report, ReportKind, job_report
-from taskq.broker.plan import Op
+from taskq.broker.ops.plan import Op
 from taskq.broker.records import AttemptReport, Fenced, Lease
 
 

@@ -11,8 +11,8 @@ import pytest
 from taskq.app.app import ConsoleApp
 from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource
-from taskq.broker.connect import open_store
-from taskq.broker.store import Store
+from taskq.broker.client.connect import open_store
+from taskq.broker.stores.store import Store
 from tests.tui.seed import BASE, Seeded, seed
 
 REFRESH = 0.25

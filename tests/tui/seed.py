@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from taskq.broker import plan
-from taskq.broker.client import call_spec
-from taskq.broker.maintenance import worker_mark_lost
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_list
 from taskq.broker.ops.leases import Backoff, job_claim, job_heartbeat
+from taskq.broker.ops.maintenance import worker_mark_lost
 from taskq.broker.ops.queues import queue_set_paused
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import AttemptReport, ClaimedJob, JobSpec, JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.support.reports import completed, failed, released, report_one
 
 BASE = 1_750_000_000.0

@@ -12,11 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
+from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult, Store
 
 
 class SwitchableStore:
-    """A :class:`taskq.broker.store.Store` that can be cut off and brought back."""
+    """A :class:`taskq.broker.stores.store.Store` that can be cut off and brought back."""
 
     def __init__(self, store: Store, *, delay: float = 0.0) -> None:
         self.store = store

@@ -13,11 +13,11 @@ from taskq.app.screens.confirm import ConfirmScreen
 from taskq.app.screens.submit import SubmitScreen
 from taskq.app.source import JobFilter
 from taskq.app.widgets.tables import JobsTable, QueuesTable
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_get, job_list
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.tui.seed import Seeded
 from tests.tui.waiting import plain, screen_name, wait_for
 

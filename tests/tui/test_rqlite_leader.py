@@ -11,7 +11,7 @@ from taskq.app.app import ConsoleApp
 from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource
 from taskq.app.widgets.tables import NodesTable
-from taskq.broker.connect import open_store
+from taskq.broker.client.connect import open_store
 from tests.support.rqlite_cluster import running_cluster
 from tests.tui.waiting import wait_for
 

@@ -20,9 +20,9 @@ from taskq.app.formatting import Clock
 from taskq.app.screens.submit import SubmitScreen
 from taskq.app.source import ConsoleSource
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkersTable
-from taskq.broker import migrations
-from taskq.broker.sqlite_store import SqliteStore
-from taskq.broker.store import Store
+from taskq.broker.ops import migrations
+from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Store
 from tests.tui.seed import BASE, Seeded, seed
 from tests.tui.waiting import plain, wait_for
 

@@ -9,7 +9,7 @@ import pytest
 from taskq.app.app import ConsoleApp
 from taskq.app.widgets.banner import StoreBanner
 from taskq.app.widgets.tables import JobsTable, QueuesTable
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.tui.seed import Seeded
 from tests.tui.switchable_store import SwitchableStore
 from tests.tui.waiting import plain, wait_for

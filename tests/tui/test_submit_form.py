@@ -21,11 +21,11 @@ from textual.widgets import Button, Input, Static
 
 from taskq.app.app import ConsoleApp
 from taskq.app.screens.submit import SubmitScreen
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.records import Job, JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.tui.waiting import plain, wait_for
 
 pytestmark = pytest.mark.anyio

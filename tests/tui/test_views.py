@@ -14,12 +14,12 @@ from taskq.app.screens.jobs import JobsScreen
 from taskq.app.source import JobFilter
 from taskq.app.widgets.panels import AttemptOutput
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, NodesTable, QueuesTable, WorkersTable
-from taskq.broker import plan
-from taskq.broker.client import call_spec
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_list
 from taskq.broker.records import JobState
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.tui.seed import LAB_01, LAB_02, LAB_03, Seeded
 from tests.tui.waiting import plain, screen_name, wait_for
 

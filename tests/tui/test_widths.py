@@ -22,11 +22,11 @@ from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource, JobFilter
 from taskq.app.widgets.keyed_table import Column, KeyedTable, fit_widths
 from taskq.app.widgets.tables import JobsTable, NodesTable, QueuesTable, WorkersTable
-from taskq.broker import migrations, plan
+from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.leases import job_claim
 from taskq.broker.ops.workers import worker_register
-from taskq.broker.sqlite_store import SqliteStore
-from taskq.broker.store import Store
+from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Store
 from tests.tui.seed import BASE, seed
 from tests.tui.waiting import plain, wait_for
 

@@ -16,8 +16,8 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker.client.seed_jobs import seed_job_specs
 from taskq.broker.records import Job, PayloadKind
-from taskq.broker.seed_jobs import seed_job_specs
 from tests.support import declared_jobs
 from tests.support.declared_jobs import area, greet, plain_multiply
 

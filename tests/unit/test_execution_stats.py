@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from taskq.broker import queries
+from taskq.broker.ops import queries
 from taskq.broker.ops.jobs import ATTEMPT_SECONDS_BUCKETS
 
 

@@ -21,8 +21,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
-from taskq.broker.http_transport import HttpTransport, TransportOptions
+from taskq.broker.stores.http_plan import HttpCall, HttpReply, SendFailure, SendStage
+from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
 
 T = TypeVar("T")
 

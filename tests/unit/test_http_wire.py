@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taskq.broker.http_plan import HttpCall, HttpReply
-from taskq.broker.http_transport import TransportOptions
-from taskq.broker.http_wire import Endpoint, ReplyInvalid, ReplyReader, encode_request
+from taskq.broker.stores.http_plan import HttpCall, HttpReply
+from taskq.broker.stores.http_transport import TransportOptions
+from taskq.broker.stores.http_wire import Endpoint, ReplyInvalid, ReplyReader, encode_request
 
 NODE = Endpoint("rqlite.local", 4001, tls=False)
 

@@ -7,24 +7,24 @@ import anyio
 import pytest
 
 from taskq import errors
-from taskq.broker import maintenance, plan, queries
-from taskq.broker.client import Client, call_spec
-from taskq.broker.connect import open_store
-from taskq.broker.maintenance import (
+from taskq.broker.client.client import Client, call_spec
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import maintenance, plan, queries
+from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.jobs import job_get
+from taskq.broker.ops.leader import leader_attempt_elect
+from taskq.broker.ops.leases import job_claim, job_heartbeat
+from taskq.broker.ops.maintenance import (
     LeaseRequeuer,
     LostWorkerMarker,
     Maintainer,
     Pruner,
     job_requeue_expired,
-    leader_attempt_elect,
 )
-from taskq.broker.ops.enqueue import job_enqueue
-from taskq.broker.ops.jobs import job_get
-from taskq.broker.ops.leases import job_claim, job_heartbeat
+from taskq.broker.ops.schedules import schedule_add
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import JobState
-from taskq.broker.schedules import schedule_add
-from taskq.broker.store import Store
+from taskq.broker.stores.store import Store
 from tests.support.reports import completed, report_one
 
 T0 = 1_800_000_000.0

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker import migrations
-from taskq.broker.migrations import load_migrations, migrate, split_statements
-from taskq.broker.queries import read_sql_file
-from taskq.broker.sqlite_store import SqliteStore
+from taskq.broker.ops import migrations
+from taskq.broker.ops.migrations import load_migrations, migrate, split_statements
+from taskq.broker.ops.queries import read_sql_file
+from taskq.broker.stores.sqlite_store import SqliteStore
 
 
 def _schema_of(path: Path) -> set[tuple[str, ...]]:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker import queries
+from taskq.broker.ops import queries
 
 PACKAGE = Path(__file__).resolve().parents[2] / "taskq"
 
@@ -36,20 +36,14 @@ def test_every_name_the_code_uses_exists() -> None:
     assert not missing
 
 
-# Which module each query file serves: its blocks are looked up there, and only there.
-_OWNERS = {
-    "maintenance": "broker/maintenance.py",
-    "migrations": "broker/migrations.py",
-    "schedules": "broker/schedules.py",
-}
-
-
 def test_each_query_file_serves_one_module_and_every_block_is_used() -> None:
-    files = sorted((PACKAGE / "broker" / "sql" / "queries").glob("*.sql"))
+    # ops/x.py, and only it, looks up the blocks of sql/queries/x.sql: no exceptions.
+    ops = PACKAGE / "broker" / "ops"
+    files = sorted((ops / "sql" / "queries").glob("*.sql"))
     assert files
     sources = {path: path.read_text() for path in PACKAGE.rglob("*.py")}
     for sql_file in files:
-        owner = PACKAGE / _OWNERS.get(sql_file.stem, f"broker/ops/{sql_file.stem}.py")
+        owner = ops / f"{sql_file.stem}.py"
         for name in queries.parse_blocks(sql_file.read_text()):
             users = {path for path, text in sources.items() if f'"{name}"' in text}
             assert users == {owner}, (sql_file.name, name, users)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker import queries
-from taskq.broker.migrations import migrate
-from taskq.broker.sqlite_store import SqliteStore
+from taskq.broker.ops import queries
+from taskq.broker.ops.migrations import migrate
+from taskq.broker.stores.sqlite_store import SqliteStore
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ import pytest
 
 from taskq import errors
 from taskq.broker.ops.leases import Report, ReportKind, job_report
-from taskq.broker.plan import Read, Write
+from taskq.broker.ops.plan import Read, Write
 from taskq.broker.records import AttemptReport, Fenced, Lease
-from taskq.broker.store import StatementResult
+from taskq.broker.stores.store import StatementResult
 
 DONE = Lease(1, "t1")
 STILL_RUNNING = Lease(2, "t2")

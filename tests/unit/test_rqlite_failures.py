@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from taskq import errors
-from taskq.broker import trampoline
-from taskq.broker.http_plan import HttpCall, HttpPlan, HttpReply, SendFailure, SendStage
-from taskq.broker.rqlite_store import (
+from taskq.broker.stores import trampoline
+from taskq.broker.stores.http_plan import HttpCall, HttpPlan, HttpReply, SendFailure, SendStage
+from taskq.broker.stores.rqlite_store import (
     LEADER_POLL_SECONDS,
     RqliteStore,
     failover_budget,
     with_known_addresses,
 )
-from taskq.broker.store import NodeInfo, Statement
-from taskq.broker.store_url import RqliteTarget, parse_store_url
+from taskq.broker.stores.store import NodeInfo, Statement
+from taskq.broker.stores.store_url import RqliteTarget, parse_store_url
 
 A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
 INSERT = Statement("INSERT INTO t VALUES (1)")

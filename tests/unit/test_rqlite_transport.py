@@ -15,10 +15,10 @@ import anyio
 import pytest
 
 from taskq import errors
-from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
-from taskq.broker.rqlite_store import RqliteStore
-from taskq.broker.store import Consistency, Statement
-from taskq.broker.store_url import RqliteTarget, parse_store_url
+from taskq.broker.stores.http_plan import HttpCall, HttpReply, SendFailure, SendStage
+from taskq.broker.stores.rqlite_store import RqliteStore
+from taskq.broker.stores.store import Consistency, Statement
+from taskq.broker.stores.store_url import RqliteTarget, parse_store_url
 
 A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
 INSERT = Statement("INSERT INTO t (name) VALUES (:name)", {"name": "x"})

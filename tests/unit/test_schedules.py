@@ -4,7 +4,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from taskq import errors
-from taskq.broker.schedules import (
+from taskq.broker.schedule_timing import (
     SKIP_GRACE_SECONDS,
     CatchUp,
     due,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker.sqlite_store import SqliteOptions, SqliteStore
-from taskq.broker.store import Statement
+from taskq.broker.stores.sqlite_store import SqliteOptions, SqliteStore
+from taskq.broker.stores.store import Statement
 
 
 def _pragma(store: SqliteStore, name: str) -> object:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker import migrations
-from taskq.broker.connect import open_store
-from taskq.broker.sqlite_store import SqliteStore
-from taskq.broker.store import Statement
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import migrations
+from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Statement
 from tests.support.damaged_store import damage_table, not_a_database
 from tests.support.small_filesystem import small_filesystem
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker.store_url import (
+from taskq.broker.stores.store_url import (
     RqliteTarget,
     SqliteTarget,
     mask_password,

@@ -15,10 +15,12 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from taskq.broker import plan, wakeups
-from taskq.broker.connect import open_store
+from taskq.broker.client import wake_sender
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_set_state
-from taskq.broker.store import Store
+from taskq.broker.stores import wake_hints
+from taskq.broker.stores.store import Store
 from tests.support.hinted_workers import register_worker
 
 _LONG_WAIT = 60.0
@@ -26,8 +28,8 @@ _BOUND = 10.0
 
 
 @pytest.fixture
-def listener() -> Iterator[wakeups.WakeListener]:
-    opened = wakeups.WakeListener("127.0.0.1")
+def listener() -> Iterator[wake_hints.WakeListener]:
+    opened = wake_hints.WakeListener("127.0.0.1")
     yield opened
     opened.close()
 
@@ -38,7 +40,7 @@ def _send(address: str, datagram: bytes) -> None:
         sender.sendto(datagram, (host, int(port)))
 
 
-async def _ended_by(listener: wakeups.WakeListener, act: Callable[[], Awaitable[None]]) -> bool:
+async def _ended_by(listener: wake_hints.WakeListener, act: Callable[[], Awaitable[None]]) -> bool:
     """Start a long wait, do ``act`` once it waits; whether the wait ended of it."""
     ended = anyio.Event()
 
@@ -62,9 +64,9 @@ def _run(scenario: Callable[[], Awaitable[None]]) -> None:
     anyio.run(scenario, backend_options={"use_uvloop": True})
 
 
-def test_a_hint_ends_the_wait(listener: wakeups.WakeListener) -> None:
+def test_a_hint_ends_the_wait(listener: wake_hints.WakeListener) -> None:
     async def hint() -> None:
-        _send(listener.address, wakeups._HINT)
+        _send(listener.address, wake_hints.HINT)
 
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
@@ -73,13 +75,13 @@ def test_a_hint_ends_the_wait(listener: wakeups.WakeListener) -> None:
     _run(scenario)
 
 
-def test_a_datagram_that_is_not_a_hint_is_ignored(listener: wakeups.WakeListener) -> None:
+def test_a_datagram_that_is_not_a_hint_is_ignored(listener: wake_hints.WakeListener) -> None:
     async def garbage() -> None:
         _send(listener.address, b"taskq wake 1 and more")
         _send(listener.address, b"\x00" * 400)
 
     async def hint() -> None:
-        _send(listener.address, wakeups._HINT)
+        _send(listener.address, wake_hints.HINT)
 
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
@@ -89,7 +91,7 @@ def test_a_datagram_that_is_not_a_hint_is_ignored(listener: wakeups.WakeListener
     _run(scenario)
 
 
-def test_with_no_hint_the_wait_ends_at_its_timeout(listener: wakeups.WakeListener) -> None:
+def test_with_no_hint_the_wait_ends_at_its_timeout(listener: wake_hints.WakeListener) -> None:
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
             await listener.wait(0.05)
@@ -105,15 +107,15 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
 
 
 def test_a_submit_hints_the_active_workers_of_its_queue_only(
-    sqlite_store: Store, listener: wakeups.WakeListener
+    sqlite_store: Store, listener: wake_hints.WakeListener
 ) -> None:
-    other = wakeups.WakeListener("127.0.0.1")
-    gone = wakeups.WakeListener("127.0.0.1")
+    other = wake_hints.WakeListener("127.0.0.1")
+    gone = wake_hints.WakeListener("127.0.0.1")
     register_worker(sqlite_store, "w-mail", ["mail"], listener.address)
     register_worker(sqlite_store, "w-video", ["video"], other.address)
     register_worker(sqlite_store, "w-gone", ["mail"], gone.address)
     plan.run(sqlite_store, worker_set_state("w-gone", "stopped"))
-    sender = wakeups.WakeSender()
+    sender = wake_sender.WakeSender()
 
     async def submitted() -> None:
         await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}))
@@ -132,13 +134,13 @@ def test_a_submit_hints_the_active_workers_of_its_queue_only(
 
 
 def test_a_client_that_knew_no_worker_of_the_queue_finds_one_registered_after_it(
-    sqlite_store: Store, listener: wakeups.WakeListener, monkeypatch: pytest.MonkeyPatch
+    sqlite_store: Store, listener: wake_hints.WakeListener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Workers and clients start together: the client's first read may come
     # before any worker has registered, and must not hide them for long.
     now = [1000.0]
-    monkeypatch.setattr(wakeups, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    sender = wakeups.WakeSender()
+    monkeypatch.setattr(wake_sender, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    sender = wake_sender.WakeSender()
 
     async def submitted() -> None:
         await anyio.to_thread.run_sync(plan.run, sqlite_store, sender.after_submit({"mail"}))
@@ -156,5 +158,5 @@ def test_a_client_that_knew_no_worker_of_the_queue_finds_one_registered_after_it
 def test_workers_listen_on_a_cluster_and_not_on_the_embedded_store(
     sqlite_store: Store,
 ) -> None:
-    assert not isinstance(sqlite_store, wakeups.HintedStore)
-    assert wakeups.hint_address(sqlite_store) is None
+    assert not isinstance(sqlite_store, wake_hints.HintedStore)
+    assert wake_hints.hint_address(sqlite_store) is None

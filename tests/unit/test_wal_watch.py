@@ -16,9 +16,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from taskq.broker import wal_watch
-from taskq.broker.sqlite_store import SqliteStore
-from taskq.broker.store import Statement
+from taskq.broker.stores import wal_watch
+from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Statement
 
 _LONG_WAIT = 60.0
 _BOUND = 10.0

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from taskq import errors
-from taskq.broker.client import call_spec, default_submitter, validate_spec
+from taskq.broker.client.client import call_spec, default_submitter, validate_spec
 from taskq.broker.records import JobSpec
 
 

@@ -17,7 +17,7 @@ from taskq.app import formatting, states
 from taskq.app.formatting import Clock
 from taskq.app.widgets.keyed_table import Column, KeyedTable, TableRow
 from taskq.broker.records import Execution, Job, JobState, QueueStats, WorkerInfo
-from taskq.broker.store import NodeInfo
+from taskq.broker.stores.store import NodeInfo
 
 
 class NodesTable(KeyedTable):

@@ -10,7 +10,7 @@ from textual.containers import Horizontal
 from textual.widgets import Sparkline, Static
 
 from taskq.app import states
-from taskq.broker.client import ThroughputBucket
+from taskq.broker.client.client import ThroughputBucket
 
 # Attempts that ended without failing: handed back by a draining worker, or cancelled.
 _NOT_FAILURES = frozenset({"released", "cancelled"})

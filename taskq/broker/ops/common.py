@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskq import errors, fast_json
-from taskq.broker import queries
-from taskq.broker.plan import Op, Read
-from taskq.broker.store import Consistency, Statement
+from taskq.broker.ops import queries
+from taskq.broker.ops.plan import Op, Read
+from taskq.broker.stores.store import Consistency, Statement
 
 KEYSET_START = 2**62
 """The ``before`` of a listing's first page: larger than any row id."""

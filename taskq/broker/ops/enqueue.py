@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskq import errors, fast_json
-from taskq.broker import job_validation, queries
+from taskq.broker import job_validation
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, to_json
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec, PayloadKind
-from taskq.broker.store import Consistency, Row, Statement
+from taskq.broker.stores.store import Consistency, Row, Statement
 from taskq.retry import parse_retry
 
 MAX_PAYLOAD_BYTES = 1 << 20

@@ -9,12 +9,13 @@ from typing import Any
 import msgspec
 
 from taskq import errors
-from taskq.broker import job_validation, queries
+from taskq.broker import job_validation
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import Execution, Job, JobState, PayloadKind
-from taskq.broker.store import Consistency, Row, Statement
-from taskq.broker.trampoline import Pause
+from taskq.broker.stores.store import Consistency, Row, Statement
+from taskq.broker.stores.trampoline import Pause
 
 # -- by hand ----------------------------------------------------------------------
 

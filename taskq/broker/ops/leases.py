@@ -18,10 +18,10 @@ from typing import Any
 import msgspec
 
 from taskq import errors, fast_json
-from taskq.broker import queries
-from taskq.broker.maintenance import LeaderRenewal
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json, to_json
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.leader import LeaderRenewal
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import (
     AttemptReport,
     ClaimedJob,
@@ -30,7 +30,7 @@ from taskq.broker.records import (
     Lease,
     PayloadKind,
 )
-from taskq.broker.store import Consistency, Row, SqlValue, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
 # -- claims -----------------------------------------------------------------------
 

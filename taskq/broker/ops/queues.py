@@ -9,11 +9,12 @@ from typing import Any
 import msgspec
 
 from taskq import errors
-from taskq.broker import job_validation, queries
+from taskq.broker import job_validation
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json, to_json
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec, JobState, PayloadKind, QueueStats
-from taskq.broker.store import SqlValue, Statement
+from taskq.broker.stores.store import SqlValue, Statement
 from taskq.retry import RetryPolicy, parse_retry
 
 # -- queues -----------------------------------------------------------------------

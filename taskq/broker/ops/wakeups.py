@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import TypeAlias
 
-from taskq.broker import queries
-from taskq.broker.plan import Op, Read
-from taskq.broker.store import Consistency, Statement
+from taskq.broker.ops import queries
+from taskq.broker.ops.plan import Op, Read
+from taskq.broker.stores.store import Consistency, Statement
 
 WakeTarget: TypeAlias = tuple[tuple[str, int], frozenset[str]]
 """A worker's hint socket as (host, port), with the queues it serves."""

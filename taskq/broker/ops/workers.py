@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from taskq.broker import queries
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import WorkerInfo
-from taskq.broker.store import Statement
+from taskq.broker.stores.store import Statement
 
 
 def worker_register(
@@ -29,7 +29,8 @@ def worker_register(
 
     ``max_slots``: the most slots an autoscaling worker may grow to (its
     heartbeats keep ``slots`` current); None for a fixed number.
-    ``wake_address``: where it hears wake-up hints (``taskq.broker.wakeups``), if anywhere.
+    ``wake_address``: where it hears wake-up hints
+    (``taskq.broker.stores.wake_hints``), if anywhere.
     """
     yield Write(
         [

@@ -20,7 +20,7 @@ from types import TracebackType
 # that loop in when its caller already has one.
 _RUNNER_MODULES = (
     "taskq.worker.sandbox",
-    "taskq.broker.declared",
+    "taskq.broker.client.declared",
     "importlib",
     "asyncio",
     "concurrent.futures",

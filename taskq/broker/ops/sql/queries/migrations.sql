@@ -1,4 +1,4 @@
--- The record of applied migrations (taskq/broker/migrations.py).
+-- The record of applied migrations (taskq/broker/ops/migrations.py).
 
 -- name: migration_table_create
 CREATE TABLE IF NOT EXISTS taskq_migrations (

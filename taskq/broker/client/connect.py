@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from taskq import errors
-from taskq.broker import migrations
-from taskq.broker.sqlite_store import SqliteOptions, SqliteStore
-from taskq.broker.store import Store
-from taskq.broker.store_url import (
+from taskq.broker.ops import migrations
+from taskq.broker.stores.sqlite_store import SqliteOptions, SqliteStore
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import (
     SqliteTarget,
     default_store_url,
     parse_store_url,
@@ -39,7 +39,7 @@ def open_store(
     :class:`taskq.errors.ConfigError`), except the default store's, whose
     directory in the user's data directory is created when writing.
     ``on_stale_read`` lets a cluster without a leader answer reads from a
-    node's own copy (see :class:`taskq.broker.rqlite_store.RqliteStore`).
+    node's own copy (see :class:`taskq.broker.stores.rqlite_store.RqliteStore`).
     """
     configured = load_config(config_path).store_url if url is None else None
     resolved = resolve_store_url(url, configured)
@@ -54,7 +54,7 @@ def open_store(
     else:
         # Imported for an rqlite URL only: its HTTP and TLS stack is most of the
         # import time of an embedded worker or client, which never use it.
-        from taskq.broker.rqlite_store import RqliteStore
+        from taskq.broker.stores.rqlite_store import RqliteStore
 
         store = RqliteStore(target, display_url=resolved, on_stale_read=on_stale_read)
     if migrate:

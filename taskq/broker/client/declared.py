@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
-from taskq.broker.client import Client, JobHandle
-from taskq.broker.client_base import (
+from taskq.broker.client.client import Client, JobHandle
+from taskq.broker.client.client_base import (
     SUBMIT_OPTIONS,
     Calls,
     call_spec,

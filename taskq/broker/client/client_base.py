@@ -1,8 +1,8 @@
 """What ``Client`` and ``AsyncClient`` share: how a job is described, and every request as a plan.
 
 Each ``_…_plan`` method of :class:`ClientBase` builds, once, the operation
-plan behind the public method of that name; :class:`taskq.broker.client.Client`
-runs it blocking and :class:`taskq.broker.client.AsyncClient` awaits it, so
+plan behind the public method of that name; :class:`taskq.broker.client.client.Client`
+runs it blocking and :class:`taskq.broker.client.client.AsyncClient` awaits it, so
 the two clients differ only in how they wait, never in what they ask.
 """
 
@@ -21,11 +21,10 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import msgspec
 
 from taskq import errors
-from taskq.broker import job_validation, schedules
-from taskq.broker.connect import open_store
-from taskq.broker.group_commit import GroupCommit, GroupOp, Signal
-from taskq.broker.maintenance import Pruner
-from taskq.broker.migrations import schema_version
+from taskq.broker import job_validation, schedule_timing
+from taskq.broker.client.connect import open_store
+from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
+from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row, job_enqueue
 from taskq.broker.ops.jobs import (
     CancelResult,
@@ -40,6 +39,9 @@ from taskq.broker.ops.jobs import (
     job_retry,
     job_wait,
 )
+from taskq.broker.ops.maintenance import Pruner
+from taskq.broker.ops.migrations import schema_version
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import (
     Keep,
     SubmitLimit,
@@ -51,10 +53,7 @@ from taskq.broker.ops.queues import (
     submit_limit_remove,
     submit_limit_set,
 )
-from taskq.broker.ops.workers import worker_list
-from taskq.broker.plan import Op
-from taskq.broker.records import Execution, Job, JobSpec, PayloadKind, QueueStats, WorkerInfo
-from taskq.broker.schedules import (
+from taskq.broker.ops.schedules import (
     Schedule,
     ScheduleAdded,
     schedule_add,
@@ -62,8 +61,10 @@ from taskq.broker.schedules import (
     schedule_remove,
     schedule_set_paused,
 )
-from taskq.broker.store import Store
-from taskq.broker.wakeups import HintedStore, WakeSender
+from taskq.broker.ops.workers import worker_list
+from taskq.broker.records import Execution, Job, JobSpec, PayloadKind, QueueStats, WorkerInfo
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
 from taskq.retry import RetryPolicy, parse_retry
 
@@ -309,7 +310,7 @@ class ClientBase:
         self.store = store if store is not None else open_store(store_url, config_path=config_path)
         self.submitter = submitter if submitter is not None else default_submitter()
         self.max_payload_bytes = max_payload_bytes
-        # Idle workers on a cluster hear of a submit at once (taskq/broker/wakeups.py).
+        # Idle workers on a cluster hear of a submit at once (taskq/broker/client/wake_sender.py).
         self._wake_sender = WakeSender() if isinstance(self.store, HintedStore) else None
         # The config file's [queues.NAME] defaults, which this client's jobs get (a store
         # handed over open comes without a config, unless one is named).
@@ -535,7 +536,7 @@ class ClientBase:
         cron: str | None,
         every_seconds: float | None,
         timezone: str,
-        catch_up: schedules.CatchUp,
+        catch_up: schedule_timing.CatchUp,
         replace: bool,
     ) -> Op[ScheduleAdded]:
         return schedule_add(

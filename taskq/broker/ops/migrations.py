@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 from taskq import errors
-from taskq.broker import queries
-from taskq.broker.plan import Op, Read
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.ops import queries
+from taskq.broker.ops.plan import Op, Read
+from taskq.broker.stores.store import Consistency, Statement, Store
 
 _UNKNOWN_OUTCOME_TRIES = 3
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -56,7 +56,7 @@ def _strip_comments(sql: str) -> str:
 
 def load_migrations() -> list[Migration]:
     """Every migration shipped with this taskq, in version order."""
-    folder = resources.files("taskq.broker") / "sql" / "migrations"
+    folder = resources.files("taskq.broker.ops") / "sql" / "migrations"
     found: list[Migration] = []
     for entry in folder.iterdir():
         match = _FILE_NAME.match(entry.name)

@@ -122,9 +122,9 @@ class Store(Protocol):
         """Return soon after anyone commits to the store, or after ``timeout`` seconds.
 
         Idle workers wait here instead of polling with claims: the embedded
-        store hears of commits from inotify (``broker/wal_watch.py``); a
+        store hears of commits from inotify (``broker/stores/wal_watch.py``); a
         cluster returns after a short poll interval, or on a hint from a
-        submitting client (``broker/wakeups.py``), and lets a cheap read decide.
+        submitting client (``broker/client/wake_sender.py``), and lets a cheap read decide.
         """
         ...
 

@@ -35,7 +35,7 @@ def parse_blocks(text: str) -> dict[str, str]:
 
 
 def read_sql_file(name: str) -> str:
-    return (resources.files("taskq.broker") / "sql" / name).read_text(encoding="utf-8")
+    return (resources.files("taskq.broker.ops") / "sql" / name).read_text(encoding="utf-8")
 
 
 @functools.cache
@@ -43,7 +43,7 @@ def all_queries() -> dict[str, str]:
     """Every named block of every query file; a name in two files is an error."""
     found: dict[str, str] = {}
     where: dict[str, str] = {}
-    files = resources.files("taskq.broker") / "sql" / _QUERY_FOLDER
+    files = resources.files("taskq.broker.ops") / "sql" / _QUERY_FOLDER
     for entry in sorted(files.iterdir(), key=lambda entry: entry.name):
         if not entry.name.endswith(".sql"):
             continue

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
-from taskq.broker.http_plan import HttpCall, HttpReply
+from taskq.broker.stores.http_plan import HttpCall, HttpReply
 
 _MAX_HEAD_BYTES = 64 * 1024
 

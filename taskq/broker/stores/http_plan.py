@@ -1,7 +1,7 @@
 """Plans of HTTP calls, written once and run blocking or async by the one trampoline.
 
 An HTTP plan is a generator: it yields an :class:`HttpCall` (or a
-:class:`~taskq.broker.trampoline.Pause`) and is sent back what happened, an
+:class:`~taskq.broker.stores.trampoline.Pause`) and is sent back what happened, an
 :class:`HttpReply` or a :class:`SendFailure`. All decisions (which node,
 retry or not, what an answer means) live in the plan; running it
 (:func:`run_http_plan`, :func:`run_http_plan_async`) only moves bytes and
@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-from taskq.broker.trampoline import Pause, drive, drive_async
+from taskq.broker.stores.trampoline import Pause, drive, drive_async
 
 T = TypeVar("T")
 

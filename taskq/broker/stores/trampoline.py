@@ -1,8 +1,8 @@
 """Running a plan: a generator that yields the steps it needs and is sent their answers.
 
-Two kinds of plan share this: a store operation (:mod:`taskq.broker.plan`)
+Two kinds of plan share this: a store operation (:mod:`taskq.broker.ops.plan`)
 yields batches and reads, and a replicated store's request
-(:mod:`taskq.broker.http_plan`) yields HTTP calls. Either may yield a
+(:mod:`taskq.broker.stores.http_plan`) yields HTTP calls. Either may yield a
 :class:`Pause`. :func:`drive` and :func:`drive_async` are the only code that
 knows whether the caller blocks or awaits; what a step means is the
 ``carry_out`` function each kind of plan passes in.

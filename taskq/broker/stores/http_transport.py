@@ -2,7 +2,7 @@
 
 One :class:`HttpTransport` holds a pool of open connections per node for
 blocking callers and another for async ones; both write the request from
-:mod:`taskq.broker.http_wire` and read until its reader has the whole reply.
+:mod:`taskq.broker.stores.http_wire` and read until its reader has the whole reply.
 Every way a call can fail comes back as a :class:`SendFailure` saying how
 far the request got, which decides whether resending it is safe: a failed
 connect never reached the node, anything after the first byte went out may
@@ -23,8 +23,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from taskq.broker.http_plan import HttpCall, HttpReply, SendFailure, SendStage
-from taskq.broker.http_wire import Endpoint, ReplyInvalid, ReplyReader, encode_request
+from taskq.broker.stores.http_plan import HttpCall, HttpReply, SendFailure, SendStage
+from taskq.broker.stores.http_wire import Endpoint, ReplyInvalid, ReplyReader, encode_request
 
 # Enough for a worker's concurrent calls (claims, reports, heartbeats,
 # maintenance, progress) to one node; more are closed when they come back.

@@ -1,4 +1,4 @@
--- Periodic jobs: their rows and their firing (taskq/broker/schedules.py).
+-- Periodic jobs: their rows and their firing (taskq/broker/ops/schedules.py).
 
 -- name: schedule_replace
 -- Only when asked to; the schedule keeps its pause and its last tick.

@@ -7,9 +7,10 @@ store's leader lease, runs the services that are due only while it holds the
 lease, logs failures and carries on. The services are idempotent, so two
 leaders for a moment (a lease that lapsed mid-round) do no harm.
 
-The operations the services and the leader lease need are here too (their
-SQL in ``sql/queries/maintenance.sql``); the scheduler's are in
-:mod:`taskq.broker.schedules`.
+The operations the services need are here too (their SQL in
+``sql/queries/maintenance.sql``); the leader lease's are in
+:mod:`taskq.broker.ops.leader`, the scheduler's in
+:mod:`taskq.broker.ops.schedules`.
 """
 
 from __future__ import annotations
@@ -24,11 +25,17 @@ import anyio
 import msgspec
 
 from taskq import errors
-from taskq.broker import plan, queries
+from taskq.broker.ops import plan, queries
 from taskq.broker.ops.common import clock_tick
-from taskq.broker.plan import Op, Read, Write
-from taskq.broker.schedules import schedule_fire_due
-from taskq.broker.store import Consistency, Statement, Store
+from taskq.broker.ops.leader import (
+    LeaderRenewal,
+    leader_attempt_elect,
+    leader_lease_open,
+    leader_resign,
+)
+from taskq.broker.ops.plan import Op, Read, Write
+from taskq.broker.ops.schedules import schedule_fire_due
+from taskq.broker.stores.store import Consistency, Statement, Store
 
 log = logging.getLogger("taskq.maintenance")
 
@@ -134,55 +141,6 @@ def job_prune(
         idempotent=True,
     )
     return len(results[2].rows)
-
-
-class LeaderRenewal(msgspec.Struct, frozen=True):
-    """A leader lease for a worker's heartbeat to renew in its own write.
-
-    See ``taskq.broker.ops.leases.job_heartbeat``, which adds
-    :meth:`elect_statement` to its batch.
-    """
-
-    name: str
-    ttl_seconds: float
-
-    def elect_statement(self, holder: str) -> Statement:
-        """The statement that takes or keeps the lease for ``holder``; it returns the holder."""
-        return _leader_elect(self.name, holder, self.ttl_seconds)
-
-
-def _leader_elect(name: str, holder: str, ttl_seconds: float) -> Statement:
-    return Statement(
-        queries.query("leader_attempt_elect"),
-        {"name": name, "holder": holder, "ttl_seconds": float(ttl_seconds)},
-    )
-
-
-def leader_attempt_elect(
-    name: str, holder: str, *, ttl_seconds: float, now: float | None = None
-) -> Op[bool]:
-    """Take or keep the leader lease ``name``; True when ``holder`` holds it now."""
-    results = yield Write(
-        [clock_tick(now), _leader_elect(name, holder, ttl_seconds)], idempotent=True
-    )
-    return any(row["holder"] == holder for row in results[1].rows)
-
-
-def leader_lease_open(name: str, holder: str, *, now: float | None = None) -> Op[bool]:
-    """Whether ``holder`` could take the lease now (it is free, lapsed, or ours): a cheap read."""
-    rows = yield Read(
-        Statement(queries.query("leader_open"), {"name": name, "holder": holder, "now": now}),
-        Consistency.NONE,
-    )
-    return bool(rows and rows[0]["open"])
-
-
-def leader_resign(name: str, holder: str) -> Op[None]:
-    """Give up the leader lease, so another process takes over at once."""
-    yield Write(
-        [Statement(queries.query("leader_resign"), {"name": name, "holder": holder})],
-        idempotent=True,
-    )
 
 
 # -- services ---------------------------------------------------------------------

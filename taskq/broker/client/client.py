@@ -1,7 +1,7 @@
 """The Python API: submit jobs, wait for results, look around, and run the queues.
 
 ``Client`` blocks; ``AsyncClient`` awaits. Every request of either is built
-once, as a plan, in :class:`taskq.broker.client_base.ClientBase`; each method
+once, as a plan, in :class:`taskq.broker.client.client_base.ClientBase`; each method
 here is one line that hands that plan to its runner. The ``taskq`` command and
 the console go through these clients too.
 """
@@ -17,8 +17,9 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
-from taskq.broker import group_commit, schedules
-from taskq.broker.client_base import (
+from taskq.broker import schedule_timing
+from taskq.broker.client import group_commit
+from taskq.broker.client.client_base import (
     Calls,
     ClientBase,
     Target,
@@ -28,12 +29,12 @@ from taskq.broker.client_base import (
     shell_spec,
     validate_spec,
 )
-from taskq.broker.group_commit import GroupOp, Signal
-from taskq.broker.ops.jobs import CancelResult, ExecutionStats, ThroughputBucket
+from taskq.broker.client.group_commit import GroupOp, Signal
+from taskq.broker.ops.jobs import CancelResult, ExecutionStats, Histogram, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
+from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
-from taskq.broker.schedules import Schedule, ScheduleAdded
-from taskq.broker.store import NodeInfo
+from taskq.broker.stores.store import NodeInfo
 from taskq.retry import RetryPolicy
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "CancelResult",
     "Client",
     "ExecutionStats",
+    "Histogram",
     "JobHandle",
     "Keep",
     "Schedule",
@@ -346,7 +348,7 @@ class Client(ClientBase):
         cron: str | None = None,
         every_seconds: float | None = None,
         timezone: str = "UTC",
-        catch_up: schedules.CatchUp = schedules.CatchUp.ONCE,
+        catch_up: schedule_timing.CatchUp = schedule_timing.CatchUp.ONCE,
         replace: bool = False,
     ) -> ScheduleAdded:
         """Submit ``spec`` on every tick of ``cron`` (read in ``timezone``) or ``every_seconds``.
@@ -565,7 +567,7 @@ class AsyncClient(ClientBase):
         cron: str | None = None,
         every_seconds: float | None = None,
         timezone: str = "UTC",
-        catch_up: schedules.CatchUp = schedules.CatchUp.ONCE,
+        catch_up: schedule_timing.CatchUp = schedule_timing.CatchUp.ONCE,
         replace: bool = False,
     ) -> ScheduleAdded:
         """Submit ``spec`` on every tick (see :meth:`Client.add_schedule`)."""

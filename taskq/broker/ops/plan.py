@@ -4,7 +4,7 @@ An operation is a generator that yields what it needs from the store (a
 :class:`Write` batch, a :class:`Read`, or a :class:`Pause`) and receives the
 answer; a store error is thrown back into it at that ``yield``, so it can
 resolve an unknown outcome with a read. :func:`run` and :func:`run_async`
-hand it to the one trampoline (:mod:`taskq.broker.trampoline`).
+hand it to the one trampoline (:mod:`taskq.broker.stores.trampoline`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, TypeAlias, TypeVar
 import msgspec
 
 from taskq import errors
-from taskq.broker.store import Consistency, Row, Statement, StatementResult, Store
-from taskq.broker.trampoline import Pause, drive, drive_async
+from taskq.broker.stores.store import Consistency, Row, Statement, StatementResult, Store
+from taskq.broker.stores.trampoline import Pause, drive, drive_async
 
 T = TypeVar("T")
 

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 
 from taskq import errors
-from taskq.broker import rqlite_protocol as protocol
-from taskq.broker.http_plan import (
+from taskq.broker.stores import rqlite_protocol as protocol
+from taskq.broker.stores.http_plan import (
     HttpCall,
     HttpPlan,
     HttpReply,
@@ -32,13 +32,13 @@ from taskq.broker.http_plan import (
     run_http_plan,
     run_http_plan_async,
 )
-from taskq.broker.http_transport import HttpTransport, TransportOptions
-from taskq.broker.http_wire import Endpoint
-from taskq.broker.rqlite_protocol import AnswerKind
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
-from taskq.broker.store_url import RqliteTarget, mask_password
-from taskq.broker.trampoline import Pause
-from taskq.broker.wakeups import WakeListener, host_facing
+from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
+from taskq.broker.stores.http_wire import Endpoint
+from taskq.broker.stores.rqlite_protocol import AnswerKind
+from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
+from taskq.broker.stores.store_url import RqliteTarget, mask_password
+from taskq.broker.stores.trampoline import Pause
+from taskq.broker.stores.wake_hints import WakeListener, host_facing
 
 _DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
@@ -172,7 +172,7 @@ class Failover:
 
 
 class RqliteStore:
-    """A :class:`taskq.broker.store.Store` over an rqlite cluster."""
+    """A :class:`taskq.broker.stores.store.Store` over an rqlite cluster."""
 
     def __init__(
         self,

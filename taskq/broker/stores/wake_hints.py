@@ -1,17 +1,13 @@
-"""Wake-up hints: a client that submitted a job tells idle workers on a cluster to look now.
+"""Wake-up hints: the datagram that tells idle workers on a cluster to look, and their socket.
 
 rqlite pushes nothing to its clients, so an idle worker on a cluster looks
 for work every few tens of milliseconds. To see a job sooner, each worker
-listens on a UDP socket, on the address it reaches the cluster from, and
-records that address in its ``workers`` row. A client keeps the active
-workers' addresses for :data:`_ADDRESSES_FRESH_SECONDS` and, once a submit
-has committed, sends each worker of the job's queue one datagram. While it
-knows of no worker for a job's queue it reads them again sooner
-(:data:`_UNSERVED_FRESH_SECONDS`): workers and clients usually start
-together, and a client that read the addresses a moment before the workers
-registered would otherwise leave them to poll for seconds.
+listens on a UDP socket (:class:`WakeListener`), on the address it reaches
+the cluster from, and records that address in its ``workers`` row; a client
+that submitted a job sends each worker of the job's queue one datagram
+(:mod:`taskq.broker.client.wake_sender`).
 
-A hint is only a hint. It carries nothing but :data:`_HINT`; anything else
+A hint is only a hint. It carries nothing but :data:`HINT`; anything else
 is dropped. It is not needed for correctness: a lost hint leaves the worker
 to its usual look a poll interval later, and a forged one makes it look
 sooner, no more often than every :data:`_LEAST_SECONDS_BETWEEN_WAKES`. The
@@ -20,23 +16,15 @@ claim that follows is the same claim as ever, with its lease and fencing.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
-from collections.abc import Collection
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 import anyio
 
-from taskq import errors
-from taskq.broker.ops.wakeups import WakeTarget, worker_wake_targets
-from taskq.broker.plan import Op
-
-_HINT = b"taskq wake 1"
-_ADDRESSES_FRESH_SECONDS = 5.0
-_UNSERVED_FRESH_SECONDS = 0.2
+HINT = b"taskq wake 1"
 _LEAST_SECONDS_BETWEEN_WAKES = 0.002
 _LARGEST_DATAGRAM = 512
 
@@ -85,7 +73,7 @@ class WakeListener:
                 return hinted
             except OSError:  # an ICMP error queued on the socket: nothing to read
                 continue
-            hinted = hinted or datagram == _HINT
+            hinted = hinted or datagram == HINT
 
     def close(self) -> None:
         self._socket.close()
@@ -119,37 +107,3 @@ class HintedStore(Protocol):
 def hint_address(store: object) -> str | None:
     """Listen for hints on a store that sends them; the address a worker registers, or None."""
     return store.listen_for_wakeups() if isinstance(store, HintedStore) else None
-
-
-class WakeSender:
-    """A client's side: the workers' addresses, kept a few seconds, and one datagram each."""
-
-    def __init__(self) -> None:
-        self._workers: list[WakeTarget] = []
-        self._fetched_at = -_ADDRESSES_FRESH_SECONDS
-
-    def after_submit(self, queues: Collection[str]) -> Op[None]:
-        """Hint the workers of ``queues``; read their addresses first when those are stale."""
-        age = time.monotonic() - self._fetched_at
-        targets = self._serving(queues)
-        if age >= _ADDRESSES_FRESH_SECONDS or (not targets and age >= _UNSERVED_FRESH_SECONDS):
-            self._fetched_at = time.monotonic()
-            try:
-                self._workers = yield from worker_wake_targets()
-            except errors.StoreError:
-                self._workers = []  # the submit stands; the workers find the job by polling
-            targets = self._serving(queues)
-        for target in targets:
-            self._send(target)
-
-    def _serving(self, queues: Collection[str]) -> list[tuple[str, int]]:
-        return [target for target, served in self._workers if served.intersection(queues)]
-
-    def _send(self, target: tuple[str, int]) -> None:
-        # A socket per hint: microseconds beside a submit's round trip, and
-        # nothing for the client to close.
-        family = socket.AF_INET6 if ":" in target[0] else socket.AF_INET
-        with socket.socket(family, socket.SOCK_DGRAM) as sender:
-            sender.setblocking(False)
-            with contextlib.suppress(OSError):  # a full buffer, a gone worker: polling covers it
-                sender.sendto(_HINT, target)

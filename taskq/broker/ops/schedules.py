@@ -1,161 +1,31 @@
-"""Periodic jobs: their timing, and the operations that store and fire them.
+"""Periodic jobs: the operations that store and fire them.
 
-A schedule is a cron expression (five fields, read in its time zone by
-cronsim) or a fixed interval anchored at its creation. Whatever the gap since
-the last run, at most one tick fires per round: the latest one due. With
-``catch_up="skip"`` a tick older than ``SKIP_GRACE_SECONDS`` fires not at all.
-A fired tick enqueues its job through the one job INSERT of
+When a schedule is due is :mod:`taskq.broker.schedule_timing`'s to say. A
+fired tick enqueues its job through the one job INSERT of
 :mod:`taskq.broker.ops.enqueue`; the SQL is in ``sql/queries/schedules.sql``.
 """
 
 from __future__ import annotations
 
-import enum
-import math
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import cronsim
 import msgspec
 
 from taskq import errors
-from taskq.broker import queries
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json, store_now, to_json
 from taskq.broker.ops.enqueue import checked_row, job_insert_sql
-from taskq.broker.plan import Op, Read, Write
+from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec
-from taskq.broker.store import Consistency, Row, SqlValue, Statement
-
-SKIP_GRACE_SECONDS = 60.0
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-
-
-class CatchUp(enum.StrEnum):
-    """What to do with ticks missed while no scheduler ran."""
-
-    ONCE = "once"  # fire the latest missed tick, once
-    SKIP = "skip"  # fire none of them; wait for the next
-
-
-class Timing(msgspec.Struct, frozen=True):
-    """When a schedule fires: ``cron`` or ``every_seconds``, in ``timezone``."""
-
-    cron: str | None
-    every_seconds: float | None
-    timezone: str
-    anchor: float  # the creation time; intervals count from it
-
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in ``"90"``, ``"90s"``, ``"10m"``, ``"2h"``, ``"1d"`` or ``"250ms"``."""
-    match = _DURATION.match(text)
-    if not match:
-        raise errors.ConfigError(f"{text!r} is not a duration; write e.g. 30s, 10m, 2h, 1d")
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds <= 0:
-        raise errors.ConfigError(f"duration {text!r} must be positive")
-    return seconds
-
-
-def validate_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise errors.ConfigError(
-            f"schedule name {name!r} must be 1-100 letters, digits, '_', '.', ':' or '-'"
-        )
-    return name
-
-
-def validate_timing(
-    *, cron: str | None, every_seconds: float | None, timezone: str, anchor: float
-) -> Timing:
-    """A checked :class:`Timing`; a bad expression or zone is a ConfigError naming it."""
-    if (cron is None) == (every_seconds is None):
-        raise errors.ConfigError("a schedule needs exactly one of a cron expression or an interval")
-    try:
-        zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise errors.ConfigError(
-            f"unknown time zone {timezone!r}; e.g. UTC, Europe/Berlin"
-        ) from None
-    if cron is not None:
-        try:
-            cronsim.CronSim(cron, datetime.now(zone))
-        except cronsim.CronSimError as exc:
-            raise errors.ConfigError(f"bad cron expression {cron!r}: {exc}") from None
-    if every_seconds is not None and not (math.isfinite(every_seconds) and every_seconds > 0):
-        raise errors.ConfigError(f"interval must be positive seconds, got {every_seconds}")
-    return Timing(cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=anchor)
-
-
-def next_tick(timing: Timing, after: float) -> float:
-    """The first tick strictly after ``after``."""
-    if timing.every_seconds is not None:
-        steps = math.floor((after - timing.anchor) / timing.every_seconds) + 1
-        return timing.anchor + max(steps, 0) * timing.every_seconds
-    assert timing.cron is not None
-    start = datetime.fromtimestamp(after, timing.zone())
-    return next(iter(cronsim.CronSim(timing.cron, start))).timestamp()
-
-
-def latest_tick(timing: Timing, at_or_before: float) -> float | None:
-    """The last tick at or before ``at_or_before`` (None before the first one)."""
-    if timing.every_seconds is not None:
-        if at_or_before < timing.anchor:
-            return None
-        steps = math.floor((at_or_before - timing.anchor) / timing.every_seconds)
-        return timing.anchor + steps * timing.every_seconds
-    assert timing.cron is not None
-    # cronsim walks strictly before its start: start a second late, then
-    # step back over a tick that falls in that second.
-    start = datetime.fromtimestamp(at_or_before, timing.zone()) + timedelta(seconds=1)
-    ticks = iter(cronsim.CronSim(timing.cron, start, reverse=True))
-    tick = next(ticks).timestamp()
-    if tick > at_or_before:
-        tick = next(ticks).timestamp()
-    return tick
-
-
-class Due(msgspec.Struct, frozen=True):
-    """What a round should do for one schedule."""
-
-    fire_at: float | None  # the tick to fire now, if any
-    next_fire_at: float  # when to look again
-
-
-def due(timing: Timing, next_fire_at: float, catch_up: CatchUp, now: float) -> Due:
-    """Decide the round at ``now`` for a schedule that expected to fire at ``next_fire_at``."""
-    if next_fire_at > now:
-        return Due(fire_at=None, next_fire_at=next_fire_at)
-    latest = latest_tick(timing, now)
-    following = next_tick(timing, now)
-    if latest is None or latest < next_fire_at:
-        # The expected tick is not a tick (the timing changed): just move on.
-        return Due(fire_at=None, next_fire_at=following)
-    if catch_up is CatchUp.SKIP and now - latest > SKIP_GRACE_SECONDS:
-        return Due(fire_at=None, next_fire_at=following)
-    return Due(fire_at=latest, next_fire_at=following)
-
-
-def describe(timing: Timing) -> str:
-    """A short human description for listings."""
-    if timing.cron is not None:
-        try:
-            text = cronsim.CronSim(timing.cron, datetime.now(UTC)).explain()
-        except (cronsim.CronSimError, ValueError, KeyError):
-            text = timing.cron
-        return f"{text} ({timing.timezone})"
-    assert timing.every_seconds is not None
-    return f"every {timing.every_seconds:g}s"
-
-
-# -- operations -------------------------------------------------------------------
+from taskq.broker.schedule_timing import (
+    CatchUp,
+    Timing,
+    due,
+    next_tick,
+    validate_name,
+    validate_timing,
+)
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
 
 class Schedule(msgspec.Struct, frozen=True):

@@ -4,7 +4,7 @@ A store write costs about the same for one job as for a hundred: an fsync on
 SQLite, a Raft round across an rqlite cluster (whose nodes spend their CPU
 per request, not per job). So while one submit's write is in flight, later
 submits of the same client (from other threads, or other tasks of an
-:class:`~taskq.broker.client.AsyncClient`) wait, and when it returns they go
+:class:`~taskq.broker.client.client.AsyncClient`) wait, and when it returns they go
 together, as one enqueue of all their jobs, each caller getting its own id.
 A submit that finds nothing in flight writes at once, alone, as before.
 
@@ -29,7 +29,7 @@ What each caller sees stays what it would see alone:
   group, as it would have to each alone; the store's own resend of the
   group's write stays safe, as every job carries an idempotency key.
 
-The coalescing is a plan (:mod:`taskq.broker.plan`) with two more kinds of
+The coalescing is a plan (:mod:`taskq.broker.ops.plan`) with two more kinds of
 step: :class:`Wait` for the turn of a group, and :class:`Shielded` for a
 write other callers depend on, which cancelling the task that carries it
 must not cut short. :func:`run` and :func:`run_async` carry those out; they
@@ -49,11 +49,11 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import anyio
 
 from taskq import errors
-from taskq.broker import plan
-from taskq.broker.plan import Answer, Op, StoreStep
+from taskq.broker.ops import plan
+from taskq.broker.ops.plan import Answer, Op, StoreStep
 from taskq.broker.records import JobSpec
-from taskq.broker.store import Store
-from taskq.broker.trampoline import Pause, drive, drive_async
+from taskq.broker.stores.store import Store
+from taskq.broker.stores.trampoline import Pause, drive, drive_async
 
 T = TypeVar("T")
 

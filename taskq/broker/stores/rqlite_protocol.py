@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskq import errors
-from taskq.broker.http_plan import HttpReply, SendFailure, SendStage
-from taskq.broker.store import NodeInfo, Row, Statement, StatementResult
+from taskq.broker.stores.http_plan import HttpReply, SendFailure, SendStage
+from taskq.broker.stores.store import NodeInfo, Row, Statement, StatementResult
 
 # Top-level errors after which nothing was applied, as rqlite 10.2 words them:
 # a follower that could not reach the leader to forward (it failed to dial),

@@ -21,7 +21,7 @@ primary result code, with the file's path and SQLite's own words: a full disk
 is :class:`~taskq.errors.StoreFull`, a damaged file
 :class:`~taskq.errors.StoreCorrupt`, and so on. The store never creates a
 missing directory: a path whose folder does not exist is a typo far more often
-than a wish (``taskq.broker.connect`` creates the default store's folder).
+than a wish (``taskq.broker.client.connect`` creates the default store's folder).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
-from taskq.broker.store import Consistency, NodeInfo, Row, Statement, StatementResult
-from taskq.broker.wal_watch import WalWatcher
+from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
+from taskq.broker.stores.wal_watch import WalWatcher
 
 _T = TypeVar("_T")
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
@@ -71,7 +71,7 @@ class SqliteOptions:
 
 
 class SqliteStore:
-    """A :class:`taskq.broker.store.Store` over a local SQLite file."""
+    """A :class:`taskq.broker.stores.store.Store` over a local SQLite file."""
 
     def __init__(self, path: str | Path, options: SqliteOptions | None = None) -> None:
         self.path = Path(path).expanduser()

@@ -1,7 +1,7 @@
 -- Registered workers (taskq/broker/ops/workers.py).
 
 -- name: worker_register
--- wake_address: where the worker hears wake-up hints (taskq/broker/wakeups.py), or NULL.
+-- wake_address: where the worker hears wake-up hints (taskq/broker/stores/wake_hints.py), or NULL.
 INSERT INTO workers (
     id, name, host, pid, queues, labels, slots, max_slots, running, state, started_at,
     heartbeat_at, wake_address
