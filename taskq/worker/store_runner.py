@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from taskq.broker import plan
+from taskq.broker.ops import plan
 from taskq.broker.ops.plan import Op
 from taskq.broker.stores.store import Store
 
