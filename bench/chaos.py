@@ -93,7 +93,7 @@ from bench.chaos_faults import Chaos, Fault
 from bench.chaos_fleet import Fleet
 from bench.chaos_link import CUT_MODES, Partition
 from taskq import errors
-from taskq.broker.client.client import Client, call_spec
+from taskq.broker.client.client import Client, JobQuery, call_spec
 from taskq.broker.records import FINISHED_STATES, JobState
 from taskq.broker.stores.store import Consistency, Row, Statement, Store
 from taskq.dev.cluster import RqliteCluster, running_cluster
@@ -309,7 +309,7 @@ class Background:
             while not self.stop.wait(1.0):
                 try:
                     stats = [s for s in client.stats() if s.queue == QUEUE]
-                    running = client.list(state=JobState.RUNNING, queue=QUEUE, limit=1000)
+                    running = client.list(JobQuery(state=JobState.RUNNING, queue=QUEUE, limit=1000))
                     leaders = client.store.query(Statement(_MAINTAINER))
                 except errors.TaskqError:
                     continue

@@ -9,6 +9,7 @@ Declaring and submitting jobs
     ``AsyncClient``      the same for async code
     ``set_default_client``, ``default_client``   the client declared jobs submit through
     ``JobHandle``, ``AsyncJobHandle``            a submitted job: ``status``, ``result``, ``cancel``
+    ``JobQuery``         which jobs ``Client.list`` returns: state, queue, submitter, page...
 
 Jobs described by hand (the low-level form, for batches and schedules)
     ``call_spec``        a call of ``"pkg.module:function"``
@@ -38,6 +39,7 @@ _EXPORTS = {
     "AsyncJobHandle": "taskq.broker.client.client",
     "Client": "taskq.broker.client.client",
     "JobHandle": "taskq.broker.client.client",
+    "JobQuery": "taskq.broker.client.client",
     "call_spec": "taskq.broker.client.client",
     "default_client": "taskq.broker.client.declared",
     "python_exec_spec": "taskq.broker.client.client",
@@ -63,6 +65,7 @@ __all__ = [
     "Job",
     "JobContext",
     "JobHandle",
+    "JobQuery",
     "JobState",
     "Retry",
     "RetryPolicy",
@@ -83,6 +86,7 @@ if TYPE_CHECKING:
         AsyncJobHandle,
         Client,
         JobHandle,
+        JobQuery,
         call_spec,
         python_exec_spec,
         shell_spec,

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from taskq import errors
-from taskq.broker.client.client import AsyncClient, CancelResult, ThroughputBucket
+from taskq.broker.client.client import AsyncClient, CancelResult, JobQuery, ThroughputBucket
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.store import NodeInfo, Store
 
@@ -156,7 +156,9 @@ class ConsoleSource:
         """Counts per queue, the workers, the jobs they run, and finished attempts per minute."""
         queues = await self.client.stats()
         workers = await self.client.workers()
-        running_jobs = await self.client.list(state=JobState.RUNNING, limit=_RUNNING_SHOWN)
+        running_jobs = await self.client.list(
+            JobQuery(state=JobState.RUNNING, limit=_RUNNING_SHOWN)
+        )
         throughput = await self.client.throughput(
             minutes=self.throughput_minutes,
             now=self.store_now() if self.store_now is not None else None,
@@ -246,12 +248,14 @@ class ConsoleSource:
         self, job_filter: JobFilter, state: JobState | None, before: int | None, limit: int
     ) -> list[Job]:
         return await self.client.list(
-            state=state,
-            queue=job_filter.queue,
-            worker_id=job_filter.worker_id,
-            text=job_filter.text,
-            before=before,
-            limit=limit,
+            JobQuery(
+                state=state,
+                queue=job_filter.queue,
+                worker_id=job_filter.worker_id,
+                text=job_filter.text,
+                before=before,
+                limit=limit,
+            )
         )
 
 

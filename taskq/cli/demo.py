@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from taskq import errors
-from taskq.broker.client.client import Client, call_spec, default_submitter
+from taskq.broker.client.client import Client, JobQuery, call_spec, default_submitter
 from taskq.broker.records import Job, JobSpec, JobState
 from taskq.broker.stores.store_url import STORE_ENV, mask_password
 from taskq.cli import command, connection, output, values
@@ -128,7 +128,7 @@ def progress_line(counts: dict[str, int], total: int, elapsed: float) -> str:
 
 def _current(client: Client, ids: Sequence[int]) -> list[Job]:
     wanted = set(ids)
-    listed = client.list(queue=DEMO_QUEUE, before=max(ids) + 1, limit=len(ids))
+    listed = client.list(JobQuery(queue=DEMO_QUEUE, before=max(ids) + 1, limit=len(ids)))
     found = {job.id: job for job in listed if job.id in wanted}
     # Jobs someone else submitted to the demo queue meanwhile may crowd ours out of the page.
     for job_id in sorted(wanted - found.keys()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from taskq.broker import job_validation
+from taskq.broker.client import job_options as broker_options
 from taskq.broker.client.client import call_spec
 from taskq.broker.records import JobSpec
 from taskq.cli import values
@@ -36,22 +36,22 @@ def add_call_arguments(parser: argparse.ArgumentParser, *, optional: bool = Fals
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
-    """Queue, priority, attempts and resource limits."""
-    parser.add_argument("--queue", default="default", help="queue name (default: default)")
+    """Queue, priority, attempts and resource limits; defaults and help as the broker declares."""
+    parser.add_argument(
+        "--queue", default=broker_options.default("queue"), help=broker_options.described("queue")
+    )
     parser.add_argument(
         "--priority",
         type=int,
-        default=0,
-        help=f"higher runs first (default 0; from {job_validation.MIN_PRIORITY} "
-        f"to {job_validation.MAX_PRIORITY})",
+        default=broker_options.default("priority"),
+        help=broker_options.described("priority"),
     )
     parser.add_argument(
         "--max-attempts",
         type=int,
-        default=None,
+        default=broker_options.default("max_attempts"),
         metavar="N",
-        help=f"attempts in all (default: the queue's, else 3; at most "
-        f"{job_validation.MAX_ATTEMPTS})",
+        help=broker_options.described("max_attempts"),
     )
     parser.add_argument(
         "--timeout",

@@ -8,7 +8,7 @@ import signal
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.client.client import Client, JobHandle
+from taskq.broker.client.client import Client, JobHandle, JobQuery
 from taskq.broker.records import Execution, JobState
 from taskq.cli import command, connection, job_options, output, payloads, values
 
@@ -318,13 +318,15 @@ def _signal_name(number: int) -> str:
 def cmd_jobs(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         found = client.list(
-            state=JobState(args.state) if args.state else None,
-            queue=args.queue,
-            worker_id=args.worker,
-            submitter=args.submitter,
-            text=args.text,
-            before=args.before,
-            limit=args.limit,
+            JobQuery(
+                state=JobState(args.state) if args.state else None,
+                queue=args.queue,
+                worker_id=args.worker,
+                submitter=args.submitter,
+                text=args.text,
+                before=args.before,
+                limit=args.limit,
+            )
         )
     if args.json:
         output.print_json(found)

@@ -17,6 +17,7 @@ from starlette.requests import Request
 
 from taskq import errors
 from taskq.broker.client.client import call_spec
+from taskq.broker.client.job_options import JobOptions
 from taskq.broker.records import JobSpec
 from taskq.broker.schedule_timing import CatchUp
 from taskq.server.problems import BadRequest, TooLarge
@@ -29,42 +30,22 @@ MAX_ID = 2**63 - 1
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-class JobRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One job: ``target`` ("pkg.module:function") called with JSON arguments.
+class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One job: ``target`` ("pkg.module:function") called with JSON arguments, and its options.
 
     The submitter is not a member: it is the name of the request's token.
     """
 
     target: str
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    queue: str = "default"
-    priority: int = 0
-    delay: float = 0.0
-    run_at: float | None = None
+    args: list[Any] = msgspec.field(default_factory=list)
+    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
+    # Over HTTP a job has always had 3 attempts unless it says otherwise.
     max_attempts: int = 3
-    timeout: float | None = None
-    limits: dict[str, Any] = {}
-    labels: list[str] = []
-    idempotency_key: str | None = None
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""
-        return call_spec(
-            self.target,
-            self.args,
-            self.kwargs,
-            queue=self.queue,
-            priority=self.priority,
-            delay=self.delay,
-            run_at=self.run_at,
-            max_attempts=self.max_attempts,
-            timeout=self.timeout,
-            limits=self.limits,
-            labels=self.labels,
-            idempotency_key=self.idempotency_key or idempotency_key,
-            submitter=submitter,
-        )
+        options = {**self.keywords(), "idempotency_key": self.idempotency_key or idempotency_key}
+        return call_spec(self.target, self.args, self.kwargs, submitter=submitter, **options)
 
 
 class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.broker.client.client import JobQuery
 from taskq.broker.records import Execution, Job, JobState
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -120,7 +121,7 @@ async def listing(request: Request, caller: Caller) -> Response:
     bodies.only_known(params, {*_LIST_FILTERS, "before", "limit"})
     limit, before = bodies.keyset(params)
     filters = {name: params[name] for name in _LIST_FILTERS if params.get(name)}
-    jobs = await client_of(request).list(
+    query = JobQuery(
         state=filters.get("state"),
         queue=filters.get("queue"),
         submitter=filters.get("submitter"),
@@ -128,6 +129,7 @@ async def listing(request: Request, caller: Caller) -> Response:
         before=before,
         limit=limit,
     )
+    jobs = await client_of(request).list(query)
     following = None
     if len(jobs) == limit:
         following = f"/jobs?{urlencode({**filters, 'limit': limit, 'before': jobs[-1].id})}"

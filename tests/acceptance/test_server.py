@@ -163,7 +163,7 @@ def test_an_idempotency_key_names_one_request(served: Served) -> None:
         batch = http.post("/jobs", json=[_job(queue), _job(queue)], headers=key)
         batch_again = http.post("/jobs", json=[_job(queue), _job(queue)], headers=key)
         assert batch.json() == batch_again.json()
-    assert len(served.client.list(queue=queue)) == 3
+    assert len(served.client.list(taskq.JobQuery(queue=queue))) == 3
 
 
 def test_cancel_and_retry(served: Served) -> None:
@@ -246,8 +246,10 @@ def test_the_submitter_is_the_token_and_its_rate_limit_holds(served: Served) -> 
             assert refused.json()["type"] == "urn:taskq:problem:RateLimited"
             metrics = http.get("/metrics").text
             assert 'taskq_server_submit_refusals_total{submitter="limited"} 1.0' in metrics
-        assert {job.submitter for job in served.client.list(queue=queue)} == {"limited"}
-        assert len(served.client.list(queue=queue)) == 3
+        assert {job.submitter for job in served.client.list(taskq.JobQuery(queue=queue))} == {
+            "limited"
+        }
+        assert len(served.client.list(taskq.JobQuery(queue=queue))) == 3
     finally:
         served.client.remove_submit_limit("limited")
 
@@ -270,7 +272,7 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
         assert http.get("/jobs/1/result", params={"timeout": "soon"}).status_code == 400
         assert http.get("/nowhere").status_code == 404
         assert http.put("/jobs").status_code == 405
-    assert served.client.list(queue=queue) == []
+    assert served.client.list(taskq.JobQuery(queue=queue)) == []
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

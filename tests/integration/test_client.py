@@ -98,7 +98,9 @@ def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
     assert handles[0].cancel().cancelled == (handles[0].id,)
     assert client.retry(handles[0].id) == [handles[0].id]
     client.cancel(handles[1].id)
-    assert [job.id for job in client.list(queue=queue, state=JobState.CANCELLED)] == [handles[1].id]
+    assert [
+        job.id for job in client.list(taskq.JobQuery(queue=queue, state=JobState.CANCELLED))
+    ] == [handles[1].id]
     [stats] = [s for s in client.stats() if s.queue == queue]
     assert (stats.counts[JobState.QUEUED], stats.counts[JobState.CANCELLED]) == (2, 1)
     client.pause(queue)
@@ -146,7 +148,7 @@ def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) 
     small = taskq.Client(store=client.store, max_payload_bytes=100)
     with pytest.raises(errors.InvalidJob, match="over the limit of 100"):
         small.validate_spec(taskq.call_spec("m:f", ["x" * 200], queue=queue))
-    assert client.list(queue=queue) == []
+    assert client.list(taskq.JobQuery(queue=queue)) == []
 
 
 def test_the_schema_version_is_the_newest_migration(client: taskq.Client) -> None:
@@ -160,7 +162,7 @@ def test_non_json_arguments_are_refused_and_nothing_is_written(
         client.submit("m:f", {"when": time}, queue=queue)
     with pytest.raises(errors.InvalidJob, match=r"package\.module:function"):
         client.submit("m.f", queue=queue)
-    assert client.list(queue=queue) == []
+    assert client.list(taskq.JobQuery(queue=queue)) == []
 
 
 def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any) -> None:

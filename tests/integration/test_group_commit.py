@@ -124,7 +124,7 @@ def _first_then_group(
 def _stored(client: taskq.Client, queue: str) -> dict[str, list[int]]:
     """The ids of ``queue``'s jobs by their argument: each job stored once means one id each."""
     found: dict[str, list[int]] = {}
-    for job in client.list(queue=queue, limit=1000):
+    for job in client.list(taskq.JobQuery(queue=queue, limit=1000)):
         found.setdefault(job.payload["args"][0], []).append(job.id)
     return found
 

@@ -268,14 +268,16 @@ def test_a_client_submits_and_reads_back_over_tls(cluster: RqliteCluster, certs:
             "tls-tester",
         )
         assert (job.payload["target"], job.payload["args"]) == ("tests.support.jobs:add", [2, 3])
-        assert [listed.id for listed in _bounded(lambda: client.list(queue=queue))] == [handle.id]
+        assert [
+            listed.id for listed in _bounded(lambda: client.list(taskq.JobQuery(queue=queue)))
+        ] == [handle.id]
 
     async def submit_async() -> None:
         async with taskq.AsyncClient(url, submitter="tls-tester") as client:
             handle = await client.submit("tests.support.jobs:add", 4, 5, queue=queue)
             job = await client.get(handle.id)
             assert (job.state, job.payload["args"]) == (JobState.QUEUED, [4, 5])
-            assert len(await client.list(queue=queue)) == 2
+            assert len(await client.list(taskq.JobQuery(queue=queue))) == 2
 
     _run_async(submit_async)
 

@@ -306,7 +306,7 @@ def test_a_key_reused_for_another_request_is_a_conflict_that_writes_nothing(
             key,
             lambda options=options: client.submit(TARGET, 1, **options),
         )
-    assert [job.id for job in client.list(queue=queue)] == [first.id]
+    assert [job.id for job in client.list(taskq.JobQuery(queue=queue))] == [first.id]
 
 
 def test_a_batch_with_one_conflicting_key_writes_none_of_its_jobs(
@@ -379,7 +379,7 @@ def test_a_job_stored_before_fingerprints_is_returned_for_its_key(
             )
         ]
     )
-    [old] = client.list(queue=queue)
+    [old] = client.list(taskq.JobQuery(queue=queue))
     assert client.submit(TARGET, 1, queue=queue, idempotency_key=key).id == old.id
 
 
@@ -394,11 +394,15 @@ def test_list_takes_a_state_by_name_and_names_the_states_when_wrong(
         [taskq.call_spec(TARGET, [n], queue=queue) for n in range(2)]
     )
     client.cancel(done.id)
-    assert [job.id for job in client.list(queue=queue, state="cancelled")] == [done.id]
-    assert [job.id for job in client.list(queue=queue, state=JobState.QUEUED)] == [waiting.id]
-    assert client.list(queue=queue, state="succeeded") == []
+    assert [job.id for job in client.list(taskq.JobQuery(queue=queue, state="cancelled"))] == [
+        done.id
+    ]
+    assert [job.id for job in client.list(taskq.JobQuery(queue=queue, state=JobState.QUEUED))] == [
+        waiting.id
+    ]
+    assert client.list(taskq.JobQuery(queue=queue, state="succeeded")) == []
     with pytest.raises(errors.InvalidJob, match="queued, running, succeeded"):
-        client.list(queue=queue, state="finished")
+        client.list(taskq.JobQuery(queue=queue, state="finished"))
 
 
 # -- generated submits -----------------------------------------------------------------------

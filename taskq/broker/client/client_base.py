@@ -1,9 +1,8 @@
-"""What ``Client`` and ``AsyncClient`` share: how a job is described, and every request as a plan.
+"""What ``Client`` and ``AsyncClient`` share: how a job is described, and how it is submitted.
 
-Each ``_…_plan`` method of :class:`ClientBase` builds, once, the operation
-plan behind the public method of that name; :class:`taskq.broker.client.client.Client`
-runs it blocking and :class:`taskq.broker.client.client.AsyncClient` awaits it, so
-the two clients differ only in how they wait, never in what they ask.
+:class:`ClientBase` holds the store, the submitter and the group commit, and
+builds the plan of each submit; the other requests are declared in
+:mod:`taskq.broker.client.operations`.
 """
 
 from __future__ import annotations
@@ -21,48 +20,13 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import msgspec
 
 from taskq import errors
-from taskq.broker import job_validation, schedule_timing
+from taskq.broker import job_validation
 from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row, job_enqueue
-from taskq.broker.ops.jobs import (
-    CancelResult,
-    ExecutionStats,
-    ThroughputBucket,
-    execution_list,
-    execution_stats,
-    execution_throughput,
-    job_cancel,
-    job_get,
-    job_list,
-    job_retry,
-    job_wait,
-)
-from taskq.broker.ops.maintenance import Pruner
-from taskq.broker.ops.migrations import schema_version
 from taskq.broker.ops.plan import Op
-from taskq.broker.ops.queues import (
-    Keep,
-    SubmitLimit,
-    job_counts,
-    queue_set_defaults,
-    queue_set_limits,
-    queue_set_paused,
-    submit_limit_list,
-    submit_limit_remove,
-    submit_limit_set,
-)
-from taskq.broker.ops.schedules import (
-    Schedule,
-    ScheduleAdded,
-    schedule_add,
-    schedule_list,
-    schedule_remove,
-    schedule_set_paused,
-)
-from taskq.broker.ops.workers import worker_list
-from taskq.broker.records import Execution, Job, JobSpec, PayloadKind, QueueStats, WorkerInfo
+from taskq.broker.records import JobSpec, PayloadKind
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
@@ -441,119 +405,3 @@ class ClientBase:
     def _submit_spec_plan(self, spec: JobSpec) -> GroupOp[int]:
         """One job's enqueue, in a write shared with concurrent submits (run by group_commit)."""
         return self._group_commit.submit(spec)
-
-    def _get_plan(self, job_id: int) -> Op[Job]:
-        job = yield from job_get(job_id)
-        if job is None:
-            raise errors.JobNotFound(f"no job with id {job_id}")
-        return job
-
-    def _wait_plan(self, job_id: int, timeout: float | None) -> Op[Job]:
-        return job_wait(job_id, timeout=timeout)
-
-    def _list_plan(self, filters: dict[str, Any]) -> Op[list[Job]]:
-        return job_list(**filters)
-
-    def _executions_plan(self, job_id: int) -> Op[list[Execution]]:
-        return execution_list(job_id=job_id)
-
-    def _worker_executions_plan(
-        self, worker_id: str, before: int | None, limit: int
-    ) -> Op[list[Execution]]:
-        return execution_list(worker_id=worker_id, before=before, limit=limit)
-
-    def _cancel_plan(self, job_ids: Sequence[int]) -> Op[CancelResult]:
-        return job_cancel(job_ids)
-
-    def _retry_plan(self, job_ids: Sequence[int]) -> Op[list[int]]:
-        return job_retry(job_ids)
-
-    # -- queues and limits ----------------------------------------------------------
-
-    def _stats_plan(self) -> Op[list[QueueStats]]:
-        return job_counts()
-
-    def _pause_plan(self, queue: str, paused: bool, create: bool) -> Op[None]:
-        return queue_set_paused(queue, paused, create=create)
-
-    def _set_queue_limits_plan(
-        self,
-        queue: str,
-        max_running: int | Keep | None,
-        rate_limit: float | Keep | None,
-        rate_period: float,
-    ) -> Op[None]:
-        return queue_set_limits(
-            queue, max_running=max_running, rate_limit=rate_limit, rate_period=rate_period
-        )
-
-    def _set_queue_defaults_plan(self, queue: str, defaults: dict[str, Any]) -> Op[None]:
-        return queue_set_defaults(queue, **defaults)
-
-    def _set_submit_limit_plan(self, submitter: str, rate: float, period: float) -> Op[None]:
-        return submit_limit_set(submitter, rate, period)
-
-    def _remove_submit_limit_plan(self, submitter: str) -> Op[None]:
-        return submit_limit_remove(submitter)
-
-    def _submit_limits_plan(self) -> Op[list[SubmitLimit]]:
-        return submit_limit_list()
-
-    # -- the fleet and the store ------------------------------------------------------
-
-    def _schema_version_plan(self) -> Op[int]:
-        return schema_version()
-
-    def _workers_plan(self) -> Op[list[WorkerInfo]]:
-        return worker_list()
-
-    def _throughput_plan(self, minutes: int, now: float | None) -> Op[list[ThroughputBucket]]:
-        return execution_throughput(minutes=minutes, now=now)
-
-    def _execution_stats_plan(self) -> Op[ExecutionStats]:
-        return execution_stats()
-
-    def _prune_plan(self, older_than: float) -> Op[int]:
-        pruner = Pruner(retention_seconds=older_than)  # checked now, before any request
-
-        def batches() -> Op[int]:
-            # Batch after batch, so that no one request deletes an unbounded number of rows.
-            pruned = 0
-            while True:
-                batch = (yield from pruner.plan_once())["pruned"]
-                pruned += batch
-                if batch < pruner.batch:
-                    return pruned
-
-        return batches()
-
-    # -- schedules --------------------------------------------------------------------
-
-    def _add_schedule_plan(
-        self,
-        name: str,
-        spec: JobSpec,
-        cron: str | None,
-        every_seconds: float | None,
-        timezone: str,
-        catch_up: schedule_timing.CatchUp,
-        replace: bool,
-    ) -> Op[ScheduleAdded]:
-        return schedule_add(
-            name,
-            spec,
-            cron=cron,
-            every_seconds=every_seconds,
-            timezone=timezone,
-            catch_up=catch_up,
-            replace=replace,
-        )
-
-    def _schedules_plan(self) -> Op[list[Schedule]]:
-        return schedule_list()
-
-    def _remove_schedule_plan(self, name: str) -> Op[bool]:
-        return schedule_remove(name)
-
-    def _pause_schedule_plan(self, name: str, paused: bool) -> Op[bool]:
-        return schedule_set_paused(name, paused)
