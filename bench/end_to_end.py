@@ -37,14 +37,9 @@ from bench.disk import DiskProbe
 from bench.stores import BenchStore
 from taskq.broker.client.client import Client, call_spec
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import ClaimRequest, job_claim
 from taskq.broker.ops.jobs import job_cancel
-from taskq.broker.ops.leases import (
-    ClaimRequest,
-    Report,
-    ReportKind,
-    job_claim,
-    job_report_and_claim,
-)
+from taskq.broker.ops.leases import Report, ReportKind, job_report_and_claim
 from taskq.broker.records import AttemptReport, Fenced, JobState
 from taskq.broker.stores.store import Statement, Store
 from taskq.dev.workers import WorkerFleet, environment_without

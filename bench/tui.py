@@ -32,9 +32,10 @@ from taskq.app.widgets.tables import JobsTable
 from taskq.broker.client.client import call_spec
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_list
-from taskq.broker.ops.leases import Report, ReportKind, job_claim, job_report
+from taskq.broker.ops.leases import Report, ReportKind, job_report
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import AttemptReport, JobState

@@ -33,8 +33,9 @@ from typing import Any
 from taskq.broker.client.client import Client
 from taskq.broker.limits import Limits
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.jobs import job_next_run_at
-from taskq.broker.ops.leases import job_claim, job_report
+from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import ClaimedJob, JobState
 from taskq.job_context import JobUpdate

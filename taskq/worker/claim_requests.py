@@ -14,13 +14,8 @@ import time
 
 import anyio
 
-from taskq.broker.ops.leases import (
-    ClaimRequest,
-    Report,
-    job_backlog,
-    job_report,
-    job_report_and_claim,
-)
+from taskq.broker.ops.claims import ClaimRequest, job_backlog
+from taskq.broker.ops.leases import Report, job_report, job_report_and_claim
 from taskq.broker.records import Fenced
 from taskq.worker.heartbeat import Heartbeat
 from taskq.worker.running import RunningJob

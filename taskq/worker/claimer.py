@@ -14,7 +14,7 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.ops.leases import job_claimable
+from taskq.broker.ops.claims import job_claimable
 from taskq.broker.stores.store import Store
 from taskq.worker.acks import AckBatcher
 from taskq.worker.claim_requests import ClaimRequests

@@ -1,10 +1,12 @@
 """A worker's settings: the config file's [worker] section, then command-line flags.
 
-Each setting's type and range is declared once, on :class:`WorkerSettings`;
-msgspec checks values against them, and ``taskq.config.converted`` tells a
-fault as one line naming the setting, so a typo stops the worker at start
-rather than leaving it running with a default. ``cpus`` and ``max_limits``
-are written as text ("0-3", "2GiB") and parsed by their own modules first.
+Each setting's type and range is declared once, on :class:`WorkerSettings`,
+with its ``taskq-worker`` flag if it has one (:class:`Flag`, from which the
+command's parser is built); msgspec checks values against them, and
+``taskq.config.converted`` tells a fault as one line naming the setting, so
+a typo stops the worker at start rather than leaving it running with a
+default. ``cpus`` and ``max_limits`` are written as text ("0-3", "2GiB") and
+parsed by their own modules first.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
@@ -44,6 +47,39 @@ Seconds = Annotated[
 _NAME_LISTS = ("queues", "labels", "modules", "env_passthrough")
 
 
+@dataclass(frozen=True)
+class Flag:
+    """A setting's flag on ``taskq-worker``: ``--`` and the setting's name, dashed.
+
+    Declared on the setting (``Annotated[..., Flag(...)]``), so a new setting
+    is declared once and :func:`setting_flags` finds its flag. The flag's text
+    goes to :func:`settings_from` as the config file's value would (a
+    comma-separated list, a size, "MIN,MAX"), or what ``parse`` makes of it;
+    ``parse`` is argparse's ``type`` (so ``int`` keeps its "invalid int value"
+    error), and ``help``, ``metavar`` and ``choices`` are argparse's too.
+    """
+
+    help: str
+    metavar: str | None = None
+    parse: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """One setting's flag as a parser takes it: its declaration, and whether it is a switch."""
+
+    setting: str
+    flag: Flag
+    switch: bool
+    """A bool setting: the flag alone sets it true."""
+
+    @property
+    def option(self) -> str:
+        """The flag itself: ``--memory-budget`` for ``memory_budget``."""
+        return "--" + self.setting.replace("_", "-")
+
+
 def _cpu_count() -> int:
     return os.cpu_count() or 1
 
@@ -60,14 +96,96 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     Struct's does, and checks only the rules between fields.
     """
 
-    queues: Annotated[tuple[Name, ...], Meta(min_length=1)] = ("default",)
+    # Settings a flag may give too (--queues, ...), in the order `taskq-worker --help` lists them.
+    queues: Annotated[
+        tuple[Name, ...],
+        Meta(min_length=1),
+        Flag("comma-separated queues to take jobs from"),
+    ] = ("default",)
     # The modules (or packages) whose functions this worker runs as ``call``
     # jobs: nothing else is run (see taskq.worker.sandbox.payloads.Policy).
-    modules: tuple[ModuleName, ...] = ()
-    concurrency: AtLeastOne = msgspec.field(default_factory=_cpu_count)
-    labels: tuple[Name, ...] = ()
-    name: Name = msgspec.field(default_factory=_host_and_pid)
-    isolation: Isolation = "pool"
+    modules: Annotated[
+        tuple[ModuleName, ...],
+        Flag(
+            "comma-separated modules or packages whose functions this worker runs "
+            "(nothing else is run)"
+        ),
+    ] = ()
+    allow_python_exec: Annotated[
+        bool,
+        Flag("also run python_exec jobs: code sent with the job (trusted submitters only)"),
+    ] = False
+    allow_shell: Annotated[
+        bool, Flag("also run shell jobs: commands sent with the job (trusted submitters only)")
+    ] = False
+    concurrency: Annotated[AtLeastOne, Flag("jobs at once (default: CPU count)", parse=int)] = (
+        msgspec.field(default_factory=_cpu_count)
+    )
+    # (MIN, MAX): slots follow the backlog between these (see taskq.worker.autoscale),
+    # starting at MIN, instead of a fixed ``concurrency`` (then unused).
+    autoscale: Annotated[
+        tuple[AtLeastOne, AtLeastOne] | None,
+        Flag(
+            "keep between MIN and MAX slots, growing with the backlog and shrinking when "
+            "idle (instead of --concurrency)",
+            metavar="MIN,MAX",
+        ),
+    ] = None
+    # Bytes the memory limits of the jobs running at once may add up to
+    # (written as a size, "6GiB"). Any slot may be given a job with the
+    # worker's largest memory limit, so it caps the slots at
+    # memory_budget // max_limits.memory_bytes.
+    memory_budget: Annotated[
+        Annotated[int, Meta(ge=1)] | None,
+        Flag(
+            "most memory the running jobs' limits may add up to, as in 6GiB "
+            "(caps the slots at SIZE / max_limits.memory_bytes)",
+            metavar="SIZE",
+        ),
+    ] = None
+    # Most jobs claimed beyond the free slots while jobs are short (see
+    # taskq.worker.prefetch); None: 256, or four times the concurrency if more; 0: never.
+    prefetch: Annotated[
+        Annotated[int, Meta(ge=0)] | None,
+        Flag(
+            "most jobs claimed beyond the free slots while jobs are short "
+            "(default: 256, or four times the concurrency if more; 0: never)",
+            parse=int,
+        ),
+    ] = None
+    labels: Annotated[tuple[Name, ...], Flag("comma-separated labels jobs may require")] = ()
+    # Variables (or fnmatch patterns) of the worker's environment that jobs see,
+    # beyond the base set of taskq.worker.sandbox.environment.
+    env_passthrough: Annotated[
+        tuple[Name, ...],
+        Flag(
+            "comma-separated variables (or patterns, as in OMP_*) of the worker's environment "
+            "that jobs may see besides the base set",
+            metavar="NAMES",
+        ),
+    ] = ()
+    name: Annotated[Name, Flag("a name for this worker (default: host-pid)")] = msgspec.field(
+        default_factory=_host_and_pid
+    )
+    isolation: Annotated[Isolation, Flag("pool (default) or process", choices=ISOLATION_MODES)] = (
+        "pool"
+    )
+    # None: wherever the machine lets it run. Parsed by parse_cpu_list.
+    cpus: Annotated[
+        frozenset[int] | None,
+        Flag("CPUs the worker and its jobs run on, as in 0-3,6 (default: any)"),
+    ] = None
+
+    # Settings only the config file sets.
+
+    # At most one step of growth per interval; a slot idle this long leaves.
+    autoscale_interval_seconds: Seconds = 1.0
+    autoscale_idle_seconds: Seconds = 30.0
+    # Most jobs a pool slot hands its child at once while jobs are short (see
+    # Executor._may_queue); 1: one at a time. With no-op jobs on 2 cores, two
+    # 2-slot workers drained 18% faster with 32 than with 16 (paired runs):
+    # the jobs claimed ahead then wait in the children, not in the worker.
+    child_queue: AtLeastOne = 32
     lease_seconds: Seconds = 30.0
     heartbeat_seconds: Seconds = 5.0
     # Jobs are killed this long before their leases could expire in the store
@@ -75,37 +193,11 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     lease_margin_seconds: Seconds = 2.0
     grace_seconds: Seconds = 30.0
     idle_poll_seconds: Seconds = 1.0
-    allow_python_exec: bool = False
-    allow_shell: bool = False
-    # Variables (or fnmatch patterns) of the worker's environment that jobs see,
-    # beyond the base set of taskq.worker.sandbox.environment.
-    env_passthrough: tuple[Name, ...] = ()
-    maintenance: bool = True
     # Respawning a pool child costs ~80 ms; a child that misbehaves is replaced at once.
     pool_recycle_after: AtLeastOne = 10_000
+    maintenance: bool = True
     # Parsed from the section's table by parse_limits (sizes such as "2GiB").
     max_limits: Limits = msgspec.field(default_factory=Limits)
-    # None: wherever the machine lets it run. Parsed by parse_cpu_list.
-    cpus: frozenset[int] | None = None
-    # Most jobs claimed beyond the free slots while jobs are short (see
-    # taskq.worker.prefetch); None: 256, or four times the concurrency if more; 0: never.
-    prefetch: Annotated[int, Meta(ge=0)] | None = None
-    # Most jobs a pool slot hands its child at once while jobs are short (see
-    # Executor._may_queue); 1: one at a time. With no-op jobs on 2 cores, two
-    # 2-slot workers drained 18% faster with 32 than with 16 (paired runs):
-    # the jobs claimed ahead then wait in the children, not in the worker.
-    child_queue: AtLeastOne = 32
-    # (MIN, MAX): slots follow the backlog between these (see taskq.worker.autoscale),
-    # starting at MIN, instead of a fixed ``concurrency`` (then unused).
-    autoscale: tuple[AtLeastOne, AtLeastOne] | None = None
-    # At most one step of growth per interval; a slot idle this long leaves.
-    autoscale_interval_seconds: Seconds = 1.0
-    autoscale_idle_seconds: Seconds = 30.0
-    # Bytes the memory limits of the jobs running at once may add up to
-    # (written as a size, "6GiB"). Any slot may be given a job with the
-    # worker's largest memory limit, so it caps the slots at
-    # memory_budget // max_limits.memory_bytes.
-    memory_budget: Annotated[int, Meta(ge=1)] | None = None
 
     def __post_init__(self) -> None:
         if self.autoscale is not None and self.autoscale[0] > self.autoscale[1]:
@@ -173,6 +265,19 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 per_job = humanize.size(self.max_limits.memory_bytes)
                 ceiling, reason = fitting, f"memory_budget ({budget}, {per_job} per job)"
         return ceiling, reason
+
+
+def setting_flags() -> list[SettingFlag]:
+    """The settings ``taskq-worker`` takes as flags, in the order they are declared."""
+    found = []
+    for field in msgspec.structs.fields(WorkerSettings):
+        # Annotated[kind, ..., Flag(...)]: the Flag among the annotations, if any.
+        extras = getattr(field.type, "__metadata__", ())
+        flag = next((extra for extra in extras if isinstance(extra, Flag)), None)
+        if flag is None:
+            continue
+        found.append(SettingFlag(field.name, flag, switch=get_args(field.type)[0] is bool))
+    return found
 
 
 def settings_from(

@@ -21,7 +21,7 @@ import pytest
 from taskq.broker.client.client import default_submitter
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
-from taskq.broker.ops.leases import job_claim
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.stores.store import Store
 from taskq.cli.main import build_parser
 from tests.support.cli_runs import ok, one_error_line, taskq

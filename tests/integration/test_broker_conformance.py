@@ -16,6 +16,7 @@ import pytest
 from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_backlog, job_claim, job_claimable
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import (
     execution_list,
@@ -30,9 +31,6 @@ from taskq.broker.ops.leases import (
     Backoff,
     Report,
     ReportKind,
-    job_backlog,
-    job_claim,
-    job_claimable,
     job_heartbeat,
     job_progress,
     job_report,

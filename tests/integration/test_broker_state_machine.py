@@ -44,16 +44,10 @@ from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_retry
-from taskq.broker.ops.leases import (
-    Backoff,
-    Report,
-    ReportKind,
-    job_claim,
-    job_heartbeat,
-    job_report,
-)
+from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_heartbeat, job_report
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts

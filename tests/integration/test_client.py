@@ -14,8 +14,8 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.ops import migrations, plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
-from taskq.broker.ops.leases import job_claim
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import Consistency, Statement, Store

@@ -15,9 +15,9 @@ from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_list
-from taskq.broker.ops.leases import job_claim
 from taskq.broker.ops.queues import job_counts, queue_set_limits, submit_limit_set
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import Consistency, Statement

@@ -31,9 +31,9 @@ from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_get
-from taskq.broker.ops.leases import job_claim
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.records import Fenced, JobState, Lease

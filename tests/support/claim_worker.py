@@ -18,7 +18,7 @@ from typing import Any
 
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
-from taskq.broker.ops.leases import job_claim
+from taskq.broker.ops.claims import job_claim
 from tests.support.reports import completed, report_one
 
 # Long enough that no lease expires during a test: every claim must be the only one.

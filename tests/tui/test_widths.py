@@ -23,7 +23,7 @@ from taskq.app.source import ConsoleSource, JobFilter
 from taskq.app.widgets.keyed_table import Column, KeyedTable, fit_widths
 from taskq.app.widgets.tables import JobsTable, NodesTable, QueuesTable, WorkersTable
 from taskq.broker.ops import migrations, plan
-from taskq.broker.ops.leases import job_claim
+from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Store

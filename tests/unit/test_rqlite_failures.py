@@ -16,12 +16,9 @@ import pytest
 from taskq import errors
 from taskq.broker.stores import trampoline
 from taskq.broker.stores.http_plan import HttpCall, HttpPlan, HttpReply, SendFailure, SendStage
-from taskq.broker.stores.rqlite_store import (
-    LEADER_POLL_SECONDS,
-    RqliteStore,
-    failover_budget,
-    with_known_addresses,
-)
+from taskq.broker.stores.rqlite_cluster import with_known_addresses
+from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, failover_budget
+from taskq.broker.stores.rqlite_store import RqliteStore
 from taskq.broker.stores.store import NodeInfo, Statement
 from taskq.broker.stores.store_url import RqliteTarget, parse_store_url
 

@@ -1,8 +1,8 @@
-"""Work under a lease: claims, heartbeats, reports of finished attempts, progress.
+"""Work under a lease: heartbeats, progress, reports of finished attempts.
 
-A claim gives each job a lease token new for that claim; every later write
-about the job (a heartbeat, a report, progress) is fenced by it, so a worker
-whose lease moved on changes nothing.
+A claim (:mod:`taskq.broker.ops.claims`) gives each job a lease token new
+for that claim; every later write about the job (a heartbeat, a report,
+progress) is fenced by it, so a worker whose lease moved on changes nothing.
 """
 
 from __future__ import annotations
@@ -18,162 +18,12 @@ from typing import Any
 import msgspec
 
 from taskq import errors, fast_json
-from taskq.broker.ops import queries
-from taskq.broker.ops.common import clock_tick, from_json, to_json
+from taskq.broker.ops import claims, queries
+from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.leader import LeaderRenewal
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import (
-    AttemptReport,
-    ClaimedJob,
-    Fenced,
-    JobState,
-    Lease,
-    PayloadKind,
-)
-from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
-
-# -- claims -----------------------------------------------------------------------
-
-
-class ClaimRequest(msgspec.Struct, frozen=True):
-    """A worker asking for up to ``limit`` jobs of its queues, with its labels."""
-
-    worker_id: str
-    queues: tuple[str, ...]
-    limit: int
-    lease_seconds: float
-    labels: tuple[str, ...] = ()
-
-
-# The time in a claim (a write): the store's clock, as every write has it.
-_STORE_NOW = "(SELECT now FROM taskq_clock)"
-# The time in a read, which is not replicated: the answering node's own clock,
-# 50 ms ahead for rqlite's rounding of a write's time (see job_claimable).
-_NODE_NOW = "((julianday('now') - 2440587.5) * 86400.0 + 0.05)"
-
-
-def _candidates_sql(queue_count: int, now: str) -> str:
-    branch = queries.query("job_claim_candidates")
-    return "\nUNION ALL\n".join(branch.format(n=index, now=now) for index in range(queue_count))
-
-
-def _claim_sql(queue_count: int) -> str:
-    return queries.query("job_claim").format(candidates=_candidates_sql(queue_count, _STORE_NOW))
-
-
-def _claimed(row: Row) -> ClaimedJob:
-    return ClaimedJob(
-        lease=Lease(job_id=int(row["id"]), token=str(row["lease_token"])),
-        kind=PayloadKind(row["kind"]),
-        payload=from_json(row["payload"]),
-        queue=str(row["queue"]),
-        attempt=int(row["attempts"]),
-        max_attempts=int(row["max_attempts"]),
-        timeout=row["timeout"],
-        limits=from_json(row["limits"]) or {},
-        lease_until=float(row["lease_until"]),
-        retry=from_json(row["retry"]),
-        checkpoint_json=row["checkpoint"],
-    )
-
-
-def _claim_statements(request: ClaimRequest, claim_token: str) -> list[Statement]:
-    """The claim, its execution rows and its rate-limit spending: three statements."""
-    queues = list(dict.fromkeys(request.queues))
-    params: dict[str, Any] = {
-        "worker_id": request.worker_id,
-        "claim_token": claim_token,
-        "lease_seconds": float(request.lease_seconds),
-        "labels": json.dumps(sorted(set(request.labels))),
-        "limit": int(request.limit),
-    }
-    params.update({f"queue_{index}": queue for index, queue in enumerate(queues)})
-    token_params = {"worker_id": request.worker_id, "claim_token": claim_token}
-    return [
-        Statement(_claim_sql(len(queues)), params),
-        Statement(queries.query("execution_start"), token_params),
-        Statement(
-            queries.query("queue_rate_spend"), {**token_params, "queues": json.dumps(queues)}
-        ),
-    ]
-
-
-def _claimed_rows(rows: list[Row]) -> list[ClaimedJob]:
-    return sorted((_claimed(row) for row in rows), key=lambda job: job.lease.job_id)
-
-
-def _claimed_by_token(request: ClaimRequest, claim_token: str) -> Op[list[ClaimedJob]]:
-    """What a claim whose outcome is unknown did claim (nothing, if it was not applied)."""
-    rows = yield Read(
-        Statement(
-            queries.query("job_claimed_by_token"),
-            {"worker_id": request.worker_id, "claim_token": claim_token},
-        ),
-        Consistency.LINEARIZABLE,
-    )
-    return _claimed_rows(rows)
-
-
-def job_claim(
-    worker_id: str,
-    queues: Sequence[str],
-    *,
-    limit: int,
-    lease_seconds: float,
-    labels: Sequence[str] = (),
-    now: float | None = None,
-) -> Op[list[ClaimedJob]]:
-    """Claim up to ``limit`` runnable jobs of ``queues`` for one worker, in one request.
-
-    Jobs come in claim order (priority, then run_at, then id), skip paused
-    queues and jobs that need labels the worker lacks, get a lease token new
-    for this claim, and get an execution row in the same batch. When the
-    outcome is unknown, a linearizable read of this claim's token finds what
-    was claimed, so no attempt is lost or doubled.
-    """
-    request = ClaimRequest(worker_id, tuple(queues), limit, lease_seconds, tuple(labels))
-    if request.limit < 1 or not request.queues:
-        return []
-    claim_token = secrets.token_hex(8)
-    try:
-        results = yield Write([clock_tick(now), *_claim_statements(request, claim_token)])
-    except errors.OutcomeUnknown:
-        return (yield from _claimed_by_token(request, claim_token))
-    return _claimed_rows(results[1].rows)
-
-
-def job_claimable(queues: Sequence[str]) -> Op[bool]:
-    """Whether a claim on ``queues`` would find a job now: a cheap read for idle workers.
-
-    Read at ``NONE`` consistency: any node answers from its own copy, and a
-    stale answer costs at most one empty claim or one poll interval.
-    """
-    rows = yield Read(
-        Statement(queries.query("job_claimable"), {"queues": json.dumps(list(queues))}),
-        Consistency.NONE,
-    )
-    return bool(rows and rows[0]["ready"])
-
-
-def job_backlog(queues: Sequence[str], labels: Sequence[str], *, limit: int) -> Op[int]:
-    """How many jobs a claim on ``queues`` with ``labels`` would take now, counting to ``limit``.
-
-    Due jobs of queues not paused, within each queue's ``max_running`` and
-    rate limit: what an autoscaling worker grows for. A read at ``NONE``
-    consistency, as ``job_claimable``: a stale count delays a step by one look.
-    """
-    names = list(dict.fromkeys(queues))
-    if limit < 1 or not names:
-        return 0
-    params: dict[str, Any] = {
-        "labels": json.dumps(sorted(set(labels))),
-        "limit": int(limit),
-        **{f"queue_{index}": queue for index, queue in enumerate(names)},
-    }
-    sql = queries.query("job_backlog").format(candidates=_candidates_sql(len(names), _NODE_NOW))
-    rows = yield Read(Statement(sql, params), Consistency.NONE)
-    return int(rows[0]["n"]) if rows else 0
-
+from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, JobState, Lease
+from taskq.broker.stores.store import Consistency, SqlValue, Statement
 
 # -- heartbeats -------------------------------------------------------------------
 
@@ -422,22 +272,23 @@ def job_report(
 
 def job_report_and_claim(
     reports: Sequence[Report],
-    claim: ClaimRequest,
+    claim: claims.ClaimRequest,
     *,
     backoff: Backoff = DEFAULT_BACKOFF,
     now: float | None = None,
 ) -> Op[tuple[list[Fenced], list[ClaimedJob]]]:
-    """:func:`job_report`, and in the same request :func:`job_claim` for the freed slots.
+    """:func:`job_report`, and in the same request a claim for the freed slots.
 
-    A busy worker then commits once per batch of finished jobs instead of
-    twice (on the embedded store, one fsync instead of two).
+    The claim is :func:`taskq.broker.ops.claims.job_claim`'s. A busy worker
+    then commits once per batch of finished jobs instead of twice (on the
+    embedded store, one fsync instead of two).
     """
     return (yield from _report_and_claim(reports, claim, backoff, now))
 
 
 def _report_and_claim(
     reports: Sequence[Report],
-    claim: ClaimRequest | None,
+    claim: claims.ClaimRequest | None,
     backoff: Backoff,
     now: float | None,
 ) -> Op[tuple[list[Fenced], list[ClaimedJob]]]:
@@ -459,12 +310,12 @@ def _report_and_claim(
         claim_token = secrets.token_hex(8)
         claim_at = len(batch)
         if claim is not None:
-            batch += _claim_statements(claim, claim_token)
+            batch += claims.claim_statements(claim, claim_token)
         try:
             results = yield Write(batch)
         except errors.OutcomeUnknown:
             if claim is not None:
-                claimed = yield from _claimed_by_token(claim, claim_token)
+                claimed = yield from claims.claimed_by_token(claim, claim_token)
                 claim = None
             if not pending:
                 break
@@ -481,7 +332,7 @@ def _report_and_claim(
                 Fenced.ACCEPTED if (lease.job_id, lease.token) in taken else Fenced.LEASE_LOST
             )
         if claim is not None:
-            claimed = _claimed_rows(results[claim_at].rows)
+            claimed = claims.claimed_rows(results[claim_at].rows)
         pending, claim = [], None
     if pending:
         raise errors.OutcomeUnknown(

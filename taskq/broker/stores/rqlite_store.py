@@ -2,11 +2,12 @@
 
 It knows every node it was given (and every node the cluster reports), sends
 writes straight to the leader, and when a node dies or leadership moves it
-finds the new leader and tries again (:class:`Failover`): while no leader is
-known it asks a node who leads every 0.1 s, and tries as soon as one is
-named, for as long as the store URL's ``retries`` allow. When every node it
-knows refuses the connection, no node is electing: a request gives up after
-that one round (:class:`Refusals`) rather than wait. A write whose outcome
+finds the new leader and tries again (``rqlite_failover.py``): while no
+leader is known it asks a node who leads every 0.1 s, and tries as soon as
+one is named, for as long as the store URL's ``retries`` allow. When every
+node it knows refuses the connection, no node is electing: a request gives
+up after that one round rather than wait. What it knows of the nodes is its
+``rqlite_cluster.ClusterView``. A write whose outcome
 is unknown is resent only when the caller said it is idempotent; otherwise
 :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
 """
@@ -17,7 +18,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -33,7 +34,8 @@ from taskq.broker.stores.http_plan import (
     run_http_plan_async,
 )
 from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
-from taskq.broker.stores.http_wire import Endpoint
+from taskq.broker.stores.rqlite_cluster import ClusterView, with_known_addresses
+from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, Failover, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.stores.store_url import RqliteTarget, mask_password
@@ -42,133 +44,10 @@ from taskq.broker.stores.wake_hints import WakeListener, host_facing
 
 _DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
-# How often a request without a leader asks who leads, and paces its tries:
-# an election on a LAN takes about a second, so a new leader is seen within
-# a tenth of one, at ten small reads a second per client.
-LEADER_POLL_SECONDS = 0.1
 # The requests of one store ask who leads about once a poll between them:
 # at least this long after the last look, a little less than a poll, so that
 # a request's own pause of one poll always ends in a look.
 _LOOK_SPACING_SECONDS = 0.9 * LEADER_POLL_SECONDS
-# The pauses of the schedule that ``retries`` counted before: its first retry
-# at once, then 0.5 s doubling up to 2 s. Their sum is the failover budget.
-_FIRST_PAUSE_SECONDS = 0.5
-_LONGEST_PAUSE_SECONDS = 2.0
-
-
-@dataclass
-class ClusterView:
-    """What this client believes about the cluster: its nodes and who leads."""
-
-    nodes: list[str]
-    leader: str | None = None
-    recently_failed: set[str] = field(default_factory=set)
-    # When a request last asked who leads (the store's clock), and how many
-    # times: the requests of one store share the looks and take turns at nodes.
-    looked_at: float = float("-inf")
-    looks: int = 0
-
-    def write_target(self) -> str:
-        if self.leader and self.leader not in self.recently_failed:
-            return self.leader
-        for node in self.nodes:
-            if node not in self.recently_failed:
-                return node
-        # Everyone failed lately: start over rather than give up.
-        self.recently_failed.clear()
-        return self.leader or self.nodes[0]
-
-    def node_failed(self, node: str) -> None:
-        self.recently_failed.add(node)
-        if self.leader == node:
-            self.leader = None
-
-    def learn(self, nodes: list[NodeInfo]) -> None:
-        for node in nodes:
-            if node.address and node.address not in self.nodes:
-                self.nodes.append(node.address)
-        leaders = [node.address for node in nodes if node.leader and node.address]
-        if leaders:
-            self.leader = leaders[0]
-            self.recently_failed.discard(leaders[0])
-
-    def candidates(self) -> list[str]:
-        """Nodes in the order worth asking: the leader first, then the healthy ones."""
-        ordered = [self.leader] if self.leader else []
-        ordered += [node for node in self.nodes if node not in self.recently_failed]
-        ordered += [node for node in self.nodes if node in self.recently_failed]
-        return list(dict.fromkeys(node for node in ordered if node))
-
-    def lookout(self) -> list[str]:
-        """Nodes to ask who leads while no leader is known: the healthy ones first.
-
-        Each look starts one healthy node further on, so that waiting
-        requests spread their questions over the survivors.
-        """
-        healthy = [node for node in self.nodes if node not in self.recently_failed]
-        turn = self.looks % len(healthy) if healthy else 0
-        self.looks += 1
-        return healthy[turn:] + healthy[:turn] + [n for n in self.nodes if n not in healthy]
-
-
-class Refusals:
-    """The nodes that refused a connection during one request, since any node last answered.
-
-    Once every node the client knows is among them, nothing listens at any
-    of their addresses (a cluster that is down, or a wrong URL): an election
-    needs nodes that run, and they would answer or at least accept the
-    connection, so the failover budget would only put off saying so. A node
-    that answers anything, or times out, empties the set.
-    """
-
-    def __init__(self, failed: str) -> None:
-        self.failed = failed  # what the request did not get, as "answered no read"
-        self.nodes: set[str] = set()
-        self.last = ""
-
-    def note(self, node: str, answer: protocol.RqliteAnswer) -> None:
-        if answer.refused:
-            self.nodes.add(node)
-            self.last = answer.message
-        else:
-            self.nodes.clear()
-
-    def everywhere(self, known: Sequence[str]) -> bool:
-        return bool(known) and self.nodes.issuperset(known)
-
-    def error(self, cluster: str, known: Sequence[str]) -> errors.StoreUnavailable:
-        return errors.StoreUnavailable(
-            f"rqlite cluster {cluster} {self.failed}: every node refused the connection "
-            f"({', '.join(known)}): {self.last}"
-        )
-
-
-class Failover:
-    """One request's failed tries: whether to try again, and by when to give up.
-
-    A request rides out a lost leader for :func:`failover_budget` of its
-    ``retries`` seconds, counted from its first failed try, and makes at
-    least ``retries + 1`` tries. Only after both does it give up, so a small
-    ``retries`` still means that many quick tries.
-    """
-
-    def __init__(self, retries: int, clock: Callable[[], float]) -> None:
-        self.retries = retries
-        self.clock = clock
-        self.tries = 0
-        self.deadline = float("inf")
-
-    def failed(self) -> None:
-        if not self.tries:
-            self.deadline = self.clock() + failover_budget(self.retries)
-        self.tries += 1
-
-    def spent(self) -> bool:
-        return self.tries > self.retries and self.clock() >= self.deadline
-
-    def pause(self) -> float:
-        """The next wait for a leader: the poll interval, cut at the deadline."""
-        return max(0.0, min(LEADER_POLL_SECONDS, self.deadline - self.clock()))
 
 
 class RqliteStore:
@@ -528,54 +407,6 @@ class RqliteStore:
                 )
             )
         return described
-
-
-def failover_budget(retries: int) -> float:
-    """Seconds a request rides out a lost leader, for the store URL's ``retries``.
-
-    What ``retries`` tries paced as before waited in all: the first retry at
-    once, then 0.5 s doubling up to 2 s between tries. The default 8 give
-    11.5 s, longer than an election takes, so a leader's death is ridden
-    through; 1 gives none (one quick retry), 0 none at all.
-    """
-    return sum(
-        (
-            min(_FIRST_PAUSE_SECONDS * 2.0 ** (retry - 2), _LONGEST_PAUSE_SECONDS)
-            for retry in range(2, retries + 1)
-        ),
-        0.0,
-    )
-
-
-def with_known_addresses(members: Sequence[NodeInfo], known: Sequence[str]) -> list[NodeInfo]:
-    """``members``, each one rqlite listed without an API address given one we know.
-
-    rqlite cannot tell the API address of a node it cannot reach. A known
-    address (from the store URL, or learned) that no member claims is that
-    node's when its host is the host of the node's raft address and no other
-    spare address is on that host, or when it is the only address and the
-    only node left over. Otherwise the address stays unknown ("").
-    """
-    claimed = {member.address for member in members}
-    spare = [address for address in known if address not in claimed]
-    missing = sum(1 for member in members if not member.address)
-    found: list[NodeInfo] = []
-    for member in members:
-        if member.address:
-            found.append(member)
-            continue
-        raft_host = member.raft_address.rpartition(":")[0]
-        same_host = [address for address in spare if Endpoint.of(address).host == raft_host]
-        if len(same_host) == 1:
-            address = same_host[0]
-        elif len(spare) == 1 and missing == 1:
-            address = spare[0]
-        else:
-            address = ""
-        if address:
-            spare.remove(address)
-        found.append(replace(member, address=address))
-    return found
 
 
 _PROBES = (

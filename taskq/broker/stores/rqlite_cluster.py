@@ -1,0 +1,101 @@
+"""What an rqlite client knows of the cluster: its nodes, who leads, their API addresses.
+
+:class:`ClusterView` is what one store believes (the nodes it was given and
+those the cluster reported, the leader, the nodes that failed lately);
+:func:`with_known_addresses` fills in the API address rqlite cannot give for
+a member it cannot reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from taskq.broker.stores.http_wire import Endpoint
+from taskq.broker.stores.store import NodeInfo
+
+
+@dataclass
+class ClusterView:
+    """What this client believes about the cluster: its nodes and who leads."""
+
+    nodes: list[str]
+    leader: str | None = None
+    recently_failed: set[str] = field(default_factory=set)
+    # When a request last asked who leads (the store's clock), and how many
+    # times: the requests of one store share the looks and take turns at nodes.
+    looked_at: float = float("-inf")
+    looks: int = 0
+
+    def write_target(self) -> str:
+        if self.leader and self.leader not in self.recently_failed:
+            return self.leader
+        for node in self.nodes:
+            if node not in self.recently_failed:
+                return node
+        # Everyone failed lately: start over rather than give up.
+        self.recently_failed.clear()
+        return self.leader or self.nodes[0]
+
+    def node_failed(self, node: str) -> None:
+        self.recently_failed.add(node)
+        if self.leader == node:
+            self.leader = None
+
+    def learn(self, nodes: list[NodeInfo]) -> None:
+        for node in nodes:
+            if node.address and node.address not in self.nodes:
+                self.nodes.append(node.address)
+        leaders = [node.address for node in nodes if node.leader and node.address]
+        if leaders:
+            self.leader = leaders[0]
+            self.recently_failed.discard(leaders[0])
+
+    def candidates(self) -> list[str]:
+        """Nodes in the order worth asking: the leader first, then the healthy ones."""
+        ordered = [self.leader] if self.leader else []
+        ordered += [node for node in self.nodes if node not in self.recently_failed]
+        ordered += [node for node in self.nodes if node in self.recently_failed]
+        return list(dict.fromkeys(node for node in ordered if node))
+
+    def lookout(self) -> list[str]:
+        """Nodes to ask who leads while no leader is known: the healthy ones first.
+
+        Each look starts one healthy node further on, so that waiting
+        requests spread their questions over the survivors.
+        """
+        healthy = [node for node in self.nodes if node not in self.recently_failed]
+        turn = self.looks % len(healthy) if healthy else 0
+        self.looks += 1
+        return healthy[turn:] + healthy[:turn] + [n for n in self.nodes if n not in healthy]
+
+
+def with_known_addresses(members: Sequence[NodeInfo], known: Sequence[str]) -> list[NodeInfo]:
+    """``members``, each one rqlite listed without an API address given one we know.
+
+    rqlite cannot tell the API address of a node it cannot reach. A known
+    address (from the store URL, or learned) that no member claims is that
+    node's when its host is the host of the node's raft address and no other
+    spare address is on that host, or when it is the only address and the
+    only node left over. Otherwise the address stays unknown ("").
+    """
+    claimed = {member.address for member in members}
+    spare = [address for address in known if address not in claimed]
+    missing = sum(1 for member in members if not member.address)
+    found: list[NodeInfo] = []
+    for member in members:
+        if member.address:
+            found.append(member)
+            continue
+        raft_host = member.raft_address.rpartition(":")[0]
+        same_host = [address for address in spare if Endpoint.of(address).host == raft_host]
+        if len(same_host) == 1:
+            address = same_host[0]
+        elif len(spare) == 1 and missing == 1:
+            address = spare[0]
+        else:
+            address = ""
+        if address:
+            spare.remove(address)
+        found.append(replace(member, address=address))
+    return found

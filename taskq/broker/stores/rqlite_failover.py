@@ -1,0 +1,101 @@
+"""How one request to an rqlite cluster rides out a lost leader, and when it gives up.
+
+A request that fails for want of a leader tries again, asking who leads every
+:data:`LEADER_POLL_SECONDS`, for :func:`failover_budget` of the store URL's
+``retries`` (:class:`Failover`). When every node it knows refuses the
+connection, no node is electing, and it gives up after that one round
+(:class:`Refusals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from taskq import errors
+from taskq.broker.stores import rqlite_protocol as protocol
+
+# How often a request without a leader asks who leads, and paces its tries:
+# an election on a LAN takes about a second, so a new leader is seen within
+# a tenth of one, at ten small reads a second per client.
+LEADER_POLL_SECONDS = 0.1
+# The pauses of the schedule that ``retries`` counted before: its first retry
+# at once, then 0.5 s doubling up to 2 s. Their sum is the failover budget.
+_FIRST_PAUSE_SECONDS = 0.5
+_LONGEST_PAUSE_SECONDS = 2.0
+
+
+class Refusals:
+    """The nodes that refused a connection during one request, since any node last answered.
+
+    Once every node the client knows is among them, nothing listens at any
+    of their addresses (a cluster that is down, or a wrong URL): an election
+    needs nodes that run, and they would answer or at least accept the
+    connection, so the failover budget would only put off saying so. A node
+    that answers anything, or times out, empties the set.
+    """
+
+    def __init__(self, failed: str) -> None:
+        self.failed = failed  # what the request did not get, as "answered no read"
+        self.nodes: set[str] = set()
+        self.last = ""
+
+    def note(self, node: str, answer: protocol.RqliteAnswer) -> None:
+        if answer.refused:
+            self.nodes.add(node)
+            self.last = answer.message
+        else:
+            self.nodes.clear()
+
+    def everywhere(self, known: Sequence[str]) -> bool:
+        return bool(known) and self.nodes.issuperset(known)
+
+    def error(self, cluster: str, known: Sequence[str]) -> errors.StoreUnavailable:
+        return errors.StoreUnavailable(
+            f"rqlite cluster {cluster} {self.failed}: every node refused the connection "
+            f"({', '.join(known)}): {self.last}"
+        )
+
+
+class Failover:
+    """One request's failed tries: whether to try again, and by when to give up.
+
+    A request rides out a lost leader for :func:`failover_budget` of its
+    ``retries`` seconds, counted from its first failed try, and makes at
+    least ``retries + 1`` tries. Only after both does it give up, so a small
+    ``retries`` still means that many quick tries.
+    """
+
+    def __init__(self, retries: int, clock: Callable[[], float]) -> None:
+        self.retries = retries
+        self.clock = clock
+        self.tries = 0
+        self.deadline = float("inf")
+
+    def failed(self) -> None:
+        if not self.tries:
+            self.deadline = self.clock() + failover_budget(self.retries)
+        self.tries += 1
+
+    def spent(self) -> bool:
+        return self.tries > self.retries and self.clock() >= self.deadline
+
+    def pause(self) -> float:
+        """The next wait for a leader: the poll interval, cut at the deadline."""
+        return max(0.0, min(LEADER_POLL_SECONDS, self.deadline - self.clock()))
+
+
+def failover_budget(retries: int) -> float:
+    """Seconds a request rides out a lost leader, for the store URL's ``retries``.
+
+    What ``retries`` tries paced as before waited in all: the first retry at
+    once, then 0.5 s doubling up to 2 s between tries. The default 8 give
+    11.5 s, longer than an election takes, so a leader's death is ridden
+    through; 1 gives none (one quick retry), 0 none at all.
+    """
+    return sum(
+        (
+            min(_FIRST_PAUSE_SECONDS * 2.0 ** (retry - 2), _LONGEST_PAUSE_SECONDS)
+            for retry in range(2, retries + 1)
+        ),
+        0.0,
+    )
