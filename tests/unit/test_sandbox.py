@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -406,6 +407,26 @@ async def test_pool_replaces_a_child_whose_job_left_a_process_running(pool: Pool
     assert wait_until_gone(grandchild)  # killed with the child's process group
     after = await pool.run(call("getpid"), LIMITS)
     assert after.result != before.result
+
+
+async def test_pool_does_not_blame_the_next_job_while_a_dead_jobs_keeper_lags(
+    pool: PoolSandbox,
+) -> None:
+    """The job process died between jobs and its keeper has not exited yet (stopped
+    here, slow under load): the channel's hang-up tells, and a fresh child runs the job."""
+    first = await pool.run(call("getpid"), LIMITS)
+    assert isinstance(first.result, int)
+    keeper = int(Path(f"/proc/{first.result}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(keeper, signal.SIGSTOP)
+    try:
+        os.kill(first.result, signal.SIGKILL)
+        assert wait_until_gone(first.result)
+        second = await pool.run(call("getpid"), LIMITS)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # retiring the child killed it
+            os.kill(keeper, signal.SIGCONT)
+    assert second.status is Status.SUCCEEDED
+    assert second.result != first.result
 
 
 async def test_pool_does_not_blame_the_next_job_for_a_child_that_died_between_jobs(

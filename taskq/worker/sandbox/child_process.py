@@ -185,11 +185,19 @@ class ChildProcess:
             return b""
 
     def has_exited(self) -> bool:
-        """Whether the child has exited (it may still need reaping); never blocks."""
+        """Whether the child has exited (it may still need reaping), or its job process
+        has and the keeper is about to follow; never blocks."""
         # poll, not select: a busy worker's descriptors may exceed select's 1024.
         poller = select.poll()
         poller.register(self.pidfd, select.POLLIN)
-        return bool(poller.poll(0))
+        # Only the job process holds the other end of the control channel (the
+        # keeper closed its copy): its hang-up says the job process is gone before
+        # the keeper has noticed and exited.
+        poller.register(self.control, select.POLLRDHUP)
+        return any(
+            fd == self.pidfd or events & (select.POLLHUP | select.POLLRDHUP)
+            for fd, events in poller.poll(0)
+        )
 
     def kill_job(self) -> None:
         """Have the keeper kill the job and every process it started; a no-op once reaped.
