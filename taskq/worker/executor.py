@@ -142,6 +142,7 @@ class Executor:
         try:
             while True:
                 if not taken:
+                    self._slots.slot_free(sandbox)
                     if self._autoscaler is None:
                         next_job: RunningJob | None = await self._slots.next_waiting()
                     else:
@@ -158,6 +159,7 @@ class Executor:
                     running.queued = True
                     taken.append((running, await self._start_job(running, sandbox)))
                 running, started = taken[0]
+                self._slots.slot_running(sandbox, running.started)
                 outcome = await self._finish_job(running, sandbox, started)
                 taken.popleft()
                 if taken:
@@ -169,6 +171,7 @@ class Executor:
                 self._slots.release(running)
             raise
         finally:
+            self._slots.slot_free(sandbox)
             self._taken_by_slots.remove((taken, sandbox))
 
     async def _hand_back_queued(
@@ -207,7 +210,6 @@ class Executor:
             # Claimed ahead, not started: another worker may run it now.
             running.stop(StopReason.DRAIN)
         running.started = time.monotonic()
-        running.in_slot = True
         self._events.emit(
             "job_started",
             job=job.lease.job_id,
@@ -250,7 +252,6 @@ class Executor:
                 outcome = await sandbox.finish(started)
         finally:
             self._slots.left_slot()
-            running.in_slot = False
             running.ended = True
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over

@@ -32,7 +32,6 @@ class RunningJob:
     stopped_because: str | None = None
     started: float = field(default_factory=time.monotonic)
     """When its slot handed it on, or it reached the head of its pool child's queue: monotonic."""
-    in_slot: bool = False  # handed to a slot's sandbox, and not over yet
     progress: JobUpdate | None = None
     """What the job last said: forwarded while it runs, and sent with its report, so the
     last word of a job that ends before the forwarder sends it is kept."""

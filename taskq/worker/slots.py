@@ -42,6 +42,9 @@ class Slots:
         self._executing = 0
         # Slots waiting for a claimed job: the jobs they will take are not to be queued.
         self._idle = 0
+        # When each busy slot's job started, by slot: read on every claim, so kept
+        # apart from the held jobs, which may be hundreds.
+        self._running_since: dict[object, float] = {}
         self._changed = anyio.Event()
 
     # -- claiming
@@ -57,11 +60,15 @@ class Slots:
     def long_running(self) -> int:
         """Slots whose job has run longer than ``HAND_BACK_SECONDS``."""
         since = self._clock() - HAND_BACK_SECONDS
-        return sum(
-            1
-            for running in self.held.values()
-            if running.in_slot and not running.queued and running.started < since
-        )
+        return sum(1 for started in self._running_since.values() if started < since)
+
+    def slot_running(self, slot: object, started: float) -> None:
+        """``slot`` runs a job that started at ``started`` (monotonic)."""
+        self._running_since[slot] = started
+
+    def slot_free(self, slot: object) -> None:
+        """``slot`` runs no job now."""
+        self._running_since.pop(slot, None)
 
     def take_overdue(self) -> list[RunningJob]:
         """Take out the jobs that waited for a slot longer than ``HAND_BACK_SECONDS``, to hand back.

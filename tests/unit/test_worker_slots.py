@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from taskq.broker.records import ClaimedJob, Lease, PayloadKind
-from taskq.worker.prefetch import Prefetch
+from taskq.worker.prefetch import HAND_BACK_SECONDS, Prefetch
 from taskq.worker.running import RunningJob
 from taskq.worker.slots import Slots
 
@@ -62,3 +62,43 @@ async def test_a_busy_slot_queues_only_what_the_idle_slots_will_not_take() -> No
     slots.entered_slot()
     assert slots.busy() == 1
     assert not slots.more_than_idle_slots_take()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_slot_whose_job_runs_long_gets_nothing_claimed_ahead() -> None:
+    prefetch = Prefetch(slots=2, most=1000)
+    prefetch.job_ran(0.001)
+    prefetch.round_took(0.01)
+    clock = Clock()
+    slots = Slots(2, prefetch, clock=clock)
+    both = slots.ahead()
+    assert both > 0
+    slots.slot_running("a", clock.now)
+    clock.now += HAND_BACK_SECONDS / 2
+    assert slots.ahead() == both  # a job of its usual length, as far as anyone knows
+    clock.now += HAND_BACK_SECONDS
+    assert slots.long_running() == 1
+    assert 0 < slots.ahead() < both  # only the other slot is counted on
+    slots.slot_running("b", clock.now - 2 * HAND_BACK_SECONDS)
+    assert slots.ahead() == 0
+    slots.slot_free("a")
+    assert slots.long_running() == 1
+
+
+def test_jobs_waiting_past_the_bound_are_taken_out_to_hand_back_in_order() -> None:
+    clock = Clock()
+    slots = Slots(1, Prefetch(slots=1, most=4), clock=clock)
+    early, late = claimed(1), claimed(2)
+    early.claimed, late.claimed = clock.now, clock.now + HAND_BACK_SECONDS
+    slots.hold(early)
+    slots.hold(late)
+    clock.now += HAND_BACK_SECONDS + 0.01
+    assert slots.take_overdue() == [early]
+    assert slots.take_waiting() is late
