@@ -70,7 +70,8 @@ from taskq.worker.sandbox.outcome import (
     stopped_before_start,
 )
 from taskq.worker.sandbox.payloads import Payload, ShellPayload
-from taskq.worker.sandbox.pool_child import PoolChild, PoolJob
+from taskq.worker.sandbox.pool_child import PoolChild
+from taskq.worker.sandbox.pool_job import PoolJob
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.stopping import StopRequest
 from taskq.worker.sandbox.supervision import EndReason, JobSupervisor
