@@ -1,22 +1,26 @@
-"""A pool child watched from the event loop: a job costs one message each way.
+"""A sandbox child watched from the event loop: a job costs one message each way.
 
-The child's control socket, output pipe and pidfd are registered with the
+The child's control socket, output pipes and pidfd are registered with the
 event loop once, for the child's whole life. A job is then a frame sent, a
 timer for its wall clock and a future that the first of these settles: the
 child's result, its exit, too much output, a broken message, a stop request
 or the timer. No thread and no task per job: at thousands of jobs a second
 the hand-offs a thread needs cost more than the jobs themselves.
 
-Jobs may be sent while one is running (``submit``, then ``finish`` each in
-turn): the child queues them, and starts the next the moment one ends,
-without waiting for the worker to hear of it. The first job in flight is the
-one running; its wall clock starts when the one before it reports. A job
-sent behind another is announced by a marker in the output pipe when it
-starts, so each job's output stays its own (``output_pipes``). A stop
-request for a queued job withdraws it; if the child had already started it
-(its marker says so) the child is killed, as for a running job. Jobs still
-queued when the child dies or is killed end ``NOT_STARTED``, for the sandbox
-to run in a fresh child.
+A pool child runs job after job. Jobs may be sent while one is running
+(``submit``, then ``finish`` each in turn): the child queues them, and
+starts the next the moment one ends, without waiting for the worker to hear
+of it. The first job in flight is the one running; its wall clock starts
+when the one before it reports. A job sent behind another is announced by a
+marker in the output pipe when it starts, so each job's output stays its
+own (``output_pipes``). A stop request for a queued job withdraws it; if the
+child had already started it (its marker says so) the child is killed, as
+for a running job. Jobs still queued when the child dies or is killed end
+``NOT_STARTED``, for the sandbox to run in a fresh child.
+
+A fresh child runs one job (``spawn_for_one``) and exits: its result does
+not end the job, its exit does, and the job is judged by both. It is
+watched the same way, so process isolation and the pool share one watcher.
 
 The worker runs on anyio's asyncio backend, and this uses that loop's
 reader callbacks directly (anyio has no persistent fd watch).
@@ -38,20 +42,27 @@ from taskq.worker.sandbox.child_process import (
     ChildProcess,
     ChildSetup,
     Ended,
+    Mode,
 )
 from taskq.worker.sandbox.output import OutputTail
 from taskq.worker.sandbox.output_pipes import OutputPipes
+from taskq.worker.sandbox.payloads import ShellPayload
 from taskq.worker.sandbox.pool_job import PoolJob
 from taskq.worker.sandbox.stopping import StopRequest
 from taskq.worker.sandbox.supervision import EndReason, Supervised, keeper_reason
 
+# All a one-job child has to say: it never waits for a job, nor turns one away.
+_ONE_JOB_SAYS = ("progress", "result")
+
 
 class PoolChild:
-    """One pool child process, running the jobs sent to it in order, watched by the event loop."""
+    """A child process running the jobs sent to it in order (or just one), watched by the loop."""
 
-    def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
+    def __init__(self, child: ChildProcess, ceiling: Limits, *, one_job: bool = False) -> None:
+        """Watch ``child``; ``ceiling`` bounds its results; ``one_job``: it exits after one."""
         self._child = child
         self._loop = asyncio.get_running_loop()
+        self._one_job = one_job
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         # In the order sent, which is the order the child runs them: the first is running.
         self._in_flight: dict[int, PoolJob] = {}
@@ -67,7 +78,7 @@ class PoolChild:
         self._doomed = False  # being killed, or unfit for more jobs: send it none
         self._closed = False
         self._loop.add_reader(child.control.fileno(), self._read_control)
-        self._output = OutputPipes(child, self._loop)
+        self._output = OutputPipes(child, self._loop, marks=not one_job)
         self._loop.add_reader(child.pidfd, self._on_exit)
 
     @classmethod
@@ -76,6 +87,17 @@ class PoolChild:
         # Starting a process blocks for milliseconds: not in the event loop's thread.
         child = await asyncio.wrap_future(ChildProcess.spawn("pool", setup, ceiling=ceiling))
         return cls(child, ceiling)
+
+    @classmethod
+    async def spawn_for_one(cls, request: protocol.JobRequest, setup: ChildSetup) -> PoolChild:
+        """Start a fresh child for ``request`` alone, under hard limits that are the job's.
+
+        A ``shell`` command replaces the child (exec mode), keeping its pid,
+        process group and limits; its stdout comes apart, as its result.
+        """
+        mode: Mode = "exec" if isinstance(request.payload, ShellPayload) else "once"
+        child = await asyncio.wrap_future(ChildProcess.spawn(mode, setup))
+        return cls(child, request.limits, one_job=True)
 
     @property
     def pid(self) -> int:
@@ -134,6 +156,10 @@ class PoolChild:
             self._loop.create_future(),
             OutputTail(request.limits.log_tail_bytes),
             marked,
+            # As much of a command's stdout as its result may hold.
+            stdout=None
+            if self._child.stdout_fd is None
+            else OutputTail(request.limits.result_bytes),
         )
         self._next_seq += 1
         message = request.to_message(previous=self._last_request)
@@ -153,8 +179,8 @@ class PoolChild:
     async def finish(self, job: PoolJob) -> Supervised:
         """Wait until ``job`` is over; how it went.
 
-        Unless the child reported a result (or never started the job), it is
-        killed with its process group, and reaped, by the time this returns
+        Unless a pool child reported a result (or never started the job), it
+        is killed with its process group, and reaped, by the time this returns
         or raises.
         """
         try:
@@ -185,6 +211,9 @@ class PoolChild:
             log_tail=job.output.text(),
             wall_seconds=time.monotonic() - job.started,
             protocol_error=job.protocol_error,
+            stdout=None if job.stdout is None else job.stdout.text(),
+            stdout_truncated=job.stdout is not None
+            and job.stdout.total_bytes > job.limits.result_bytes,
         )
 
     async def aclose(self) -> None:
@@ -258,6 +287,13 @@ class PoolChild:
         elif not job.withdrawing:
             job.withdrawing = True
             self._send(protocol.encode_message({"type": "withdraw", "seq": job.seq}))
+
+    def _running(self, kind: str) -> PoolJob:
+        """The first job in flight, which a ``kind`` message just came from."""
+        running = next(iter(self._in_flight.values()), None)
+        if running is None:
+            raise protocol.ProtocolError(f"a {kind!r} message with no job running")
+        return running
 
     def _front_is_over(self, kind: str, seq: int | None) -> PoolJob:
         """The first job in flight, which ``kind`` (a result or withdrawal) has just ended."""
@@ -359,6 +395,8 @@ class PoolChild:
         try:
             for message in self._decoder.feed(data):
                 kind = message["type"]
+                if self._one_job and kind not in _ONE_JOB_SAYS:
+                    raise protocol.ProtocolError(f"unexpected message type {kind!r}")
                 if kind == "ready":
                     self._cpu_before_job = protocol.parse_ready(message)
                     first = next(iter(self._in_flight.values()), None)
@@ -370,6 +408,10 @@ class PoolChild:
                         self._begin(first)
                 elif kind == "result":
                     report = protocol.parse_report(message)
+                    if self._one_job:
+                        # Its job is over when it exits, just after: its exit is judged too.
+                        self._running(kind).report = report
+                        continue
                     seq = message.get("seq")  # none in the frame of a child out of memory
                     job = self._front_is_over(
                         kind, None if seq is None else protocol.parse_seq(message)
@@ -385,11 +427,9 @@ class PoolChild:
                         self._doomed = True  # it stopped taking jobs: it is unfit for more
                     job.end(EndReason.NOT_STARTED)
                 elif kind == "progress":
-                    running = next(iter(self._in_flight.values()), None)
-                    if running is None:
-                        raise protocol.ProtocolError("a 'progress' message with no job running")
-                    if not running.over.done():
-                        latest_progress[running.seq] = (running, protocol.parse_progress(message))
+                    job = self._running(kind)
+                    if not job.over.done():
+                        latest_progress[job.seq] = (job, protocol.parse_progress(message))
                 else:
                     raise protocol.ProtocolError(f"unexpected message type {kind!r}")
         except protocol.ProtocolError as exc:

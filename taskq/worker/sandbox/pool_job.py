@@ -1,4 +1,4 @@
-"""One job sent to a pool child, from its request until it is over."""
+"""One job sent to a child watched from the event loop, from its request until it is over."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from taskq.worker.sandbox.supervision import EndReason
 
 @dataclass(eq=False)
 class PoolJob:
-    """A job in a pool child: what the child said of it, and how it is going."""
+    """A job in a child (see ``pool_child``): what the child said of it, and how it is going."""
 
     seq: int
     limits: Limits
@@ -24,6 +24,8 @@ class PoolJob:
     output: OutputTail
     marked: bool
     """Sent behind another job: the child marks its start in the output."""
+    stdout: OutputTail | None = None
+    """A command's stdout apart (an exec child's): its end, as much as its result may hold."""
     report: protocol.ChildReport | None = None
     protocol_error: str = ""
     progress_error: BaseException | None = None
