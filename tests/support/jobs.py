@@ -354,3 +354,12 @@ def lift_process_limit_and_fork(most: int) -> int:
 
     _lift(resource.RLIMIT_NPROC)
     return fork_until_refused(most)
+
+
+def send_own_message(message: dict[str, object], then_sleep: float) -> None:
+    """Write ``message`` to the child's control socket, as only the child itself should."""
+    from taskq.worker.sandbox import protocol
+
+    control_fd = int(sys.argv[sys.argv.index("--control-fd") + 1])
+    os.write(control_fd, protocol.encode_message(message))
+    time.sleep(then_sleep)

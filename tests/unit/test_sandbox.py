@@ -348,6 +348,30 @@ async def test_cancelling_the_caller_kills_the_job(sandbox: Sandbox) -> None:
     assert not group_exists(groups[0])
 
 
+async def test_a_message_of_no_known_type_is_a_protocol_error(sandbox: Sandbox) -> None:
+    outcome = await sandbox.run(call("send_own_message", {"type": "bogus"}, 30), LIMITS)
+    assert outcome.status is Status.CRASHED
+    assert outcome.error is not None
+    assert outcome.error["type"] == "ProtocolError"
+    assert outcome.wall_seconds < 5
+
+
+@pytest.mark.parametrize(
+    "message", [{"type": "ready", "cpu_seconds": 0}, {"type": "withdrawn", "seq": 1}]
+)
+async def test_a_fresh_child_says_nothing_of_waiting_for_jobs(
+    message: dict[str, JsonValue],
+) -> None:
+    # A pool child's ``ready`` starts its first job's clock again, and its
+    # ``withdrawn`` hands a job back unrun; a one-job child says neither, so
+    # its job cannot restart its wall clock or have itself run again.
+    async with Sandbox(preparer=JobPreparer(policy=TEST_JOBS)) as sandbox:
+        outcome = await sandbox.run(call("send_own_message", message, 30), LIMITS)
+    assert outcome.status is Status.CRASHED
+    assert outcome.error is not None
+    assert outcome.error["type"] == "ProtocolError"
+
+
 async def test_pool_reuses_its_child_and_replaces_it_after_a_crash(pool: PoolSandbox) -> None:
     first = await pool.run(call("getpid"), LIMITS)
     second = await pool.run(call("getpid"), LIMITS)

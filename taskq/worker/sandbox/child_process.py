@@ -15,7 +15,7 @@ ends, and a pooled thread that went idle would end and set it off.
 The keeper is reaped with ``os.wait4`` rather than ``Popen.wait`` for its
 rusage: peak RSS and CPU time of the child and the children it waited for.
 A pidfd (Linux >= 5.3) says when the child has exited without reaping it, so
-a supervisor can wait on it in one ``select`` with the child's pipes.
+the event loop watches it beside the child's pipes.
 """
 
 from __future__ import annotations

@@ -1,21 +1,26 @@
-"""A pool child watched from the event loop: a job costs one message each way.
+"""A sandbox child watched from the event loop: a job costs one message each way.
 
-The child's control socket, output pipe and pidfd are registered with the
+The child's control socket, output pipes and pidfd are registered with the
 event loop once, for the child's whole life. A job is then a frame sent, a
 timer for its wall clock and a future that the first of these settles: the
 child's result, its exit, too much output, a broken message, a stop request
 or the timer. No thread and no task per job: at thousands of jobs a second
 the hand-offs a thread needs cost more than the jobs themselves.
 
-Jobs may be sent while one is running (``submit``, then ``finish`` each in
-turn): the child queues them, and starts the next the moment one ends,
-without waiting for the worker to hear of it. The first job in flight is the
-one running; its wall clock starts when the one before it reports. A job
-sent behind another is announced by a marker in the output pipe when it
-starts, so each job's output stays its own. A stop request for a queued job
-withdraws it; if the child had already started it (its marker says so) the
-child is killed, as for a running job. Jobs still queued when the child dies
-or is killed end ``NOT_STARTED``, for the sandbox to run in a fresh child.
+A pool child runs job after job. Jobs may be sent while one is running
+(``submit``, then ``finish`` each in turn): the child queues them, and
+starts the next the moment one ends, without waiting for the worker to hear
+of it. The first job in flight is the one running; its wall clock starts
+when the one before it reports. A job sent behind another is announced by a
+marker in the output pipe when it starts, so each job's output stays its
+own (``output_pipes``). A stop request for a queued job withdraws it; if the
+child had already started it (its marker says so) the child is killed, as
+for a running job. Jobs still queued when the child dies or is killed end
+``NOT_STARTED``, for the sandbox to run in a fresh child.
+
+A fresh child runs one job (``spawn_for_one``) and exits: its result does
+not end the job, its exit does, and the job is judged by both. It is
+watched the same way, so process isolation and the pool share one watcher.
 
 The worker runs on anyio's asyncio backend, and this uses that loop's
 reader callbacks directly (anyio has no persistent fd watch).
@@ -24,10 +29,8 @@ reader callbacks directly (anyio has no persistent fd watch).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 
@@ -39,61 +42,30 @@ from taskq.worker.sandbox.child_process import (
     ChildProcess,
     ChildSetup,
     Ended,
+    Mode,
 )
 from taskq.worker.sandbox.output import OutputTail
+from taskq.worker.sandbox.output_pipes import OutputPipes
+from taskq.worker.sandbox.payloads import ShellPayload
+from taskq.worker.sandbox.pool_job import PoolJob
 from taskq.worker.sandbox.stopping import StopRequest
 from taskq.worker.sandbox.supervision import EndReason, Supervised, keeper_reason
 
-# Reads of the output pipe once the child is gone: a process the job left
-# behind (outside the child's group) may still be writing to it.
-_READS_AFTER_EXIT = 64
-
-
-@dataclass(eq=False)
-class PoolJob:
-    """One job sent to a pool child, from its request until it is over."""
-
-    seq: int
-    limits: Limits
-    on_progress: Callable[[JobUpdate], None] | None
-    over: asyncio.Future[EndReason]
-    output: OutputTail
-    marked: bool
-    """Sent behind another job: the child marks its start in the output."""
-    report: protocol.ChildReport | None = None
-    protocol_error: str = ""
-    progress_error: BaseException | None = None
-    started: float = 0.0
-    """When it came to the front of the child's queue (its wall clock's start)."""
-    cpu_before: float = 0.0
-    """The child's CPU total then: what a job that dies is charged from."""
-    timer: asyncio.TimerHandle | None = None
-    unhook_stop: Callable[[], None] | None = None
-    withdrawing: bool = False
-    seen_starting: bool = False
-    """Its marker came: the child started it."""
-    output_closed: bool = False
-    """A later job's marker came: all its output has been read."""
-    output_collected: bool = False
-
-    def end(self, reason: EndReason) -> None:
-        """The job is over for ``reason``; the first reason given stands."""
-        if not self.over.done():
-            self.over.set_result(reason)
+# All a one-job child has to say: it never waits for a job, nor turns one away.
+_ONE_JOB_SAYS = ("progress", "result")
 
 
 class PoolChild:
-    """One pool child process, running the jobs sent to it in order, watched by the event loop."""
+    """A child process running the jobs sent to it in order (or just one), watched by the loop."""
 
-    def __init__(self, child: ChildProcess, ceiling: Limits) -> None:
+    def __init__(self, child: ChildProcess, ceiling: Limits, *, one_job: bool = False) -> None:
+        """Watch ``child``; ``ceiling`` bounds its results; ``one_job``: it exits after one."""
         self._child = child
         self._loop = asyncio.get_running_loop()
+        self._one_job = one_job
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
-        self._splitter = protocol.OutputSplitter(child.marker)
         # In the order sent, which is the order the child runs them: the first is running.
         self._in_flight: dict[int, PoolJob] = {}
-        self._awaiting_marker: dict[int, PoolJob] = {}
-        self._output_job: PoolJob | None = None  # whose output the pipe carries now
         self._next_seq = 1
         self._outbox = b""
         self._last_request: protocol.JobRequest | None = None  # what the child last received
@@ -106,7 +78,7 @@ class PoolChild:
         self._doomed = False  # being killed, or unfit for more jobs: send it none
         self._closed = False
         self._loop.add_reader(child.control.fileno(), self._read_control)
-        self._loop.add_reader(child.output_fd, self._read_output)
+        self._output = OutputPipes(child, self._loop, marks=not one_job)
         self._loop.add_reader(child.pidfd, self._on_exit)
 
     @classmethod
@@ -115,6 +87,17 @@ class PoolChild:
         # Starting a process blocks for milliseconds: not in the event loop's thread.
         child = await asyncio.wrap_future(ChildProcess.spawn("pool", setup, ceiling=ceiling))
         return cls(child, ceiling)
+
+    @classmethod
+    async def spawn_for_one(cls, request: protocol.JobRequest, setup: ChildSetup) -> PoolChild:
+        """Start a fresh child for ``request`` alone, under hard limits that are the job's.
+
+        A ``shell`` command replaces the child (exec mode), keeping its pid,
+        process group and limits; its stdout comes apart, as its result.
+        """
+        mode: Mode = "exec" if isinstance(request.payload, ShellPayload) else "once"
+        child = await asyncio.wrap_future(ChildProcess.spawn(mode, setup))
+        return cls(child, request.limits, one_job=True)
 
     @property
     def pid(self) -> int:
@@ -165,8 +148,7 @@ class PoolChild:
         if not self.accepting():
             raise RuntimeError("a pool child that cannot take jobs was sent one")
         # A job's output is only its own once the pipe's earlier bytes are read.
-        previous = self._output_job
-        marked = bool(self._in_flight) or (previous is not None and not previous.output_collected)
+        marked = bool(self._in_flight) or self._output.may_hold_earlier_output()
         job = PoolJob(
             self._next_seq,
             request.limits,
@@ -174,15 +156,17 @@ class PoolChild:
             self._loop.create_future(),
             OutputTail(request.limits.log_tail_bytes),
             marked,
+            # As much of a command's stdout as its result may hold.
+            stdout=None
+            if self._child.stdout_fd is None
+            else OutputTail(request.limits.result_bytes),
         )
         self._next_seq += 1
         message = request.to_message(previous=self._last_request)
         message["seq"] = job.seq
         if marked:
             message["mark"] = True
-            self._awaiting_marker[job.seq] = job
-        else:
-            self._switch_output(job)
+        self._output.job_sent(job)
         self._in_flight[job.seq] = job
         if len(self._in_flight) == 1:
             self._begin(job)
@@ -195,8 +179,8 @@ class PoolChild:
     async def finish(self, job: PoolJob) -> Supervised:
         """Wait until ``job`` is over; how it went.
 
-        Unless the child reported a result (or never started the job), it is
-        killed with its process group, and reaped, by the time this returns
+        Unless a pool child reported a result (or never started the job), it
+        is killed with its process group, and reaped, by the time this returns
         or raises.
         """
         try:
@@ -209,7 +193,8 @@ class PoolChild:
             if reason is not EndReason.REPORTED or job.progress_error is not None:
                 # Also after EXITED: the job's own processes may still be running.
                 await self._kill_and_reap()
-            self._read_leftover_output(job)
+            if not self._closed:  # else its pipes are gone, and what they held with them
+                self._output.collect(job)
         except BaseException:
             # The caller was cancelled: the job must not outlive the call.
             with anyio.CancelScope(shield=True):
@@ -226,6 +211,9 @@ class PoolChild:
             log_tail=job.output.text(),
             wall_seconds=time.monotonic() - job.started,
             protocol_error=job.protocol_error,
+            stdout=None if job.stdout is None else job.stdout.text(),
+            stdout_truncated=job.stdout is not None
+            and job.stdout.total_bytes > job.limits.result_bytes,
         )
 
     async def aclose(self) -> None:
@@ -300,6 +288,13 @@ class PoolChild:
             job.withdrawing = True
             self._send(protocol.encode_message({"type": "withdraw", "seq": job.seq}))
 
+    def _running(self, kind: str) -> PoolJob:
+        """The first job in flight, which a ``kind`` message just came from."""
+        running = next(iter(self._in_flight.values()), None)
+        if running is None:
+            raise protocol.ProtocolError(f"a {kind!r} message with no job running")
+        return running
+
     def _front_is_over(self, kind: str, seq: int | None) -> PoolJob:
         """The first job in flight, which ``kind`` (a result or withdrawal) has just ended."""
         if not self._in_flight:
@@ -309,7 +304,7 @@ class PoolChild:
             raise protocol.ProtocolError(f"a {kind!r} message for job {seq}, not {job.seq}")
         del self._in_flight[job.seq]
         if kind == "withdrawn":
-            self._awaiting_marker.pop(job.seq, None)
+            self._output.job_withdrawn(job)
         # else its marker, written before it ran, may still be in the pipe.
         self._cancel_timer(job)
         if self._in_flight:
@@ -332,7 +327,7 @@ class PoolChild:
 
     def _stop_watching(self) -> None:
         self._loop.remove_reader(self._child.control.fileno())
-        self._loop.remove_reader(self._child.output_fd)
+        self._output.stop_watching()
         self._loop.remove_reader(self._child.pidfd)
         self._loop.remove_writer(self._child.control.fileno())
 
@@ -342,9 +337,7 @@ class PoolChild:
         # A result sent just before the exit counts: read it before the exit does.
         self._read_control(until_empty=True)
         # And the markers: they tell the queued jobs that had started from those that had not.
-        for _ in range(_READS_AFTER_EXIT):
-            if not self._read_output():
-                break
+        self._output.read_after_exit()
         if not self._exit.done():
             self._exit.set_result(None)
         ran = keeper_reason(self._child, EndReason.EXITED)
@@ -402,6 +395,8 @@ class PoolChild:
         try:
             for message in self._decoder.feed(data):
                 kind = message["type"]
+                if self._one_job and kind not in _ONE_JOB_SAYS:
+                    raise protocol.ProtocolError(f"unexpected message type {kind!r}")
                 if kind == "ready":
                     self._cpu_before_job = protocol.parse_ready(message)
                     first = next(iter(self._in_flight.values()), None)
@@ -413,6 +408,10 @@ class PoolChild:
                         self._begin(first)
                 elif kind == "result":
                     report = protocol.parse_report(message)
+                    if self._one_job:
+                        # Its job is over when it exits, just after: its exit is judged too.
+                        self._running(kind).report = report
+                        continue
                     seq = message.get("seq")  # none in the frame of a child out of memory
                     job = self._front_is_over(
                         kind, None if seq is None else protocol.parse_seq(message)
@@ -428,11 +427,9 @@ class PoolChild:
                         self._doomed = True  # it stopped taking jobs: it is unfit for more
                     job.end(EndReason.NOT_STARTED)
                 elif kind == "progress":
-                    running = next(iter(self._in_flight.values()), None)
-                    if running is None:
-                        raise protocol.ProtocolError("a 'progress' message with no job running")
-                    if not running.over.done():
-                        latest_progress[running.seq] = (running, protocol.parse_progress(message))
+                    job = self._running(kind)
+                    if not job.over.done():
+                        latest_progress[job.seq] = (job, protocol.parse_progress(message))
                 else:
                     raise protocol.ProtocolError(f"unexpected message type {kind!r}")
         except protocol.ProtocolError as exc:
@@ -452,57 +449,3 @@ class PoolChild:
                 except BaseException as exc:
                     job.progress_error = exc
                     job.end(EndReason.CANCELLED)
-
-    # -- the output pipe
-
-    def _read_output(self) -> bool:
-        """Read once from the output pipe; whether anything came."""
-        try:
-            data = os.read(self._child.output_fd, protocol.READ_CHUNK_BYTES)
-        except BlockingIOError:
-            return False
-        if not data:
-            self._loop.remove_reader(self._child.output_fd)
-            return False
-        for piece in self._splitter.feed(data):
-            if isinstance(piece, int):
-                self._switch_output(self._awaiting_marker.pop(piece, None))
-            else:
-                self._take_output(piece)
-        return True
-
-    def _switch_output(self, job: PoolJob | None) -> None:
-        """From here on the pipe carries ``job``'s output (``None``: nobody's)."""
-        if self._output_job is not None:
-            self._output_job.output_closed = True
-        self._output_job = job
-        if job is None or not job.marked:
-            return
-        job.seen_starting = True
-        if job.withdrawing:
-            # The child started it before the withdrawal reached it: stop it the hard way.
-            job.end(EndReason.CANCELLED)
-
-    def _take_output(self, data: bytes) -> None:
-        job = self._output_job
-        if job is None:
-            return  # written before any job, by a thread a job left behind: nobody's output
-        job.output.feed(data)
-        if job.output.total_bytes > job.limits.output_bytes:
-            job.end(EndReason.OUTPUT_LIMIT)
-
-    def _read_leftover_output(self, job: PoolJob) -> None:
-        """Collect what ``job`` wrote that the reader has not seen yet.
-
-        A job's writes finished before its result was sent, so reading until
-        the pipe is empty or the next job's marker comes collects all of it;
-        the output cap bounds the read in case something keeps writing.
-        """
-        while (
-            not self._closed
-            and not job.output_closed
-            and job.output.total_bytes <= job.limits.output_bytes
-            and self._read_output()
-        ):
-            pass
-        job.output_collected = True

@@ -34,14 +34,11 @@ What the sandbox does not do: it bounds resources, not access. A job runs
 as the worker's user with its files and network. Linux only: it relies on
 pidfds (kernel 5.3 or later), ``prctl`` and /proc.
 
-A pool child is watched from the event loop (``pool_child``): a job costs a
-message each way and no thread. While jobs are short, a slot may queue more
-than one in its pool child (``start`` them, then ``finish`` each in turn),
-so the child goes from one to the next without waiting for the worker.
-
-A fresh child per job is supervised by blocking code in a worker thread,
-with a capacity limiter of its own per job, so it never queues behind
-unrelated ``to_thread`` work while the child's wall clock is already running.
+Every child is watched from the event loop (``pool_child``): a job costs a
+message each way and no thread, and a fresh child is watched as a pool
+child that takes one job. While jobs are short, a slot may queue more than
+one in its pool child (``start`` them, then ``finish`` each in turn), so the
+child goes from one to the next without waiting for the worker.
 """
 
 from __future__ import annotations
@@ -54,14 +51,11 @@ from types import TracebackType
 from typing import Self
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
-import anyio.to_thread
 
 from taskq.broker.limits import Limits
 from taskq.job_context import JobUpdate
 from taskq.worker.sandbox import judging, protocol
-from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup, Mode
+from taskq.worker.sandbox.child_process import ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.outcome import (
     Outcome,
@@ -70,10 +64,11 @@ from taskq.worker.sandbox.outcome import (
     stopped_before_start,
 )
 from taskq.worker.sandbox.payloads import Payload, ShellPayload
-from taskq.worker.sandbox.pool_child import PoolChild, PoolJob
+from taskq.worker.sandbox.pool_child import PoolChild
+from taskq.worker.sandbox.pool_job import PoolJob
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.stopping import StopRequest
-from taskq.worker.sandbox.supervision import EndReason, JobSupervisor
+from taskq.worker.sandbox.supervision import EndReason
 
 ProgressCallback = Callable[[JobUpdate], None]
 
@@ -161,12 +156,16 @@ class Sandbox:
         if started.ended is not None:
             return started.ended
         request = started.request
-        return await _supervise_in_thread(
-            lambda supervisor: _run_in_fresh_child(supervisor, request, self._setup),
-            request,
-            started.cancel,
-            started.on_progress,
-        )
+        # Shielded: a caller cancelled while the process starts must not leave it running.
+        with anyio.CancelScope(shield=True):
+            child = await PoolChild.spawn_for_one(request, self._setup)
+        try:
+            supervised = await child.run(
+                request, stop=started.cancel, on_progress=started.on_progress
+            )
+        finally:
+            await child.aclose()
+        return judging.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
 
     def can_queue(self) -> bool:
         """Whether a job started now would wait in a child already running one."""
@@ -315,68 +314,3 @@ class PoolSandbox(Sandbox):
         if self._child is not None:
             child, self._child = self._child, None
             await child.aclose()
-
-
-def _run_in_fresh_child(
-    supervisor: JobSupervisor, request: protocol.JobRequest, setup: ChildSetup
-) -> Outcome:
-    mode: Mode = "exec" if isinstance(request.payload, ShellPayload) else "once"
-    child = ChildProcess.spawn(mode, setup).result()
-    try:
-        supervised = supervisor.watch(child, request)
-    finally:
-        child.close()
-    return judging.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
-
-
-async def _supervise_in_thread(
-    run_blocking: Callable[[JobSupervisor], Outcome],
-    request: protocol.JobRequest,
-    cancel: StopRequest | None,
-    on_progress: ProgressCallback | None,
-) -> Outcome:
-    """Run ``run_blocking`` in a thread, cancelling its job when ``cancel`` is set or we are."""
-    supervisor = JobSupervisor(request.limits, on_progress=_in_event_loop(on_progress))
-    try:
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(_cancel_when_set, cancel, supervisor)
-            outcome = await anyio.to_thread.run_sync(
-                run_blocking, supervisor, limiter=anyio.CapacityLimiter(1)
-            )
-            task_group.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # Only the job's own task can fail (the canceller just waits): raise
-        # what it raised, as the pool sandbox does, not a group around it.
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
-    finally:
-        supervisor.close()
-    # The thread cannot be interrupted, so a cancelled caller has waited for the
-    # kill; deliver its cancellation now rather than a result it no longer wants.
-    await anyio.lowlevel.checkpoint_if_cancelled()
-    return outcome
-
-
-def _in_event_loop(on_progress: ProgressCallback | None) -> ProgressCallback | None:
-    """``on_progress`` made callable from the supervising thread, to run in the loop's thread."""
-    if on_progress is None:
-        return None
-    callback = on_progress
-    return lambda report: anyio.from_thread.run_sync(callback, report)
-
-
-async def _cancel_when_set(cancel: StopRequest | None, supervisor: JobSupervisor) -> None:
-    """Cancel the job when ``cancel`` is set, or when the calling task is cancelled.
-
-    The thread running the job cannot be interrupted, so the task's own
-    cancellation must become a kill; once the job is over, ``cancel`` does
-    nothing, which makes the final cancellation of this task harmless.
-    """
-    try:
-        if cancel is None:
-            await anyio.sleep_forever()
-        else:
-            await cancel.wait()
-    finally:
-        supervisor.cancel()

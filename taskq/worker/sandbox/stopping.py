@@ -1,16 +1,13 @@
 """A request to stop a running job, which the code running it can hook into.
 
 The worker sets it (a cancel from a user, a lost lease, a drain running out
-of time); the sandbox reacts. Callbacks let the pool sandbox end a job from
-the event loop without a task per job waiting for the request; ``wait`` is
-there for code that does want a task.
+of time); the sandbox reacts. Callbacks let the sandbox end a job from the
+event loop without a task per job waiting for the request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import anyio
 
 
 class StopRequest:
@@ -19,7 +16,6 @@ class StopRequest:
     def __init__(self) -> None:
         self._set = False
         self._callbacks: list[Callable[[], None]] = []
-        self._event: anyio.Event | None = None
 
     def is_set(self) -> bool:
         return self._set
@@ -32,8 +28,6 @@ class StopRequest:
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
-        if self._event is not None:
-            self._event.set()
 
     def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` when the stop is asked for (at once if it has been).
@@ -50,14 +44,6 @@ class StopRequest:
                 self._callbacks.remove(callback)
 
         return withdraw
-
-    async def wait(self) -> None:
-        """Return once the stop has been asked for."""
-        if self._set:
-            return
-        if self._event is None:
-            self._event = anyio.Event()
-        await self._event.wait()
 
 
 def _nothing() -> None:
