@@ -372,6 +372,17 @@ async def test_a_fresh_child_says_nothing_of_waiting_for_jobs(
     assert outcome.error["type"] == "ProtocolError"
 
 
+async def test_a_pool_job_that_says_it_was_withdrawn_is_not_run_again_and_again(
+    pool: PoolSandbox,
+) -> None:
+    # Its first pool child's first job is seq 1, and so is its second's: run a
+    # third time, in a child of its own, the message is refused.
+    outcome = await pool.run(call("send_own_message", {"type": "withdrawn", "seq": 1}, 30), LIMITS)
+    assert outcome.status is Status.CRASHED
+    assert outcome.error is not None
+    assert outcome.error["type"] == "ProtocolError"
+
+
 async def test_pool_reuses_its_child_and_replaces_it_after_a_crash(pool: PoolSandbox) -> None:
     first = await pool.run(call("getpid"), LIMITS)
     second = await pool.run(call("getpid"), LIMITS)

@@ -86,6 +86,8 @@ class StartedJob:
     ended: Outcome | None = None
     """Its outcome already: its lease ran out before it could start."""
     in_child: tuple[PoolChild, PoolJob] | None = None
+    handed_back: int = 0
+    """How many pool children handed it back unstarted."""
 
 
 class Sandbox:
@@ -229,8 +231,9 @@ class PoolSandbox(Sandbox):
     async def finish(self, started: StartedJob) -> Outcome:
         """Wait for a started job; see ``Sandbox.run``.
 
-        A job its child never started (the child died or was retired first)
-        runs now in a fresh child, unless it was stopped meanwhile.
+        A job its child never started (the child died, was retired first, or
+        could not take its limits) runs now in a fresh child, unless it was
+        stopped meanwhile.
         """
         if started.in_child is None:
             return await super().finish(started)
@@ -244,11 +247,18 @@ class PoolSandbox(Sandbox):
         if supervised.reason is EndReason.NOT_STARTED:
             if started.cancel is not None and started.cancel.is_set():
                 return stopped_before_start()
-            return await self.finish(
-                await self.start(
-                    started.request, cancel=started.cancel, on_progress=started.on_progress
+            if started.handed_back:
+                # A fresh pool child takes any job a worker may run: a second hand-back
+                # is the job itself writing ``withdrawn`` on the channel, to be run
+                # again and again. A child of its own refuses that message.
+                return await super().finish(
+                    StartedJob(started.request, started.cancel, started.on_progress)
                 )
+            again = await self.start(
+                started.request, cancel=started.cancel, on_progress=started.on_progress
             )
+            again.handed_back = started.handed_back + 1
+            return await self.finish(again)
         request = started.request
         outcome = judging.decide_outcome(
             supervised, kind=request.payload.kind, limits=request.limits
