@@ -37,7 +37,8 @@ def _plan_of(store: SqliteStore, sql: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["job_complete", "job_fail", "job_release"])
 def test_reports_find_their_jobs_by_id(store: SqliteStore, name: str) -> None:
-    plan = _plan(store, name)
+    sql = queries.query(name).format(job_report_end=queries.query("job_report_end"))
+    plan = _plan_of(store, sql)
     assert "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
 
 
