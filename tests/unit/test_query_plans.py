@@ -58,7 +58,7 @@ def test_expired_leases_are_found_by_expiry(store: SqliteStore, name: str) -> No
 
 @pytest.mark.parametrize("name", ["job_prune", "execution_prune"])
 def test_pruning_walks_finished_jobs_in_order(store: SqliteStore, name: str) -> None:
-    plan = _plan(store, name)
+    plan = _plan_of(store, queries.query(name).format(job_prunable=queries.query("job_prunable")))
     assert any("jobs USING INDEX jobs_finished (finished_at<?)" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step for step in plan), plan
 
