@@ -8,6 +8,7 @@ progress) is fenced by it, so a worker whose lease moved on changes nothing.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 import random
@@ -236,8 +237,16 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
         params: dict[str, SqlValue] = {"reports": fast_json.dumps_text(rows)}
         if kind is ReportKind.FAIL:
             params |= {"backoff_base": backoff.base, "backoff_cap": backoff.cap}
-        statements.append(Statement(queries.query(_REPORT_QUERIES[kind]), params))
+        statements.append(Statement(_report_query(kind), params))
     return statements
+
+
+@functools.cache
+def _report_query(kind: ReportKind) -> str:
+    """The statement for reports of ``kind``, with the ending every kind shares."""
+    return queries.query(_REPORT_QUERIES[kind]).format(
+        job_report_end=queries.query("job_report_end")
+    )
 
 
 def _span(seconds: float | None) -> float | None:

@@ -129,11 +129,13 @@ def job_prune(
 ) -> Op[int]:
     """Delete finished jobs (and their executions) older than the retention; return how many."""
     params = {"retention_seconds": float(retention_seconds), "limit": int(limit)}
+    # Both deletes name the same jobs: their attempts first, then them.
+    prunable = queries.query("job_prunable")
     results = yield Write(
         [
             clock_tick(now),
-            Statement(queries.query("execution_prune"), params),
-            Statement(queries.query("job_prune"), params),
+            Statement(queries.query("execution_prune").format(job_prunable=prunable), params),
+            Statement(queries.query("job_prune").format(job_prunable=prunable), params),
             Statement(
                 queries.query("worker_prune"), {"retention_seconds": float(retention_seconds)}
             ),

@@ -59,13 +59,7 @@ UPDATE jobs SET
     -- The attempt's own times, as execution_finish (earlier in the request) left them.
     started_at = (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token),
     finished_at = (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token),
-    progress = COALESCE(report.value ->> '$.progress', progress),
-    progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
-    lease_until = NULL
-FROM json_each(:reports) AS report
-WHERE jobs.id = report.value ->> '$.job_id'
-    AND jobs.lease_token = report.value ->> '$.lease_token' AND jobs.state = 'running'
-RETURNING jobs.id, jobs.lease_token
+    {job_report_end}
 
 -- name: job_fail
 -- A retryable failure with attempts left, not given up, is queued again at the
@@ -96,13 +90,7 @@ UPDATE jobs SET
     END,
     error = report.value ->> '$.error',
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
-    progress = COALESCE(report.value ->> '$.progress', progress),
-    progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
-    lease_until = NULL
-FROM json_each(:reports) AS report
-WHERE jobs.id = report.value ->> '$.job_id'
-    AND jobs.lease_token = report.value ->> '$.lease_token' AND jobs.state = 'running'
-RETURNING jobs.id, jobs.lease_token
+    {job_report_end}
 
 -- name: job_release
 UPDATE jobs SET
@@ -111,6 +99,12 @@ UPDATE jobs SET
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
     run_at = (SELECT now FROM taskq_clock),
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
+    {job_report_end}
+
+-- name: job_report_end
+-- How job_complete, job_fail and job_release end, in place of their
+-- {job_report_end}: the progress the attempt last sent, kept; the lease given
+-- up; and each row fenced by its own lease.
     progress = COALESCE(report.value ->> '$.progress', progress),
     progress_message = COALESCE(report.value ->> '$.progress_message', progress_message),
     lease_until = NULL

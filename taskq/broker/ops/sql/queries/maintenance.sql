@@ -55,23 +55,20 @@ WHERE state IN ('active', 'draining')
 RETURNING id
 
 -- name: execution_prune
-DELETE FROM executions WHERE job_id IN (
-    SELECT id FROM jobs
-    WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
-        AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
-    ORDER BY finished_at, id
-    LIMIT :limit
-)
+DELETE FROM executions WHERE job_id IN ({job_prunable})
 
 -- name: job_prune
-DELETE FROM jobs WHERE id IN (
-    SELECT id FROM jobs
-    WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
-        AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
-    ORDER BY finished_at, id
-    LIMIT :limit
-)
+DELETE FROM jobs WHERE id IN ({job_prunable})
 RETURNING id
+
+-- name: job_prunable
+-- The jobs execution_prune and job_prune delete, in place of their
+-- {job_prunable}: finished before the retention, oldest first, at most :limit.
+SELECT id FROM jobs
+WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
+    AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
+ORDER BY finished_at, id
+LIMIT :limit
 
 -- name: worker_prune
 DELETE FROM workers
