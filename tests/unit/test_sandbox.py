@@ -372,6 +372,17 @@ async def test_a_fresh_child_says_nothing_of_waiting_for_jobs(
     assert outcome.error["type"] == "ProtocolError"
 
 
+async def test_a_pool_job_that_says_ready_cannot_restart_its_wall_clock(
+    pool: PoolSandbox,
+) -> None:
+    outcome = await pool.run(
+        call("send_own_message", {"type": "ready", "cpu_seconds": 0}, 30), LIMITS
+    )
+    assert outcome.status is Status.CRASHED
+    assert outcome.error is not None
+    assert outcome.error["type"] == "ProtocolError"
+
+
 async def test_a_pool_job_that_says_it_was_withdrawn_is_not_run_again_and_again(
     pool: PoolSandbox,
 ) -> None:

@@ -63,6 +63,7 @@ class PoolChild:
         self._child = child
         self._loop = asyncio.get_running_loop()
         self._one_job = one_job
+        self._ready_heard = False
         self._decoder = protocol.decoder_for_results(ceiling.result_bytes)
         # In the order sent, which is the order the child runs them: the first is running.
         self._in_flight: dict[int, PoolJob] = {}
@@ -398,6 +399,11 @@ class PoolChild:
                 if self._one_job and kind not in _ONE_JOB_SAYS:
                     raise protocol.ProtocolError(f"unexpected message type {kind!r}")
                 if kind == "ready":
+                    if self._ready_heard:
+                        # The child says it once, as it starts: a second is a job's
+                        # own, written to restart its wall clock.
+                        raise protocol.ProtocolError("a second 'ready' message")
+                    self._ready_heard = True
                     self._cpu_before_job = protocol.parse_ready(message)
                     first = next(iter(self._in_flight.values()), None)
                     if first is not None:
