@@ -43,16 +43,16 @@ def _interpreter_for_nobody() -> str:
     except (OSError, subprocess.CalledProcessError):
         said = ""
     if said != str(sys.version_info[:2]):
-        pytest.skip(f"no {SYSTEM_PYTHON} of this Python's version for nobody to run")
+        pytest.fail(f"no {SYSTEM_PYTHON} of this Python's version for nobody to run")
     return SYSTEM_PYTHON
 
 
 def _run(user: str, isolation: str, target: str, args: list[Any], limits: dict[str, Any]) -> Any:
-    if os.geteuid() != 0:
-        pytest.skip("the tests run as root here, and becoming nobody takes root")
     python, as_user = sys.executable, {}
     path = [str(REPO)]
     if user == "nobody":
+        if os.geteuid() != 0:
+            pytest.fail("running the sandbox as nobody takes root; run the suite as root")
         python = _interpreter_for_nobody()
         as_user = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
         path.append(sysconfig.get_paths()["purelib"])
