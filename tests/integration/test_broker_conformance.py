@@ -7,6 +7,7 @@ sleeping. Each test works in a queue of its own, so tests can share a cluster.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_backlog, job_claim, job_claimable
+from taskq.broker.ops.common import clock_tick
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import (
     execution_list,
@@ -641,6 +643,30 @@ def test_without_an_injected_time_the_store_clock_decides(
     assert job.created_at <= clock["now"]
     assert clock["now"] - job.created_at < 60
     assert json.loads(json.dumps(job.payload)) == job.payload
+
+
+def _clock_after_a_tick_from(store: Store, start: float) -> float:
+    """The store clock set to ``start``, then ticked by a write on its own clock."""
+    store.execute([Statement("UPDATE taskq_clock SET now = :now WHERE id = 1", {"now": start})])
+    store.execute([clock_tick(None)])
+    [clock] = store.query(
+        Statement("SELECT now FROM taskq_clock"), consistency=Consistency.LINEARIZABLE
+    )
+    return float(clock["now"])
+
+
+def test_a_write_that_reads_an_earlier_time_leaves_the_store_clock_where_it_was(
+    store: Store,
+) -> None:
+    """rqlite reads a write's time when it arrives; a late commit must not move time back."""
+    ahead = time.time() + 0.6
+    assert _clock_after_a_tick_from(store, ahead) == ahead
+
+
+def test_a_store_clock_far_ahead_of_the_real_one_comes_back_to_it(store: Store) -> None:
+    """A clock set back, or a test's injected time, is not waited out."""
+    real = time.time()
+    assert _clock_after_a_tick_from(store, real + 3600) == pytest.approx(real, abs=5)
 
 
 def test_the_idle_read_sees_a_new_job_at_once(run: Any, queue: str) -> None:

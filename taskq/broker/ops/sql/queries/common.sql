@@ -21,8 +21,22 @@
 -- Every LIMIT in a write follows an ORDER BY that ends in a unique column, so
 -- every replica picks the same rows.
 
+-- The clock does not go back in commit order. rqlite fixes a write's reading
+-- when its node receives it, so a write received earlier may commit later
+-- with an earlier reading: a claim that saw a report's freed place would then
+-- start before that report ended. Such a reading leaves the clock where it
+-- was. A reading more than a second back is a clock set back, or a test's
+-- injected time that ran ahead, and is taken as it is, as is an injected :now.
 -- name: clock_tick
-UPDATE taskq_clock SET now = COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0) WHERE id = 1
+UPDATE taskq_clock SET now = COALESCE(
+    :now,
+    CASE
+        WHEN (julianday('now') - 2440587.5) * 86400.0 < now - 1.0
+        THEN (julianday('now') - 2440587.5) * 86400.0
+        ELSE MAX(now, (julianday('now') - 2440587.5) * 86400.0)
+    END
+)
+WHERE id = 1
 
 -- name: clock_read
 SELECT (julianday('now') - 2440587.5) * 86400.0 AS now
