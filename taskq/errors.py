@@ -57,6 +57,10 @@ class JobNotFound(TaskqError, LookupError):
     """No job has that id (it may have been pruned)."""
 
 
+class WorkflowNotFound(TaskqError, LookupError):
+    """No workflow with that id."""
+
+
 class QueueNotFound(TaskqError, LookupError):
     """No queue has that name: it has no jobs and no settings; nothing was written."""
 

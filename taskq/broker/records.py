@@ -21,6 +21,10 @@ class JobState(enum.StrEnum):
     ============  ==========================================================
     state         left by
     ============  ==========================================================
+    waiting       the last of its parents ending (to queued, in the same
+                  transaction; to cancelled at once when a parent ends
+                  failed, dead or cancelled and the job does not
+                  ``run_anyway``); ``job_cancel`` (to cancelled)
     queued        ``job_claim`` (to running, when run_at has come);
                   ``job_cancel`` (to cancelled)
     running       ``job_report`` of a completion (succeeded), of a failure
@@ -35,10 +39,15 @@ class JobState(enum.StrEnum):
     succeeded     ``job_prune`` after the retention (deleted)
     failed        ``job_retry`` by hand (queued); ``job_prune``
     dead          ``job_retry`` by hand (queued); ``job_prune``
-    cancelled     ``job_retry`` by hand (queued); ``job_prune``
+    cancelled     ``job_retry`` by hand (queued); ``job_prune``;
+                  retrying the parent that cancelled it (waiting)
     ============  ==========================================================
+
+    A finished job is pruned only once none of its children still waits
+    for it or has yet to read its result.
     """
 
+    WAITING = "waiting"
     QUEUED = "queued"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -88,6 +97,12 @@ class JobSpec(msgspec.Struct, frozen=True):
     submitter: str = ""
     retry: dict[str, Any] | None = None
     """The retry policy (``taskq.RetryPolicy.to_dict()``); None: the queue's, else the default."""
+    after: tuple[int, ...] = ()
+    """Ids of stored jobs this one runs after (its parents, in order): it waits until
+    every one has ended. They are all in one workflow (or all in none), which it joins."""
+    run_anyway: bool = False
+    """Run once every parent has ended, whatever their outcome; by default a parent
+    that ends failed, dead or cancelled cancels this job (and so its own children)."""
 
 
 class Job(msgspec.Struct, frozen=True):
@@ -125,6 +140,12 @@ class Job(msgspec.Struct, frozen=True):
     """When its latest attempt was claimed. ``started_at`` is when that attempt's
     code started, once it has reported; a job claimed ahead of a free slot waits
     in between. Before the report, ``started_at`` is the claim."""
+    workflow_id: int | None = None
+    """The workflow it belongs to; None: a job on its own."""
+    run_anyway: bool = False
+    """Whether it runs even when a parent ended failed, dead or cancelled."""
+    parents_left: int = 0
+    """How many of its parents have not ended yet (0 for a job without parents)."""
 
 
 class Lease(msgspec.Struct, frozen=True):
@@ -227,3 +248,60 @@ class Fenced(enum.Enum):
     # The lease is gone (expired and requeued, or the job was cancelled):
     # the worker must stop the job and drop its result.
     LEASE_LOST = "lease_lost"
+
+
+class WorkflowSubmission(msgspec.Struct, frozen=True):
+    """A whole workflow, written in one request: all of it or nothing."""
+
+    jobs: tuple[JobSpec, ...]
+    parents: tuple[tuple[int, ...], ...] = ()
+    """Per job, the positions in ``jobs`` of its parents in this submission (empty,
+    or shorter than ``jobs``: none). A job's own ``after`` names stored parents,
+    which must belong to the workflow extended."""
+    name: str = ""
+    idempotency_key: str | None = None
+    """One key for the whole: a resend of the same request returns the same ids."""
+    workflow_id: int | None = None
+    """Extend this stored workflow (a running job's fan-out) instead of starting one."""
+    submitter: str = ""
+
+
+class SubmittedWorkflow(msgspec.Struct, frozen=True):
+    """A workflow's id and its new jobs' ids, in the order submitted."""
+
+    id: int
+    job_ids: tuple[int, ...]
+
+
+class WorkflowInfo(msgspec.Struct, frozen=True):
+    """A stored workflow and how many of its jobs are in each state."""
+
+    id: int
+    name: str
+    submitter: str
+    created_at: float
+    counts: dict[JobState, int]
+
+
+class JobEdge(msgspec.Struct, frozen=True):
+    """One dependency: ``child_id`` runs after ``parent_id``."""
+
+    parent_id: int
+    child_id: int
+
+
+class ParentResult(msgspec.Struct, frozen=True):
+    """How one parent of a job ended, at its declared position (from 0)."""
+
+    position: int
+    job_id: int
+    state: JobState
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+class Relatives(msgspec.Struct, frozen=True):
+    """A job's parents and children, each as (id, state), parents in declared order."""
+
+    parents: tuple[tuple[int, JobState], ...]
+    children: tuple[tuple[int, JobState], ...]
