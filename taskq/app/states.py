@@ -18,6 +18,7 @@ from taskq.broker.records import JobState
 
 JOB_STATE_VARIABLES: dict[JobState, str] = {
     JobState.QUEUED: "primary",
+    JobState.WAITING: "secondary",
     JobState.RUNNING: "accent",
     JobState.SUCCEEDED: "success",
     JobState.FAILED: "warning",

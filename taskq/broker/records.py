@@ -47,8 +47,8 @@ class JobState(enum.StrEnum):
     for it or has yet to read its result.
     """
 
-    WAITING = "waiting"
     QUEUED = "queued"
+    WAITING = "waiting"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
