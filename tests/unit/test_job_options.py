@@ -24,8 +24,9 @@ def test_call_spec_takes_each_option_with_its_declared_default() -> None:
         assert given == getattr(declared, name) or (
             given in ((), None) and not getattr(declared, name)
         )
-    # The call's keyword arguments, who submits and the retry policy are call_spec's own.
-    assert {*_OPTIONS, "kwargs", "submitter", "retry"} == SUBMIT_OPTIONS
+    # The call's keyword arguments, who submits, the retry policy and the jobs it runs
+    # after are call_spec's own.
+    assert {*_OPTIONS, "kwargs", "submitter", "retry", "after", "run_anyway"} == SUBMIT_OPTIONS
 
 
 def test_the_http_body_is_the_options_and_the_call() -> None:
