@@ -60,16 +60,22 @@ def outcomes() -> list[list[Any]]:
     ]
 
 
+def _squares_then_total(k: int) -> taskq.Flow:
+    """``k`` squares and a total over them, on the running job's own queue."""
+    queue = taskq.current_job().queue
+    return square.options(queue=queue).map(range(k)).then(total.options(queue=queue))
+
+
 @taskq.job(queue="flows")
 def spawn_squares(k: int) -> str:
     """Sized at run time: spawns ``k`` squares and a total over them, in its own workflow."""
-    taskq.current_job().spawn(square.map(range(k)).then(total))
+    taskq.current_job().spawn(_squares_then_total(k))
     return f"spawned {k}"
 
 
 @taskq.job(queue="flows", max_attempts=2)
 def spawn_then_fail(k: int) -> None:
     """Spawns, then fails its first attempt: only the second attempt's spawn is written."""
-    taskq.current_job().spawn(square.map(range(k)).then(total))
+    taskq.current_job().spawn(_squares_then_total(k))
     if taskq.current_job().attempt == 1:
         raise RuntimeError("first attempt fails after spawning")
