@@ -88,9 +88,8 @@ def test_a_job_spawns_children_and_a_fan_in_that_sees_them_all(
     assert pipeline.result(timeout=WAIT) == f"spawned {k}"
     info = pipeline.wait(timeout=WAIT)
     assert info.counts.get(JobState.SUCCEEDED) == 1 + k + 1, info
-    [spawner] = pipeline.job_ids
-    assert len(client.relatives(spawner).children) == k
-    jobs = client.list(taskq.JobQuery(workflow_id=pipeline.id, limit=k + 2))
+    jobs = client.list(taskq.JobQuery(workflow_id=pipeline.id, limit=k + 3))
+    assert len(jobs) == 1 + k + 1
     [fan_in] = [job for job in jobs if job.payload["target"].endswith(":total")]
     assert fan_in.result == {
         "sum": sum(i * i for i in range(k)),
