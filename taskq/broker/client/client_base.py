@@ -414,6 +414,10 @@ class ClientBase:
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
         """The job of one submit, submitted by this client unless it says otherwise."""
+        if isinstance(target, str):
+            # An option given, even a bad one, is the caller's: checked, not replaced.
+            keywords.setdefault("submitter", self.submitter)
+            return spec_of(target, args, keywords)
         spec = spec_of(target, args, keywords)
         return spec if spec.submitter else msgspec.structs.replace(spec, submitter=self.submitter)
 
