@@ -39,19 +39,27 @@ def settle_statements() -> list[Statement]:
     ]
 
 
-def edges_statement(edges: Sequence[Edge]) -> Statement:
-    """Insert the dependencies ``edges``; one whose parent is not found fails the write."""
-    return Statement(
-        queries.query("job_parents_insert"), {"edges": fast_json.dumps_text(list(edges))}
-    )
+def written_statements(edges: Sequence[Edge], child_keys: Sequence[str]) -> list[Statement]:
+    """What follows the INSERT of jobs with parents: their edges, counters, and the settling.
 
-
-def recount_statement(child_keys: Iterable[str]) -> Statement:
-    """Count the parents not ended and failed of the waiting jobs with these keys, as they are."""
-    sql = queries.query("job_parents_recount").format(
+    ``edges`` are the new jobs' dependencies, ``child_keys`` the keys of the
+    jobs among them that have parents. An edge whose parent is not found
+    fails the write. The parents are flagged as having children (the
+    counting triggers fire only for those), and the children counted from
+    their parents' states as they are: a parent may have ended already.
+    """
+    keys = {"keys": fast_json.dumps_text(list(child_keys))}
+    recount = queries.query("job_parents_recount").format(
         chosen=queries.query("job_parents_recount_by_key")
     )
-    return Statement(sql, {"keys": fast_json.dumps_text(list(child_keys))})
+    return [
+        Statement(
+            queries.query("job_parents_insert"), {"edges": fast_json.dumps_text(list(edges))}
+        ),
+        Statement(queries.query("job_parents_flag"), keys),
+        Statement(recount, keys),
+        *settle_statements(),
+    ]
 
 
 def revive_statements(retried: Sequence[int]) -> list[Statement]:

@@ -103,11 +103,7 @@ class WorkflowRows:
         """The edges, the new children's counters, and the settling of what that decides."""
         if not self.edges:
             return []
-        return [
-            dependencies.edges_statement(self.edges),
-            dependencies.recount_statement(self.children),
-            *dependencies.settle_statements(),
-        ]
+        return dependencies.written_statements(self.edges, self.children)
 
 
 def _refuse_foreign(parents: dict[int, int | None], workflow_id: int | None, what: str) -> None:

@@ -38,6 +38,16 @@ WHERE NOT EXISTS (
     WHERE stored.child_id = child.id AND stored.position = edge.value ->> '$[1]'
 )
 
+-- name: job_parents_flag
+-- The parents of the jobs just written (by key) have children: from now on
+-- their state changes fire the counting triggers.
+UPDATE jobs SET has_children = 1
+WHERE has_children = 0 AND id IN (
+    SELECT edge.parent_id
+    FROM jobs AS child JOIN job_parents AS edge ON edge.child_id = child.id
+    WHERE child.idempotency_key IN (SELECT value FROM json_each(:keys))
+)
+
 -- name: job_parents_recount
 -- A waiting job's counters from its parents' states as they are now: for jobs
 -- just written (a parent may have ended already) and for jobs that wait again
