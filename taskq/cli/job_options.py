@@ -127,8 +127,7 @@ def _dest(option: broker_options.Declared, flag: broker_options.Flag) -> str:
 def job_spec(args: argparse.Namespace, *, submitter: str) -> JobSpec:
     """The call the parsed options describe (checked by the broker when enqueued)."""
     options = job_options(args, submitter=submitter)
-    spec = call_spec(args.target, args.args, args.kwargs, **broker_options.call_keywords(options))
-    return broker_options.completed(spec, options)
+    return call_spec(args.target, args.args, args.kwargs, **options)
 
 
 def job_options(args: argparse.Namespace, *, submitter: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import signal
 from collections.abc import Sequence
 
 from taskq import errors
-from taskq.broker.client import job_options as broker_options
 from taskq.broker.client.client import Client, JobHandle, JobQuery
 from taskq.broker.records import Execution, JobState
 from taskq.cli import command, connection, job_options, output, payloads, values
@@ -127,8 +126,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         args.usage_error(problem)
     with connection.client(args) as client:
         options = job_options.job_options(args, submitter=client.submitter)
-        specs = payloads.submitted_specs(args, broker_options.call_keywords(options))
-        handles = client.submit_many([broker_options.completed(spec, options) for spec in specs])
+        specs = payloads.submitted_specs(args, options)
+        handles = client.submit_many(specs)
         if args.wait:
             for handle in handles:
                 _finish(handle, args.wait_timeout, args.json)

@@ -35,7 +35,7 @@ def test_call_spec_takes_each_option_with_its_declared_default_or_the_spec_has_i
             given in ((), None) and not getattr(declared, name)
         )
     # The call's keyword arguments, who submits and the retry policy are call_spec's own.
-    assert SUBMIT_OPTIONS - {"kwargs", "submitter", "retry"} <= set(_OPTIONS)
+    assert SUBMIT_OPTIONS - {"kwargs", "submitter", "retry"} == set(_OPTIONS)
 
 
 def test_the_http_body_is_the_options_and_the_call() -> None:

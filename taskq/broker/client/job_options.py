@@ -11,15 +11,13 @@ unit test holds ``call_spec`` to these fields.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 
 from taskq.broker import job_validation
-from taskq.broker.client.client_base import SUBMIT_OPTIONS
-from taskq.broker.records import JobSpec
 
 
 @dataclass(frozen=True)
@@ -226,18 +224,3 @@ def described(name: str) -> str:
 def default(name: str) -> Any:
     """The default of one option."""
     return getattr(JobOptions(), name)
-
-
-def call_keywords(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Those of ``options`` that :func:`call_spec` (and its kin) take as keywords."""
-    return {name: value for name, value in options.items() if name in SUBMIT_OPTIONS}
-
-
-def completed(spec: JobSpec, options: Mapping[str, Any]) -> JobSpec:
-    """``spec`` with the rest of ``options`` set on it: the JobSpec fields call_spec does not take.
-
-    So an option reaches the job before ``call_spec`` names it (the workflow's
-    ``after`` and ``run_anyway``); kept as given, checked when enqueued.
-    """
-    rest = {name: value for name, value in options.items() if name not in SUBMIT_OPTIONS}
-    return msgspec.structs.replace(spec, **rest) if rest else spec
