@@ -39,6 +39,7 @@ EXPECTED = {
     "job = add.submit(1, 2)": ["3", "6", "3"],
     "taskq submit mypkg.tasks:add 1 2 --wait": ["3", "6", "2 lines read"],
     "python -m pytest -q test_tasks.py": ["1 passed"],
+    "count_words.map(": ["18"],
     '"args": [2, 3]': ['"id"'],
     '"args": [4, 5]': ["'finished': True", "'result': 9"],
 }
