@@ -401,7 +401,7 @@ def test_list_takes_a_state_by_name_and_names_the_states_when_wrong(
         waiting.id
     ]
     assert client.list(taskq.JobQuery(queue=queue, state="succeeded")) == []
-    with pytest.raises(errors.InvalidJob, match="queued, running, succeeded"):
+    with pytest.raises(errors.InvalidJob, match="queued, waiting, running, succeeded"):
         client.list(taskq.JobQuery(queue=queue, state="finished"))
 
 
