@@ -138,6 +138,7 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
     worker_id: str | None = None
     submitter: str | None = None
     text: str | None = None
+    workflow_id: int | None = None
     before: int | None = None
     limit: int = 50
 
