@@ -67,7 +67,7 @@ class Options(Protocol):
 
 
 class Background(Protocol):
-    """What the faults read of the run's watcher (``chaos.Background``): whom to spare or hit."""
+    """What the faults read of the run's watcher (``chaos_load.Background``): whom to hit."""
 
     maintainer: str
     running: list[tuple[str, str]]
