@@ -4,9 +4,11 @@ It starts its own store (a 3-node rqlite cluster on loopback ports, or an
 embedded SQLite file), ``--workers`` real ``taskq-worker`` processes (lease
 6 s, heartbeat 1 s), and submits ``--jobs`` jobs (``bench.chaos_jobs:work``: short
 ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
-60% of ``--duration``. Every run of a job appends timestamped ``start``,
-``alive`` (every 0.25 s) and ``end`` lines to a ledger (see
-``bench/chaos_jobs.py``). Meanwhile, until every job has finished or
+60% of ``--duration``, and among them ``--workflows`` workflows (fan-ins,
+chains, diamonds, parents that fail and fan-ins that run anyway; see
+``bench/chaos_workflows.py``), each written whole in one request. Every run
+of a job appends timestamped ``start``, ``alive`` (every 0.25 s) and
+``end`` lines to a ledger (see ``bench/chaos_jobs.py``). Meanwhile, until every job has finished or
 ``--duration`` has passed:
 
 * the rqlite leader is SIGKILLed about every 10 s and restarted 3 s later,
@@ -23,7 +25,8 @@ ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
   no worker is cut off there.
 
 Half of the kills and stops go to a worker that runs a long job, when one
-does (all of them with ``--quick``, where a fault waits up to 5 s for one).
+does (all of them with ``--quick``, where a fault waits up to 5 s for one
+and prefers a workflow's long parent).
 Then every job is drained (``--drain-timeout``), the workers get SIGTERM,
 and the verdict is read from the store's rows and the ledger:
 
@@ -40,9 +43,23 @@ left behind processes of this run (marked by ``CHAOS_RUN`` in their
             environment, or a job's pid from the ledger) still alive once the
             workers have stopped and a lease and 5 s have passed
 
-Their targets are 0 (and so is that of jobs the run could not submit), and
-write unavailability after a leader kill must stay within 3 s at p99; the
-exit status is 1 when a target is missed. A killed run's last ``alive``
+and, for the workflows' jobs (``bench/chaos_workflow_verdict.py``, which says
+how a start is compared with a parent's end on the store's 86 ms clock):
+
+wf_early    a run of a job begun before one of its parents had ended, by the
+            store's claim times or by the ledger
+wf_not_run  a child free to run (its parents all succeeded, or all ended for a
+            ``run_anyway`` one) that did not run and succeed
+wf_cascade  a child of a failed, dead or cancelled parent (not ``run_anyway``)
+            that ran, or did not end cancelled
+wf_stuck    a workflow's job left waiting, queued or running
+wf_lost     a workflow's job missing, or not as its shape says (end state,
+            parents, run_anyway)
+
+The plain counts above judge every job that must succeed, the workflows'
+among them. Their targets are 0 (and so is that of jobs the run could not
+submit), and write unavailability after a leader kill must stay within 3 s
+at p99; the exit status is 1 when a target is missed. A killed run's last ``alive``
 line can be up to 0.25 s before its death, so an overlap shorter than that
 plus the tolerance can go unseen; any overlap reported is real.
 
@@ -50,10 +67,11 @@ plus the tolerance can go unseen; any overlap reported is real.
     .venv/bin/python -m bench.chaos --store embedded      # 2,000 jobs, 3 workers x 4
     .venv/bin/python -m bench.chaos --quick [--store rqlite] [--json FILE] [--keep DIR]
 
-``--quick`` is the test suite's run (150 jobs, 6 long ones of 8-12 s, a 3 s
-lease so that they outlive it, one worker kill and one stop; on rqlite one
-leader kill and one cut). ``--jobs``, ``--long-jobs``, ``--workers``,
-``--seed``, ``--no-leader-kills`` and the like change a preset. Progress
+``--quick`` is the test suite's run (150 jobs and 10 workflows of 52 jobs, 6
+long ones of 8-12 s, a 3 s lease so that they outlive it, one worker kill
+and one stop; on rqlite one leader kill and one cut). ``--jobs``,
+``--long-jobs``, ``--workflows``, ``--workers``, ``--seed``,
+``--no-leader-kills`` and the like change a preset. Progress
 goes to stderr, the summary to stdout, the details to ``--json``. The run's
 directory (store, ledger, worker logs) is deleted unless ``--keep DIR``
 names one or a target was missed (its path is printed). The network
@@ -64,8 +82,9 @@ This file holds the options and their presets and the run itself, from
 start to verdict. Beside it in ``bench/``: the job mix and the threads that
 submit the jobs, watch the store and probe it (``chaos_load.py``), the jobs
 and their ledger (``chaos_jobs.py``), the faults (``chaos_faults.py``), the
-workers (``chaos_fleet.py``), the cut-off (``chaos_link.py``) and the verdict
-(``chaos_verdict.py``).
+workers (``chaos_fleet.py``), the cut-off (``chaos_link.py``), the
+workflows (``chaos_workflows.py``) and the verdict (``chaos_verdict.py``,
+``chaos_workflow_verdict.py``, over ``chaos_rows.py``).
 """
 
 from __future__ import annotations
@@ -86,11 +105,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import chaos_jobs, chaos_verdict
+from bench import chaos_jobs, chaos_verdict, chaos_workflow_verdict, chaos_workflows
 from bench.chaos_faults import Chaos, Fault
 from bench.chaos_fleet import Fleet
 from bench.chaos_link import CUT_MODES, Partition
 from bench.chaos_load import QUEUE, Background, plan_jobs
+from bench.chaos_workflows import WorkflowPlan
 from taskq.broker.client.client import Client
 from taskq.broker.stores.store import Consistency, Row, Statement, Store
 from taskq.dev.cluster import RqliteCluster, running_cluster
@@ -107,6 +127,8 @@ class Options:
     long_jobs: int = 20
     long_seconds: tuple[float, float] = (15.0, 45.0)
     short_seconds: float = 0.3
+    workflows: int = 40  # besides the plain jobs (bench/chaos_workflows.py)
+    fan_in_width: tuple[int, int] = (3, 12)
     workers: int = 3
     concurrency: int = 4
     duration: float = 150.0
@@ -139,6 +161,7 @@ def preset(store: str, quick: bool) -> Options:
     if quick:
         base = Options(
             store=store, quick=True, jobs=150, long_jobs=6, long_seconds=(8.0, 12.0),
+            workflows=10, fan_in_width=(4, 4),
             workers=3, concurrency=3, duration=45.0, drain_timeout=60.0,
             # A short lease, so that a long job outlives the lease of a frozen or
             # cut-off worker (and the run is short); heartbeats to match.
@@ -150,6 +173,7 @@ def preset(store: str, quick: bool) -> Options:
         base = Options(store=store)
         if store == "rqlite":
             base = replace(base, jobs=10_000, long_jobs=50, workers=4, concurrency=8)
+            base = replace(base, workflows=100)
             base = replace(base, duration=240.0)
     if store == "embedded":  # no leader, no network
         base = replace(base, leader_kill=Fault(None), cut=Fault(None))
@@ -186,13 +210,21 @@ def write_worker_config(path: Path, options: Options) -> Path:
 
 
 def read_verdict(
-    store: Store, submitted: dict[str, int], ledger: Path, tolerance: float, origin: float
+    store: Store,
+    submitted: dict[str, int],
+    ledger: Path,
+    tolerance: float,
+    origin: float,
+    workflows: list[WorkflowPlan],
+    chaos_ended: float,
 ) -> Any:
-    """The store's rows judged against the ledger.
+    """The store's rows judged against the ledger, the workflows' too.
 
     The rows as stored, not the broker's records of them, so that a mistake in
     the broker's parsing cannot hide one in its SQL; read linearizably, so on
-    rqlite they hold every acknowledged write.
+    rqlite they hold every acknowledged write. The plain verdict judges every
+    job that must succeed, those of the workflows among them; the workflows'
+    (``bench/chaos_workflow_verdict.py``) every job of a workflow.
     """
 
     def rows(sql: str) -> list[Row]:
@@ -204,15 +236,33 @@ def read_verdict(
         "WHERE jobs.queue = :queue ORDER BY executions.id"
     )
     workers = rows("SELECT id, name FROM workers")
-    return chaos_verdict.judge(
-        submitted,
-        {int(row["id"]): row for row in jobs},
+    edges = rows(
+        "SELECT job_parents.* FROM job_parents JOIN jobs ON jobs.id = job_parents.child_id "
+        "WHERE jobs.queue = :queue"
+    )
+    expected = {token: state for plan in workflows for token, state in plan.expected().items()}
+    must_succeed = {
+        token: job_id
+        for token, job_id in submitted.items()
+        if expected.get(token, "succeeded") == "succeeded"
+    }
+    by_id = {int(row["id"]): row for row in jobs}
+    runs = chaos_verdict.read_ledger(ledger)
+    verdict = chaos_verdict.judge(
+        must_succeed,
+        by_id,
         executions,
         {str(row["id"]): str(row["name"]) for row in workers},
-        chaos_verdict.read_ledger(ledger),
+        runs,
         tolerance,
         origin,
     )
+    judged = chaos_workflow_verdict.judge_workflows(
+        workflows, submitted, by_id, executions, edges, runs, chaos_ended
+    )
+    verdict["examples"].update(judged.pop("examples"))
+    verdict.update(judged)
+    return verdict
 
 
 def kill_leftovers(run_id: str, ledger: Path) -> None:
@@ -231,6 +281,10 @@ def run(options: Options, root: Path) -> dict[str, Any]:
     plans = plan_jobs(
         options.jobs, options.long_jobs, options.long_seconds, options.short_seconds, front, rng
     )
+    workflows = chaos_workflows.plan_workflows(
+        options.workflows, options.fan_in_width, options.long_seconds, options.short_seconds, rng
+    )
+    in_workflows = sum(len(workflow.jobs) for workflow in workflows)
     ledger = root / "ledger"
     ledger.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"options": _jsonable(asdict(options)), "run_id": run_id}
@@ -264,12 +318,17 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             worker.wait_for_event("worker_started", timeout=60)
         chaos = Chaos(options, fleet, background, cluster, partition, origin, say)
         span = 2.0 if options.quick else 0.6 * options.duration
-        say(f"submitting {len(plans)} jobs over {span:g} s; chaos for up to {options.duration:g} s")
-        background.spawn("submit", lambda: background.submit(plans, span))
+        say(
+            f"submitting {len(plans)} jobs and {len(workflows)} workflows of {in_workflows} "
+            f"jobs over {span:g} s; chaos for up to {options.duration:g} s"
+        )
+        background.spawn("submit", lambda: background.submit(plans, span, workflows))
         background.spawn("watch", background.watch)
         if cluster is not None:
             background.spawn("probe", background.probe)
         next_note = 0.0
+
+        total = len(plans) + in_workflows
 
         def all_done() -> bool:
             return background.submitting_done.is_set() and background.finished >= len(
@@ -282,19 +341,20 @@ def run(options: Options, root: Path) -> dict[str, Any]:
                     break
                 chaos.tick()
                 if time.monotonic() > next_note:
-                    say(f"{background.finished} of {len(plans)} jobs finished")
+                    say(f"{background.finished} of {total} jobs finished")
                     next_note = time.monotonic() + 10
                 time.sleep(0.05)
         finally:
             chaos.undo_all()
+        chaos_ended = time.time()  # on the store's clock too: it parts the chaos from the drain
         report["chaos_seconds"] = round(time.monotonic() - chaos.start, 1)
-        say(f"chaos over; draining ({background.finished} of {len(plans)} jobs finished)")
+        say(f"chaos over; draining ({background.finished} of {total} jobs finished)")
         background.phase = "drain"
         drained = time.monotonic()
         while not all_done() and time.monotonic() - drained < options.drain_timeout:
             fleet.restart_exited()
             if time.monotonic() > next_note:
-                say(f"{background.finished} of {len(plans)} jobs finished")
+                say(f"{background.finished} of {total} jobs finished")
                 next_note = time.monotonic() + 10
             time.sleep(0.2)
         report["drain_seconds"] = round(time.monotonic() - drained, 1)
@@ -313,8 +373,9 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         left = chaos_verdict.run_processes(run_id, runs)
         say("reading the verdict")
         verdict = read_verdict(
-            client.store, background.submitted, ledger, options.tolerance, origin
-        )
+            client.store, background.submitted, ledger, options.tolerance, origin, workflows,
+            chaos_ended,
+        )  # fmt: skip
         verdict["left_behind"] = len(left)
         verdict["unsubmitted"] = len(background.unsubmitted)
         verdict["examples"]["left_behind"] = {str(pid): line for pid, line in left.items()}
@@ -354,6 +415,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     add("--jobs", type=int, help="jobs in all, long ones included")
     add("--long-jobs", type=int, help="jobs of tens of seconds among them")
     add("--long-seconds", type=float, nargs=2, metavar=("MIN", "MAX"))
+    add("--workflows", type=int, help="workflows besides the jobs (fan-ins, chains, diamonds)")
+    add("--fan-in-width", type=int, nargs=2, metavar=("MIN", "MAX"), help="parents of a fan-in")
     add("--workers", type=int)
     add("--concurrency", type=int, help="slots per worker")
     add("--duration", type=float, help="most seconds of chaos (it ends sooner when all is done)")
@@ -368,8 +431,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     args = parser.parse_args(argv)
     changes: dict[str, Any] = {
         name: getattr(args, name)
-        for name in ("jobs", "long_jobs", "workers", "concurrency", "duration", "drain_timeout",
-                     "seed", "lease_seconds", "cut_mode", "keep", "json_path")
+        for name in ("jobs", "long_jobs", "workflows", "workers", "concurrency", "duration",
+                     "drain_timeout", "seed", "lease_seconds", "cut_mode", "keep", "json_path")
         if getattr(args, name) is not None
     }  # fmt: skip
     if args.lease_seconds is not None:  # heartbeats and margin in the proportions of 6, 1, 1.5
@@ -377,12 +440,16 @@ def parse_options(argv: list[str] | None = None) -> Options:
         changes["lease_margin_seconds"] = args.lease_seconds / 4
     if args.long_seconds:
         changes["long_seconds"] = tuple(args.long_seconds)
+    if args.fan_in_width:
+        changes["fan_in_width"] = tuple(args.fan_in_width)
     for fault in ("leader_kill", "worker_kill", "stop", "cut"):
         if getattr(args, f"no_{fault}s"):
             changes[fault] = Fault(None)
     options = replace(preset(args.store, args.quick), **changes)
     if options.long_jobs > options.jobs:
         parser.error("--long-jobs must not exceed --jobs")
+    if options.workflows < 0 or not 1 <= options.fan_in_width[0] <= options.fan_in_width[1]:
+        parser.error("--workflows must be 0 or more, --fan-in-width MIN MAX with 1 <= MIN <= MAX")
     return options
 
 

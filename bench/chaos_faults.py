@@ -8,8 +8,9 @@ Whatever it has not undone when the chaos ends, :meth:`Chaos.undo_all`
 undoes. Its victims are workers of the run's :class:`chaos_fleet.Fleet`,
 picked by what the run's watch thread last saw of the store: half of the
 kills and stops go to a worker that runs a long job, when one does (all of
-them with ``--quick``, where a fault waits up to 5 s for one, and spares
-the worker that runs maintenance when it can).
+them with ``--quick``, where a fault waits up to 5 s for one, prefers a
+workflow's long parent, and spares the worker that runs maintenance when it
+can).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+# How the tokens of workflows' long parents start (bench/chaos_workflows.py).
+WORKFLOW_LONG_PREFIX = "Lw"
 
 if TYPE_CHECKING:
     from bench.chaos_fleet import Fleet
@@ -67,7 +71,7 @@ class Options(Protocol):
 
 
 class Background(Protocol):
-    """What the faults read of the run's watcher (``chaos_load.Background``): whom to hit."""
+    """What the faults read of the watcher (``chaos_load.Background``): whom to spare or hit."""
 
     maintainer: str
     running: list[tuple[str, str]]
@@ -186,18 +190,24 @@ class Chaos:
             return None
         if self.options.quick or self.rng.random() < 0.5:
             preferred = [slot for slot in slots if slot in self.long_holders()]
+            if self.options.quick:
+                # A workflow's long parent first, when one runs: the quick run's few
+                # faults then meet a fan-in waiting on the parent they hit.
+                parents = self.long_holders(WORKFLOW_LONG_PREFIX)
+                preferred = [slot for slot in preferred if slot in parents] or preferred
             if preferred:
                 return self.rng.choice(preferred)
             if self.insist:
                 return None
         return self.rng.choice(slots)
 
-    def long_holders(self) -> set[int | None]:
-        """The slots whose workers run a long job, as the store saw it last."""
+    def long_holders(self, prefix: str = "L") -> set[int | None]:
+        """The slots whose workers run a long job (its token starts with ``prefix``), as
+        the store saw it last."""
         return {
             self.fleet.slot_named(name)
             for token, name in self.background.running
-            if token.startswith("L")
+            if token.startswith(prefix)
         }
 
     def kill_worker(self) -> bool:

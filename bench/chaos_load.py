@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import chaos_workflows
+from bench.chaos_workflows import WorkflowPlan
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery, call_spec
 from taskq.broker.records import FINISHED_STATES, JobState
@@ -100,14 +102,23 @@ class Background:
         for thread in self.threads:
             thread.join(timeout=30)
 
-    def submit(self, plans: list[JobPlan], span: float) -> None:
-        """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands.
+    def submit(
+        self, plans: list[JobPlan], span: float, workflows: list[WorkflowPlan] | None = None
+    ) -> None:
+        """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands,
+        and the workflows among them, each whole.
 
-        Every job carries its token as idempotency key, so resending a batch
-        whose outcome is unknown cannot make a second job.
+        Every job carries its token as idempotency key, and every workflow a
+        key of its own, so resending a request whose outcome is unknown cannot
+        make a second job.
         """
+        workflows = workflows or []
         size = 10 if self.options.quick else 50
-        batches = [plans[i : i + size] for i in range(0, len(plans), size)]
+        batches = [plans[i : i + size] for i in range(0, len(plans), size)] or [[]]
+        # Each workflow follows the batch its share of the span falls in.
+        following: dict[int, list[WorkflowPlan]] = {}
+        for number, workflow in enumerate(workflows):
+            following.setdefault(number * len(batches) // len(workflows), []).append(workflow)
         start = time.monotonic()
         try:
             with Client(self.url, submitter="chaos") as client:
@@ -116,10 +127,25 @@ class Background:
                         max(0.0, start + span * index / len(batches) - time.monotonic())
                     ):
                         break
-                    self._submit_batch(client, batch)
+                    if batch:
+                        self._submit_batch(client, batch)
+                    for workflow in following.get(index, []):
+                        self._submit_workflow(client, workflow)
         finally:  # whatever did not land is reported as such, whatever happened
-            self.unsubmitted = [plan.token for plan in plans if plan.token not in self.submitted]
+            tokens = [plan.token for plan in plans]
+            tokens += [job.token for workflow in workflows for job in workflow.jobs]
+            self.unsubmitted = [token for token in tokens if token not in self.submitted]
             self.submitting_done.set()
+
+    def _submit_workflow(self, client: Client, workflow: WorkflowPlan) -> None:
+        """Submit ``workflow`` whole until it lands (or 2 minutes pass: it stays unsubmitted)."""
+        landed = chaos_workflows.submit(
+            client.store, workflow, self.ledger, QUEUE,
+            give_up_after=120, stopped=self.stop.is_set, say=self.say,
+        )  # fmt: skip
+        if landed is not None:
+            for job, job_id in zip(workflow.jobs, landed.job_ids, strict=True):
+                self.submitted[job.token] = job_id
 
     def _submit_batch(self, client: Client, batch: list[JobPlan]) -> None:
         """Submit ``batch`` until it lands (for up to 2 minutes: then it stays unsubmitted)."""
