@@ -129,6 +129,8 @@ class Options:
     short_seconds: float = 0.3
     workflows: int = 40  # besides the plain jobs (bench/chaos_workflows.py)
     fan_in_width: tuple[int, int] = (3, 12)
+    fan_in_long_parents: int = 1  # long jobs among a fan-in's parents, for faults to hit
+    workflow_span: float | None = None  # seconds to submit the workflows over (None: the jobs')
     workers: int = 3
     concurrency: int = 4
     duration: float = 150.0
@@ -161,7 +163,9 @@ def preset(store: str, quick: bool) -> Options:
     if quick:
         base = Options(
             store=store, quick=True, jobs=150, long_jobs=6, long_seconds=(8.0, 12.0),
-            workflows=10, fan_in_width=(4, 4),
+            # Two long parents per fan-in: one is likely on a worker the faults may hit;
+            # workflows submitted over 10 s: some meet the leader kill.
+            workflows=10, fan_in_width=(4, 4), fan_in_long_parents=2, workflow_span=10.0,
             workers=3, concurrency=3, duration=45.0, drain_timeout=60.0,
             # A short lease, so that a long job outlives the lease of a frozen or
             # cut-off worker (and the run is short); heartbeats to match.
@@ -282,8 +286,9 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         options.jobs, options.long_jobs, options.long_seconds, options.short_seconds, front, rng
     )
     workflows = chaos_workflows.plan_workflows(
-        options.workflows, options.fan_in_width, options.long_seconds, options.short_seconds, rng
-    )
+        options.workflows, options.fan_in_width, options.long_seconds, options.short_seconds, rng,
+        options.fan_in_long_parents,
+    )  # fmt: skip
     in_workflows = sum(len(workflow.jobs) for workflow in workflows)
     ledger = root / "ledger"
     ledger.mkdir(parents=True, exist_ok=True)
@@ -320,9 +325,12 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         span = 2.0 if options.quick else 0.6 * options.duration
         say(
             f"submitting {len(plans)} jobs and {len(workflows)} workflows of {in_workflows} "
-            f"jobs over {span:g} s; chaos for up to {options.duration:g} s"
+            f"jobs over {span:g} s (the workflows over {options.workflow_span or span:g} s); "
+            f"chaos for up to {options.duration:g} s"
         )
-        background.spawn("submit", lambda: background.submit(plans, span, workflows))
+        background.spawn(
+            "submit", lambda: background.submit(plans, span, workflows, options.workflow_span)
+        )
         background.spawn("watch", background.watch)
         if cluster is not None:
             background.spawn("probe", background.probe)
@@ -391,6 +399,10 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         report["unavailability"] = chaos_verdict.unavailability(
             chaos.leader_kills, chaos.leaders_reported, background.probes
         )
+        verdict["workflows"] |= chaos_workflow_verdict.submissions(
+            background.workflow_submits, chaos.leader_kills,
+            report["unavailability"]["seconds"], background.workflows_resent,
+        )  # fmt: skip
     report["seconds"] = round(time.monotonic() - began, 1)
     report["violations"] = chaos_verdict.violations(report)
     return report

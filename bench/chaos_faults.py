@@ -192,7 +192,7 @@ class Chaos:
             preferred = [slot for slot in slots if slot in self.long_holders()]
             if self.options.quick:
                 # A workflow's long parent first, when one runs: the quick run's few
-                # faults then meet a fan-in waiting on the parent they hit.
+                # faults then meet a fan-in that waits on the parent they hit.
                 parents = self.long_holders(WORKFLOW_LONG_PREFIX)
                 preferred = [slot for slot in preferred if slot in parents] or preferred
             if preferred:

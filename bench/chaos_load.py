@@ -81,6 +81,8 @@ class Background:
         self.stop = threading.Event()
         self.submitted: dict[str, int] = {}
         self.unsubmitted: list[str] = []
+        self.workflows_resent = 0  # workflow requests sent again after a store error
+        self.workflow_submits: list[tuple[float, float]] = []  # (start, end), monotonic
         self.submitting_done = threading.Event()
         self.finished = 0
         self.running: list[tuple[str, str]] = []  # (token, worker name) of running jobs
@@ -103,10 +105,14 @@ class Background:
             thread.join(timeout=30)
 
     def submit(
-        self, plans: list[JobPlan], span: float, workflows: list[WorkflowPlan] | None = None
+        self,
+        plans: list[JobPlan],
+        span: float,
+        workflows: list[WorkflowPlan] | None = None,
+        workflow_span: float | None = None,
     ) -> None:
         """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands,
-        and the workflows among them, each whole.
+        and the workflows, each whole, paced over ``workflow_span`` (None: ``span``).
 
         Every job carries its token as idempotency key, and every workflow a
         key of its own, so resending a request whose outcome is unknown cannot
@@ -114,23 +120,26 @@ class Background:
         """
         workflows = workflows or []
         size = 10 if self.options.quick else 50
-        batches = [plans[i : i + size] for i in range(0, len(plans), size)] or [[]]
-        # Each workflow follows the batch its share of the span falls in.
-        following: dict[int, list[WorkflowPlan]] = {}
-        for number, workflow in enumerate(workflows):
-            following.setdefault(number * len(batches) // len(workflows), []).append(workflow)
+        batches = [plans[i : i + size] for i in range(0, len(plans), size)]
+        spread = span if workflow_span is None else workflow_span
+        # One timeline: (seconds from the start, what to submit then), batches first on a tie.
+        timeline: list[tuple[float, list[JobPlan] | WorkflowPlan]] = [
+            (span * index / len(batches), batch) for index, batch in enumerate(batches)
+        ]
+        timeline += [
+            (spread * index / len(workflows), workflow) for index, workflow in enumerate(workflows)
+        ]
+        timeline.sort(key=lambda entry: entry[0])
         start = time.monotonic()
         try:
             with Client(self.url, submitter="chaos") as client:
-                for index, batch in enumerate(batches):
-                    if self.stop.wait(
-                        max(0.0, start + span * index / len(batches) - time.monotonic())
-                    ):
+                for due, item in timeline:
+                    if self.stop.wait(max(0.0, start + due - time.monotonic())):
                         break
-                    if batch:
-                        self._submit_batch(client, batch)
-                    for workflow in following.get(index, []):
-                        self._submit_workflow(client, workflow)
+                    if isinstance(item, WorkflowPlan):
+                        self._submit_workflow(client, item)
+                    else:
+                        self._submit_batch(client, item)
         finally:  # whatever did not land is reported as such, whatever happened
             tokens = [plan.token for plan in plans]
             tokens += [job.token for workflow in workflows for job in workflow.jobs]
@@ -139,10 +148,13 @@ class Background:
 
     def _submit_workflow(self, client: Client, workflow: WorkflowPlan) -> None:
         """Submit ``workflow`` whole until it lands (or 2 minutes pass: it stays unsubmitted)."""
-        landed = chaos_workflows.submit(
+        began = time.monotonic()
+        landed, resent = chaos_workflows.submit(
             client.store, workflow, self.ledger, QUEUE,
             give_up_after=120, stopped=self.stop.is_set, say=self.say,
         )  # fmt: skip
+        self.workflows_resent += resent
+        self.workflow_submits.append((began, time.monotonic()))
         if landed is not None:
             for job, job_id in zip(workflow.jobs, landed.job_ids, strict=True):
                 self.submitted[job.token] = job_id

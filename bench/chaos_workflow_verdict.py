@@ -35,6 +35,7 @@ that never ran (cancelled) has no such run: the store's check alone holds.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -291,6 +292,30 @@ def _check_outcome(
         figures["ran_anyway"] += 1
 
 
+def submissions(
+    submits: Sequence[tuple[float, float]],
+    kills: Sequence[float],
+    gaps: Sequence[float | None],
+    resent: int,
+) -> dict[str, Any]:
+    """How the workflows' submissions fared: the slowest, and how many met a leader kill.
+
+    ``submits`` are (start, end) and ``kills`` the leader kills, in monotonic
+    seconds; ``gaps`` how long after each kill the store took a write again
+    (None: it never did). A submission met a kill when it was under way at
+    some moment between the kill and that write.
+    """
+    met = 0
+    for start, end in submits:
+        for kill, gap in zip(kills, gaps, strict=True):
+            back = kill + (gap if gap is not None else math.inf)
+            if start <= back and end >= kill:
+                met += 1
+                break
+    slowest = max((end - start for start, end in submits), default=0.0)
+    return {"slowest_submit": round(slowest, 3), "met_leader_kill": met, "resent": resent}
+
+
 def summary_lines(verdict: dict[str, Any]) -> list[str]:
     """The workflows' figures, for the chaos run's summary (the counts are its table rows)."""
     figures = verdict.get("workflows")
@@ -306,6 +331,12 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         f"{figures['ran_anyway']} ran anyway after one; {figures['after_faulted_parent']} "
         "children ran after a parent that a fault made run more than once",
     ]
+    if "slowest_submit" in figures:
+        lines.append(
+            f"  submitting a workflow took {figures['slowest_submit']:.2f} s at most; "
+            f"{figures['met_leader_kill']} submissions met a leader kill (under way before the "
+            f"store took writes again), {figures['resent']} were sent again after a store error"
+        )
     for phase, counts in figures["phases"].items():
         lines.append(
             f"  in the {phase}: {counts['children_run']} children first claimed "

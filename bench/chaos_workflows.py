@@ -9,8 +9,8 @@ ends ``failed`` for good), with tokens ``w<n>j<i>``; a long parent's token
 starts with ``L`` (``Lw<n>j<i>``), so that the faults, which prefer workers
 running long jobs, hit workflow parents mid-run too. The shapes, in turn:
 
-fan-in         ``--fan-in-width`` parents, the first of them a long one, into one
-               fan-in, and a job after the fan-in
+fan-in         ``--fan-in-width`` parents, the first one or two of them long
+               (``long_parents``), into one fan-in, and a job after the fan-in
 chain          four jobs, each after the one before
 diamond        a root, two jobs after it, and a join after both
 failed fan-in  a fan-in whose parents include one that fails: the fan-in and
@@ -86,10 +86,13 @@ def expected_states(jobs: tuple[WorkflowJob, ...]) -> list[str]:
 class _Shaper:
     """Builds one workflow's jobs, numbering their tokens."""
 
-    def __init__(self, number: int, rng: random.Random, short_seconds: float) -> None:
+    def __init__(
+        self, number: int, rng: random.Random, short_seconds: float, long_parents: int
+    ) -> None:
         self.number = number
         self.rng = rng
         self.short_seconds = short_seconds
+        self.long_parents = long_parents  # of a fan-in
         self.jobs: list[WorkflowJob] = []
 
     def add(
@@ -112,7 +115,7 @@ class _Shaper:
 def _fan_in(shape: _Shaper, width: int, long_seconds: tuple[float, float] | None) -> None:
     parents = []
     for index in range(width):
-        long = long_seconds if index == 0 else None
+        long = long_seconds if index < shape.long_parents else None
         parents.append(shape.add(seconds=None if long is None else shape.rng.uniform(*long)))
     fan_in = shape.add(tuple(parents))
     shape.add((fan_in,))
@@ -161,13 +164,15 @@ def plan_workflows(
     long_seconds: tuple[float, float],
     short_seconds: float,
     rng: random.Random,
+    long_parents: int = 1,
 ) -> list[WorkflowPlan]:
-    """``count`` workflows, the shapes in turn; fan-ins ``width`` (least, most) wide."""
+    """``count`` workflows, the shapes in turn; fan-ins ``width`` (least, most) wide, the
+    first ``long_parents`` parents of each long."""
     plans = []
     names = list(SHAPES)
     for number in range(count):
         name = names[number % len(names)]
-        shape = _Shaper(number, rng, short_seconds)
+        shape = _Shaper(number, rng, short_seconds, long_parents)
         # A fan-in's first parent is long, for the faults to meet while the fan-in waits.
         long = long_seconds if name == "fan-in" else None
         SHAPES[name](shape, rng.randint(*width), long)
@@ -206,22 +211,25 @@ def submit(
     give_up_after: float,
     stopped: Callable[[], bool],
     say: Callable[[str], None],
-) -> SubmittedWorkflow | None:
-    """Submit ``plan`` until it lands; None when it did not (it stays unsubmitted).
+) -> tuple[SubmittedWorkflow | None, int]:
+    """Submit ``plan`` until it lands (None when it did not: it stays unsubmitted), and
+    how many times a store error made it send the request again.
 
     A store error is sent again (the workflow's key makes that safe) for up
     to ``give_up_after`` seconds; a refusal is not, and is said.
     """
     request = submission(plan, ledger, queue)
     give_up = time.monotonic() + give_up_after
+    resent = 0
     while True:
         try:
-            return op_plan.run(store, workflow_submit(request))
+            return op_plan.run(store, workflow_submit(request)), resent
         except errors.InvalidJob as exc:  # IdempotencyConflict among them: resending is no help
             say(f"workflow {plan.key} refused: {exc}")
-            return None
+            return None, resent
         except errors.TaskqError as exc:
             if time.monotonic() > give_up or stopped():
                 say(f"gave up submitting workflow {plan.key}: {exc}")
-                return None
+                return None, resent
+            resent += 1
             time.sleep(0.2)
