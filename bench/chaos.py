@@ -67,7 +67,7 @@ plus the tolerance can go unseen; any overlap reported is real.
     .venv/bin/python -m bench.chaos --store embedded      # 2,000 jobs, 3 workers x 4
     .venv/bin/python -m bench.chaos --quick [--store rqlite] [--json FILE] [--keep DIR]
 
-``--quick`` is the test suite's run (150 jobs and 10 workflows of 52 jobs, 6
+``--quick`` is the test suite's run (150 jobs and 10 workflows of 56 jobs, 6
 long ones of 8-12 s, a 3 s lease so that they outlive it, one worker kill
 and one stop; on rqlite one leader kill and one cut). ``--jobs``,
 ``--long-jobs``, ``--workflows``, ``--workers``, ``--seed``,

@@ -147,17 +147,14 @@ class Background:
             self.submitting_done.set()
 
     def _submit_workflow(self, client: Client, workflow: WorkflowPlan) -> None:
-        """Submit ``workflow`` whole until it lands (or 2 minutes pass: it stays unsubmitted)."""
-        began = time.monotonic()
-        landed, resent = chaos_workflows.submit(
+        """Submit ``workflow`` until it lands (or 2 minutes pass: it stays unsubmitted)."""
+        sent = chaos_workflows.submit(
             client.store, workflow, self.ledger, QUEUE,
             give_up_after=120, stopped=self.stop.is_set, say=self.say,
         )  # fmt: skip
-        self.workflows_resent += resent
-        self.workflow_submits.append((began, time.monotonic()))
-        if landed is not None:
-            for job, job_id in zip(workflow.jobs, landed.job_ids, strict=True):
-                self.submitted[job.token] = job_id
+        self.workflows_resent += sent.resent
+        self.workflow_submits += sent.requests
+        self.submitted |= sent.ids
 
     def _submit_batch(self, client: Client, batch: list[JobPlan]) -> None:
         """Submit ``batch`` until it lands (for up to 2 minutes: then it stays unsubmitted)."""

@@ -150,6 +150,8 @@ def judge_workflows(
         figures["workflows"] += 1
         expected = plan.expected()
         for job in plan.jobs:
+            if job.token not in submitted:
+                continue  # a late job whose request did not land: counted as unsubmitted
             figures["jobs"] += 1
             job_id = submitted[job.token]
             _check_as_planned(record, plan, job, job_id, expected[job.token], submitted, found)
@@ -298,12 +300,12 @@ def submissions(
     gaps: Sequence[float | None],
     resent: int,
 ) -> dict[str, Any]:
-    """How the workflows' submissions fared: the slowest, and how many met a leader kill.
+    """How the workflows' requests fared: the slowest, and how many met a leader kill.
 
     ``submits`` are (start, end) and ``kills`` the leader kills, in monotonic
     seconds; ``gaps`` how long after each kill the store took a write again
-    (None: it never did). A submission met a kill when it was under way at
-    some moment between the kill and that write.
+    (None: it never did). A request met a kill when it was under way at some
+    moment between the kill and that write.
     """
     met = 0
     for start, end in submits:
@@ -333,8 +335,8 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     ]
     if "slowest_submit" in figures:
         lines.append(
-            f"  submitting a workflow took {figures['slowest_submit']:.2f} s at most; "
-            f"{figures['met_leader_kill']} submissions met a leader kill (under way before the "
+            f"  a workflow request took {figures['slowest_submit']:.2f} s at most; "
+            f"{figures['met_leader_kill']} requests met a leader kill (under way before the "
             f"store took writes again), {figures['resent']} were sent again after a store error"
         )
     for phase, counts in figures["phases"].items():

@@ -1,9 +1,10 @@
 """The chaos run's workflows: their shapes, what each of their jobs must end as, their submission.
 
 Beside the plain jobs, the chaos run submits ``--workflows`` workflows, each
-written whole in one request (``taskq.broker.ops.workflows.workflow_submit``)
-under one idempotency key, so that a request whose outcome a leader kill
-left unknown can be sent again without making a second workflow. Their
+written whole in one request (``taskq.broker.ops.workflows.workflow_submit``;
+a late fan-in's late jobs in a second one) under one idempotency key, so
+that a request whose outcome a leader kill left unknown can be sent again
+without making a second workflow. Their
 jobs are the plain jobs' ``chaos_jobs.work`` (or ``chaos_jobs.fail``, which
 ends ``failed`` for good), with tokens ``w<n>j<i>``; a long parent's token
 starts with ``L`` (``Lw<n>j<i>``), so that the faults, which prefer workers
@@ -19,6 +20,12 @@ failed fan-in  a fan-in whose parents include one that fails: the fan-in and
 failed chain   a root that fails: its child and grandchild end cancelled; a
                ``run_anyway`` job after the child runs though its parent was
                cancelled
+late fan-in    parents and a job that fails, and, in a second request sent
+               :data:`LATE_SECONDS` after the first landed (some parents have
+               ended by then, some not), jobs that join the workflow naming
+               them as stored parents (``after``): a fan-in over the parents
+               (runs), a child of the failing job (ends cancelled, at once if
+               that job has failed already) and a ``run_anyway`` fan-in over all
 
 What every job must end as follows from the shape (:func:`expected_states`);
 :mod:`bench.chaos_workflow_verdict` judges the store's record against it.
@@ -39,12 +46,15 @@ from taskq import errors
 from taskq.broker.client.client_base import call_spec
 from taskq.broker.ops import plan as op_plan
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import SubmittedWorkflow, WorkflowSubmission
+from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
 from taskq.retry import RetryPolicy
 
 # A failing parent fails once and for good: its ChaosFailure (a ValueError) is not retried.
 _NO_RETRY = RetryPolicy(dont_retry_on=("ValueError",))
+# How long after a workflow lands its late jobs are sent: about a short job's run, so
+# that some of their parents have ended and some have not.
+LATE_SECONDS = 0.3
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class WorkflowJob:
     parents: tuple[int, ...] = ()  # positions in the workflow, each before this one
     fails: bool = False  # runs chaos_jobs.fail: ends failed after one complete run
     run_anyway: bool = False
+    late: bool = False  # sent in a second request, its parents named as stored jobs
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,11 @@ class WorkflowPlan:
 
     def expected(self) -> dict[str, str]:
         return dict(zip((job.token for job in self.jobs), expected_states(self.jobs), strict=True))
+
+    @property
+    def first(self) -> tuple[WorkflowJob, ...]:
+        """The jobs of the first request: all but the late ones, which come last."""
+        return tuple(job for job in self.jobs if not job.late)
 
 
 def expected_states(jobs: tuple[WorkflowJob, ...]) -> list[str]:
@@ -102,13 +118,17 @@ class _Shaper:
         seconds: float | None = None,
         fails: bool = False,
         run_anyway: bool = False,
+        late: bool = False,
     ) -> int:
         position = len(self.jobs)
+        # The late jobs come last and name only jobs of the first request as parents.
+        assert late or not any(job.late for job in self.jobs)
+        assert not any(self.jobs[parent].late for parent in parents)
         prefix = WORKFLOW_LONG_PREFIX if seconds is not None else "w"
         token = f"{prefix}{self.number:03d}j{position:02d}"
         if seconds is None:
             seconds = self.rng.uniform(0.005, self.short_seconds)
-        self.jobs.append(WorkflowJob(token, seconds, parents, fails, run_anyway))
+        self.jobs.append(WorkflowJob(token, seconds, parents, fails, run_anyway, late))
         return position
 
 
@@ -149,12 +169,21 @@ def _failed_chain(shape: _Shaper, width: int, long_seconds: tuple[float, float] 
     shape.add((child,), run_anyway=True)
 
 
+def _late_fan_in(shape: _Shaper, width: int, long_seconds: tuple[float, float] | None) -> None:
+    parents = tuple(shape.add() for _ in range(width))
+    failing = shape.add(fails=True)
+    shape.add(parents, late=True)
+    shape.add((failing,), late=True)
+    shape.add((*parents, failing), run_anyway=True, late=True)
+
+
 SHAPES: dict[str, Callable[[_Shaper, int, tuple[float, float] | None], None]] = {
     "fan-in": _fan_in,
     "chain": _chain,
     "diamond": _diamond,
     "failed fan-in": _failed_fan_in,
     "failed chain": _failed_chain,
+    "late fan-in": _late_fan_in,
 }
 
 
@@ -180,24 +209,42 @@ def plan_workflows(
     return plans
 
 
+def _spec(job: WorkflowJob, ledger: Path, queue: str, after: tuple[int, ...] = ()) -> JobSpec:
+    spec = call_spec(
+        "bench.chaos_jobs:fail" if job.fails else "bench.chaos_jobs:work",
+        (job.token, job.seconds, str(ledger)),
+        queue=queue,
+        max_attempts=100,  # as the plain jobs: a job may be hit many times
+        timeout=60 + 3 * job.seconds,
+        retry=_NO_RETRY if job.fails else None,
+    )
+    return msgspec.structs.replace(spec, run_anyway=job.run_anyway, after=after)
+
+
 def submission(plan: WorkflowPlan, ledger: Path, queue: str) -> WorkflowSubmission:
-    """The workflow as one request: the jobs' specs and their parents' positions."""
-    specs = []
-    for job in plan.jobs:
-        spec = call_spec(
-            "bench.chaos_jobs:fail" if job.fails else "bench.chaos_jobs:work",
-            (job.token, job.seconds, str(ledger)),
-            queue=queue,
-            max_attempts=100,  # as the plain jobs: a job may be hit many times
-            timeout=60 + 3 * job.seconds,
-            retry=_NO_RETRY if job.fails else None,
-        )
-        specs.append(msgspec.structs.replace(spec, run_anyway=job.run_anyway))
+    """The workflow's first request: its jobs but the late ones, and their parents' positions."""
     return WorkflowSubmission(
-        jobs=tuple(specs),
-        parents=tuple(job.parents for job in plan.jobs),
+        jobs=tuple(_spec(job, ledger, queue) for job in plan.first),
+        parents=tuple(job.parents for job in plan.first),
         name=f"chaos {plan.shape}",
         idempotency_key=plan.key,
+        submitter="chaos",
+    )
+
+
+def late_submission(
+    plan: WorkflowPlan, landed: SubmittedWorkflow, ledger: Path, queue: str
+) -> WorkflowSubmission:
+    """The workflow's second request: its late jobs, joining the stored workflow, each
+    naming its parents by their stored ids."""
+    late = [job for job in plan.jobs if job.late]
+    return WorkflowSubmission(
+        jobs=tuple(
+            _spec(job, ledger, queue, tuple(landed.job_ids[parent] for parent in job.parents))
+            for job in late
+        ),
+        workflow_id=landed.id,
+        idempotency_key=f"{plan.key}/late",
         submitter="chaos",
     )
 
@@ -211,25 +258,65 @@ def submit(
     give_up_after: float,
     stopped: Callable[[], bool],
     say: Callable[[str], None],
-) -> tuple[SubmittedWorkflow | None, int]:
-    """Submit ``plan`` until it lands (None when it did not: it stays unsubmitted), and
-    how many times a store error made it send the request again.
+) -> Sender:
+    """Submit ``plan``, its late jobs :data:`LATE_SECONDS` after the rest; what landed.
 
-    A store error is sent again (the workflow's key makes that safe) for up
-    to ``give_up_after`` seconds; a refusal is not, and is said.
+    A store error is sent again (each request's key makes that safe) for up
+    to ``give_up_after`` seconds; a refusal is not, and is said. What did
+    not land stays unsubmitted.
     """
-    request = submission(plan, ledger, queue)
-    give_up = time.monotonic() + give_up_after
-    resent = 0
-    while True:
+    sender = Sender(store, plan.key, give_up_after, stopped, say)
+    landed = sender.send(submission(plan, ledger, queue))
+    if landed is None:
+        return sender
+    sender.ids = dict(zip((job.token for job in plan.first), landed.job_ids, strict=True))
+    late = [job for job in plan.jobs if job.late]
+    if late:
+        time.sleep(LATE_SECONDS)
+        joined = sender.send(late_submission(plan, landed, ledger, queue))
+        if joined is not None:
+            sender.ids |= zip((job.token for job in late), joined.job_ids, strict=True)
+    return sender
+
+
+class Sender:
+    """Sends a workflow's requests until each lands: the ids of the jobs that landed (by
+    token), each request's (start, end) in monotonic seconds, and how many were resent."""
+
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        give_up_after: float,
+        stopped: Callable[[], bool],
+        say: Callable[[str], None],
+    ) -> None:
+        self.store = store
+        self.key = key
+        self.give_up = time.monotonic() + give_up_after
+        self.stopped = stopped
+        self.say = say
+        self.ids: dict[str, int] = {}
+        self.requests: list[tuple[float, float]] = []
+        self.resent = 0
+
+    def send(self, request: WorkflowSubmission) -> SubmittedWorkflow | None:
+        began = time.monotonic()
         try:
-            return op_plan.run(store, workflow_submit(request)), resent
-        except errors.InvalidJob as exc:  # IdempotencyConflict among them: resending is no help
-            say(f"workflow {plan.key} refused: {exc}")
-            return None, resent
-        except errors.TaskqError as exc:
-            if time.monotonic() > give_up or stopped():
-                say(f"gave up submitting workflow {plan.key}: {exc}")
-                return None, resent
-            resent += 1
-            time.sleep(0.2)
+            return self._send(request)
+        finally:
+            self.requests.append((began, time.monotonic()))
+
+    def _send(self, request: WorkflowSubmission) -> SubmittedWorkflow | None:
+        while True:
+            try:
+                return op_plan.run(self.store, workflow_submit(request))
+            except errors.InvalidJob as exc:  # IdempotencyConflict among them: no resend helps
+                self.say(f"workflow {self.key} refused: {exc}")
+                return None
+            except errors.TaskqError as exc:
+                if time.monotonic() > self.give_up or self.stopped():
+                    self.say(f"gave up submitting workflow {self.key}: {exc}")
+                    return None
+                self.resent += 1
+                time.sleep(0.2)
