@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -265,7 +265,7 @@ def submit(
     to ``give_up_after`` seconds; a refusal is not, and is said. What did
     not land stays unsubmitted.
     """
-    sender = Sender(store, plan.key, give_up_after, stopped, say)
+    sender = Sender(store, plan.key, time.monotonic() + give_up_after, stopped, say)
     landed = sender.send(submission(plan, ledger, queue))
     if landed is None:
         return sender
@@ -279,26 +279,18 @@ def submit(
     return sender
 
 
+@dataclass
 class Sender:
-    """Sends a workflow's requests until each lands: the ids of the jobs that landed (by
-    token), each request's (start, end) in monotonic seconds, and how many were resent."""
+    """Sends a workflow's requests until each lands (or ``give_up`` passes, monotonic)."""
 
-    def __init__(
-        self,
-        store: Store,
-        key: str,
-        give_up_after: float,
-        stopped: Callable[[], bool],
-        say: Callable[[str], None],
-    ) -> None:
-        self.store = store
-        self.key = key
-        self.give_up = time.monotonic() + give_up_after
-        self.stopped = stopped
-        self.say = say
-        self.ids: dict[str, int] = {}
-        self.requests: list[tuple[float, float]] = []
-        self.resent = 0
+    store: Store
+    key: str
+    give_up: float
+    stopped: Callable[[], bool]
+    say: Callable[[str], None]
+    ids: dict[str, int] = field(default_factory=dict)  # of the jobs that landed, by token
+    requests: list[tuple[float, float]] = field(default_factory=list)  # (start, end), monotonic
+    resent: int = 0  # requests sent again after a store error
 
     def send(self, request: WorkflowSubmission) -> SubmittedWorkflow | None:
         began = time.monotonic()
