@@ -148,12 +148,26 @@ def job_enqueue(
     job_validation.check_keys_within([(row["key"], row["fingerprint"]) for row in rows])
     if not any(spec.after for spec in specs):
         return (yield from jobs_write(rows, now=now))
-    parents = [parent for spec in specs for parent in spec.after]
+    # A job whose own key is stored already is a resend (or a conflict, which the
+    # write finds): its parents were checked when it was written, and one may have
+    # joined a workflow (by a fan-out) or been pruned since.
+    keyed = [
+        row["key"]
+        for spec, row in zip(specs, rows, strict=True)
+        if spec.after and row["fingerprint"]
+    ]
+    stored = (
+        {row["idempotency_key"] for row in (yield from _jobs_by_key(keyed))} if keyed else set()
+    )
+    new = [
+        (spec, row)
+        for spec, row in zip(specs, rows, strict=True)
+        if spec.after and row["key"] not in stored
+    ]
+    parents = [parent for spec, _ in new for parent in spec.after]
     workflows = yield from dependencies.parent_workflows(parents)
     edges: list[dependencies.Edge] = []
-    for spec, row in zip(specs, rows, strict=True):
-        if not spec.after:
-            continue
+    for spec, row in new:
         joined = {workflows[parent] for parent in spec.after}
         if len(joined) > 1:
             raise errors.InvalidJob(
@@ -166,12 +180,7 @@ def job_enqueue(
             parent_count=len(spec.after), run_anyway=spec.run_anyway, workflow_id=joined.pop()
         )
         edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
-    children = [row["key"] for spec, row in zip(specs, rows, strict=True) if spec.after]
-    after = [
-        dependencies.edges_statement(edges),
-        dependencies.recount_statement(children),
-        *dependencies.settle_statements(),
-    ]
+    after = dependencies.written_statements(edges, [row["key"] for _, row in new], parents)
     try:
         return (yield from jobs_write(rows, now=now, after=after, in_workflow=True))
     except errors.ConstraintViolation as exc:

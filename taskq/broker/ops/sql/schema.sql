@@ -73,6 +73,10 @@ CREATE TABLE jobs (
     parents_failed INTEGER NOT NULL DEFAULT 0,
     -- The parent whose failure cancelled it: retrying that parent revives it.
     cancelled_by INTEGER,
+    -- 1 once a job names it as a parent: only then do its state changes count
+    -- in children (the triggers' WHEN reads it; a job's ends cost nothing more
+    -- while it has none).
+    has_children INTEGER NOT NULL DEFAULT 0,
     CHECK (attempts <= max_attempts)
 );
 
@@ -220,7 +224,7 @@ CREATE INDEX job_parents_parent ON job_parents (parent_id, child_id);
 -- again. Neither trigger changes a state, so neither fires another (SQLite's
 -- recursive_triggers is off; rqlite gives no way to turn it on).
 CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON jobs
-WHEN old.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+WHEN new.has_children = 1 AND old.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
     AND new.state IN ('succeeded', 'failed', 'dead', 'cancelled')
 BEGIN
     UPDATE jobs SET
@@ -232,7 +236,7 @@ END;
 
 -- A parent retried leaves its end: its waiting children wait for it again.
 CREATE TRIGGER jobs_parent_reopened AFTER UPDATE OF state ON jobs
-WHEN old.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+WHEN new.has_children = 1 AND old.state IN ('succeeded', 'failed', 'dead', 'cancelled')
     AND new.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
 BEGIN
     UPDATE jobs SET

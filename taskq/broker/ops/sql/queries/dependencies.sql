@@ -17,7 +17,8 @@
 -- by key when the parent is new in the same write, else by id, and only
 -- within the child's own workflow (or none, if the child is in none). A
 -- parent not found leaves parent_id NULL, which fails the whole write. A
--- resent write finds its edges in place.
+-- resent write finds its edges in place and writes none again (not even
+-- looked up: its parent may have joined a workflow since, by a fan-out).
 INSERT INTO job_parents (child_id, position, parent_id)
 SELECT
     child.id,
@@ -32,8 +33,17 @@ SELECT
     END
 FROM json_each(:edges) AS edge
 JOIN jobs AS child ON child.idempotency_key = edge.value ->> '$[0]'
-WHERE true
-ON CONFLICT (child_id, position) DO NOTHING
+WHERE NOT EXISTS (
+    SELECT 1 FROM job_parents AS stored
+    WHERE stored.child_id = child.id AND stored.position = edge.value ->> '$[1]'
+)
+
+-- name: job_parents_flag
+-- Stored jobs named as parents by the jobs just written have children: from
+-- now on their state changes fire the counting triggers. (Parents written in
+-- the same request are flagged by their INSERT.)
+UPDATE jobs SET has_children = 1
+WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children = 0
 
 -- name: job_parents_recount
 -- A waiting job's counters from its parents' states as they are now: for jobs
