@@ -8,9 +8,9 @@ Whatever it has not undone when the chaos ends, :meth:`Chaos.undo_all`
 undoes. Its victims are workers of the run's :class:`chaos_fleet.Fleet`,
 picked by what the run's watch thread last saw of the store: half of the
 kills and stops go to a worker that runs a long job, when one does (all of
-them with ``--quick``, where a fault waits up to 5 s for one, prefers a
-workflow's long parent, and spares the worker that runs maintenance when it
-can).
+them with ``--quick``, where a fault waits up to 5 s for one and spares the
+worker that runs maintenance when it can, but for the first fault, which
+goes to a worker running a workflow's long parent).
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class Chaos:
         self.cut_slot_busy = False
         self.overdue_since: dict[str, float] = {}
         self.insist = False  # whether a fault must wait for a worker running a long job
+        self.parent_hit = False  # whether a fault has gone to a workflow's long parent
         o = options
         self.actions: dict[str, tuple[Fault, Callable[[], bool]]] = {
             "worker_kill": (o.worker_kill, self.kill_worker),
@@ -180,21 +181,23 @@ class Chaos:
             and slot not in self.fleet.frozen | cut
             and now - self.fleet.born[slot] > 1.5
         ]
+        maintainer = self.fleet.slot_named(self.background.maintainer)
+        parents = [slot for slot in slots if slot in self.long_holders(WORKFLOW_LONG_PREFIX)]
+        if self.options.quick and not self.parent_hit and parents:
+            # The quick run's first fault goes to a workflow's long parent, on the
+            # maintenance worker if no other holds one: whatever else its few
+            # faults hit, a fan-in then waits for a parent to be claimed again.
+            self.parent_hit = True
+            return self.rng.choice([s for s in parents if s != maintainer] or parents)
         if self.options.quick:
             # Spare the maintenance worker, so that expired leases are requeued
             # at once and a job left running by the victim meets its re-run
             # within the short jobs of a quick run. (The full run spares none.)
-            spared = [s for s in slots if s != self.fleet.slot_named(self.background.maintainer)]
-            slots = spared or slots
+            slots = [s for s in slots if s != maintainer] or slots
         if not slots:
             return None
         if self.options.quick or self.rng.random() < 0.5:
             preferred = [slot for slot in slots if slot in self.long_holders()]
-            if self.options.quick:
-                # A workflow's long parent first, when one runs: the quick run's few
-                # faults then meet a fan-in that waits on the parent they hit.
-                parents = self.long_holders(WORKFLOW_LONG_PREFIX)
-                preferred = [slot for slot in preferred if slot in parents] or preferred
             if preferred:
                 return self.rng.choice(preferred)
             if self.insist:

@@ -142,7 +142,7 @@ def judge_workflows(
     phases = {phase: {"children_run": 0, "fan_ins_run": 0, "early": 0} for phase in _PHASES}
     figures: dict[str, Any] = {
         "workflows": 0, "jobs": 0, "fan_ins": 0, "cancelled_by_parent": 0, "ran_anyway": 0,
-        "after_faulted_parent": 0, "closest_claim": None, "closest_start": None,
+        "after_reclaimed_parent": 0, "closest_claim": None, "closest_start": None,
     }  # fmt: skip
     for plan in plans:
         if plan.jobs[0].token not in submitted:
@@ -166,8 +166,10 @@ def judge_workflows(
                 phases[phase]["children_run"] += 1
                 phases[phase]["fan_ins_run"] += len(parents) > 1
                 phases[phase]["early"] += job.token in found["wf_early"]
-                faulted = any(len(runs.get(token_of.get(p, ""), [])) > 1 for p in parents)
-                figures["after_faulted_parent"] += faulted
+                # A parent claimed again (a fault took its lease): the child had to wait
+                # for the second claim's end, not the first's.
+                reclaimed = any(len(record.by_job.get(parent, [])) > 1 for parent in parents)
+                figures["after_reclaimed_parent"] += reclaimed
             _check_outcome(record, job.token, job_id, parents, found, figures)
     return {
         **{name: len(found[name]) for name in TARGETS},
@@ -330,8 +332,8 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     lines = [
         f"workflows: {figures['workflows']} ({figures['jobs']} jobs, {figures['fan_ins']} "
         f"fan-ins); {figures['cancelled_by_parent']} children cancelled by a failed parent, "
-        f"{figures['ran_anyway']} ran anyway after one; {figures['after_faulted_parent']} "
-        "children ran after a parent that a fault made run more than once",
+        f"{figures['ran_anyway']} ran anyway after one; {figures['after_reclaimed_parent']} "
+        "children ran after a parent claimed more than once (a fault took its lease)",
     ]
     if "slowest_submit" in figures:
         lines.append(

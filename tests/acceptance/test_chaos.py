@@ -46,7 +46,7 @@ def _judged(report: dict[str, Any], faults: dict[str, int]) -> None:
     assert sum(phase["fan_ins_run"] for phase in figures["phases"].values()) > 0, summary
     assert figures["cancelled_by_parent"] > 0, summary
     assert figures["ran_anyway"] > 0, summary
-    assert figures["after_faulted_parent"] > 0, summary
+    assert figures["after_reclaimed_parent"] > 0, summary
 
 
 @pytest.mark.timeout(300)  # the run bounds each of its waits itself, well within this
@@ -144,6 +144,17 @@ def test_the_workflow_verdict_passes_a_correct_record() -> None:
     figures = verdict["workflows"]
     assert (figures["fan_ins"], figures["cancelled_by_parent"], figures["ran_anyway"]) == (3, 1, 1)
     assert figures["phases"]["drain"]["children_run"] == 2  # claimed after the chaos ended (0.0)
+    assert figures["after_reclaimed_parent"] == 0
+    # A parent's lease expired once before its second claim ended it: its children count.
+    record.executions.append(
+        {"id": 0, "job_id": 10, "claimed_at": 99.0, "started_at": 99.0,
+         "finished_at": 99.5, "outcome": "lease_expired"}
+    )  # fmt: skip
+    verdict = judge_workflows(
+        [_PLAN], record.submitted, record.jobs, record.executions, record.edges, record.runs, 0.0
+    )
+    assert verdict["workflows"]["after_reclaimed_parent"] == 2  # the two that ran
+    assert {name: verdict[name] for name in TARGETS} == _only()
 
 
 def test_a_claim_before_the_parent_ended_is_early() -> None:
