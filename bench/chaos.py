@@ -4,9 +4,11 @@ It starts its own store (a 3-node rqlite cluster on loopback ports, or an
 embedded SQLite file), ``--workers`` real ``taskq-worker`` processes (lease
 6 s, heartbeat 1 s), and submits ``--jobs`` jobs (``bench.chaos_jobs:work``: short
 ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
-60% of ``--duration``. Every run of a job appends timestamped ``start``,
-``alive`` (every 0.25 s) and ``end`` lines to a ledger (see
-``bench/chaos_jobs.py``). Meanwhile, until every job has finished or
+60% of ``--duration``, and among them ``--workflows`` workflows (fan-ins,
+chains, diamonds, parents that fail and fan-ins that run anyway; see
+``bench/chaos_workflows.py``), each written whole in one request. Every run
+of a job appends timestamped ``start``, ``alive`` (every 0.25 s) and
+``end`` lines to a ledger (see ``bench/chaos_jobs.py``). Meanwhile, until every job has finished or
 ``--duration`` has passed:
 
 * the rqlite leader is SIGKILLed about every 10 s and restarted 3 s later,
@@ -23,7 +25,8 @@ ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
   no worker is cut off there.
 
 Half of the kills and stops go to a worker that runs a long job, when one
-does (all of them with ``--quick``, where a fault waits up to 5 s for one).
+does (all of them with ``--quick``, where a fault waits up to 5 s for one
+and prefers a workflow's long parent).
 Then every job is drained (``--drain-timeout``), the workers get SIGTERM,
 and the verdict is read from the store's rows and the ledger:
 
@@ -40,9 +43,23 @@ left behind processes of this run (marked by ``CHAOS_RUN`` in their
             environment, or a job's pid from the ledger) still alive once the
             workers have stopped and a lease and 5 s have passed
 
-Their targets are 0 (and so is that of jobs the run could not submit), and
-write unavailability after a leader kill must stay within 3 s at p99; the
-exit status is 1 when a target is missed. A killed run's last ``alive``
+and, for the workflows' jobs (``bench/chaos_workflow_verdict.py``, which says
+how a start is compared with a parent's end on the store's 86 ms clock):
+
+wf_early    a run of a job begun before one of its parents had ended, by the
+            store's claim times or by the ledger
+wf_not_run  a child free to run (its parents all succeeded, or all ended for a
+            ``run_anyway`` one) that did not run and succeed
+wf_cascade  a child of a failed, dead or cancelled parent (not ``run_anyway``)
+            that ran, or did not end cancelled
+wf_stuck    a workflow's job left waiting, queued or running
+wf_lost     a workflow's job missing, or not as its shape says (end state,
+            parents, run_anyway)
+
+The plain counts above judge every job that must succeed, the workflows'
+among them. Their targets are 0 (and so is that of jobs the run could not
+submit), and write unavailability after a leader kill must stay within 3 s
+at p99; the exit status is 1 when a target is missed. A killed run's last ``alive``
 line can be up to 0.25 s before its death, so an overlap shorter than that
 plus the tolerance can go unseen; any overlap reported is real.
 
@@ -50,22 +67,24 @@ plus the tolerance can go unseen; any overlap reported is real.
     .venv/bin/python -m bench.chaos --store embedded      # 2,000 jobs, 3 workers x 4
     .venv/bin/python -m bench.chaos --quick [--store rqlite] [--json FILE] [--keep DIR]
 
-``--quick`` is the test suite's run (150 jobs, 6 long ones of 8-12 s, a 3 s
-lease so that they outlive it, one worker kill and one stop; on rqlite one
-leader kill and one cut). ``--jobs``, ``--long-jobs``, ``--workers``,
-``--seed``, ``--no-leader-kills`` and the like change a preset. Progress
+``--quick`` is the test suite's run (150 jobs and 10 workflows of 56 jobs, 6
+long ones of 8-12 s, a 3 s lease so that they outlive it, one worker kill
+and one stop; on rqlite one leader kill and one cut). ``--jobs``,
+``--long-jobs``, ``--workflows``, ``--workers``, ``--seed``,
+``--no-leader-kills`` and the like change a preset. Progress
 goes to stderr, the summary to stdout, the details to ``--json``. The run's
 directory (store, ledger, worker logs) is deleted unless ``--keep DIR``
 names one or a target was missed (its path is printed). The network
 namespace needs root and iproute2; rqlited comes from ``TASKQ_RQLITED``, PATH,
 or the cache ``scripts/install_rqlite.sh`` builds into.
 
-This file holds the options and their presets, the job mix, the threads
-that submit the jobs, watch the store and probe it, and the run itself, from
-start to verdict. Beside it in ``bench/``: the jobs and their ledger
-(``chaos_jobs.py``), the faults (``chaos_faults.py``), the workers
-(``chaos_fleet.py``), the cut-off (``chaos_link.py``) and the verdict
-(``chaos_verdict.py``).
+This file holds the options and their presets and the run itself, from
+start to verdict. Beside it in ``bench/``: the job mix and the threads that
+submit the jobs, watch the store and probe it (``chaos_load.py``), the jobs
+and their ledger (``chaos_jobs.py``), the faults (``chaos_faults.py``), the
+workers (``chaos_fleet.py``), the cut-off (``chaos_link.py``), the
+workflows (``chaos_workflows.py``) and the verdict (``chaos_verdict.py``,
+``chaos_workflow_verdict.py``, over ``chaos_rows.py``).
 """
 
 from __future__ import annotations
@@ -80,31 +99,22 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import chaos_jobs, chaos_verdict
+from bench import chaos_jobs, chaos_verdict, chaos_workflow_verdict, chaos_workflows
 from bench.chaos_faults import Chaos, Fault
 from bench.chaos_fleet import Fleet
 from bench.chaos_link import CUT_MODES, Partition
-from taskq import errors
-from taskq.broker.client.client import Client, JobQuery, call_spec
-from taskq.broker.records import FINISHED_STATES, JobState
+from bench.chaos_load import QUEUE, Background, plan_jobs
+from bench.chaos_workflows import WorkflowPlan
+from taskq.broker.client.client import Client
 from taskq.broker.stores.store import Consistency, Row, Statement, Store
 from taskq.dev.cluster import RqliteCluster, running_cluster
 from taskq.worker.settings import WorkerSettings
-
-QUEUE = "chaos"
-PROBE_QUEUE = "chaos-probe"  # no worker takes from it: the probe's jobs just sit there
-PROBE_INTERVAL = 0.05
-# Who holds the maintenance lease (taskq.broker.ops.maintenance.LEADER_LEASE): that
-# worker requeues expired leases, and when it dies nobody does for up to 10 s.
-_MAINTAINER = "SELECT holder FROM leader WHERE name = 'maintenance'"
 
 
 @dataclass
@@ -117,6 +127,10 @@ class Options:
     long_jobs: int = 20
     long_seconds: tuple[float, float] = (15.0, 45.0)
     short_seconds: float = 0.3
+    workflows: int = 40  # besides the plain jobs (bench/chaos_workflows.py)
+    fan_in_width: tuple[int, int] = (3, 12)
+    fan_in_long_parents: int = 1  # long jobs among a fan-in's parents, for faults to hit
+    workflow_span: float | None = None  # seconds to submit the workflows over (None: the jobs')
     workers: int = 3
     concurrency: int = 4
     duration: float = 150.0
@@ -149,6 +163,9 @@ def preset(store: str, quick: bool) -> Options:
     if quick:
         base = Options(
             store=store, quick=True, jobs=150, long_jobs=6, long_seconds=(8.0, 12.0),
+            # Two long parents per fan-in: one is likely on a worker the faults may hit;
+            # workflows submitted over 10 s: some meet the leader kill.
+            workflows=10, fan_in_width=(4, 4), fan_in_long_parents=2, workflow_span=10.0,
             workers=3, concurrency=3, duration=45.0, drain_timeout=60.0,
             # A short lease, so that a long job outlives the lease of a frozen or
             # cut-off worker (and the run is short); heartbeats to match.
@@ -160,6 +177,7 @@ def preset(store: str, quick: bool) -> Options:
         base = Options(store=store)
         if store == "rqlite":
             base = replace(base, jobs=10_000, long_jobs=50, workers=4, concurrency=8)
+            base = replace(base, workflows=100)
             base = replace(base, duration=240.0)
     if store == "embedded":  # no leader, no network
         base = replace(base, leader_kill=Fault(None), cut=Fault(None))
@@ -192,167 +210,25 @@ def write_worker_config(path: Path, options: Options) -> Path:
     return path
 
 
-# -- the job mix ----------------------------------------------------------------------------
-
-
-@dataclass
-class JobPlan:
-    """One job to submit: ``chaos_jobs.work(token, seconds, ledger_dir)``."""
-
-    token: str  # also the job's idempotency key; long jobs' tokens start with "L"
-    seconds: float
-
-
-def plan_jobs(
-    jobs: int,
-    long_jobs: int,
-    long_seconds: tuple[float, float],
-    short_seconds: float,
-    front: float,
-    rng: random.Random,
-) -> list[JobPlan]:
-    """Short jobs of up to ``short_seconds``, long ones among the first ``front`` share."""
-    plans = [
-        JobPlan(f"s{n:05d}", rng.uniform(0.005, short_seconds)) for n in range(jobs - long_jobs)
-    ]
-    for n in range(long_jobs):
-        at = rng.randint(0, int(front * len(plans)))
-        plans.insert(at, JobPlan(f"L{n:04d}", rng.uniform(*long_seconds)))
-    return plans
-
-
-# -- background threads: submitting, watching, probing ---------------------------------------
-
-
-class Background:
-    """The run's threads; each works until ``stop`` is set, and never raises."""
-
-    def __init__(self, url: str, ledger: Path, options: Options) -> None:
-        self.url = url
-        self.ledger = ledger
-        self.options = options
-        self.stop = threading.Event()
-        self.submitted: dict[str, int] = {}
-        self.unsubmitted: list[str] = []
-        self.submitting_done = threading.Event()
-        self.finished = 0
-        self.running: list[tuple[str, str]] = []  # (token, worker name) of running jobs
-        # The most jobs the store counted running at once, in the chaos and in the drain
-        # after it: running includes the jobs claimed ahead of a free slot.
-        self.most_running = {"chaos": 0, "drain": 0}
-        self.phase = "chaos"
-        self.maintainer = ""  # the worker that runs maintenance (requeues expired leases)
-        self.probes: list[tuple[float, float, bool]] = []  # (start, end, ok), monotonic
-        self.threads: list[threading.Thread] = []
-
-    def spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def join(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=30)
-
-    def submit(self, plans: list[JobPlan], span: float) -> None:
-        """Submit the jobs in batches paced over ``span`` seconds, each batch until it lands.
-
-        Every job carries its token as idempotency key, so resending a batch
-        whose outcome is unknown cannot make a second job.
-        """
-        size = 10 if self.options.quick else 50
-        batches = [plans[i : i + size] for i in range(0, len(plans), size)]
-        start = time.monotonic()
-        try:
-            with Client(self.url, submitter="chaos") as client:
-                for index, batch in enumerate(batches):
-                    if self.stop.wait(
-                        max(0.0, start + span * index / len(batches) - time.monotonic())
-                    ):
-                        break
-                    self._submit_batch(client, batch)
-        finally:  # whatever did not land is reported as such, whatever happened
-            self.unsubmitted = [plan.token for plan in plans if plan.token not in self.submitted]
-            self.submitting_done.set()
-
-    def _submit_batch(self, client: Client, batch: list[JobPlan]) -> None:
-        """Submit ``batch`` until it lands (for up to 2 minutes: then it stays unsubmitted)."""
-        specs = [
-            call_spec(
-                "bench.chaos_jobs:work",
-                (plan.token, plan.seconds, str(self.ledger)),
-                queue=QUEUE,
-                max_attempts=100,  # a long job may be hit many times
-                timeout=60 + 3 * plan.seconds,
-                idempotency_key=plan.token,
-            )
-            for plan in batch
-        ]
-        give_up = time.monotonic() + 120
-        while True:
-            try:
-                handles = client.submit_many(specs)
-            except errors.TaskqError as exc:
-                if time.monotonic() > give_up or self.stop.is_set():
-                    say(f"gave up submitting {len(batch)} jobs: {exc}")
-                    return
-                time.sleep(0.2)
-                continue
-            for plan, handle in zip(batch, handles, strict=True):
-                self.submitted[plan.token] = handle.id
-            return
-
-    def watch(self) -> None:
-        """Once a second: how many jobs have finished, and who runs which (for victims)."""
-        with Client(self.url, submitter="chaos-watch") as client:
-            while not self.stop.wait(1.0):
-                try:
-                    stats = [s for s in client.stats() if s.queue == QUEUE]
-                    running = client.list(JobQuery(state=JobState.RUNNING, queue=QUEUE, limit=1000))
-                    leaders = client.store.query(Statement(_MAINTAINER))
-                except errors.TaskqError:
-                    continue
-                self.maintainer = str(leaders[0]["holder"]).rsplit("-", 1)[0] if leaders else ""
-                self.finished = sum(
-                    count for s in stats for st, count in s.counts.items() if st in FINISHED_STATES
-                )
-                self.running = [
-                    (str(job.payload["args"][0]), (job.worker_id or "").rsplit("-", 1)[0])
-                    for job in running
-                ]
-                counted = sum(s.counts.get(JobState.RUNNING, 0) for s in stats)
-                self.most_running[self.phase] = max(self.most_running[self.phase], counted)
-
-    def probe(self) -> None:
-        """A small write every 50 ms, timed: what a submitter sees of the store."""
-        with Client(self.url, submitter="chaos-probe") as client:
-            n = 0
-            while not self.stop.is_set():
-                start = time.monotonic()
-                try:
-                    client.submit(
-                        "bench.chaos_jobs:noop", queue=PROBE_QUEUE, idempotency_key=f"p{n}"
-                    )
-                    ok = True
-                    n += 1
-                except errors.TaskqError:
-                    ok = False
-                self.probes.append((start, time.monotonic(), ok))
-                self.stop.wait(max(0.0, start + PROBE_INTERVAL - time.monotonic()))
-
-
 # -- one run --------------------------------------------------------------------------------
 
 
 def read_verdict(
-    store: Store, submitted: dict[str, int], ledger: Path, tolerance: float, origin: float
+    store: Store,
+    submitted: dict[str, int],
+    ledger: Path,
+    tolerance: float,
+    origin: float,
+    workflows: list[WorkflowPlan],
+    chaos_ended: float,
 ) -> Any:
-    """The store's rows judged against the ledger.
+    """The store's rows judged against the ledger, the workflows' too.
 
     The rows as stored, not the broker's records of them, so that a mistake in
     the broker's parsing cannot hide one in its SQL; read linearizably, so on
-    rqlite they hold every acknowledged write.
+    rqlite they hold every acknowledged write. The plain verdict judges every
+    job that must succeed, those of the workflows among them; the workflows'
+    (``bench/chaos_workflow_verdict.py``) every job of a workflow.
     """
 
     def rows(sql: str) -> list[Row]:
@@ -364,15 +240,33 @@ def read_verdict(
         "WHERE jobs.queue = :queue ORDER BY executions.id"
     )
     workers = rows("SELECT id, name FROM workers")
-    return chaos_verdict.judge(
-        submitted,
-        {int(row["id"]): row for row in jobs},
+    edges = rows(
+        "SELECT job_parents.* FROM job_parents JOIN jobs ON jobs.id = job_parents.child_id "
+        "WHERE jobs.queue = :queue"
+    )
+    expected = {token: state for plan in workflows for token, state in plan.expected().items()}
+    must_succeed = {
+        token: job_id
+        for token, job_id in submitted.items()
+        if expected.get(token, "succeeded") == "succeeded"
+    }
+    by_id = {int(row["id"]): row for row in jobs}
+    runs = chaos_verdict.read_ledger(ledger)
+    verdict = chaos_verdict.judge(
+        must_succeed,
+        by_id,
         executions,
         {str(row["id"]): str(row["name"]) for row in workers},
-        chaos_verdict.read_ledger(ledger),
+        runs,
         tolerance,
         origin,
     )
+    judged = chaos_workflow_verdict.judge_workflows(
+        workflows, submitted, by_id, executions, edges, runs, chaos_ended
+    )
+    verdict["examples"].update(judged.pop("examples"))
+    verdict.update(judged)
+    return verdict
 
 
 def kill_leftovers(run_id: str, ledger: Path) -> None:
@@ -391,6 +285,11 @@ def run(options: Options, root: Path) -> dict[str, Any]:
     plans = plan_jobs(
         options.jobs, options.long_jobs, options.long_seconds, options.short_seconds, front, rng
     )
+    workflows = chaos_workflows.plan_workflows(
+        options.workflows, options.fan_in_width, options.long_seconds, options.short_seconds, rng,
+        options.fan_in_long_parents,
+    )  # fmt: skip
+    in_workflows = sum(len(workflow.jobs) for workflow in workflows)
     ledger = root / "ledger"
     ledger.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"options": _jsonable(asdict(options)), "run_id": run_id}
@@ -414,7 +313,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         config = write_worker_config(root / "worker.toml", options)
         fleet = Fleet(root, url, config, options.workers, run_id, partition, say)
         stack.callback(fleet.sweep)
-        background = Background(url, ledger, options)
+        background = Background(url, ledger, options, say)
         stack.callback(background.join)
         say(f"starting {options.workers} workers x {options.concurrency}")
         for slot in range(options.workers):
@@ -424,12 +323,20 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             worker.wait_for_event("worker_started", timeout=60)
         chaos = Chaos(options, fleet, background, cluster, partition, origin, say)
         span = 2.0 if options.quick else 0.6 * options.duration
-        say(f"submitting {len(plans)} jobs over {span:g} s; chaos for up to {options.duration:g} s")
-        background.spawn("submit", lambda: background.submit(plans, span))
+        say(
+            f"submitting {len(plans)} jobs and {len(workflows)} workflows of {in_workflows} "
+            f"jobs over {span:g} s (the workflows over {options.workflow_span or span:g} s); "
+            f"chaos for up to {options.duration:g} s"
+        )
+        background.spawn(
+            "submit", lambda: background.submit(plans, span, workflows, options.workflow_span)
+        )
         background.spawn("watch", background.watch)
         if cluster is not None:
             background.spawn("probe", background.probe)
         next_note = 0.0
+
+        total = len(plans) + in_workflows
 
         def all_done() -> bool:
             return background.submitting_done.is_set() and background.finished >= len(
@@ -442,19 +349,20 @@ def run(options: Options, root: Path) -> dict[str, Any]:
                     break
                 chaos.tick()
                 if time.monotonic() > next_note:
-                    say(f"{background.finished} of {len(plans)} jobs finished")
+                    say(f"{background.finished} of {total} jobs finished")
                     next_note = time.monotonic() + 10
                 time.sleep(0.05)
         finally:
             chaos.undo_all()
+        chaos_ended = time.time()  # on the store's clock too: it parts the chaos from the drain
         report["chaos_seconds"] = round(time.monotonic() - chaos.start, 1)
-        say(f"chaos over; draining ({background.finished} of {len(plans)} jobs finished)")
+        say(f"chaos over; draining ({background.finished} of {total} jobs finished)")
         background.phase = "drain"
         drained = time.monotonic()
         while not all_done() and time.monotonic() - drained < options.drain_timeout:
             fleet.restart_exited()
             if time.monotonic() > next_note:
-                say(f"{background.finished} of {len(plans)} jobs finished")
+                say(f"{background.finished} of {total} jobs finished")
                 next_note = time.monotonic() + 10
             time.sleep(0.2)
         report["drain_seconds"] = round(time.monotonic() - drained, 1)
@@ -473,8 +381,9 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         left = chaos_verdict.run_processes(run_id, runs)
         say("reading the verdict")
         verdict = read_verdict(
-            client.store, background.submitted, ledger, options.tolerance, origin
-        )
+            client.store, background.submitted, ledger, options.tolerance, origin, workflows,
+            chaos_ended,
+        )  # fmt: skip
         verdict["left_behind"] = len(left)
         verdict["unsubmitted"] = len(background.unsubmitted)
         verdict["examples"]["left_behind"] = {str(pid): line for pid, line in left.items()}
@@ -490,6 +399,10 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         report["unavailability"] = chaos_verdict.unavailability(
             chaos.leader_kills, chaos.leaders_reported, background.probes
         )
+        verdict["workflows"] |= chaos_workflow_verdict.submissions(
+            background.workflow_submits, chaos.leader_kills,
+            report["unavailability"]["seconds"], background.workflows_resent,
+        )  # fmt: skip
     report["seconds"] = round(time.monotonic() - began, 1)
     report["violations"] = chaos_verdict.violations(report)
     return report
@@ -514,6 +427,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     add("--jobs", type=int, help="jobs in all, long ones included")
     add("--long-jobs", type=int, help="jobs of tens of seconds among them")
     add("--long-seconds", type=float, nargs=2, metavar=("MIN", "MAX"))
+    add("--workflows", type=int, help="workflows besides the jobs (fan-ins, chains, diamonds)")
+    add("--fan-in-width", type=int, nargs=2, metavar=("MIN", "MAX"), help="parents of a fan-in")
     add("--workers", type=int)
     add("--concurrency", type=int, help="slots per worker")
     add("--duration", type=float, help="most seconds of chaos (it ends sooner when all is done)")
@@ -528,8 +443,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     args = parser.parse_args(argv)
     changes: dict[str, Any] = {
         name: getattr(args, name)
-        for name in ("jobs", "long_jobs", "workers", "concurrency", "duration", "drain_timeout",
-                     "seed", "lease_seconds", "cut_mode", "keep", "json_path")
+        for name in ("jobs", "long_jobs", "workflows", "workers", "concurrency", "duration",
+                     "drain_timeout", "seed", "lease_seconds", "cut_mode", "keep", "json_path")
         if getattr(args, name) is not None
     }  # fmt: skip
     if args.lease_seconds is not None:  # heartbeats and margin in the proportions of 6, 1, 1.5
@@ -537,12 +452,16 @@ def parse_options(argv: list[str] | None = None) -> Options:
         changes["lease_margin_seconds"] = args.lease_seconds / 4
     if args.long_seconds:
         changes["long_seconds"] = tuple(args.long_seconds)
+    if args.fan_in_width:
+        changes["fan_in_width"] = tuple(args.fan_in_width)
     for fault in ("leader_kill", "worker_kill", "stop", "cut"):
         if getattr(args, f"no_{fault}s"):
             changes[fault] = Fault(None)
     options = replace(preset(args.store, args.quick), **changes)
     if options.long_jobs > options.jobs:
         parser.error("--long-jobs must not exceed --jobs")
+    if options.workflows < 0 or not 1 <= options.fan_in_width[0] <= options.fan_in_width[1]:
+        parser.error("--workflows must be 0 or more, --fan-in-width MIN MAX with 1 <= MIN <= MAX")
     return options
 
 

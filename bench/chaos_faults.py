@@ -8,8 +8,9 @@ Whatever it has not undone when the chaos ends, :meth:`Chaos.undo_all`
 undoes. Its victims are workers of the run's :class:`chaos_fleet.Fleet`,
 picked by what the run's watch thread last saw of the store: half of the
 kills and stops go to a worker that runs a long job, when one does (all of
-them with ``--quick``, where a fault waits up to 5 s for one, and spares
-the worker that runs maintenance when it can).
+them with ``--quick``, where a fault waits up to 5 s for one and spares the
+worker that runs maintenance when it can, but for the first fault, which
+goes to a worker running a workflow's long parent).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+# How the tokens of workflows' long parents start (bench/chaos_workflows.py).
+WORKFLOW_LONG_PREFIX = "Lw"
 
 if TYPE_CHECKING:
     from bench.chaos_fleet import Fleet
@@ -67,7 +71,7 @@ class Options(Protocol):
 
 
 class Background(Protocol):
-    """What the faults read of the run's watcher (``chaos.Background``): whom to spare or hit."""
+    """What the faults read of the watcher (``chaos_load.Background``): whom to spare or hit."""
 
     maintainer: str
     running: list[tuple[str, str]]
@@ -104,6 +108,7 @@ class Chaos:
         self.cut_slot_busy = False
         self.overdue_since: dict[str, float] = {}
         self.insist = False  # whether a fault must wait for a worker running a long job
+        self.parent_hit = False  # whether a fault has gone to a workflow's long parent
         o = options
         self.actions: dict[str, tuple[Fault, Callable[[], bool]]] = {
             "worker_kill": (o.worker_kill, self.kill_worker),
@@ -176,12 +181,19 @@ class Chaos:
             and slot not in self.fleet.frozen | cut
             and now - self.fleet.born[slot] > 1.5
         ]
+        maintainer = self.fleet.slot_named(self.background.maintainer)
+        parents = [slot for slot in slots if slot in self.long_holders(WORKFLOW_LONG_PREFIX)]
+        if self.options.quick and not self.parent_hit and parents:
+            # The quick run's first fault goes to a workflow's long parent, on the
+            # maintenance worker if no other holds one: whatever else its few
+            # faults hit, a fan-in then waits for a parent to be claimed again.
+            self.parent_hit = True
+            return self.rng.choice([s for s in parents if s != maintainer] or parents)
         if self.options.quick:
             # Spare the maintenance worker, so that expired leases are requeued
             # at once and a job left running by the victim meets its re-run
             # within the short jobs of a quick run. (The full run spares none.)
-            spared = [s for s in slots if s != self.fleet.slot_named(self.background.maintainer)]
-            slots = spared or slots
+            slots = [s for s in slots if s != maintainer] or slots
         if not slots:
             return None
         if self.options.quick or self.rng.random() < 0.5:
@@ -192,12 +204,13 @@ class Chaos:
                 return None
         return self.rng.choice(slots)
 
-    def long_holders(self) -> set[int | None]:
-        """The slots whose workers run a long job, as the store saw it last."""
+    def long_holders(self, prefix: str = "L") -> set[int | None]:
+        """The slots whose workers run a long job (its token starts with ``prefix``), as
+        the store saw it last."""
         return {
             self.fleet.slot_named(name)
             for token, name in self.background.running
-            if token.startswith("L")
+            if token.startswith(prefix)
         }
 
     def kill_worker(self) -> bool:

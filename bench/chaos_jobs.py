@@ -2,13 +2,13 @@
 
 Workers import this module as ``bench.chaos_jobs`` (the chaos run puts the
 directory that holds ``bench/`` on their ``PYTHONPATH`` and names it in their
-``modules``), so it holds only
-the jobs (:func:`work`, and the write probe's :func:`noop`), what they use,
-and the names of the variables their processes' environment carries; it
+``modules``), so it holds only the jobs (:func:`work`, the workflows'
+failing parent :func:`fail`, and the write probe's :func:`noop`), what they
+use, and the names of the variables their processes' environment carries; it
 imports nothing but the standard library. The ledger is read, and the run
 judged, by :mod:`bench.chaos_verdict`, in the chaos run only.
 
-Every run of :func:`work` (an *attempt*: one call of the function, whatever
+Every run of :func:`work` or :func:`fail` (an *attempt*: one call of the function, whatever
 the store thinks of it) appends lines to a ledger file of the process it runs
 in, ``<ledger_dir>/<pid>-<start ticks>.ledger``::
 
@@ -78,11 +78,11 @@ def _line(fd: int, *fields: object) -> None:
     os.write(fd, (" ".join(str(field) for field in fields) + "\n").encode())
 
 
-def work(token: str, seconds: float, ledger_dir: str) -> dict[str, object]:
+def _run(token: str, seconds: float, ledger_dir: str) -> str:
     """Work for ``seconds`` (sleeping, with a little CPU), leaving start/alive/end lines.
 
-    Returns the token's digest (what the chaos run checks the stored result
-    against) and the attempt id (which ties the stored result to its ledger lines).
+    Returns the attempt id, new for every call, which ties what the store
+    keeps of the run (a result, an error) to its ledger lines.
     """
     fd = _ledger_fd(ledger_dir)
     attempt = uuid.uuid4().hex[:16]
@@ -102,7 +102,35 @@ def work(token: str, seconds: float, ledger_dir: str) -> dict[str, object]:
         if deadline - time.monotonic() > 0:
             _line(fd, "alive", token, attempt, f"{time.time():.6f}")
     _line(fd, "end", token, attempt, f"{time.time():.6f}")
-    return {"digest": digest, "attempt": attempt, "pid": pid}
+    return attempt
+
+
+def work(token: str, seconds: float, ledger_dir: str) -> dict[str, object]:
+    """Work for ``seconds``, leaving ledger lines; the token's digest and the attempt id.
+
+    The digest is what the chaos run checks the stored result against.
+    """
+    attempt = _run(token, seconds, ledger_dir)
+    return {"digest": expected_digest(token), "attempt": attempt, "pid": os.getpid()}
+
+
+class ChaosFailure(ValueError):
+    """What :func:`fail` raises: a workflow parent that fails for good."""
+
+
+# How a failure names its run in the stored error's message (the verdict reads it back).
+FAILURE_MESSAGE = "chaos failure of {token}, attempt {attempt}"
+
+
+def fail(token: str, seconds: float, ledger_dir: str) -> None:
+    """Work as :func:`work` does, then fail: the chaos run's workflow parents that fail.
+
+    The chaos run submits it with a retry policy that does not retry
+    ``ValueError``, so the job ends ``failed`` after its first complete run,
+    and the workflow's children that do not run anyway end cancelled.
+    """
+    attempt = _run(token, seconds, ledger_dir)
+    raise ChaosFailure(FAILURE_MESSAGE.format(token=token, attempt=attempt))
 
 
 def noop() -> None:

@@ -12,7 +12,6 @@ overlapping jobs (:func:`judge`), processes of the run left behind
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import Counter
@@ -20,11 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import chaos_workflow_verdict
 from bench.chaos_jobs import ALIVE_SECONDS, RUN_ENV, expected_digest
+from bench.chaos_rows import Row, stored_json
 
 # The verdict's targets: these counts must be 0, and the write unavailability
 # after a leader kill at most this many seconds at p99.
-ZERO_TARGETS = ("lost", "stuck", "wrong", "zombie", "overlap", "left_behind", "unsubmitted")
+ZERO_TARGETS = (
+    "lost", "stuck", "wrong", "zombie", "overlap", "left_behind", "unsubmitted",
+    *chaos_workflow_verdict.TARGETS,
+)  # fmt: skip
 UNAVAILABILITY_TARGET = 3.0
 
 
@@ -86,7 +90,6 @@ def overlaps(runs: list[Run], tolerance: float) -> list[tuple[Run, Run, float]]:
 
 # -- the verdict: what the store accepted, against what ran ----------------------------------
 
-Row = dict[str, Any]
 ZOMBIE_REASONS = {
     "succeeded_count": "not exactly one succeeded execution",
     "not_last_claim": "the succeeded execution is not the job's last claim",
@@ -94,15 +97,6 @@ ZOMBIE_REASONS = {
     "other_worker": "the result's run was on another worker than its execution names",
     "later_run": "the job ran again after the run whose result was accepted had started",
 }
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def judge(
@@ -139,7 +133,7 @@ def judge(
         if state != "succeeded":
             lost[token] = state
             continue
-        result = _json(row["result"])
+        result = stored_json(row["result"])
         if not isinstance(result, dict) or result.get("digest") != expected_digest(token):
             wrong[token] = repr(result)[:200]
             continue
@@ -325,6 +319,7 @@ _ROWS = (
     ("overlap", "overlapping executions (jobs)"),
     ("left_behind", "processes left behind"),
     ("unsubmitted", "jobs the run could not submit"),
+    *chaos_workflow_verdict.ROWS,
 )
 
 
@@ -334,7 +329,8 @@ def summary(report: dict[str, Any]) -> str:
     actions = report["actions"]
     lines = [
         f"chaos run on {o['store']}: {o['jobs']:,} jobs ({o['long_jobs']} long, "
-        f"{o['long_seconds'][0]:g}-{o['long_seconds'][1]:g} s), {o['workers']} workers x "
+        f"{o['long_seconds'][0]:g}-{o['long_seconds'][1]:g} s) and {o.get('workflows', 0)} "
+        f"workflows, {o['workers']} workers x "
         f"{o['concurrency']}, lease {o['lease_seconds']:g} s, seed {o['seed']}; "
         f"{report['seconds']:g} s in all: chaos {report['chaos_seconds']:g} s, then a drain of "
         f"{report['drain_seconds']:g} s",
@@ -375,6 +371,7 @@ def summary(report: dict[str, Any]) -> str:
         f"jobs running at once (claimed ahead included), most seen each second: "
         f"{most['chaos']} in the chaos, {most['drain']} in the drain; {most['slots']} slots"
     )
+    lines += chaos_workflow_verdict.summary_lines(verdict)
     if report["worker_exits"]:
         lines.append("workers that exited by themselves: " + "; ".join(report["worker_exits"]))
     lines += ["", f"{'':54}{'measured':>10}{'target':>10}"]
