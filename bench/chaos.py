@@ -101,62 +101,21 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack, suppress
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from bench import chaos_jobs, chaos_verdict, chaos_workflow_verdict, chaos_workflows
+from bench import chaos_jobs, chaos_ledger, chaos_verdict, chaos_workflow_verdict, chaos_workflows
 from bench.chaos_faults import Chaos, Fault
 from bench.chaos_fleet import Fleet
 from bench.chaos_link import CUT_MODES, Partition
 from bench.chaos_load import QUEUE, Background, plan_jobs
+from bench.chaos_options import Options
 from bench.chaos_workflows import WorkflowPlan
 from taskq.broker.client.client import Client
 from taskq.broker.stores.store import Consistency, Row, Statement, Store
 from taskq.dev.cluster import RqliteCluster, running_cluster
 from taskq.worker.settings import WorkerSettings
-
-
-@dataclass
-class Options:
-    """One chaos run; :func:`preset` gives the defaults of each store, quick or full."""
-
-    store: str = "embedded"
-    quick: bool = False
-    jobs: int = 2_000
-    long_jobs: int = 20
-    long_seconds: tuple[float, float] = (15.0, 45.0)
-    short_seconds: float = 0.3
-    workflows: int = 40  # besides the plain jobs (bench/chaos_workflows.py)
-    fan_in_width: tuple[int, int] = (3, 12)
-    fan_in_long_parents: int = 1  # long jobs among a fan-in's parents, for faults to hit
-    workflow_span: float | None = None  # seconds to submit the workflows over (None: the jobs')
-    workers: int = 3
-    concurrency: int = 4
-    duration: float = 150.0
-    drain_timeout: float = 300.0
-    seed: int = 1
-    lease_seconds: float = 6.0
-    heartbeat_seconds: float = 1.0
-    lease_margin_seconds: float = 1.5
-    worker_kill: Fault = field(default_factory=lambda: Fault(5.0, first=5.0))
-    stop: Fault = field(default_factory=lambda: Fault(30.0, first=8.0))
-    leader_kill: Fault = field(default_factory=lambda: Fault(10.0, first=10.0))
-    cut: Fault = field(default_factory=lambda: Fault(30.0, first=20.0))
-    restart_after: float = 1.0  # a killed worker's successor starts this much later
-    leader_down_seconds: float = 3.0
-    cut_mode: str = "refuse"
-    tolerance: float = 0.05
-    keep: Path | None = None
-    json_path: Path | None = None
-
-    @property
-    def stop_seconds(self) -> float:
-        return self.lease_seconds + 3.0
-
-    @property
-    def cut_seconds(self) -> float:
-        return self.lease_seconds + 4.0
 
 
 def preset(store: str, quick: bool) -> Options:
@@ -251,7 +210,7 @@ def read_verdict(
         if expected.get(token, "succeeded") == "succeeded"
     }
     by_id = {int(row["id"]): row for row in jobs}
-    runs = chaos_verdict.read_ledger(ledger)
+    runs = chaos_ledger.read_ledger(ledger)
     verdict = chaos_verdict.judge(
         must_succeed,
         by_id,
@@ -271,7 +230,7 @@ def read_verdict(
 
 def kill_leftovers(run_id: str, ledger: Path) -> None:
     """SIGKILL every process of this run still alive (found as the verdict finds them)."""
-    for pid in chaos_verdict.run_processes(run_id, chaos_verdict.read_ledger(ledger)):
+    for pid in chaos_verdict.run_processes(run_id, chaos_ledger.read_ledger(ledger)):
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -374,7 +333,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         say("stopping the workers (SIGTERM)")
         fleet.terminate(timeout=30)
         # Whatever this run started must be gone a lease (and some) after the workers.
-        runs = chaos_verdict.read_ledger(ledger)
+        runs = chaos_ledger.read_ledger(ledger)
         settle_end = time.monotonic() + options.lease_seconds + 5
         while chaos_verdict.run_processes(run_id, runs) and time.monotonic() < settle_end:
             time.sleep(0.2)

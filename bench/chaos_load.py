@@ -5,7 +5,7 @@ first of them); a :class:`Background` submits them in paced batches,
 watches the store once a second (how many jobs have finished, which worker
 runs which, who holds the maintenance lease: what the faults pick their
 victims by) and, on rqlite, times a small write every 50 ms. Run by
-:mod:`bench.chaos`, whose options (``chaos.Options``) it reads.
+:mod:`bench.chaos`, whose options (``chaos_options.Options``) it reads.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from taskq.broker.records import FINISHED_STATES, JobState
 from taskq.broker.stores.store import Statement
 
 if TYPE_CHECKING:
-    from bench.chaos import Options
+    from bench.chaos_options import Options
 
 QUEUE = "chaos"
 PROBE_QUEUE = "chaos-probe"  # no worker takes from it: the probe's jobs just sit there

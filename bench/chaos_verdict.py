@@ -15,12 +15,11 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from bench import chaos_workflow_verdict
 from bench.chaos_jobs import ALIVE_SECONDS, RUN_ENV, expected_digest
+from bench.chaos_ledger import Run
 from bench.chaos_rows import Row, stored_json
 
 # The verdict's targets: these counts must be 0, and the write unavailability
@@ -33,48 +32,6 @@ UNAVAILABILITY_TARGET = 3.0
 
 
 # -- reading the ledger ---------------------------------------------------------------------
-
-
-@dataclass
-class Run:
-    """One call of :func:`chaos_jobs.work`, from its ledger lines."""
-
-    token: str
-    attempt: str
-    start: float
-    last: float  # its ``end`` line, else its last ``alive`` line (it was killed)
-    ended: bool
-    pid: int
-    ticks: int | None
-    worker: str
-
-
-def read_ledger(ledger_dir: Path) -> dict[str, list[Run]]:
-    """Every run in the ledger files of ``ledger_dir``, by job token, oldest start first."""
-    runs: dict[str, Run] = {}
-    for path in sorted(ledger_dir.glob("*.ledger")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            fields = line.split()
-            if len(fields) < 4:
-                continue  # cannot happen (one write per line), but never trust a file blindly
-            kind, token, attempt, stamp = fields[:4]
-            try:
-                at = float(stamp)
-            except ValueError:
-                continue
-            if kind == "start" and len(fields) == 7:
-                ticks = None if fields[5] == "None" else int(fields[5])
-                runs[attempt] = Run(token, attempt, at, at, False, int(fields[4]), ticks, fields[6])
-            elif attempt in runs and kind in ("alive", "end"):
-                run = runs[attempt]
-                run.last = max(run.last, at)
-                run.ended = run.ended or kind == "end"
-    by_token: dict[str, list[Run]] = {}
-    for run in runs.values():
-        by_token.setdefault(run.token, []).append(run)
-    for found in by_token.values():
-        found.sort(key=lambda run: run.start)
-    return by_token
 
 
 def overlaps(runs: list[Run], tolerance: float) -> list[tuple[Run, Run, float]]:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from bench.chaos_rows import Row, stored_json
 
 if TYPE_CHECKING:
-    from bench.chaos_verdict import Run
+    from bench.chaos_ledger import Run
     from bench.chaos_workflows import WorkflowJob, WorkflowPlan
 
 TARGETS = ("wf_early", "wf_not_run", "wf_cascade", "wf_stuck", "wf_lost")

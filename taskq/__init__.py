@@ -50,8 +50,8 @@ _EXPORTS = {
     "Flow": "taskq.broker.client.flows",
     "group": "taskq.broker.client.flows",
     "step": "taskq.broker.client.flows",
-    "WorkflowHandle": "taskq.broker.client.handles",
-    "AsyncWorkflowHandle": "taskq.broker.client.handles",
+    "WorkflowHandle": "taskq.broker.client.client",
+    "AsyncWorkflowHandle": "taskq.broker.client.client",
     "call_spec": "taskq.broker.client.client",
     "default_client": "taskq.broker.client.declared",
     "python_exec_spec": "taskq.broker.client.client",
@@ -105,16 +105,17 @@ if TYPE_CHECKING:
     from taskq.broker.client.client import (
         AsyncClient,
         AsyncJobHandle,
+        AsyncWorkflowHandle,
         Client,
         JobHandle,
         JobQuery,
+        WorkflowHandle,
         call_spec,
         python_exec_spec,
         shell_spec,
     )
     from taskq.broker.client.declared import DeclaredJob, default_client, job, set_default_client
     from taskq.broker.client.flows import Flow, group, step
-    from taskq.broker.client.handles import AsyncWorkflowHandle, WorkflowHandle
     from taskq.broker.records import Job, JobState, ParentResult, WorkflowInfo
     from taskq.job_context import JobContext, current_job
     from taskq.retry import Abort, Retry, RetryPolicy

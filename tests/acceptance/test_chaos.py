@@ -25,7 +25,7 @@ import pytest
 
 from bench import chaos, chaos_verdict
 from bench.chaos_jobs import FAILURE_MESSAGE, expected_digest
-from bench.chaos_verdict import Run
+from bench.chaos_ledger import Run
 from bench.chaos_workflow_verdict import TARGETS, judge_workflows
 from bench.chaos_workflows import WorkflowJob, WorkflowPlan
 

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -27,14 +27,27 @@ from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row, job_enqueue
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import JobSpec, PayloadKind, SubmittedWorkflow
+from taskq.broker.records import JobSpec, PayloadKind, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
 from taskq.retry import RetryPolicy, parse_retry
 
-if TYPE_CHECKING:
-    from taskq.broker.client.flows import Flow
+
+class WorkflowSource(Protocol):
+    """What a workflow's submit needs of a flow (:class:`taskq.broker.client.flows.Flow`,
+    which builds its jobs from this module's specs and so sits above it)."""
+
+    def __len__(self) -> int: ...
+
+    def submission(
+        self,
+        *,
+        name: str,
+        idempotency_key: str | None,
+        submitter: str,
+        max_payload_bytes: int,
+    ) -> WorkflowSubmission: ...
 
 
 def default_submitter() -> str:
@@ -388,7 +401,7 @@ class ClientBase:
         return ids
 
     def _submit_workflow_plan(
-        self, flow: Flow, name: str, idempotency_key: str | None
+        self, flow: WorkflowSource, name: str, idempotency_key: str | None
     ) -> Op[SubmittedWorkflow]:
         """One workflow's write: its jobs with this client's queue defaults, all or nothing."""
         if not len(flow):
