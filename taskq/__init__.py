@@ -11,6 +11,13 @@ Declaring and submitting jobs
     ``JobHandle``, ``AsyncJobHandle``            a submitted job: ``status``, ``result``, ``cancel``
     ``JobQuery``         which jobs ``Client.list`` returns: state, queue, submitter, page...
 
+Workflows (docs/workflows.md)
+    ``Flow``             jobs to submit together, and what each runs after (``then``)
+    ``step``, ``group``  a flow of one call; flows side by side (declared jobs: ``.step``, ``.map``)
+    ``WorkflowHandle``, ``AsyncWorkflowHandle``  a submitted flow: ``jobs``, ``result``, ``wait``
+    ``ParentResult``     a parent's outcome, read in a job (``current_job().parent_results()``)
+    ``WorkflowInfo``     a workflow's jobs' counts per state
+
 Jobs described by hand (the low-level form, for batches and schedules)
     ``call_spec``        a call of ``"pkg.module:function"``
     ``python_exec_spec`` source code and the name of the function in it to call
@@ -40,6 +47,11 @@ _EXPORTS = {
     "Client": "taskq.broker.client.client",
     "JobHandle": "taskq.broker.client.client",
     "JobQuery": "taskq.broker.client.client",
+    "Flow": "taskq.broker.client.flows",
+    "group": "taskq.broker.client.flows",
+    "step": "taskq.broker.client.flows",
+    "WorkflowHandle": "taskq.broker.client.handles",
+    "AsyncWorkflowHandle": "taskq.broker.client.handles",
     "call_spec": "taskq.broker.client.client",
     "default_client": "taskq.broker.client.declared",
     "python_exec_spec": "taskq.broker.client.client",
@@ -49,6 +61,8 @@ _EXPORTS = {
     "job": "taskq.broker.client.declared",
     "Job": "taskq.broker.records",
     "JobState": "taskq.broker.records",
+    "ParentResult": "taskq.broker.records",
+    "WorkflowInfo": "taskq.broker.records",
     "Abort": "taskq.retry",
     "Retry": "taskq.retry",
     "RetryPolicy": "taskq.retry",
@@ -60,24 +74,31 @@ __all__ = [
     "Abort",
     "AsyncClient",
     "AsyncJobHandle",
+    "AsyncWorkflowHandle",
     "Client",
     "DeclaredJob",
+    "Flow",
     "Job",
     "JobContext",
     "JobHandle",
     "JobQuery",
     "JobState",
+    "ParentResult",
     "Retry",
     "RetryPolicy",
+    "WorkflowHandle",
+    "WorkflowInfo",
     "__version__",
     "call_spec",
     "current_job",
     "default_client",
     "errors",
+    "group",
     "job",
     "python_exec_spec",
     "set_default_client",
     "shell_spec",
+    "step",
 ]
 
 if TYPE_CHECKING:
@@ -92,7 +113,9 @@ if TYPE_CHECKING:
         shell_spec,
     )
     from taskq.broker.client.declared import DeclaredJob, default_client, job, set_default_client
-    from taskq.broker.records import Job, JobState
+    from taskq.broker.client.flows import Flow, group, step
+    from taskq.broker.client.handles import AsyncWorkflowHandle, WorkflowHandle
+    from taskq.broker.records import Job, JobState, ParentResult, WorkflowInfo
     from taskq.job_context import JobContext, current_job
     from taskq.retry import Abort, Retry, RetryPolicy
 

@@ -5,7 +5,9 @@ Inside a job (in a worker's sandbox child, or run inline by
 and three ways to talk back: ``progress(fraction, message)``,
 ``checkpoint(value)`` to save a small JSON value with the job, and
 ``last_checkpoint()`` to read what an earlier attempt saved, to resume
-from there. Outside a job it raises ``RuntimeError``.
+from there. A job of a workflow reads how its parents ended with
+``parent_results()`` and may add jobs to its workflow with ``spawn(flow)``.
+Outside a job it raises ``RuntimeError``.
 
 A leaf module, cheap to import: job code imports it in the child. Whoever
 runs the job builds the context with a ``send`` that carries each update
@@ -16,14 +18,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import msgspec
 
 MAX_CHECKPOINT_BYTES = 64 * 1024
 """The largest checkpoint, as JSON: a cursor or an offset, not the data it points into."""
 MAX_MESSAGE_CHARS = 1000
+MAX_SPAWN_JOBS = 10_000
+"""The most jobs one attempt may spawn (each within the payload bound, as any job)."""
+MAX_SPAWN_BYTES = 16 * 1024 * 1024
+"""The largest spawn, as JSON: it goes with the job's result to the worker, then to the store."""
 # Built once; ASCII, so the length of its text is its size in bytes.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
@@ -34,6 +40,16 @@ class JobUpdate(msgspec.Struct, frozen=True):
     fraction: float
     message: str = ""
     checkpoint_json: str | None = None
+
+
+class Spawnable(Protocol):
+    """What :meth:`JobContext.spawn` takes: a flow (``taskq.Flow``) of jobs not yet submitted."""
+
+    def __len__(self) -> int: ...
+
+    def submission(self) -> msgspec.Struct:
+        """The flow as one request (a ``WorkflowSubmission``), its jobs checked."""
+        ...
 
 
 class JobContext:
@@ -48,11 +64,18 @@ class JobContext:
         max_attempts: int,
         checkpoint_json: str | None = None,
         send: Callable[[JobUpdate], None] | None = None,
+        parent_count: int = 0,
+        parents: Callable[[], Iterator[Any]] | None = None,
     ) -> None:
+        """``parents`` reads the parents' outcomes anew at each call, in declared order."""
         self.id = id
         self.attempt = attempt
         self.queue = queue
         self.max_attempts = max_attempts
+        self.parent_count = parent_count
+        """How many parents the job has (the jobs it ran after)."""
+        self._parents = parents
+        self._spawned: msgspec.Struct | None = None
         self._send = send
         self._lock = threading.Lock()
         self._update = JobUpdate(0.0, "", checkpoint_json)
@@ -97,6 +120,49 @@ class JobContext:
         with self._lock:
             text = self._update.checkpoint_json
         return default if text is None else json.loads(text)
+
+    def parent_results(self) -> Iterator[Any]:
+        """How each parent ended, in the order they were given: ``taskq.ParentResult`` records.
+
+        ``position`` (from 0), ``job_id``, ``state``, and ``result`` (a
+        parent that succeeded) or ``error``. Read lazily, one at a time, as
+        the loop asks: a fan-in over ten thousand parents holds one result at
+        a time unless it keeps them. Each call reads them again from the first.
+        """
+        return iter(()) if self._parents is None else self._parents()
+
+    def spawn(self, flow: Spawnable) -> None:
+        """Add ``flow``'s jobs to this job's workflow, should this attempt succeed.
+
+        Sized at run time: ``spawn(resize.map(found).then(build_index))``.
+        The jobs go with the job's result, in the same write that records its
+        success; an attempt that fails spawns nothing, and its retry spawns
+        anew. Once per attempt (spawn a ``taskq.group`` of several flows);
+        at most :data:`MAX_SPAWN_JOBS` jobs and :data:`MAX_SPAWN_BYTES` of JSON.
+        An empty flow spawns nothing.
+        """
+        if not len(flow):
+            return
+        if len(flow) > MAX_SPAWN_JOBS:
+            raise ValueError(f"a job spawns at most {MAX_SPAWN_JOBS} jobs, not {len(flow)}")
+        submission = flow.submission()
+        size = len(msgspec.json.encode(submission))
+        if size > MAX_SPAWN_BYTES:
+            raise ValueError(
+                f"a spawn is at most {MAX_SPAWN_BYTES} bytes of JSON, this is {size}: "
+                "pass paths or keys to the data, not the data"
+            )
+        with self._lock:
+            if self._spawned is not None:
+                raise RuntimeError(
+                    "a job spawns once per attempt: spawn one taskq.group(...) of every flow"
+                )
+            self._spawned = submission
+
+    @property
+    def spawned(self) -> msgspec.Struct | None:
+        """What :meth:`spawn` was given, as a ``WorkflowSubmission``; None: nothing."""
+        return self._spawned
 
     def close(self) -> None:
         """Carry nothing more: the job is over (a thread it left behind may still call)."""

@@ -19,6 +19,15 @@ checkpoints behave as under a worker, and ``taskq.current_job()`` works in
 the job. ``run_due(client, delayed=True)`` also runs jobs that are not due
 yet (retries waiting out their backoff, delayed submissions), moving the
 store's clock to each one's time, so a test of retries never sleeps.
+
+A workflow runs the same way: a job whose parents have ended is due, reads
+their results with ``parent_results()``, and what it spawns is written with
+its success, to run next. To test one job's code alone, ``as_job`` runs a
+block as that job would run, with the parents' results you give::
+
+    with taskq.testing.as_job(parent_results=[4, 9]) as job:
+        assert build_index() == {"count": 2}
+    assert job.spawned is None   # or the WorkflowSubmission it spawned
 """
 
 from __future__ import annotations
@@ -26,10 +35,13 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from taskq import job_context
 from taskq.broker.client.client import Client
 from taskq.broker.limits import Limits
 from taskq.broker.ops import plan
@@ -37,8 +49,11 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.jobs import job_next_run_at
 from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.records import ClaimedJob, JobState
-from taskq.job_context import JobUpdate
+from taskq.broker.ops.workflows import job_parent_results
+from taskq.broker.records import ClaimedJob, JobState, ParentResult
+from taskq.broker.stores.store import Store
+from taskq.job_context import JobContext, JobUpdate
+from taskq.worker.parent_results import PAGE, ParentsFile
 from taskq.worker.reports import report_of
 from taskq.worker.sandbox import child, judging, protocol
 from taskq.worker.sandbox.outcome import Outcome, refused_outcome
@@ -89,7 +104,7 @@ def run_due(client: Client, *, delayed: bool = False, max_jobs: int = 10_000) ->
         if not claimed:
             break
         [job] = claimed
-        outcome, checkpoint_json = _run_inline(job)
+        outcome, checkpoint_json = _run_inline(job, client.store)
         report = report_of(job, None, outcome, checkpoint_json)
         # At the claim's time: the store's clock must not run back past the job's start.
         plan.run(client.store, job_report([report], now=now))
@@ -97,8 +112,24 @@ def run_due(client: Client, *, delayed: bool = False, max_jobs: int = 10_000) ->
     return ran
 
 
-def _run_inline(job: ClaimedJob) -> tuple[Outcome, str | None]:
+def _run_inline(job: ClaimedJob, store: Store) -> tuple[Outcome, str | None]:
     """Run ``job`` in this process as a sandbox child would; its outcome and last checkpoint."""
+    if not job.parent_count:
+        return _run_prepared(job, None)
+    # Its parents' results, page by page into a file, as a worker hands them to its child.
+    written = ParentsFile(job.lease.job_id)
+    try:
+        while not written.complete:
+            page = job_parent_results(
+                job.lease.job_id, after_position=written.after_position, limit=PAGE
+            )
+            written.add(plan.run(store, page))
+        return _run_prepared(job, written.path)
+    finally:
+        written.remove()
+
+
+def _run_prepared(job: ClaimedJob, parents_file: str | None) -> tuple[Outcome, str | None]:
     module = str(job.payload.get("target", "")).partition(":")[0]
     # Any module's job may run inline: the test chose what it submits.
     preparer = JobPreparer(
@@ -110,6 +141,9 @@ def _run_inline(job: ClaimedJob) -> tuple[Outcome, str | None]:
         return request, None
     if request.payload.kind == "shell":
         return refused_outcome("shell jobs run only under a worker, not inline"), None
+    if parents_file is not None:
+        identity = msgspec.structs.replace(request.job, parents_file=parents_file)
+        request = msgspec.structs.replace(request, job=identity)
     updates: list[JobUpdate] = []
     started = time.monotonic()
     body = child.run_job(request, updates.append)
@@ -119,3 +153,36 @@ def _run_inline(job: ClaimedJob) -> tuple[Outcome, str | None]:
     )
     outcome = judging.decide_outcome(supervised, kind=request.payload.kind, limits=request.limits)
     return outcome, updates[-1].checkpoint_json if updates else None
+
+
+@contextlib.contextmanager
+def as_job(
+    *, parent_results: Iterable[Any] = (), job_id: int = 1, attempt: int = 1, queue: str = "default"
+) -> Iterator[JobContext]:
+    """Run the block as job ``job_id`` would run: ``taskq.current_job()`` answers in it.
+
+    ``parent_results`` are its parents' outcomes, in order: each a
+    ``taskq.ParentResult``, or any other value as the result of a parent
+    that succeeded. What the block spawns is the context's ``spawned`` (a
+    ``WorkflowSubmission``), kept, not written anywhere.
+    """
+    parents = [
+        parent
+        if isinstance(parent, ParentResult)
+        else ParentResult(position, position + 1, JobState.SUCCEEDED, parent)
+        for position, parent in enumerate(parent_results)
+    ]
+    context = JobContext(
+        id=job_id,
+        attempt=attempt,
+        queue=queue,
+        max_attempts=max(attempt, 1),
+        parent_count=len(parents),
+        parents=lambda: iter(parents),
+    )
+    job_context.enter(context)
+    try:
+        yield context
+    finally:
+        context.close()
+        job_context.enter(None)

@@ -27,13 +27,14 @@ import json
 import math
 import re
 import reprlib
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from taskq import errors
 from taskq.broker import limits as job_limits
-from taskq.broker.records import JobSpec, JobState, PayloadKind
+from taskq.broker.records import JobSpec, JobState, PayloadKind, WorkflowSubmission
 from taskq.retry import parse_retry
 
 MIN_PRIORITY = -(2**31)
@@ -110,6 +111,11 @@ def check_spec(spec: JobSpec) -> None:
     check_name(spec.submitter, "submitter", empty_allowed=True)
     if spec.retry is not None:
         parse_retry(spec.retry)
+    _parents(spec.after, "after")
+    if not isinstance(spec.run_anyway, bool):
+        raise errors.InvalidJob(
+            f"run_anyway must be True or False, got {_shown(spec.run_anyway)}", field="run_anyway"
+        )
     _payload(kind, spec.payload)
 
 
@@ -147,7 +153,7 @@ def fingerprint(spec: JobSpec) -> str:
     differ between a request and its resend; everything that makes the job
     what it is may not. Only for a ``spec`` that ``check_spec`` accepted.
     """
-    request = {
+    request: dict[str, Any] = {
         "kind": PayloadKind(spec.kind).value,
         "payload": spec.payload,
         "queue": spec.queue,
@@ -160,7 +166,96 @@ def fingerprint(spec: JobSpec) -> str:
     if spec.retry is not None:
         # Left out when absent, so that a job's fingerprint from before policies stays the same.
         request["retry"] = parse_retry(spec.retry).to_dict()
+    # Left out when absent too, for the fingerprints from before workflows.
+    if spec.after:
+        request["after"] = list(spec.after)
+    if spec.run_anyway:
+        request["run_anyway"] = True
     return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
+
+
+def workflow_fingerprint(submission: WorkflowSubmission) -> str:
+    """What a workflow's idempotency key stands for: its name, its jobs and their parents.
+
+    Only for a submission whose every job ``check_spec`` accepted.
+    """
+    request = {
+        "name": submission.name,
+        "workflow_id": submission.workflow_id,
+        "jobs": [fingerprint(spec) for spec in submission.jobs],
+        "parents": [list(positions) for positions in submission.parents],
+    }
+    return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
+
+
+def check_workflow_shape(
+    count: int, parents: Sequence[Sequence[int]], stored: Sequence[Sequence[int]]
+) -> None:
+    """Refuse a workflow of ``count`` jobs whose dependencies could never all be met.
+
+    ``parents[i]``: the positions in the submission of job i's parents;
+    ``stored[i]``: the ids of its stored parents (its ``after``). Refused with
+    InvalidJob(field="after"): a position out of range, a parent named twice
+    by one job, a cycle (a job among its own ancestors, itself included).
+    """
+    if len(parents) > count:
+        raise errors.InvalidJob(
+            f"parents lists {len(parents)} jobs' parents for {count} jobs", field="after"
+        )
+    for child, positions in enumerate(parents):
+        _parents(positions, f"the parents of job {child}")
+        for position in positions:
+            if not 0 <= position < count:
+                raise errors.InvalidJob(
+                    f"job {child} names parent position {position}, out of the range 0 to "
+                    f"{count - 1} of the jobs submitted",
+                    field="after",
+                )
+    for child, ids in enumerate(stored):
+        _parents(ids, f"the stored parents of job {child}")
+    _refuse_cycles(count, parents)
+
+
+def _refuse_cycles(count: int, parents: Sequence[Sequence[int]]) -> None:
+    """Kahn's walk: jobs whose parents all come first; any job left over is on a cycle."""
+    waiting_on = [0] * count
+    children: list[list[int]] = [[] for _ in range(count)]
+    for child, positions in enumerate(parents):
+        waiting_on[child] = len(positions)
+        for position in positions:
+            children[position].append(child)
+    ready = [job for job in range(count) if not waiting_on[job]]
+    placed = 0
+    while ready:
+        job = ready.pop()
+        placed += 1
+        for child in children[job]:
+            waiting_on[child] -= 1
+            if not waiting_on[child]:
+                ready.append(child)
+    if placed < count:
+        on_cycle = min(job for job in range(count) if waiting_on[job])
+        raise errors.InvalidJob(
+            f"the parents form a cycle (job {on_cycle} is on one, or after one): "
+            "no job of it could ever run",
+            field="after",
+        )
+
+
+def _parents(value: object, what: str) -> None:
+    """Refuse parents that are not whole numbers, or that name one job twice."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise errors.InvalidJob(
+            f"{what} must be a list of job ids, got {_shown(value)}", field="after"
+        )
+    for parent in value:
+        if isinstance(parent, bool) or not isinstance(parent, int):
+            raise errors.InvalidJob(
+                f"{what}: each parent must be a whole number, got {_shown(parent)}", field="after"
+            )
+    if len(set(value)) != len(value):
+        twice = sorted({parent for parent in value if value.count(parent) > 1})
+        raise errors.InvalidJob(f"{what} name(s) {twice} twice", field="after")
 
 
 def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> None:

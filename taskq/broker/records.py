@@ -171,6 +171,8 @@ class ClaimedJob(msgspec.Struct, frozen=True):
     """The job's retry policy as stored; None: the default policy."""
     checkpoint_json: str | None = None
     """What an earlier attempt saved (JSON text), for this one to resume from."""
+    parent_count: int = 0
+    """How many parents the job has: with any, ``job_parent_results`` tells how they ended."""
 
 
 class Execution(msgspec.Struct, frozen=True):

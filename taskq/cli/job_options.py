@@ -1,9 +1,18 @@
-"""The options that describe a job, shared by ``taskq submit`` and ``taskq schedule add``."""
+"""The options that describe a job, shared by ``taskq submit`` and ``taskq schedule add``.
+
+Their flags are built from the broker's one declaration of a job's options
+(``taskq.broker.client.job_options``): names, defaults, help and which flags
+go together are read from there, and only how a flag's value is read (its
+form) is the command line's own.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
+
+import msgspec
 
 from taskq.broker.client import job_options as broker_options
 from taskq.broker.client.client import call_spec
@@ -36,80 +45,104 @@ def add_call_arguments(parser: argparse.ArgumentParser, *, optional: bool = Fals
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
-    """Queue, priority, attempts and resource limits; defaults and help as the broker declares."""
-    parser.add_argument(
-        "--queue", default=broker_options.default("queue"), help=broker_options.described("queue")
-    )
-    parser.add_argument(
-        "--priority",
-        type=int,
-        default=broker_options.default("priority"),
-        help=broker_options.described("priority"),
-    )
-    parser.add_argument(
-        "--max-attempts",
-        type=int,
-        default=broker_options.default("max_attempts"),
-        metavar="N",
-        help=broker_options.described("max_attempts"),
-    )
-    parser.add_argument(
-        "--timeout",
-        type=values.seconds,
-        metavar="DURATION",
-        help="wall-clock limit per attempt: 90, 90s, 10m, 2h",
-    )
-    parser.add_argument(
-        "--memory", type=values.memory, metavar="SIZE", help="memory limit, e.g. 512MiB, 2GiB"
-    )
-    parser.add_argument(
-        "--cpu", type=values.cpu_seconds, metavar="SECONDS", help="CPU-time limit, whole seconds"
-    )
-    parser.add_argument(
-        "--label",
-        action="append",
-        default=[],
-        metavar="LABEL",
-        help="a label the worker must have (repeatable)",
-    )
+    """The flags of the options any job takes, a schedule's too."""
+    _add_flags(parser, one_submit=False)
 
 
-def job_spec(
-    args: argparse.Namespace,
-    *,
-    submitter: str,
-    delay: float = 0.0,
-    run_at: float | None = None,
-    key: str | None = None,
-) -> JobSpec:
-    """The call the parsed options describe (checked by the broker when enqueued)."""
-    options = job_options(args, submitter=submitter, delay=delay, run_at=run_at, key=key)
-    return call_spec(args.target, args.args, args.kwargs, **options)
+def add_submit_options(parser: argparse.ArgumentParser) -> None:
+    """The flags of the options only a job submitted now takes: when, its key, its parents."""
+    _add_flags(parser, one_submit=True)
 
 
-def job_options(
-    args: argparse.Namespace,
-    *,
-    submitter: str,
-    delay: float = 0.0,
-    run_at: float | None = None,
-    key: str | None = None,
-) -> dict[str, Any]:
-    """The options of any kind of job, as ``call_spec`` and its kin take them."""
-    limits: dict[str, Any] = {}
-    if args.memory is not None:
-        limits["memory_bytes"] = args.memory
-    if args.cpu is not None:
-        limits["cpu_seconds"] = args.cpu
-    return {
-        "queue": args.queue,
-        "priority": args.priority,
-        "delay": delay,
-        "run_at": run_at,
-        "max_attempts": args.max_attempts,
-        "timeout": args.timeout,
-        "limits": limits,
-        "labels": args.label,
-        "idempotency_key": key,
-        "submitter": submitter,
+# How the command line reads the value of a flag whose form is named...
+_FORMS: dict[str, Callable[[str], Any]] = {
+    "duration": values.seconds,
+    "time": values.at_time,
+    "size": values.memory,
+    "cpu_seconds": values.cpu_seconds,
+    "ids": values.job_ids,
+}
+# ... and of one whose option's type says it all.
+_TYPES: dict[type[msgspec.inspect.Type], Callable[[str], Any]] = {
+    msgspec.inspect.StrType: str,
+    msgspec.inspect.IntType: int,
+    msgspec.inspect.FloatType: float,
+}
+
+
+def _add_flags(parser: argparse.ArgumentParser, *, one_submit: bool) -> None:
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for option in broker_options.declared():
+        for flag in option.flags:
+            if flag.one_submit != one_submit:
+                continue
+            where: argparse._ActionsContainer = parser
+            if flag.group:
+                if flag.group not in groups:
+                    groups[flag.group] = parser.add_mutually_exclusive_group()
+                where = groups[flag.group]
+            where.add_argument(flag.name, **_argument(option, flag))
+
+
+def _argument(option: broker_options.Declared, flag: broker_options.Flag) -> dict[str, Any]:
+    """The keywords of ``add_argument`` for one flag: where it stores, how it reads, its help."""
+    kind = _without_none(option.type)
+    keywords: dict[str, Any] = {
+        "dest": _dest(option, flag),
+        "help": flag.help or option.description,
     }
+    if flag.metavar is not None:
+        keywords["metavar"] = flag.metavar
+    if isinstance(kind, msgspec.inspect.BoolType):
+        return {**keywords, "action": "store_true"}
+    if flag.repeatable:
+        assert isinstance(kind, msgspec.inspect.ListType)
+        return {
+            **keywords,
+            "action": "append",
+            "default": [],
+            "type": _reader(flag, kind.item_type),
+        }
+    # A flag for one entry of a mapping sets nothing unless given.
+    default = None if flag.key else option.default
+    return {**keywords, "default": default, "type": _reader(flag, kind)}
+
+
+def _reader(flag: broker_options.Flag, kind: msgspec.inspect.Type) -> Callable[[str], Any]:
+    return _FORMS[flag.form] if flag.form else _TYPES[type(kind)]
+
+
+def _without_none(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    """An optional option's type without its None: a flag left out stands for its default."""
+    if not isinstance(kind, msgspec.inspect.UnionType):
+        return kind
+    [kind] = [each for each in kind.types if not isinstance(each, msgspec.inspect.NoneType)]
+    return kind
+
+
+def _dest(option: broker_options.Declared, flag: broker_options.Flag) -> str:
+    return f"{option.name}.{flag.key}" if flag.key else option.name
+
+
+def job_spec(args: argparse.Namespace, *, submitter: str) -> JobSpec:
+    """The call the parsed options describe (checked by the broker when enqueued)."""
+    options = job_options(args, submitter=submitter)
+    spec = call_spec(args.target, args.args, args.kwargs, **broker_options.call_keywords(options))
+    return broker_options.completed(spec, options)
+
+
+def job_options(args: argparse.Namespace, *, submitter: str) -> dict[str, Any]:
+    """Every option by name, as given or, where this command has no flag for it, as declared."""
+    given = vars(args)
+    options: dict[str, Any] = {"submitter": submitter}
+    for option in broker_options.declared():
+        if any(flag.key for flag in option.flags):
+            destinations = {flag.key: _dest(option, flag) for flag in option.flags}
+            options[option.name] = {
+                key: given[dest]
+                for key, dest in destinations.items()
+                if given.get(dest) is not None
+            }
+        else:
+            options[option.name] = given.get(option.name, option.default)
+    return options

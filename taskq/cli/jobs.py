@@ -8,6 +8,7 @@ import signal
 from collections.abc import Sequence
 
 from taskq import errors
+from taskq.broker.client import job_options as broker_options
 from taskq.broker.client.client import Client, JobHandle, JobQuery
 from taskq.broker.records import Execution, JobState
 from taskq.cli import command, connection, job_options, output, payloads, values
@@ -43,21 +44,9 @@ def add_commands(commands: command.Commands) -> None:
     job_options.add_call_arguments(submit, optional=True)
     payloads.add_payload_options(submit)
     job_options.add_job_options(submit)
+    job_options.add_submit_options(submit)
     # Which options go together is told as the parser tells any usage error.
     submit.set_defaults(usage_error=submit.error)
-    when = submit.add_mutually_exclusive_group()
-    when.add_argument(
-        "--delay", type=values.seconds, default=0.0, metavar="DURATION", help="run after 10m, 2h"
-    )
-    when.add_argument(
-        "--at",
-        type=values.at_time,
-        metavar="TIME",
-        help="run at an ISO 8601 time, e.g. 2026-12-01T09:00 (local time unless it has a zone)",
-    )
-    submit.add_argument(
-        "--key", help="idempotency key: submitting the same key again returns the same job"
-    )
     submit.add_argument(
         "--wait", action="store_true", help="wait for the job and print its result as JSON"
     )
@@ -137,10 +126,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problem:
         args.usage_error(problem)
     with connection.client(args) as client:
-        options = job_options.job_options(
-            args, submitter=client.submitter, delay=args.delay, run_at=args.at, key=args.key
-        )
-        handles = client.submit_many(payloads.submitted_specs(args, options))
+        options = job_options.job_options(args, submitter=client.submitter)
+        specs = payloads.submitted_specs(args, broker_options.call_keywords(options))
+        handles = client.submit_many([broker_options.completed(spec, options) for spec in specs])
         if args.wait:
             for handle in handles:
                 _finish(handle, args.wait_timeout, args.json)

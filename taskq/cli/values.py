@@ -79,6 +79,17 @@ def cpu_seconds(text: str) -> int:
     return int(value)
 
 
+def job_ids(text: str) -> tuple[int, ...]:
+    """Job ids separated by commas: ``12,13``."""
+    try:
+        ids = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not job ids; write them separated by commas, e.g. 12,13"
+        ) from None
+    return ids
+
+
 def count(text: str) -> int:
     """A whole number from 1 to 1000 (a page of a listing)."""
     try:

@@ -17,7 +17,7 @@ from starlette.requests import Request
 
 from taskq import errors
 from taskq.broker.client.client import call_spec
-from taskq.broker.client.job_options import JobOptions
+from taskq.broker.client.job_options import JobOptions, call_keywords, completed
 from taskq.broker.records import JobSpec
 from taskq.broker.schedule_timing import CatchUp
 from taskq.server.problems import BadRequest, TooLarge
@@ -45,7 +45,10 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""
         options = {**self.keywords(), "idempotency_key": self.idempotency_key or idempotency_key}
-        return call_spec(self.target, self.args, self.kwargs, submitter=submitter, **options)
+        spec = call_spec(
+            self.target, self.args, self.kwargs, submitter=submitter, **call_keywords(options)
+        )
+        return completed(spec, options)
 
 
 class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -17,33 +17,15 @@ import anyio
 from taskq.broker.ops.claims import ClaimRequest, job_backlog
 from taskq.broker.ops.leases import Report, job_report, job_report_and_claim
 from taskq.broker.records import Fenced
-from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
-from taskq.worker.sandbox.lease_deadline import LeaseDeadline
-from taskq.worker.settings import WorkerSettings
-from taskq.worker.slots import Slots
-from taskq.worker.store_runner import Run
 
 
 class ClaimRequests:
     """Claims for a worker's free slots, and holds the jobs that come."""
 
-    def __init__(
-        self,
-        run: Run,
-        *,
-        worker_id: str,
-        settings: WorkerSettings,
-        slots: Slots,
-        deadline: LeaseDeadline,
-        heartbeat: Heartbeat,
-        draining: anyio.Event,
-    ) -> None:
-        self._run = run
-        self._worker_id = worker_id
-        self._settings = settings
-        self._slots = slots
-        self._deadline = deadline
+    def __init__(self, holder: LeaseHolder, *, heartbeat: Heartbeat, draining: anyio.Event) -> None:
+        self._holder = holder
         self._heartbeat = heartbeat
         self._draining = draining
         self.last_claimed = float("-inf")
@@ -51,15 +33,15 @@ class ClaimRequests:
 
     async def send_reports(self, reports: list[Report]) -> list[Fenced]:
         """Acknowledge, and claim in the same request for the slots these reports free."""
-        leaving = sum(1 for report in reports if report.lease.job_id in self._slots.held)
-        free = self._slots.to_claim() + leaving
+        leaving = sum(1 for report in reports if report.lease.job_id in self._holder.slots.held)
+        free = self._holder.slots.to_claim() + leaving
         if self._draining.is_set() or free <= 0:
-            verdicts: list[Fenced] = await self._run(job_report(reports))
+            verdicts: list[Fenced] = await self._holder.run(job_report(reports))
             return verdicts
         sent_at = time.monotonic()
-        with self._slots.promised(free):
+        with self._holder.slots.promised(free):
             verdicts, _ = await self.report_and_claim(reports, free, sent_at)
-        self._slots.prefetch.round_took(time.monotonic() - sent_at)
+        self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
 
     async def report_and_claim(
@@ -71,33 +53,33 @@ class ClaimRequests:
         lease runs from no sooner. Returns the reports' verdicts and how
         many jobs came.
         """
-        verdicts, claimed = await self._run(
+        verdicts, claimed = await self._holder.run(
             job_report_and_claim(reports, self._claim_request(free))
         )
         for job in claimed:
             running = RunningJob(job, renewed_at=sent_at)
-            self._slots.hold(running)
-            if self._deadline.expired():
+            self._holder.slots.hold(running)
+            if self._holder.deadline.expired():
                 # Back from a freeze or an outage: the jobs held from before are
                 # past saving; the deadline must follow the leases just claimed.
                 self._heartbeat.check_leases()
             else:
-                self._deadline.claimed(sent_at)
+                self._holder.deadline.claimed(sent_at)
             self.last_claimed = running.started
         return verdicts, len(claimed)
 
     async def backlog(self, limit: int) -> int:
         """How many jobs a claim of this worker's would take now, counted up to ``limit``."""
-        count: int = await self._run(
-            job_backlog(self._settings.queues, self._settings.labels, limit=limit)
+        count: int = await self._holder.run(
+            job_backlog(self._holder.settings.queues, self._holder.settings.labels, limit=limit)
         )
         return count
 
     def _claim_request(self, limit: int) -> ClaimRequest:
         return ClaimRequest(
-            worker_id=self._worker_id,
-            queues=self._settings.queues,
+            worker_id=self._holder.worker_id,
+            queues=self._holder.settings.queues,
             limit=limit,
-            lease_seconds=self._settings.lease_seconds,
-            labels=self._settings.labels,
+            lease_seconds=self._holder.settings.lease_seconds,
+            labels=self._holder.settings.labels,
         )

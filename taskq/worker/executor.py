@@ -24,6 +24,7 @@ from taskq.job_context import JobUpdate
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
+from taskq.worker.parent_results import with_parents_file
 from taskq.worker.prefetch import HAND_BACK_SECONDS
 from taskq.worker.progress_forwarding import forward_progress
 from taskq.worker.running import RunningJob, StopReason
@@ -224,6 +225,10 @@ class Executor:
         request = self._preparer.prepare(job)
         if isinstance(request, Outcome):
             return request
+        if job.parent_count:
+            request = await with_parents_file(request, running, self._run)
+            if isinstance(request, Outcome):
+                return request
 
         def on_progress(update: JobUpdate) -> None:
             running.progress = update
@@ -240,6 +245,7 @@ class Executor:
             return await sandbox.start(request, cancel=running.cancel, on_progress=on_progress)
         except BaseException:
             self._slots.left_slot()
+            running.drop_parents_file()
             raise
 
     async def _finish_job(
@@ -252,6 +258,7 @@ class Executor:
                 outcome = await sandbox.finish(started)
         finally:
             self._slots.left_slot()
+            running.drop_parents_file()
             running.ended = True
             if running.progress_changed is not None:
                 running.progress_changed.set()  # lets the forwarder see the job is over

@@ -23,7 +23,7 @@ from taskq.worker.claimer import Claimer
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
-from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.runtime import Worker, new_worker_id
 from taskq.worker.sandbox import cgroups
@@ -88,16 +88,10 @@ def build_worker(
         if settings.maintenance
         else None
     )
-    heartbeat = Heartbeat(
-        run,
-        worker_id=worker_id,
-        settings=settings,
-        slots=slots,
-        deadline=deadline,
-        outage=outage,
-        events=events,
-        maintainer=maintainer,
+    holder = LeaseHolder(
+        run=run, worker_id=worker_id, settings=settings, slots=slots, deadline=deadline
     )
+    heartbeat = Heartbeat(holder, outage=outage, events=events, maintainer=maintainer)
     autoscaler = (
         Autoscaler(
             slots=slots,
@@ -113,15 +107,7 @@ def build_worker(
         if settings.autoscale is not None
         else None
     )
-    claims = ClaimRequests(
-        run,
-        worker_id=worker_id,
-        settings=settings,
-        slots=slots,
-        deadline=deadline,
-        heartbeat=heartbeat,
-        draining=draining,
-    )
+    claims = ClaimRequests(holder, heartbeat=heartbeat, draining=draining)
     acks = AckBatcher(
         claims.send_reports,
         give_up_after=2 * settings.lease_seconds,

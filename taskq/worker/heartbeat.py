@@ -10,6 +10,7 @@ keepers enforce should the worker freeze) follows the oldest renewal left.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import anyio
 
@@ -25,28 +26,36 @@ from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run
 
 
+@dataclass(frozen=True)
+class LeaseHolder:
+    """A worker as the holder of its jobs' leases, which its claims take and its heartbeat renews.
+
+    Who holds them (``worker_id``), in which store (``run``), for which jobs
+    (``slots``), until when the keepers let them run (``deadline``), and the
+    settings that time them.
+    """
+
+    run: Run
+    worker_id: str
+    settings: WorkerSettings
+    slots: Slots
+    deadline: LeaseDeadline
+
+
 class Heartbeat:
     """Renews a worker's leases until it stops; ``beat_soon`` sends the next beat at once."""
 
     def __init__(
         self,
-        run: Run,
+        holder: LeaseHolder,
         *,
-        worker_id: str,
-        settings: WorkerSettings,
-        slots: Slots,
-        deadline: LeaseDeadline,
         outage: StoreOutage,
         events: EventLog,
         maintainer: Maintainer | None,
     ) -> None:
         """``maintainer``: the worker's maintenance services, whose leader lease rides
         with each beat (None when the worker runs none)."""
-        self._run = run
-        self._worker_id = worker_id
-        self._settings = settings
-        self._slots = slots
-        self._deadline = deadline
+        self._holder = holder
         self._outage = outage
         self._events = events
         self._maintainer = maintainer
@@ -60,7 +69,7 @@ class Heartbeat:
         while not stopped.is_set():
             await self._beat()
             self.check_leases()
-            with anyio.move_on_after(self._settings.heartbeat_seconds):
+            with anyio.move_on_after(self._holder.settings.heartbeat_seconds):
                 async with anyio.create_task_group() as waits:
 
                     async def until(event: anyio.Event) -> None:
@@ -73,21 +82,21 @@ class Heartbeat:
                 self._beat_now = anyio.Event()
 
     async def _beat(self) -> None:
-        held = self._slots.held
+        held = self._holder.slots.held
         leases = [running.job.lease for running in held.values()]
         maintainer = self._maintainer
         renew = maintainer.heartbeat_renewal() if maintainer is not None else None
         sent_at = time.monotonic()
         try:
-            beat = await self._run(
+            beat = await self._holder.run(
                 job_heartbeat(
-                    self._worker_id,
+                    self._holder.worker_id,
                     leases,
-                    lease_seconds=self._settings.lease_seconds,
+                    lease_seconds=self._holder.settings.lease_seconds,
                     # Jobs claimed ahead hold leases but no slot yet, as do
                     # those waiting in a pool child behind another.
-                    busy=self._slots.busy(),
-                    slots=self._slots.count,
+                    busy=self._holder.slots.busy(),
+                    slots=self._holder.slots.count,
                     renew=renew,
                 )
             )
@@ -108,5 +117,7 @@ class Heartbeat:
 
     def check_leases(self) -> None:
         """Stop the jobs whose leases were not renewed in time; set the deadline by the rest."""
-        lasts = self._settings.lease_seconds - self._settings.lease_margin_seconds
-        self._deadline.held_since(stop_expired(self._slots.held, lasts, time.monotonic()))
+        lasts = self._holder.settings.lease_seconds - self._holder.settings.lease_margin_seconds
+        self._holder.deadline.held_since(
+            stop_expired(self._holder.slots.held, lasts, time.monotonic())
+        )

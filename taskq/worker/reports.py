@@ -70,7 +70,14 @@ def _judged(
         return Report(lease, ReportKind.RELEASE, attempt, checkpoint_json=checkpoint_json)
     if outcome.status is Status.SUCCEEDED:
         # The child's own encoding, checked on arrival (see ``judging``): stored as it is.
-        return Report(lease, ReportKind.COMPLETE, attempt, result_json=outcome.result_json)
+        # Jobs it spawned are written with its success, fenced by the same lease.
+        return Report(
+            lease,
+            ReportKind.COMPLETE,
+            attempt,
+            result_json=outcome.result_json,
+            spawn=outcome.spawn,
+        )
     info = dict(outcome.error or error_info("Error", outcome.status.value))
     failure = {
         "type": info.get("type", "Error"),

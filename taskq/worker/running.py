@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +43,15 @@ class RunningJob:
     """What this attempt last saved: it goes with the report too, so none is lost."""
     reporting: bool = False  # the outcome is being reported: the report's fencing decides
     queued: bool = False  # handed to a pool child behind another job: claimed ahead, in effect
+    parents_file: str | None = None
+    """Where its parents' outcomes were written for its child, until the job ends."""
+
+    def drop_parents_file(self) -> None:
+        """Delete the file of its parents' outcomes, if it has one: its child is done with it."""
+        if self.parents_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.parents_file)
+            self.parents_file = None
 
     def stop(self, reason: str) -> None:
         if self.stopped_because is None:

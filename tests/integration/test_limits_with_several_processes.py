@@ -6,10 +6,7 @@ import random
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from taskq import errors
 from taskq.broker.client.client import call_spec
@@ -23,7 +20,6 @@ from taskq.broker.records import JobState
 from taskq.broker.stores.store import Consistency, Statement
 from tests.support.processes import run_together, started_together
 from tests.support.reports import completed, report_one
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
 LIMIT = 3
 PROCESSES = 4
@@ -51,14 +47,6 @@ def _work(url: str, queue: str, barrier: Any, out: Any) -> None:
         out.put(done)
     except Exception as exc:
         out.put(f"{type(exc).__name__}: {exc}")
-
-
-@pytest.fixture(params=STORE_KINDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'limits.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
 
 
 def test_max_running_is_never_exceeded_by_several_workers(url: str) -> None:

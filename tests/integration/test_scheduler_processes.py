@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from taskq.broker.client.client import call_spec
 from taskq.broker.client.connect import open_store
@@ -14,7 +11,6 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.schedules import schedule_add, schedule_fire_due
 from tests.support.processes import run_together
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
 T0 = 1_900_000_000.0
 PROCESSES = 3
@@ -37,14 +33,6 @@ def _scheduler(url: str, name: str, times: list[float], barrier: Any, out: Any) 
 
 def _race(url: str, name: str, times: list[float]) -> list[int]:
     return [int(fired) for fired in run_together(_scheduler, (url, name, times), PROCESSES)]
-
-
-@pytest.fixture(params=STORE_KINDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'sched.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
 
 
 def test_each_tick_is_enqueued_once_by_racing_schedulers(url: str) -> None:

@@ -31,7 +31,11 @@ def _public(cls: type) -> set[str]:
 
 def _shape(function: Callable[..., Any]) -> str:
     """The signature as text, a handle of either kind read as one."""
-    return str(inspect.signature(function)).replace("AsyncJobHandle", "JobHandle")
+    return (
+        str(inspect.signature(function))
+        .replace("AsyncJobHandle", "JobHandle")
+        .replace("AsyncWorkflowHandle", "WorkflowHandle")
+    )
 
 
 def _blocking_names() -> list[str]:

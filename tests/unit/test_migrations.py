@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker.ops import migrations
+from taskq.broker.ops import migrations, queries
 from taskq.broker.ops.migrations import load_migrations, migrate, split_statements
 from taskq.broker.ops.queries import read_sql_file
 from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Statement
 
 
 def _schema_of(path: Path) -> set[tuple[str, ...]]:
@@ -127,3 +128,32 @@ def test_unterminated_statement_is_an_error() -> None:
 def test_migration_versions_have_no_gaps() -> None:
     versions = [m.version for m in migrations.load_migrations()]
     assert versions == list(range(1, len(versions) + 1))
+
+
+def test_the_workflows_migration_keeps_jobs_and_never_reuses_an_id(tmp_path: Path) -> None:
+    """0009 builds the jobs table anew: rows, counts and the id sequence must survive it."""
+    path = tmp_path / "old.db"
+    store = SqliteStore(path)
+    store.execute([Statement(queries.query("migration_table_create"))])
+    for migration in load_migrations()[:8]:
+        assert migrations._apply(store, migration)
+    with sqlite3.connect(path) as conn:
+        for key in ("a", "b", "c"):
+            conn.execute(
+                "INSERT INTO jobs (queue, kind, payload, run_at, idempotency_key, created_at) "
+                "VALUES ('q', 'call', '{}', 0, ?, 0)",
+                (key,),
+            )
+        conn.execute("DELETE FROM jobs WHERE idempotency_key = 'c'")
+    assert migrate(store) == [9]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        kept = conn.execute("SELECT id, state, parents_left FROM jobs ORDER BY id").fetchall()
+        assert kept == [(1, "queued", 0), (2, "queued", 0)]
+        conn.execute(
+            "INSERT INTO jobs (queue, kind, payload, run_at, idempotency_key, created_at) "
+            "VALUES ('q', 'call', '{}', 0, 'd', 0)"
+        )
+        assert conn.execute("SELECT id FROM jobs WHERE idempotency_key = 'd'").fetchone() == (4,)
+        counted = conn.execute("SELECT n FROM job_counts WHERE state = 'queued'").fetchone()
+        assert counted == (3,), "the count triggers were not made again"

@@ -82,3 +82,43 @@ def test_the_backlog_reads_each_queue_through_the_claim_index(store: SqliteStore
     plan = _plan_of(store, queries.query("job_backlog").format(candidates=branch))
     assert any("jobs USING INDEX jobs_claimable (queue=?" in step for step in plan), plan
     assert not any(step.startswith("SCAN jobs") for step in plan), plan
+
+
+# -- workflows: what every write that ends a job now also runs, and the prune -----------
+
+
+def test_the_settling_statements_read_only_their_partial_indexes(store: SqliteStore) -> None:
+    """They end every report batch: with nothing to settle, each must cost a probe."""
+    release = _plan(store, "job_release_ready")
+    assert any("jobs USING INDEX jobs_releasable" in step for step in release), release
+    cascade = _plan(store, "job_cascade_cancel")
+    assert any("child USING INDEX jobs_doomed" in step for step in cascade), cascade
+    whole_scans = [step for step in release + cascade if re.fullmatch(r"SCAN \w+", step)]
+    # Only the clock's one row and the cascade's own (empty) working sets are walked whole.
+    assert {step.split()[1] for step in whole_scans} <= {"taskq_clock", "doomed", "cause"}
+
+
+def test_a_parents_end_finds_its_children_by_the_parent_index(store: SqliteStore) -> None:
+    with store._lock:
+        rows = store._conn.execute(
+            "EXPLAIN QUERY PLAN UPDATE jobs SET parents_left = parents_left - 1 "
+            "WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = ?) "
+            "AND state = 'waiting'",
+            (1,),
+        ).fetchall()
+    plan = [row["detail"] for row in rows]
+    assert any("job_parents USING COVERING INDEX job_parents_parent" in step for step in plan)
+
+
+def test_pruning_looks_for_unfinished_children_by_index(store: SqliteStore) -> None:
+    plan = _plan_of(
+        store, queries.query("job_prune").format(job_prunable=queries.query("job_prunable"))
+    )
+    assert any("job_parents_parent (parent_id=?)" in step for step in plan), plan
+    assert any("jobs USING INDEX jobs_finished (finished_at<?)" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("name", ["workflow_get", "workflow_edges", "workflow_retryable"])
+def test_a_workflows_jobs_are_read_by_the_workflow_index(store: SqliteStore, name: str) -> None:
+    plan = _plan(store, name)
+    assert any("INDEX jobs_workflow (workflow_id=?)" in step for step in plan), plan

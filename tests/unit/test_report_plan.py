@@ -35,13 +35,16 @@ def test_an_unknown_outcome_is_resolved_job_by_job() -> None:
     )
     # Only the report that certainly did not land is sent again.
     assert isinstance(retry, Write)
-    assert len(retry.statements) == 1 + 2
+    # The clock, the attempt's end, the job's, then the settling of jobs waiting on it.
+    assert len(retry.statements) == 1 + 2 + 2
     with pytest.raises(StopIteration) as done:
         plan.send(
             [
                 StatementResult(),
                 StatementResult(),
                 StatementResult(rows=[{"id": 2, "lease_token": "t2"}]),
+                StatementResult(),
+                StatementResult(),
             ]
         )
     assert done.value.value == [Fenced.ACCEPTED, Fenced.ACCEPTED, Fenced.LEASE_LOST]

@@ -18,9 +18,9 @@ from typing import Any, ParamSpec, Protocol, Self, overload, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from taskq import errors
 from taskq.broker.client.client_base import (
     Calls,
+    JobRef,
     Target,
     call_spec,
     default_submitter,
@@ -28,94 +28,49 @@ from taskq.broker.client.client_base import (
     shell_spec,
     validate_spec,
 )
+from taskq.broker.client.flows import Flow, group, step
+from taskq.broker.client.handles import (
+    AsyncJobHandle,
+    AsyncWorkflowHandle,
+    JobHandle,
+    WorkflowHandle,
+)
 from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
 from taskq.broker.ops.jobs import CancelResult, ExecutionStats, Histogram, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
-from taskq.broker.records import Job, JobSpec, JobState
+from taskq.broker.records import JobSpec
 from taskq.broker.stores.store import NodeInfo
 
 __all__ = [
     "KEEP",
     "AsyncClient",
     "AsyncJobHandle",
+    "AsyncWorkflowHandle",
     "CancelResult",
     "Client",
     "ExecutionStats",
+    "Flow",
     "Histogram",
     "JobHandle",
     "JobQuery",
+    "JobRef",
     "Keep",
     "Schedule",
     "ScheduleAdded",
     "SubmitLimit",
     "ThroughputBucket",
+    "WorkflowHandle",
     "call_spec",
     "default_submitter",
+    "group",
     "python_exec_spec",
     "shell_spec",
+    "step",
     "validate_spec",
 ]
 
 P = ParamSpec("P")
-
-
-def _finished_result(job: Job) -> Any:
-    if job.state is JobState.SUCCEEDED:
-        return job.result
-    error = job.error or {}
-    detail = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip(": ")
-    raise errors.JobFailed(
-        f"job {job.id} ended {job.state.value} after {job.attempts} attempt(s)"
-        + (f": {detail}" if detail else ""),
-        job=job,
-    )
-
-
-class JobHandle:
-    """A submitted job: its id, and shortcuts to ask about it."""
-
-    def __init__(self, client: Client, job_id: int) -> None:
-        self.client = client
-        self.id = job_id
-
-    def __repr__(self) -> str:
-        return f"JobHandle(id={self.id})"
-
-    def status(self) -> JobState:
-        """The job's state now."""
-        return self.client.get(self.id).state
-
-    def result(self, timeout: float | None = None) -> Any:
-        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
-        return _finished_result(self.client.wait(self.id, timeout=timeout))
-
-    def cancel(self) -> CancelResult:
-        """Cancel the job (at once when queued, at the next heartbeat when running)."""
-        return self.client.cancel(self.id)
-
-
-class AsyncJobHandle:
-    """A submitted job, for async code."""
-
-    def __init__(self, client: AsyncClient, job_id: int) -> None:
-        self.client = client
-        self.id = job_id
-
-    def __repr__(self) -> str:
-        return f"AsyncJobHandle(id={self.id})"
-
-    async def status(self) -> JobState:
-        """The job's state now."""
-        return (await self.client.get(self.id)).state
-
-    async def result(self, timeout: float | None = None) -> Any:
-        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
-        return _finished_result(await self.client.wait(self.id, timeout=timeout))
-
-    async def cancel(self) -> CancelResult:
-        """Cancel the job (at once when queued, at the next heartbeat when running)."""
-        return await self.client.cancel(self.id)
 
 
 @runtime_checkable
@@ -209,6 +164,19 @@ class Client(Blocking, Operations):
         ids = self._run(self._submit_many_plan(self._many_specs(jobs, calls)))
         return [JobHandle(self, job_id) for job_id in ids]
 
+    def submit_workflow(
+        self, flow: Flow, /, *, name: str = "", idempotency_key: str | None = None
+    ) -> WorkflowHandle:
+        """Enqueue a whole workflow in one request: every job and dependency, or nothing.
+
+        ``flow`` is built from steps (``resize.map(paths).then(build_index)``,
+        see :mod:`taskq.broker.client.flows`). The same ``idempotency_key``
+        with the same flow returns the same workflow, with another it is
+        refused (:class:`taskq.errors.IdempotencyConflict`).
+        """
+        submitted = self._run(self._submit_workflow_plan(flow, name, idempotency_key))
+        return WorkflowHandle(self, submitted, flow)
+
     def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members: address, role, reachable or not."""
         return self.store.nodes()
@@ -278,6 +246,13 @@ class AsyncClient(Awaiting, Operations):
         """Enqueue many jobs in one request: all or none (see :meth:`Client.submit_many`)."""
         ids = await self._run(self._submit_many_plan(self._many_specs(jobs, calls)))
         return [AsyncJobHandle(self, job_id) for job_id in ids]
+
+    async def submit_workflow(
+        self, flow: Flow, /, *, name: str = "", idempotency_key: str | None = None
+    ) -> AsyncWorkflowHandle:
+        """Enqueue a whole workflow in one request (see :meth:`Client.submit_workflow`)."""
+        submitted = await self._run(self._submit_workflow_plan(flow, name, idempotency_key))
+        return AsyncWorkflowHandle(self, submitted, flow)
 
     async def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members; an embedded store describes itself in a thread."""

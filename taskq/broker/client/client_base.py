@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -26,11 +26,15 @@ from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row, job_enqueue
 from taskq.broker.ops.plan import Op
-from taskq.broker.records import JobSpec, PayloadKind
+from taskq.broker.ops.workflows import workflow_submit
+from taskq.broker.records import JobSpec, PayloadKind, SubmittedWorkflow
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
 from taskq.retry import RetryPolicy, parse_retry
+
+if TYPE_CHECKING:
+    from taskq.broker.client.flows import Flow
 
 
 def default_submitter() -> str:
@@ -58,6 +62,8 @@ def call_spec(
     idempotency_key: str | None = None,
     submitter: str = "",
     retry: RetryPolicy | dict[str, Any] | None = None,
+    after: Sequence[JobRef] = (),
+    run_anyway: bool = False,
 ) -> JobSpec:
     """A job that calls ``target`` ("pkg.module:function") with JSON arguments.
 
@@ -69,6 +75,10 @@ def call_spec(
     ``max_attempts``, ``timeout`` and ``retry`` (a :class:`taskq.RetryPolicy`)
     left as None, and each limit left out, take the queue's defaults (``taskq
     queue set``), else 3 attempts, no timeout and the default policy.
+
+    ``after`` lists the jobs (handles or ids) this one runs after: it waits
+    until each has ended, and is cancelled when one ends without succeeding,
+    unless ``run_anyway``.
     """
     job_validation.check_target(target)
     return JobSpec(
@@ -91,6 +101,40 @@ def call_spec(
         idempotency_key=idempotency_key,
         submitter=submitter,
         retry=None if retry is None else parse_retry(retry).to_dict(),
+        after=job_ids(after),
+        run_anyway=run_anyway,
+    )
+
+
+@runtime_checkable
+class HasJobId(Protocol):
+    """A job's handle or record: anything with the job's ``id``."""
+
+    @property
+    def id(self) -> int: ...
+
+
+JobRef: TypeAlias = "int | HasJobId"
+"""A stored job, by id or by anything that carries it (a handle, a ``Job``)."""
+
+
+def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
+    """The ids of ``jobs``, each a handle or an id; :class:`taskq.errors.InvalidJob` else."""
+    if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence):
+        raise errors.InvalidJob(
+            f"after takes a list of jobs (handles or ids), not {type(jobs).__name__}",
+            field="after",
+        )
+    return tuple(_job_id(job) for job in jobs)
+
+
+def _job_id(job: object) -> int:
+    if isinstance(job, HasJobId):
+        job = job.id
+    if isinstance(job, int) and not isinstance(job, bool):
+        return job
+    raise errors.InvalidJob(
+        f"after: {job!r} is not a job; give its handle or its id", field="after"
     )
 
 
@@ -255,6 +299,26 @@ def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) 
 SUBMIT_OPTIONS = frozenset(inspect.signature(call_spec).parameters) - {"target", "args"}
 
 
+def spec_of(target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
+    """The job of a call of ``target``: a function's keywords are its own, a string's options."""
+    if isinstance(target, str):
+        # "pkg.module:function". Asked first: a check against the protocol
+        # JobDeclaration costs more than the rest of building the job.
+        if not keywords.keys() <= SUBMIT_OPTIONS:
+            unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
+            raise errors.InvalidJob(
+                f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
+                f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
+            )
+        return call_spec(target, args, **keywords)
+    if isinstance(target, JobDeclaration):
+        return target.spec(*args, **keywords)
+    if callable(target):
+        check_call(target, args, keywords)
+        return call_spec(function_target(target), args, keywords)
+    return call_spec(target, args, keywords)  # refused as a target there
+
+
 class ClientBase:
     """The store a client talks to, who it submits as, and the plan of each of its requests."""
 
@@ -323,31 +387,38 @@ class ClientBase:
             yield from self._wake_sender.after_submit({spec.queue for spec in specs})
         return ids
 
+    def _submit_workflow_plan(
+        self, flow: Flow, name: str, idempotency_key: str | None
+    ) -> Op[SubmittedWorkflow]:
+        """One workflow's write: its jobs with this client's queue defaults, all or nothing."""
+        if not len(flow):
+            raise errors.InvalidJob("a workflow needs at least one step", field="flow")
+        submission = flow.submission(
+            name=name,
+            idempotency_key=idempotency_key,
+            submitter=self.submitter,
+            max_payload_bytes=self.max_payload_bytes,
+        )
+        if self.queue_defaults:
+            jobs = tuple(self._with_queue_defaults(spec) for spec in submission.jobs)
+            submission = msgspec.structs.replace(submission, jobs=jobs)
+        submitted = yield from workflow_submit(submission, max_payload_bytes=self.max_payload_bytes)
+        if self._wake_sender is not None:
+            yield from self._wake_sender.after_submit({spec.queue for spec in submission.jobs})
+        return submitted
+
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
     ) -> GroupOp[int]:
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
-        """The job of one submit: a function's keywords are its own, a string's are options."""
+        """The job of one submit, submitted by this client unless it says otherwise."""
         if isinstance(target, str):
-            # "pkg.module:function". Asked first: a check against the protocol
-            # JobDeclaration costs more than the rest of building the job.
-            if not keywords.keys() <= SUBMIT_OPTIONS:
-                unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
-                raise errors.InvalidJob(
-                    f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
-                    f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
-                )
+            # An option given, even a bad one, is the caller's: checked, not replaced.
             keywords.setdefault("submitter", self.submitter)
-            return call_spec(target, args, **keywords)
-        if isinstance(target, JobDeclaration):
-            spec = target.spec(*args, **keywords)
-        elif callable(target):
-            check_call(target, args, keywords)
-            spec = call_spec(function_target(target), args, keywords)
-        else:
-            spec = call_spec(target, args, keywords)  # refused as a target there
+            return spec_of(target, args, keywords)
+        spec = spec_of(target, args, keywords)
         return spec if spec.submitter else msgspec.structs.replace(spec, submitter=self.submitter)
 
     def _many_specs(

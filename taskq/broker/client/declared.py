@@ -8,6 +8,7 @@ resize.submit("in.png", width=800)                 # enqueued with the declared 
 resize.options(queue="gpu", delay=60).submit(...)   # some of them changed for these calls
 resize.submit_many([("a.png", 800), ("b.png", 400)])
 resize("in.png", 800)                               # a plain call, run here
+resize.map(paths, width=800).then(build_index)      # a workflow, to submit whole
 ```
 
 The options are those of :func:`taskq.call_spec`, by name, checked when the
@@ -26,7 +27,7 @@ import difflib
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
@@ -39,6 +40,7 @@ from taskq.broker.client.client_base import (
     check_options,
     function_target,
 )
+from taskq.broker.client.flows import Flow, fan_out, step
 from taskq.broker.records import JobSpec
 
 P = ParamSpec("P")
@@ -46,6 +48,8 @@ R = TypeVar("R")
 
 # A job's options: the call's own keyword arguments are not one of them.
 JOB_OPTIONS = SUBMIT_OPTIONS - {"kwargs"}
+# Options that name submitted jobs: given for some calls (``options``), never declared.
+_PER_CALL = frozenset({"after"})
 
 
 class DeclaredJob(Generic[P, R]):
@@ -87,6 +91,18 @@ class DeclaredJob(Generic[P, R]):
         """Enqueue a call with these arguments; the handle of the job."""
         return self._client().submit(self, *args, **kwargs)
 
+    def step(self, *args: P.args, **kwargs: P.kwargs) -> Flow:
+        """A call with these arguments as a step of a workflow (see :meth:`Flow.then`)."""
+        return step(self, *args, **kwargs)
+
+    def map(self, items: Iterable[Any], /, *args: Any, **kwargs: Any) -> Flow:
+        """One step per item, side by side: ``self(item, *args, **kwargs)`` for each.
+
+        ``resize.map(paths, width=800).then(build_index)`` resizes every path,
+        then builds the index once they all have ended.
+        """
+        return fan_out(self, items, args, kwargs)
+
     def submit_many(self, calls: Calls) -> list[JobHandle]:
         """Enqueue one job per call, in one request: each a tuple of positional or a dict of
         keyword arguments, as in ``resize.submit_many([("a.png", 800), {"path": "b.png"}])``.
@@ -116,6 +132,12 @@ def job(
     :func:`taskq.default_client`). ``async def`` functions are declared the same way.
     """
     _check_options(options, "taskq.job")
+    for name in sorted(_PER_CALL & set(options)):
+        raise errors.InvalidJob(
+            f"taskq.job: {name} names jobs already submitted, so it is given per call: "
+            f"{name}=... in the job's .options(...)",
+            field=name,
+        )
 
     def declare(function: Callable[P, R]) -> DeclaredJob[P, R]:
         return DeclaredJob(function, options, client)

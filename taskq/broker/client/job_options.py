@@ -1,73 +1,243 @@
-"""The options of a job, declared once: their names, types, defaults and meaning.
+"""The options of a job, declared once: their names, types, defaults, meaning and flags.
 
 :func:`taskq.broker.client.client_base.call_spec` takes them as keywords
 (plus who submits and the retry policy, which no request body names), the
 HTTP API's job body (``taskq.server.bodies.JobRequest``) is this record with
-the call added, and ``taskq submit`` takes its flags' defaults and help from
-it (``taskq.cli.job_options``). A unit test holds ``call_spec`` to these
-fields.
+the call added, and ``taskq submit`` and ``taskq schedule add`` build their
+flags from each option's :class:`Flag` (``taskq.cli.job_options``). Adding an
+option here adds it to the body, its OpenAPI schema and the command line; a
+unit test holds ``call_spec`` to these fields.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 
 from taskq.broker import job_validation
+from taskq.broker.client.client_base import SUBMIT_OPTIONS
+from taskq.broker.records import JobSpec
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How the command line spells an option, where that differs from the option's own.
+
+    ``form`` names how the value is written where the option's type does not
+    say (a parser of ``taskq.cli.values``: "duration", "time", "size",
+    "cpu_seconds", "ids"); ``help`` stands for the description where the
+    command line writes the value otherwise than JSON does; ``key`` makes the
+    flag set one entry of a mapping option; flags that share a ``group``
+    exclude each other. An option only a job submitted now takes (``one_submit``)
+    is no flag of ``taskq schedule add``, whose jobs recur.
+    """
+
+    name: str
+    metavar: str | None = None
+    form: str = ""
+    help: str = ""
+    key: str = ""
+    repeatable: bool = False
+    one_submit: bool = False
+    group: str = ""
+
+
+def _option(description: str, *flags: Flag) -> msgspec.Meta:
+    """An option's description (its OpenAPI text too) and its command-line flags.
+
+    Without flags, the option's flag is its name (``--max-attempts``), read as its type says.
+    """
+    return msgspec.Meta(description=description, extra={"flags": flags})
 
 
 class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     """How a job is queued and run, whatever it calls; values are checked when enqueued."""
 
-    queue: Annotated[str, msgspec.Meta(description="queue name (default: default)")] = "default"
+    queue: Annotated[str, _option("queue name (default: default)")] = "default"
     priority: Annotated[
         int,
-        msgspec.Meta(
-            description=f"higher runs first (default 0; from {job_validation.MIN_PRIORITY} "
+        _option(
+            f"higher runs first (default 0; from {job_validation.MIN_PRIORITY} "
             f"to {job_validation.MAX_PRIORITY})"
         ),
     ] = 0
-    delay: Annotated[float, msgspec.Meta(description="seconds to wait before the job may run")] = (
-        0.0
-    )
+    delay: Annotated[
+        float,
+        _option(
+            "seconds to wait before the job may run",
+            Flag(
+                "--delay",
+                metavar="DURATION",
+                form="duration",
+                help="run after 10m, 2h",
+                one_submit=True,
+                group="when",
+            ),
+        ),
+    ] = 0.0
     run_at: Annotated[
-        float | None, msgspec.Meta(description="when the job may run, in seconds since the epoch")
+        float | None,
+        _option(
+            "when the job may run, in seconds since the epoch",
+            Flag(
+                "--at",
+                metavar="TIME",
+                form="time",
+                help="run at an ISO 8601 time, e.g. 2026-12-01T09:00 (local time unless it "
+                "has a zone)",
+                one_submit=True,
+                group="when",
+            ),
+        ),
     ] = None
     max_attempts: Annotated[
         int | None,
-        msgspec.Meta(
-            description=f"attempts in all (default: the queue's, else 3; at most "
-            f"{job_validation.MAX_ATTEMPTS})"
+        _option(
+            f"attempts in all (default: the queue's, else 3; at most "
+            f"{job_validation.MAX_ATTEMPTS})",
+            Flag("--max-attempts", metavar="N"),
         ),
     ] = None
     timeout: Annotated[
-        float | None, msgspec.Meta(description="wall-clock limit per attempt, in seconds")
+        float | None,
+        _option(
+            "wall-clock limit per attempt, in seconds",
+            Flag(
+                "--timeout",
+                metavar="DURATION",
+                form="duration",
+                help="wall-clock limit per attempt: 90, 90s, 10m, 2h",
+            ),
+        ),
     ] = None
     limits: Annotated[
         dict[str, Any],
-        msgspec.Meta(description='resource limits, e.g. {"memory_bytes": "512MiB"}'),
+        _option(
+            'resource limits, e.g. {"memory_bytes": "512MiB"}',
+            Flag(
+                "--memory",
+                metavar="SIZE",
+                form="size",
+                help="memory limit, e.g. 512MiB, 2GiB",
+                key="memory_bytes",
+            ),
+            Flag(
+                "--cpu",
+                metavar="SECONDS",
+                form="cpu_seconds",
+                help="CPU-time limit, whole seconds",
+                key="cpu_seconds",
+            ),
+        ),
     ] = {}
-    labels: Annotated[list[str], msgspec.Meta(description="labels the worker must have")] = []
+    labels: Annotated[
+        list[str],
+        _option(
+            "labels the worker must have",
+            Flag(
+                "--label",
+                metavar="LABEL",
+                help="a label the worker must have (repeatable)",
+                repeatable=True,
+            ),
+        ),
+    ] = []
     idempotency_key: Annotated[
         str | None,
-        msgspec.Meta(description="submitting the same key again returns the same job"),
+        _option(
+            "submitting the same key again returns the same job",
+            Flag(
+                "--key",
+                metavar="KEY",
+                help="idempotency key: submitting the same key again returns the same job",
+                one_submit=True,
+            ),
+        ),
     ] = None
+    after: Annotated[
+        tuple[int, ...],
+        _option(
+            "ids of the jobs this one runs after: it waits until every one has ended",
+            Flag(
+                "--after",
+                metavar="IDS",
+                form="ids",
+                help="run once these jobs have ended: their ids, e.g. 12,13",
+                one_submit=True,
+            ),
+        ),
+    ] = ()
+    run_anyway: Annotated[
+        bool,
+        _option(
+            "run once the jobs of after have ended, whatever their outcome (by default one "
+            "that ends failed, dead or cancelled cancels this job)",
+            Flag(
+                "--run-anyway",
+                help="with --after: run however those jobs end (by default, one that fails, "
+                "dies or is cancelled cancels this job)",
+                one_submit=True,
+            ),
+        ),
+    ] = False
 
     def keywords(self) -> dict[str, Any]:
-        """The options (and only they, in a record that adds more) as ``call_spec`` takes them."""
+        """The options (and only they, in a record that adds more), each by its name."""
         return {name: getattr(self, name) for name in JobOptions.__struct_fields__}
 
 
-def described(name: str) -> str:
-    """The description of one option, as the help of its command-line flag."""
+@dataclass(frozen=True)
+class Declared:
+    """One option as declared: its name, type, default, description and flags."""
+
+    name: str
+    type: msgspec.inspect.Type
+    default: Any
+    description: str
+    flags: tuple[Flag, ...]
+
+
+def declared() -> Iterator[Declared]:
+    """Every option, in the order of :class:`JobOptions`."""
     info = msgspec.inspect.type_info(JobOptions)
     assert isinstance(info, msgspec.inspect.StructType)
-    [field] = [field for field in info.fields if field.name == name]
-    assert isinstance(field.type, msgspec.inspect.Metadata)
-    return str((field.type.extra_json_schema or {})["description"])
+    defaults = JobOptions()
+    for field in info.fields:
+        assert isinstance(field.type, msgspec.inspect.Metadata)
+        yield Declared(
+            name=field.name,
+            type=field.type.type,
+            default=getattr(defaults, field.name),
+            description=str((field.type.extra_json_schema or {})["description"]),
+            flags=tuple((field.type.extra or {})["flags"])
+            or (Flag("--" + field.name.replace("_", "-")),),
+        )
+
+
+def described(name: str) -> str:
+    """The description of one option."""
+    [option] = [option for option in declared() if option.name == name]
+    return option.description
 
 
 def default(name: str) -> Any:
-    """The default of one option, as the default of its command-line flag."""
+    """The default of one option."""
     return getattr(JobOptions(), name)
+
+
+def call_keywords(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Those of ``options`` that :func:`call_spec` (and its kin) take as keywords."""
+    return {name: value for name, value in options.items() if name in SUBMIT_OPTIONS}
+
+
+def completed(spec: JobSpec, options: Mapping[str, Any]) -> JobSpec:
+    """``spec`` with the rest of ``options`` set on it: the JobSpec fields call_spec does not take.
+
+    So an option reaches the job before ``call_spec`` names it (the workflow's
+    ``after`` and ``run_anyway``); kept as given, checked when enqueued.
+    """
+    rest = {name: value for name, value in options.items() if name not in SUBMIT_OPTIONS}
+    return msgspec.structs.replace(spec, **rest) if rest else spec

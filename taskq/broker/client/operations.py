@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import time
 import types
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
@@ -62,7 +63,25 @@ from taskq.broker.ops.schedules import (
     schedule_set_paused,
 )
 from taskq.broker.ops.workers import worker_list
-from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
+from taskq.broker.ops.workflows import (
+    job_relatives,
+    workflow_cancel,
+    workflow_edges,
+    workflow_get,
+    workflow_retry,
+)
+from taskq.broker.records import (
+    Execution,
+    Job,
+    JobEdge,
+    JobSpec,
+    JobState,
+    QueueStats,
+    Relatives,
+    WorkerInfo,
+    WorkflowInfo,
+)
+from taskq.broker.stores.trampoline import Pause
 from taskq.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -138,6 +157,7 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
     worker_id: str | None = None
     submitter: str | None = None
     text: str | None = None
+    workflow_id: int | None = None
     before: int | None = None
     limit: int = 50
 
@@ -187,6 +207,45 @@ class Operations(ClientBase):
     def retry(self, *job_ids: int) -> GroupOp[builtins.list[int]]:
         """Queue failed, dead or cancelled jobs again; the ids that moved."""
         return job_retry(job_ids)
+
+    # -- workflows ------------------------------------------------------------------
+
+    @Operation
+    def workflow(self, workflow_id: int) -> GroupOp[WorkflowInfo]:
+        """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
+        return workflow_get(workflow_id)
+
+    @Operation
+    def wait_workflow(
+        self, workflow_id: int, *, timeout: float | None = None
+    ) -> GroupOp[WorkflowInfo]:
+        """Wait until every job of the workflow has ended, whatever their outcomes.
+
+        Jobs spawned by its running jobs count too: they join it in the write
+        that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
+        """
+        return _workflow_wait(workflow_id, timeout)
+
+    @Operation
+    def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:
+        """Every dependency among the workflow's jobs: (parent, child) pairs."""
+        return workflow_edges(workflow_id)
+
+    @Operation
+    def cancel_workflow(self, workflow_id: int) -> GroupOp[int]:
+        """Cancel every unfinished job of the workflow (running ones at their next heartbeat)."""
+        return workflow_cancel(workflow_id)
+
+    @Operation
+    def retry_workflow(self, workflow_id: int) -> GroupOp[int]:
+        """Queue the workflow's failed, dead or cancelled jobs again (their waiting children
+        with them); how many moved."""
+        return workflow_retry(workflow_id)
+
+    @Operation
+    def relatives(self, job_id: int, *, limit: int = 100) -> GroupOp[Relatives]:
+        """The job's parents (in declared order) and children, each with its state."""
+        return job_relatives(job_id, limit=limit)
 
     # -- queues and limits ----------------------------------------------------------
 
@@ -340,6 +399,29 @@ class Operations(ClientBase):
     def resume_schedule(self, name: str) -> GroupOp[bool]:
         """Fire the schedule's ticks again; False when there is none of that name."""
         return schedule_set_paused(name, False)
+
+
+_UNFINISHED = (JobState.WAITING, JobState.QUEUED, JobState.RUNNING)
+
+
+def _workflow_wait(
+    workflow_id: int, timeout: float | None, poll_seconds: float = 0.1
+) -> Op[WorkflowInfo]:
+    """Read the workflow until none of its jobs is left to end, as ``job_wait`` reads a job."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = min(poll_seconds, 0.02)
+    while True:
+        info = yield from workflow_get(workflow_id)
+        left = sum(info.counts.get(state, 0) for state in _UNFINISHED)
+        if not left:
+            return info
+        if deadline is not None and time.monotonic() >= deadline:
+            raise errors.ResultTimeout(
+                f"workflow {workflow_id} still has {left} job(s) to end after {timeout:g} s"
+            )
+        yield Pause(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
+        # Start fast (most workflows of a test are short), then settle at poll_seconds.
+        delay = min(delay * 2, poll_seconds)
 
 
 def _prune_batches(pruner: Pruner) -> Op[int]:

@@ -62,6 +62,7 @@ def _claimed(row: Row) -> ClaimedJob:
         lease_until=float(row["lease_until"]),
         retry=from_json(row["retry"]),
         checkpoint_json=row["checkpoint"],
+        parent_count=int(row["parent_count"]),
     )
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from taskq import errors, fast_json
 from taskq.broker import job_validation
-from taskq.broker.ops import queries
+from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec, PayloadKind
-from taskq.broker.stores.store import Consistency, Row, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 from taskq.retry import parse_retry
 
 MAX_PAYLOAD_BYTES = 1 << 20
@@ -28,12 +28,21 @@ or a key instead; clients may set another bound.
 
 
 @functools.cache
-def job_insert_sql(specs_query: str) -> str:
+def job_insert_sql(specs_query: str, *, in_workflow: bool = False) -> str:
     """The one INSERT of jobs, reading each job's fields from the block ``specs_query``.
 
     Enqueue reads them from its request, schedule firing from a due schedule.
+    ``in_workflow``: the rows may also say a job's state, workflow and parents
+    (:func:`taskq.broker.ops.dependencies.spec_fields`), and the statement takes
+    a ``workflow_key`` parameter; jobs on their own keep the shorter statement.
     """
-    return queries.query("job_insert").format(specs=queries.query(specs_query))
+    columns = values = ""
+    if in_workflow:
+        columns = ", " + queries.query("job_insert_workflow_columns")
+        values = ",\n" + queries.query("job_insert_workflow_values")
+    return queries.query("job_insert").format(
+        specs=queries.query(specs_query), workflow_columns=columns, workflow_values=values
+    )
 
 
 def checked_row(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
@@ -127,11 +136,81 @@ def job_enqueue(
     after an unknown outcome. Every job is checked before anything is
     written, and a refused request (a bad job, a conflict, a submitter over
     its rate) writes nothing and spends no rate.
+
+    A job with parents (``after``) waits until they have all ended (queued at
+    once if they already have), and joins their workflow: they must all be in
+    the same one, or all in none. A parent no job has (never submitted, or
+    pruned) is refused, InvalidJob(field="after").
     """
     rows = [checked_row(spec, max_payload_bytes=max_payload_bytes) for spec in specs]
     if not rows:
         return []
     job_validation.check_keys_within([(row["key"], row["fingerprint"]) for row in rows])
+    if not any(spec.after for spec in specs):
+        return (yield from jobs_write(rows, now=now))
+    # A job whose own key is stored already is a resend (or a conflict, which the
+    # write finds): its parents were checked when it was written, and one may have
+    # joined a workflow (by a fan-out) or been pruned since.
+    keyed = [
+        row["key"]
+        for spec, row in zip(specs, rows, strict=True)
+        if spec.after and row["fingerprint"]
+    ]
+    stored = (
+        {row["idempotency_key"] for row in (yield from _jobs_by_key(keyed))} if keyed else set()
+    )
+    new = [
+        (spec, row)
+        for spec, row in zip(specs, rows, strict=True)
+        if spec.after and row["key"] not in stored
+    ]
+    parents = [parent for spec, _ in new for parent in spec.after]
+    workflows = yield from dependencies.parent_workflows(parents)
+    edges: list[dependencies.Edge] = []
+    for spec, row in new:
+        joined = {workflows[parent] for parent in spec.after}
+        if len(joined) > 1:
+            raise errors.InvalidJob(
+                f"the parents {list(spec.after)} are in different workflows "
+                f"({', '.join(str(w) for w in sorted(joined, key=str))}): a job joins its "
+                "parents' workflow, so they must share one, or all be in none",
+                field="after",
+            )
+        row |= dependencies.spec_fields(
+            parent_count=len(spec.after), run_anyway=spec.run_anyway, workflow_id=joined.pop()
+        )
+        edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
+    after = dependencies.written_statements(edges, [row["key"] for _, row in new])
+    try:
+        return (yield from jobs_write(rows, now=now, after=after, in_workflow=True))
+    except errors.ConstraintViolation as exc:
+        # A parent pruned, or one that joined a workflow, since it was read.
+        yield from dependencies.parent_workflows(parents)
+        raise errors.InvalidJob(
+            f"a parent of these jobs changed while they were written: {exc}", field="after"
+        ) from exc
+
+
+def jobs_write(
+    rows: list[dict[str, Any]],
+    *,
+    now: float | None,
+    before: Sequence[Statement] = (),
+    after: Sequence[Statement] = (),
+    in_workflow: bool = False,
+    workflow_key: str | None = None,
+) -> Op[list[int]]:
+    """Write the checked ``rows`` in one request, spending their submitters' rates.
+
+    The request is the clock's tick, ``before``, the rate spends, the jobs'
+    INSERT (:func:`job_insert_sql`, ``in_workflow`` with ``workflow_key``),
+    then ``after``. A submitter over its rate is
+    :class:`taskq.errors.RateLimited`, a key stored with another request
+    :class:`taskq.errors.IdempotencyConflict`; a constraint that ``before``
+    or ``after`` broke is raised as it is, its index counting from the tick
+    (so ``before`` is 1 to ``len(before)``). Returns the jobs' ids in order,
+    those of keys already stored read back.
+    """
     keys_by_submitter: dict[str, list[str]] = {}
     for row in rows:
         keys_by_submitter.setdefault(row["submitter"], []).append(row["key"])
@@ -145,27 +224,29 @@ def job_enqueue(
         )
         for who, keys in per_submitter
     ]
+    params: dict[str, SqlValue] = {"workflow_key": workflow_key} if in_workflow else {}
     if len(rows) == 1:
-        statement = Statement(
-            job_insert_sql("job_enqueue_spec"), {"spec": fast_json.dumps_text(rows[0])}
-        )
+        sql = job_insert_sql("job_enqueue_spec", in_workflow=in_workflow)
+        params["spec"] = fast_json.dumps_text(rows[0])
     else:
-        statement = Statement(
-            job_insert_sql("job_enqueue_specs"), {"specs": fast_json.dumps_text(rows)}
-        )
+        sql = job_insert_sql("job_enqueue_specs", in_workflow=in_workflow)
+        params["specs"] = fast_json.dumps_text(rows)
+    first_spend = 1 + len(before)
+    inserted_at = first_spend + len(spends)
+    batch = [clock_tick(now), *before, *spends, Statement(sql, params), *after]
     try:
-        results = yield Write([clock_tick(now), *spends, statement], idempotent=True)
+        results = yield Write(batch, idempotent=True)
     except errors.ConstraintViolation as exc:
-        if 1 <= exc.index <= len(spends):
-            who, keys = per_submitter[exc.index - 1]
+        if first_spend <= exc.index < inserted_at:
+            who, keys = per_submitter[exc.index - first_spend]
             raise (yield from _rate_limited(who, len(keys), now)) from exc
-        if exc.index != len(spends) + 1:
+        if exc.index != inserted_at:
             raise
         conflict = yield from _key_conflict(rows)
         if conflict is None:
             raise exc
         raise conflict from exc
-    ids = {row["idempotency_key"]: int(row["id"]) for row in results[-1].rows}
+    ids = {row["idempotency_key"]: int(row["id"]) for row in results[inserted_at].rows}
     missing = sorted({row["key"] for row in rows} - set(ids))
     if missing:
         found = yield from _jobs_by_key(missing)

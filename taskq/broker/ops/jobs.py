@@ -10,11 +10,11 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.ops import queries
+from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import Execution, Job, JobState, PayloadKind
-from taskq.broker.stores.store import Consistency, Row, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 from taskq.broker.stores.trampoline import Pause
 
 # -- by hand ----------------------------------------------------------------------
@@ -28,13 +28,26 @@ class CancelResult(msgspec.Struct, frozen=True):
 
 
 def job_cancel(ids: Sequence[int], *, now: float | None = None) -> Op[CancelResult]:
-    """Cancel queued jobs now; ask running ones to stop at their worker's next heartbeat."""
-    params = {"ids": ids_param(ids)}
+    """Cancel queued and waiting jobs now; ask running ones to stop at their next heartbeat.
+
+    The jobs waiting on those cancelled now end cancelled too, in the same
+    write, unless they run anyway (then they run once their parents ended).
+    """
+    return (
+        yield from cancel_chosen(
+            queries.query("job_cancel_chosen_ids"), {"ids": ids_param(ids)}, now
+        )
+    )
+
+
+def cancel_chosen(chosen: str, params: dict[str, SqlValue], now: float | None) -> Op[CancelResult]:
+    """:func:`job_cancel` of the jobs that the SQL condition ``chosen`` names, with ``params``."""
     results = yield Write(
         [
             clock_tick(now),
-            Statement(queries.query("job_cancel_queued"), params),
-            Statement(queries.query("job_cancel_running"), params),
+            Statement(queries.query("job_cancel_queued").format(chosen=chosen), params),
+            Statement(queries.query("job_cancel_running").format(chosen=chosen), params),
+            *dependencies.settle_statements(),
         ],
         idempotent=True,
     )
@@ -45,9 +58,19 @@ def job_cancel(ids: Sequence[int], *, now: float | None = None) -> Op[CancelResu
 
 
 def job_retry(ids: Sequence[int], *, now: float | None = None) -> Op[list[int]]:
-    """Queue failed, dead or cancelled jobs again now; return the ids that moved."""
+    """Queue failed, dead or cancelled jobs again now; return the ids that moved.
+
+    A job with parents waits for them again instead (queued at once if they
+    all ended, cancelled again if one still ended failed), and the jobs that
+    its end cancelled wait again, with theirs.
+    """
     results = yield Write(
-        [clock_tick(now), Statement(queries.query("job_retry"), {"ids": ids_param(ids)})],
+        [
+            clock_tick(now),
+            Statement(queries.query("job_retry"), {"ids": ids_param(ids)}),
+            *dependencies.revive_statements(ids),
+            *dependencies.settle_statements(),
+        ],
         idempotent=True,
     )
     return sorted(int(row["id"]) for row in results[1].rows)
@@ -85,6 +108,9 @@ def _job(row: Row) -> Job:
         retry=from_json(row["retry"]),
         checkpoint=from_json(row["checkpoint"]),
         claimed_at=row["claimed_at"],
+        workflow_id=row["workflow_id"],
+        run_anyway=bool(row["run_anyway"]),
+        parents_left=int(row["parents_left"]),
     )
 
 
@@ -124,13 +150,14 @@ def job_list(
     worker_id: str | None = None,
     submitter: str | None = None,
     text: str | None = None,
+    workflow_id: int | None = None,
     before: int | None = None,
     limit: int = 50,
 ) -> Op[list[Job]]:
     """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page.
 
     ``state`` is a JobState or its name; ``text`` matches a queue name
-    exactly or any part of the payload.
+    exactly or any part of the payload; ``workflow_id`` keeps one workflow's jobs.
     """
     if state is not None:
         state = job_validation.parse_job_state(state)
@@ -140,11 +167,14 @@ def job_list(
         "queue": queue,
         "submitter": submitter,
         "worker_id": worker_id,
+        "workflow_id": workflow_id,
         "before": int(before) if before is not None else KEYSET_START,
         "limit": max(1, min(int(limit), 1000)),
     }
     # Each query leads with the filter its index serves; the rest are residual.
-    if worker_id is not None:
+    if workflow_id is not None:
+        name = "job_list_by_workflow"
+    elif worker_id is not None:
         name = "job_list_by_worker"
     elif state is JobState.RUNNING:
         name = "job_list_running"

@@ -19,11 +19,18 @@ from typing import Any
 import msgspec
 
 from taskq import errors, fast_json
-from taskq.broker.ops import claims, queries
+from taskq.broker.ops import claims, dependencies, queries, workflows
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.leader import LeaderRenewal
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import AttemptReport, ClaimedJob, Fenced, JobState, Lease
+from taskq.broker.records import (
+    AttemptReport,
+    ClaimedJob,
+    Fenced,
+    JobState,
+    Lease,
+    WorkflowSubmission,
+)
 from taskq.broker.stores.store import Consistency, SqlValue, Statement
 
 # -- heartbeats -------------------------------------------------------------------
@@ -168,6 +175,9 @@ class Report(msgspec.Struct, frozen=True):
     what a job says just before it ends arrives only with its report."""
     progress_message: str = ""
     """The message of that last progress."""
+    spawn: WorkflowSubmission | None = None
+    """Jobs a completed attempt adds to its job's workflow (a fan-out), written with the
+    report only if it is accepted: see :func:`taskq.broker.ops.workflows.spawn_statements`."""
 
 
 # The statements that record each kind of report.
@@ -313,9 +323,16 @@ def _report_and_claim(
         # Indexes of the statements whose rows name the jobs that took their report.
         job_updates: range = range(0)
         if pending:
+            # Fan-outs first: each is fenced by its job's lease, as the report after it.
+            for report in pending:
+                if report.spawn is not None and report.kind is ReportKind.COMPLETE:
+                    batch += yield from workflows.spawn_statements(
+                        report.lease.job_id, report.lease.token, report.spawn
+                    )
             reporting = _report_statements(pending, backoff)
             job_updates = range(len(batch) + 1, len(batch) + len(reporting))
-            batch += reporting
+            # An end settles the jobs waiting on it (dependencies.settle_statements).
+            batch += [*reporting, *dependencies.settle_statements()]
         claim_token = secrets.token_hex(8)
         claim_at = len(batch)
         if claim is not None:

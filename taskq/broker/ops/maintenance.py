@@ -25,7 +25,7 @@ import anyio
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops import plan, queries
+from taskq.broker.ops import dependencies, plan, queries
 from taskq.broker.ops.common import clock_tick
 from taskq.broker.ops.leader import (
     LeaderRenewal,
@@ -99,6 +99,8 @@ def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
             clock_tick(now),
             Statement(queries.query("execution_expire")),
             Statement(queries.query("job_requeue_expired")),
+            # A job that ends dead or cancelled here settles the jobs waiting on it.
+            *dependencies.settle_statements(),
         ],
         idempotent=True,
     )
@@ -127,22 +129,29 @@ def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[li
 def job_prune(
     *, retention_seconds: float, limit: int = 10_000, now: float | None = None
 ) -> Op[int]:
-    """Delete finished jobs (and their executions) older than the retention; return how many."""
+    """Delete finished jobs (and their executions) older than the retention; return how many.
+
+    A job some child of which has not finished is kept (the child has yet to
+    read its result), and a workflow goes with its last job.
+    """
     params = {"retention_seconds": float(retention_seconds), "limit": int(limit)}
-    # Both deletes name the same jobs: their attempts first, then them.
+    # The deletes name the same jobs: their attempts, their edges to their
+    # parents and their workflows if nothing else is left of them, then them.
     prunable = queries.query("job_prunable")
     results = yield Write(
         [
             clock_tick(now),
-            Statement(queries.query("execution_prune").format(job_prunable=prunable), params),
-            Statement(queries.query("job_prune").format(job_prunable=prunable), params),
+            *(
+                Statement(queries.query(name).format(job_prunable=prunable), params)
+                for name in ("execution_prune", "job_parents_prune", "workflow_prune", "job_prune")
+            ),
             Statement(
                 queries.query("worker_prune"), {"retention_seconds": float(retention_seconds)}
             ),
         ],
         idempotent=True,
     )
-    return len(results[2].rows)
+    return len(results[4].rows)
 
 
 # -- services ---------------------------------------------------------------------

@@ -1,27 +1,119 @@
 """Workflows: jobs that run after other jobs, submitted whole, released by their parents' ends.
 
 A job with parents is ``waiting`` until every parent has ended; the write
-that ends its last parent also makes it ``queued`` (see the SQL of
-``sql/queries/workflows.sql``): no scan, no maintenance tick, exactly once.
+that ends its last parent also makes it ``queued`` (see
+``sql/queries/dependencies.sql``): no scan, no maintenance tick, exactly once.
 A parent that ends failed, dead or cancelled cancels its waiting children
 at once, and theirs, unless a child runs anyway. Retrying that parent
 revives them; cancelling a job cancels the jobs waiting on it.
 
-The contract other layers code against; the bodies are being written.
+A job's parents are numbered (its positions, from 0) in the order declared:
+its stored parents (its ``after``) first, then its parents in the
+submission (``WorkflowSubmission.parents``).
 """
 
 from __future__ import annotations
 
-from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
-from taskq.broker.ops.plan import Op
+from collections.abc import Sequence
+from typing import Any
+
+from taskq import errors, fast_json
+from taskq.broker import job_validation
+from taskq.broker.ops import dependencies, queries
+from taskq.broker.ops.common import from_json
+from taskq.broker.ops.enqueue import (
+    MAX_PAYLOAD_BYTES,
+    auto_key,
+    checked_row,
+    job_insert_sql,
+    jobs_write,
+)
+from taskq.broker.ops.jobs import cancel_chosen, job_retry
+from taskq.broker.ops.plan import Op, Read
 from taskq.broker.records import (
     JobEdge,
+    JobState,
     ParentResult,
     Relatives,
     SubmittedWorkflow,
     WorkflowInfo,
     WorkflowSubmission,
 )
+from taskq.broker.stores.store import Consistency, SqlValue, Statement
+
+
+class WorkflowRows:
+    """A submission's jobs as rows for ``ops.enqueue``'s INSERT, and their dependencies.
+
+    Each job's key is the workflow's key, a slash and its position: a resend
+    of the same request finds every job it wrote.
+    """
+
+    def __init__(
+        self,
+        submission: WorkflowSubmission,
+        *,
+        key: str,
+        workflow_id: int | None,
+        max_payload_bytes: int,
+    ) -> None:
+        specs = submission.jobs
+        if not specs:
+            raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
+        internal = [
+            submission.parents[index] if index < len(submission.parents) else ()
+            for index in range(len(specs))
+        ]
+        job_validation.check_workflow_shape(
+            len(specs), submission.parents, [spec.after for spec in specs]
+        )
+        self.rows: list[dict[str, Any]] = []
+        self.edges: list[dependencies.Edge] = []
+        self.children: list[str] = []
+        for index, spec in enumerate(specs):
+            if spec.idempotency_key is not None:
+                raise errors.InvalidJob(
+                    f"job {index} of a workflow brings its own idempotency key; the "
+                    "workflow's key names all its jobs",
+                    field="idempotency_key",
+                )
+            row = checked_row(spec, max_payload_bytes=max_payload_bytes)
+            row["key"] = f"{key}/{index}"
+            parents = [*spec.after, *internal[index]]
+            row |= dependencies.spec_fields(
+                parent_count=len(parents), run_anyway=spec.run_anyway, workflow_id=workflow_id
+            )
+            self.rows.append(row)
+            if parents:
+                self.children.append(row["key"])
+            self.edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
+            self.edges += [
+                (row["key"], len(spec.after) + at, f"{key}/{position}", None)
+                for at, position in enumerate(internal[index])
+            ]
+        self.stored_parents = sorted({parent for spec in specs for parent in spec.after})
+
+    def stand_for(self, fingerprint: str) -> None:
+        """Give every job the workflow's fingerprint: a resend of another request under
+        the same key then conflicts on its jobs' keys too, as on the workflow's."""
+        for row in self.rows:
+            row["fingerprint"] = fingerprint
+
+    def dependency_statements(self) -> list[Statement]:
+        """The edges, the new children's counters, and the settling of what that decides."""
+        if not self.edges:
+            return []
+        return dependencies.written_statements(self.edges, self.children)
+
+
+def _refuse_foreign(parents: dict[int, int | None], workflow_id: int | None, what: str) -> None:
+    foreign = sorted(parent for parent, joined in parents.items() if joined != workflow_id)
+    if foreign:
+        raise errors.InvalidJob(
+            f"the stored parent(s) {foreign} are not in {what}: a job's stored parents "
+            "must belong to the workflow it joins",
+            field="after",
+        )
 
 
 def workflow_submit(
@@ -38,36 +130,234 @@ def workflow_submit(
     outside the workflow extended. The same ``idempotency_key`` with the same
     request returns the same ids; with another, IdempotencyConflict.
     """
-    raise NotImplementedError
+    given = submission.idempotency_key
+    if given is not None:
+        job_validation.check_name(given, "idempotency_key")
+    job_validation.check_name(submission.name, "name", empty_allowed=True)
+    job_validation.check_name(submission.submitter, "submitter", empty_allowed=True)
+    key = auto_key() if given is None else given
+    workflow_id = submission.workflow_id
+    rows = WorkflowRows(
+        submission, key=key, workflow_id=workflow_id, max_payload_bytes=max_payload_bytes
+    )
+    fingerprint = None
+    if given is not None:
+        # Only a caller's key can come back with another request (see checked_row).
+        fingerprint = job_validation.workflow_fingerprint(submission)
+        rows.stand_for(fingerprint)
+    before: list[Statement] = []
+    if workflow_id is None:
+        if rows.stored_parents:
+            raise errors.InvalidJob(
+                f"a new workflow's jobs cannot run after stored jobs {rows.stored_parents}: "
+                "extend their workflow (workflow_id) instead",
+                field="after",
+            )
+        workflow_key: str | None = key
+        before.append(
+            Statement(
+                queries.query("workflow_insert"),
+                {
+                    "name": submission.name,
+                    "key": key,
+                    "fingerprint": fingerprint,
+                    "submitter": submission.submitter,
+                },
+            )
+        )
+    else:
+        yield from workflow_get(workflow_id)  # WorkflowNotFound
+        parents = yield from dependencies.parent_workflows(rows.stored_parents)
+        _refuse_foreign(parents, workflow_id, f"workflow {workflow_id}")
+        workflow_key = None
+    try:
+        job_ids = yield from jobs_write(
+            rows.rows,
+            now=now,
+            before=before,
+            after=rows.dependency_statements(),
+            in_workflow=True,
+            workflow_key=workflow_key,
+        )
+    except errors.ConstraintViolation as exc:
+        if exc.index <= len(before):
+            raise (yield from _key_conflict(key)) from exc
+        # A stored parent pruned since it was read: the read says so.
+        yield from dependencies.parent_workflows(rows.stored_parents)
+        raise
+    if workflow_id is None:
+        workflow_id = yield from _workflow_id_of(key)
+    return SubmittedWorkflow(id=workflow_id, job_ids=tuple(job_ids))
+
+
+def _workflow_id_of(key: str) -> Op[int]:
+    rows = yield Read(
+        Statement(queries.query("workflow_by_key"), {"key": key}), Consistency.LINEARIZABLE
+    )
+    return int(rows[0]["id"])
+
+
+def _key_conflict(key: str) -> Op[errors.IdempotencyConflict]:
+    rows = yield Read(
+        Statement(queries.query("workflow_by_key"), {"key": key}), Consistency.LINEARIZABLE
+    )
+    workflow_id = int(rows[0]["id"]) if rows else 0
+    first_job = rows[0]["first_job"] if rows else None
+    return errors.IdempotencyConflict(
+        f"idempotency key {key!r} already names workflow {workflow_id}, submitted with a "
+        "different request (jobs, parents or name); nothing was written",
+        job_id=0 if first_job is None else int(first_job),
+    )
+
+
+def spawn_statements(
+    job_id: int,
+    lease_token: str,
+    submission: WorkflowSubmission,
+    *,
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+) -> Op[list[Statement]]:
+    """The statements that write a running job's fan-out, fenced by its lease.
+
+    For the report that completes job ``job_id`` under ``lease_token``, to
+    go before it in its write: the jobs of ``submission`` join the job's
+    workflow (a new one, which the job joins, if it is in none); their stored
+    parents (``after``) must belong to it. A report refused (the lease moved
+    on) writes none of them. Refused with InvalidJob before anything is
+    written, as :func:`workflow_submit` refuses.
+    """
+    stored = sorted({parent for spec in submission.jobs for parent in spec.after})
+    workflows = yield from dependencies.parent_workflows([job_id, *stored])
+    workflow_id = workflows.pop(job_id)
+    if job_id in stored:
+        workflows[job_id] = workflow_id
+    key = f"spawn:{lease_token}"
+    rows = WorkflowRows(
+        submission, key=key, workflow_id=workflow_id, max_payload_bytes=max_payload_bytes
+    )
+    where = f"job {job_id}'s workflow" if workflow_id is not None else f"job {job_id}'s new one"
+    _refuse_foreign(workflows, workflow_id, where)
+    fence: dict[str, SqlValue] = {"job_id": job_id, "lease_token": lease_token}
+    statements = []
+    if workflow_id is None:
+        named = {**fence, "key": key}
+        statements += [
+            Statement(
+                queries.query("workflow_spawn_create"),
+                {**named, "name": submission.name, "submitter": submission.submitter},
+            ),
+            Statement(queries.query("workflow_spawn_join"), named),
+        ]
+    statements.append(
+        Statement(
+            job_insert_sql("workflow_spawn_specs", in_workflow=True),
+            {**fence, "specs": fast_json.dumps_text(rows.rows), "workflow_key": key},
+        )
+    )
+    return [*statements, *rows.dependency_statements()]
 
 
 def workflow_get(workflow_id: int) -> Op[WorkflowInfo]:
     """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
-    raise NotImplementedError
+    rows = yield Read(
+        Statement(queries.query("workflow_get"), {"workflow_id": int(workflow_id)}),
+        Consistency.WEAK,
+    )
+    if not rows:
+        raise errors.WorkflowNotFound(f"no workflow with id {workflow_id}")
+    first = rows[0]
+    counts = dict.fromkeys(JobState, 0)
+    for row in rows:
+        if row["state"] is not None:
+            counts[JobState(row["state"])] = int(row["n"])
+    return WorkflowInfo(
+        id=int(first["id"]),
+        name=str(first["name"]),
+        submitter=str(first["submitter"]),
+        created_at=float(first["created_at"]),
+        counts=counts,
+    )
 
 
 def workflow_edges(workflow_id: int) -> Op[list[JobEdge]]:
     """Every dependency among the workflow's jobs, by child then declared order."""
-    raise NotImplementedError
+    rows = yield Read(
+        Statement(queries.query("workflow_edges"), {"workflow_id": int(workflow_id)}),
+        Consistency.WEAK,
+    )
+    return [JobEdge(parent_id=int(row["parent_id"]), child_id=int(row["child_id"])) for row in rows]
 
 
 def workflow_cancel(workflow_id: int, *, now: float | None = None) -> Op[int]:
     """Cancel every unfinished job of the workflow (running ones asked to stop); how many."""
-    raise NotImplementedError
+    result = yield from cancel_chosen(
+        queries.query("workflow_jobs_chosen"), {"workflow_id": int(workflow_id)}, now
+    )
+    moved = len(result.cancelled) + len(result.requested)
+    if not moved:
+        yield from workflow_get(workflow_id)  # WorkflowNotFound
+    return moved
 
 
 def workflow_retry(workflow_id: int, *, now: float | None = None) -> Op[int]:
-    """Retry every failed, dead or cancelled job of the workflow; how many were moved."""
-    raise NotImplementedError
+    """Retry every failed, dead or cancelled job of the workflow; how many were moved.
+
+    Those a parent's end cancelled are not retried themselves: a retry of
+    that parent revives them (they wait for it again).
+    """
+    rows = yield Read(
+        Statement(queries.query("workflow_retryable"), {"workflow_id": int(workflow_id)}),
+        Consistency.LINEARIZABLE,
+    )
+    if not rows:
+        yield from workflow_get(workflow_id)  # WorkflowNotFound
+        return 0
+    moved = yield from job_retry([int(row["id"]) for row in rows], now=now)
+    return len(moved)
 
 
 def job_parent_results(
     job_id: int, *, after_position: int = -1, limit: int = 100
 ) -> Op[list[ParentResult]]:
     """One page of how the job's parents ended, in declared order, after ``after_position``."""
-    raise NotImplementedError
+    rows = yield Read(
+        Statement(
+            queries.query("job_parent_results"),
+            {
+                "job_id": int(job_id),
+                "after_position": int(after_position),
+                "limit": max(1, min(int(limit), 10_000)),
+            },
+        ),
+        Consistency.WEAK,
+    )
+    return [
+        ParentResult(
+            position=int(row["position"]),
+            job_id=int(row["id"]),
+            state=JobState(row["state"]),
+            result=from_json(row["result"]),
+            error=from_json(row["error"]),
+        )
+        for row in rows
+    ]
 
 
 def job_relatives(job_id: int, *, limit: int = 100) -> Op[Relatives]:
     """The job's parents (declared order) and children (by id), at most ``limit`` of each."""
-    raise NotImplementedError
+    rows = yield Read(
+        Statement(
+            queries.query("job_relatives"),
+            {"job_id": int(job_id), "limit": max(1, min(int(limit), 10_000))},
+        ),
+        Consistency.WEAK,
+    )
+    ranked = sorted(rows, key=lambda row: int(row["rank"]))
+    return Relatives(
+        parents=_sides(ranked, "parent"),
+        children=_sides(ranked, "child"),
+    )
+
+
+def _sides(rows: Sequence[Any], side: str) -> tuple[tuple[int, JobState], ...]:
+    return tuple((int(row["id"]), JobState(row["state"])) for row in rows if row["side"] == side)

@@ -18,8 +18,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import anyio
 
@@ -167,20 +166,60 @@ class RqliteStore:
     def _execute_plan(
         self, statements: Sequence[Statement], idempotent: bool
     ) -> HttpPlan[list[StatementResult]]:
-        body = protocol.statements_body(statements)
-        sql = [statement.sql for statement in statements]
-        params = {**self._request_params(), "transaction": ""}
-        last = ""
-        refusals = Refusals("accepted no write")
+        # /db/execute, not /db/request: in rqlite 10.2 a transactional
+        # /db/request that meets a statement which fails to prepare (a
+        # syntax error, an unknown column) commits the other statements;
+        # /db/execute rolls the whole batch back on any error.
+        request = _LeaderRequest(
+            path="/db/execute",
+            params={**self._request_params(), "transaction": ""},
+            statements=statements,
+            permission="execute",
+            failed="accepted no write",
+            repeatable=idempotent,
+        )
+        answer = yield from self._at_leader(request)
+        if isinstance(answer, _Unanswered):
+            raise self._unanswered(request, answer)
+        return answer
+
+    def _query_plan(self, statement: Statement, consistency: Consistency) -> HttpPlan[list[Row]]:
+        request = _LeaderRequest(
+            path="/db/query",
+            params={**self._request_params(), "level": consistency.value},
+            statements=[statement],
+            permission="query",
+            failed="answered no read",
+            # A read changes nothing, so even an unknown outcome is safe to repeat.
+            repeatable=True,
+        )
+        if self._stale_node is not None and consistency is not Consistency.NONE:
+            # Stale already: the rest of the reads come from the same copy at once.
+            stale = yield from self._stale_read(self._stale_node, request)
+            if stale is not None:
+                return stale
+        answer = yield from self._at_leader(request)
+        if not isinstance(answer, _Unanswered):
+            return answer[0].rows if answer else []
+        if answer.leaderless is not None and consistency is not Consistency.NONE:
+            stale = yield from self._stale_read(answer.leaderless, request)
+            if stale is not None:
+                return stale
+        raise self._unanswered(request, answer)
+
+    def _at_leader(self, request: _LeaderRequest) -> HttpPlan[list[StatementResult] | _Unanswered]:
+        """The leader's results, trying again as failover allows; or why none came.
+
+        An error the statements meet, a refusal, and an unknown outcome of a
+        request that is not :attr:`_LeaderRequest.repeatable` are raised at once.
+        """
+        unanswered = _Unanswered()
+        refusals = Refusals(request.failed)
         failover = Failover(self.target.retries, self._clock)
         if self.cluster.leader is None:
             yield from self._discover_leader(refusals)
         while (yield from self._before_try(failover, refusals)):
-            # /db/execute, not /db/request: in rqlite 10.2 a transactional
-            # /db/request that meets a statement which fails to prepare (a
-            # syntax error, an unknown column) commits the other statements;
-            # /db/execute rolls the whole batch back on any error.
-            node, outcome = yield from self._try_leader(refusals, "/db/execute", params, body, sql)
+            node, outcome = yield from self._try_leader(refusals, request)
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results
@@ -188,60 +227,27 @@ class RqliteStore:
                 assert outcome.error is not None
                 raise outcome.error
             if outcome.kind is AnswerKind.REFUSED:
-                raise (yield from self._refused(node, outcome, "execute"))
-            last = f"{node}: {outcome.message}"
-            if outcome.kind is AnswerKind.UNKNOWN and not idempotent:
+                raise (yield from self._refused(node, outcome, request.permission))
+            unanswered.last = f"{node}: {outcome.message}"
+            if outcome.kind is AnswerKind.UNKNOWN and not request.repeatable:
                 self.cluster.node_failed(node)
                 raise errors.OutcomeUnknown(
-                    f"write to rqlite may or may not have been applied ({last})"
+                    f"write to rqlite may or may not have been applied ({unanswered.last})"
                 )
-            self._failed(node, outcome, failover)
-        raise errors.StoreUnavailable(
-            f"rqlite cluster {self.url} accepted no write after "
-            f"{failover.tries} tries; last error: {last}"
-        )
-
-    def _query_plan(self, statement: Statement, consistency: Consistency) -> HttpPlan[list[Row]]:
-        body = protocol.statements_body([statement])
-        sql = [statement.sql]
-        if self._stale_node is not None and consistency is not Consistency.NONE:
-            # Stale already: the rest of the reads come from the same copy at once.
-            stale = yield from self._stale_read(self._stale_node, body, sql)
-            if stale is not None:
-                return stale
-        params = {**self._request_params(), "level": consistency.value}
-        last = ""
-        leaderless: str | None = None  # a node that answered, knowing no leader
-        refusals = Refusals("answered no read")
-        failover = Failover(self.target.retries, self._clock)
-        if self.cluster.leader is None:
-            yield from self._discover_leader(refusals)
-        while (yield from self._before_try(failover, refusals)):
-            node, outcome = yield from self._try_leader(refusals, "/db/query", params, body, sql)
-            if outcome.kind is AnswerKind.OK:
-                assert outcome.results is not None
-                return outcome.results[0].rows if outcome.results else []
-            if outcome.kind is AnswerKind.FAIL:
-                assert outcome.error is not None
-                raise outcome.error
-            if outcome.kind is AnswerKind.REFUSED:
-                raise (yield from self._refused(node, outcome, "query"))
-            # A read changes nothing, so even an unknown outcome is safe to repeat.
-            last = f"{node}: {outcome.message}"
             if outcome.no_leader:
-                leaderless = node
+                unanswered.leaderless = node
             self._failed(node, outcome, failover)
-        if leaderless is not None and consistency is not Consistency.NONE:
-            stale = yield from self._stale_read(leaderless, body, sql)
-            if stale is not None:
-                return stale
-        raise errors.StoreUnavailable(
-            f"rqlite cluster {self.url} answered no read after "
-            f"{failover.tries} tries; last error: {last}"
+        unanswered.tries = failover.tries
+        return unanswered
+
+    def _unanswered(self, request: _LeaderRequest, unanswered: _Unanswered) -> errors.StoreError:
+        return errors.StoreUnavailable(
+            f"rqlite cluster {self.url} {request.failed} after "
+            f"{unanswered.tries} tries; last error: {unanswered.last}"
         )
 
     def _try_leader(
-        self, refusals: Refusals, path: str, params: dict[str, str], body: Any, sql: list[str]
+        self, refusals: Refusals, request: _LeaderRequest
     ) -> HttpPlan[tuple[str, protocol.RqliteAnswer]]:
         """One try at the node taken for the leader: its answer.
 
@@ -250,20 +256,20 @@ class RqliteStore:
         if refusals.everywhere(self.cluster.nodes):
             raise refusals.error(self.url, self.cluster.nodes)
         node = self.cluster.write_target()
-        feedback = yield HttpCall("POST", node, path, params, body)
+        feedback = yield HttpCall("POST", node, request.path, request.params, request.body)
         assert feedback is not None
-        answer = protocol.read_answer(feedback, sql=sql)
+        answer = protocol.read_answer(feedback, sql=request.sql)
         refusals.note(node, answer)
         return node, answer
 
-    def _stale_read(self, node: str, body: Any, sql: list[str]) -> HttpPlan[list[Row] | None]:
+    def _stale_read(self, node: str, request: _LeaderRequest) -> HttpPlan[list[Row] | None]:
         """The read from ``node``'s own copy, if stale reads are allowed; None if it fails."""
         if self._on_stale_read is None:
             return None
         params = {**self._request_params(), "level": Consistency.NONE.value}
-        feedback = yield HttpCall("POST", node, "/db/query", params, body)
+        feedback = yield HttpCall("POST", node, "/db/query", params, request.body)
         assert feedback is not None
-        outcome = protocol.read_answer(feedback, sql=sql)
+        outcome = protocol.read_answer(feedback, sql=request.sql)
         if outcome.kind is AnswerKind.FAIL:
             assert outcome.error is not None
             raise outcome.error
@@ -407,6 +413,37 @@ class RqliteStore:
                 )
             )
         return described
+
+
+class _LeaderRequest:
+    """One request for the leader: where it goes, what it sends, what it needs, how it fails."""
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        params: dict[str, str],
+        statements: Sequence[Statement],
+        permission: str,
+        failed: str,
+        repeatable: bool,
+    ) -> None:
+        self.path = path
+        self.params = params
+        self.body = protocol.statements_body(statements)
+        self.sql = [statement.sql for statement in statements]
+        self.permission = permission  # the one rqlite must grant, named in a refusal
+        self.failed = failed  # what the caller did not get, as "answered no read"
+        self.repeatable = repeatable  # resent after an unknown outcome
+
+
+@dataclass
+class _Unanswered:
+    """Why the leader gave no results: the tries, the last error, a node that knew no leader."""
+
+    tries: int = 0
+    last: str = ""
+    leaderless: str | None = None
 
 
 _PROBES = (

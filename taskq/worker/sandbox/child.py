@@ -36,13 +36,22 @@ import socket
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import msgspec
 
 from taskq import job_context, retry
 from taskq.broker.limits import Limits, parse_limits
-from taskq.worker.sandbox import job_traceback, keeper, linux, outcome, protocol, rlimits
+from taskq.worker.sandbox import (
+    job_traceback,
+    keeper,
+    linux,
+    outcome,
+    parents_file,
+    protocol,
+    rlimits,
+)
 from taskq.worker.sandbox.cgroups import CgroupPlan
 from taskq.worker.sandbox.lease_deadline import read_shared
 from taskq.worker.sandbox.payloads import (
@@ -262,10 +271,16 @@ def run_job(
         max_attempts=job.max_attempts,
         checkpoint_json=job.checkpoint_json,
         send=send,
+        parent_count=job.parent_count,
+        parents=None if job.parents_file is None else partial(parents_file.read, job.parents_file),
     )
     job_context.enter(context)
     try:
-        return _call(request.payload, request.limits, request.modules)
+        body = _call(request.payload, request.limits, request.modules)
+        if context.spawned is not None and body["status"] == outcome.Status.SUCCEEDED.value:
+            # Written only with the success it came with.
+            body["spawn"] = msgspec.to_builtins(context.spawned)
+        return body
     except MemoryError:
         return _OUT_OF_MEMORY
     finally:

@@ -53,7 +53,8 @@ def decide_outcome(supervised: Supervised, *, kind: Kind, limits: Limits) -> Out
     """The outcome of a job, from what watching it saw and the limits it ran under."""
     status, error = _status(supervised, kind, limits)
     report = supervised.report
-    result_json = report.result_json if report is not None and status is Status.SUCCEEDED else None
+    reported_success = report is not None and status is Status.SUCCEEDED
+    result_json = report.result_json if report is not None and reported_success else None
     if kind == "shell" and status is Status.SUCCEEDED:
         result_json = command_result_json(
             supervised.stdout or "", supervised.stdout_truncated, limits.result_bytes
@@ -70,6 +71,7 @@ def decide_outcome(supervised: Supervised, *, kind: Kind, limits: Limits) -> Out
         cpu_seconds=cpu_seconds,
         wall_seconds=supervised.wall_seconds,
         log_tail=supervised.log_tail,
+        spawn=report.spawn if report is not None and reported_success else None,
         # The job's own word on retrying counts only where its report decided the status.
         **(_retry_verdict(report) if report is not None and status is report.status else {}),
     )

@@ -8,6 +8,7 @@ from typing import TypedDict
 import msgspec
 
 from taskq import fast_json
+from taskq.broker.records import WorkflowSubmission
 from taskq.worker.sandbox.json_value import JsonValue
 
 
@@ -75,6 +76,8 @@ class Outcome(msgspec.Struct, frozen=True):
     """The wait the job asked for with ``taskq.Retry(after=...)``."""
     give_up: str = ""
     """``abort`` (``taskq.Abort``) or ``permanent`` (it cannot run as asked): no retry."""
+    spawn: WorkflowSubmission | None = None
+    """The jobs a successful job spawned into its workflow, to write with its result."""
 
     @property
     def result(self) -> JsonValue:

@@ -46,7 +46,12 @@ class JobPreparer:
         except (PayloadInvalid, LimitsInvalid) as exc:
             return Outcome(Status.RESULT_INVALID, error=error_info(type(exc).__name__, str(exc)))
         identity = JobIdentity(
-            job.lease.job_id, job.attempt, job.queue, job.max_attempts, job.checkpoint_json
+            job.lease.job_id,
+            job.attempt,
+            job.queue,
+            job.max_attempts,
+            job.checkpoint_json,
+            job.parent_count,
         )
         return self.request(payload, limits, identity)
 

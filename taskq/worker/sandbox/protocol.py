@@ -38,7 +38,8 @@ import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import limits
-from taskq.job_context import MAX_CHECKPOINT_BYTES, JobUpdate
+from taskq.broker.records import WorkflowSubmission
+from taskq.job_context import MAX_CHECKPOINT_BYTES, MAX_SPAWN_BYTES, MAX_SPAWN_JOBS, JobUpdate
 from taskq.worker.sandbox import outcome, payloads
 
 _T = TypeVar("_T")
@@ -88,8 +89,13 @@ class MessageDecoder:
 
 
 def decoder_for_results(result_bytes: int) -> MessageDecoder:
-    """A decoder for a child's messages, bounded by the largest result it may send."""
-    return MessageDecoder(_RESULT_ESCAPED_FACTOR * result_bytes + _RESULT_OVERHEAD_BYTES)
+    """A decoder for a child's messages, bounded by the largest result it may send.
+
+    A result may carry the jobs its job spawned, as JSON (not escaped text).
+    """
+    return MessageDecoder(
+        _RESULT_ESCAPED_FACTOR * result_bytes + MAX_SPAWN_BYTES + _RESULT_OVERHEAD_BYTES
+    )
 
 
 class JobIdentity(msgspec.Struct, frozen=True):
@@ -101,6 +107,10 @@ class JobIdentity(msgspec.Struct, frozen=True):
     max_attempts: int = 1
     checkpoint_json: str | None = None
     """What an earlier attempt saved, for this one to resume from."""
+    parent_count: int = 0
+    """How many parents the job has (jobs of its workflow it ran after)."""
+    parents_file: str | None = None
+    """Where the worker wrote how they ended (see ``parents_file``)."""
 
 
 class JobRequest(msgspec.Struct, frozen=True):
@@ -203,6 +213,8 @@ class ChildReport(msgspec.Struct, frozen=True):
     give_up: str = ""
     """``abort``: the job raised ``taskq.Abort``; ``permanent``: it cannot run as asked
     (its function does not import, or the call does not fit it)."""
+    spawn: WorkflowSubmission | None = None
+    """The jobs a job that succeeded spawned into its workflow (``current_job().spawn``)."""
 
 
 _REPORTABLE = {
@@ -260,7 +272,25 @@ def parse_report(message: Mapping[str, Any]) -> ChildReport:
         tuple(lineage),
         None if retry_after is None else float(retry_after),
         give_up,
+        _spawn(message.get("spawn"), status),
     )
+
+
+def _spawn(spawn: object, status: object) -> WorkflowSubmission | None:
+    """A result's spawned jobs: a workflow extension only a success carries, into its own job's."""
+    if spawn is None:
+        return None
+    try:
+        submission = msgspec.convert(spawn, WorkflowSubmission)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"result has a malformed spawn: {exc}") from exc
+    if (
+        status != outcome.Status.SUCCEEDED
+        or submission.workflow_id is not None
+        or not 0 < len(submission.jobs) <= MAX_SPAWN_JOBS
+    ):
+        raise ProtocolError("result has a spawn no job could send")
+    return submission
 
 
 _GIVE_UPS = {"", "abort", "permanent"}

@@ -29,7 +29,7 @@ CREATE TABLE jobs (
     kind TEXT NOT NULL CHECK (kind IN ('call', 'python_exec', 'shell')),
     payload TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT 'queued'
-        CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled')),
+        CHECK (state IN ('waiting', 'queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled')),
     priority INTEGER NOT NULL DEFAULT 0,
     run_at REAL NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
@@ -60,6 +60,23 @@ CREATE TABLE jobs (
     -- code started, once the attempt has reported (a job claimed ahead of a
     -- free slot waits for one in between).
     claimed_at REAL,
+    -- The workflow it belongs to (NULL: a job on its own).
+    workflow_id INTEGER,
+    -- 1: it runs once its parents ended, whatever their outcome; 0: a parent
+    -- that ends failed, dead or cancelled cancels it.
+    run_anyway INTEGER NOT NULL DEFAULT 0 CHECK (run_anyway IN (0, 1)),
+    -- How many parents it has (job_parents rows), how many of them have not
+    -- ended, and how many ended other than succeeded: kept by the triggers
+    -- jobs_parent_ended and jobs_parent_reopened while it is waiting.
+    parent_count INTEGER NOT NULL DEFAULT 0,
+    parents_left INTEGER NOT NULL DEFAULT 0,
+    parents_failed INTEGER NOT NULL DEFAULT 0,
+    -- The parent whose failure cancelled it: retrying that parent revives it.
+    cancelled_by INTEGER,
+    -- 1 once a job names it as a parent: only then do its state changes count
+    -- in children (the triggers' WHEN reads it; a job's ends cost nothing more
+    -- while it has none).
+    has_children INTEGER NOT NULL DEFAULT 0,
     CHECK (attempts <= max_attempts)
 );
 
@@ -76,6 +93,16 @@ CREATE INDEX jobs_succeeded_id ON jobs (id) WHERE state = 'succeeded';
 CREATE INDEX jobs_submitter_id ON jobs (submitter, id);
 -- Pruning of finished jobs past their retention.
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+-- A workflow's jobs, for its counts and listings.
+CREATE INDEX jobs_workflow ON jobs (workflow_id, id) WHERE workflow_id IS NOT NULL;
+-- What the settling statements at the end of a write look for (workflows.sql):
+-- waiting jobs whose parents have all ended, and waiting jobs that a failed
+-- parent dooms. Both are empty between writes, so each costs a probe.
+CREATE INDEX jobs_releasable ON jobs (id) WHERE state = 'waiting' AND parents_left = 0;
+CREATE INDEX jobs_doomed ON jobs (id)
+    WHERE state = 'waiting' AND parents_failed > 0 AND run_anyway = 0;
+-- The jobs a parent's failure cancelled, which a retry of that parent revives.
+CREATE INDEX jobs_cancelled_by ON jobs (cancelled_by) WHERE cancelled_by IS NOT NULL;
 
 CREATE TABLE executions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -159,6 +186,64 @@ END;
 CREATE TRIGGER jobs_request_fingerprint_kept BEFORE UPDATE OF request_fingerprint ON jobs
 BEGIN
     SELECT RAISE(ABORT, 'constraint failed: the idempotency key names another request');
+END;
+
+-- Workflows: jobs submitted together, some running after others. A workflow
+-- key stands for one request, as a job's does (its fingerprint is kept by
+-- workflows_request_fingerprint_kept).
+CREATE TABLE workflows (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL DEFAULT '',
+    idempotency_key TEXT NOT NULL UNIQUE,
+    request_fingerprint TEXT,
+    submitter TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+);
+
+CREATE TRIGGER workflows_request_fingerprint_kept BEFORE UPDATE OF request_fingerprint ON workflows
+BEGIN
+    SELECT RAISE(ABORT, 'constraint failed: the idempotency key names another request');
+END;
+
+-- One row per dependency: child_id runs after parent_id, its parent number
+-- position (from 0, in declared order). A parent that does not exist makes
+-- parent_id NULL, which fails the write that names it.
+CREATE TABLE job_parents (
+    child_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    parent_id INTEGER NOT NULL,
+    PRIMARY KEY (child_id, position)
+) WITHOUT ROWID;
+
+CREATE INDEX job_parents_parent ON job_parents (parent_id, child_id);
+
+-- A child's counters follow its parents' ends, in the statement that ends
+-- each parent, so that two parents ending at once on two workers count
+-- twice and release their child once. Only waiting children count: a child
+-- cancelled (or run) meanwhile has its counters recomputed if it ever waits
+-- again. Neither trigger changes a state, so neither fires another (SQLite's
+-- recursive_triggers is off; rqlite gives no way to turn it on).
+CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1 AND old.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+    AND new.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left - 1,
+        parents_failed = parents_failed + (new.state <> 'succeeded')
+    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
+END;
+
+-- A parent retried leaves its end: its waiting children wait for it again.
+CREATE TRIGGER jobs_parent_reopened AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1 AND old.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+    AND new.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left + 1,
+        parents_failed = parents_failed - (old.state <> 'succeeded')
+    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
 END;
 
 CREATE TABLE schedules (

@@ -17,9 +17,13 @@
 --
 -- What a job leaves out (max_attempts, timeout, retry: null; limits: by name)
 -- its queue's job_defaults give, read here, in the same statement.
+--
+-- {workflow_columns} and {workflow_values} are empty for jobs on their own,
+-- or job_insert_workflow_columns and job_insert_workflow_values for a write
+-- with jobs that wait for parents or join a workflow.
 INSERT INTO jobs (
     queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
-    idempotency_key, request_fingerprint, submitter, created_at, retry
+    idempotency_key, request_fingerprint, submitter, created_at, retry{workflow_columns}
 )
 SELECT
     json_extract(job.spec, '$.queue'),
@@ -45,13 +49,29 @@ SELECT
     json_extract(job.spec, '$.fingerprint'),
     json_extract(job.spec, '$.submitter'),
     (SELECT now FROM taskq_clock),
-    COALESCE(json_extract(job.spec, '$.retry'), json_extract(q.job_defaults, '$.retry'))
+    COALESCE(json_extract(job.spec, '$.retry'), json_extract(q.job_defaults, '$.retry')){workflow_values}
 FROM ({specs}) AS job
 LEFT JOIN queues AS q ON q.name = json_extract(job.spec, '$.queue')
 WHERE true
 ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.request_fingerprint
 WHERE jobs.request_fingerprint <> excluded.request_fingerprint
 RETURNING id, idempotency_key
+
+-- name: job_insert_workflow_columns
+state, workflow_id, run_anyway, parent_count
+
+-- name: job_insert_workflow_values
+-- A spec's fields past checked_row's (ops.dependencies.spec_fields), each
+-- left out when it is its default; a job with no workflow of its own joins
+-- the one whose key is :workflow_key, if any: a workflow written by the same
+-- request, whose id the request cannot know.
+COALESCE(json_extract(job.spec, '$.state'), 'queued'),
+COALESCE(
+    json_extract(job.spec, '$.workflow_id'),
+    (SELECT id FROM workflows WHERE idempotency_key = :workflow_key)
+),
+COALESCE(json_extract(job.spec, '$.run_anyway'), 0),
+COALESCE(json_extract(job.spec, '$.parent_count'), 0)
 
 -- name: job_enqueue_specs
 SELECT value AS spec FROM json_each(:specs)

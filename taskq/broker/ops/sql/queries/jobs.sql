@@ -1,18 +1,26 @@
 -- Jobs and their attempts by hand: cancel, retry, reads (taskq/broker/ops/jobs.py).
 
 -- name: job_cancel_queued
+-- Queued and waiting jobs end at once; the jobs waiting on them are cancelled
+-- by the settling statements after it (dependencies.sql), as for any end.
+-- {chosen} names the jobs: job_cancel_chosen_ids, or a workflow's (workflows.sql).
 UPDATE jobs SET state = 'cancelled', finished_at = (SELECT now FROM taskq_clock)
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+WHERE {chosen} AND state IN ('queued', 'waiting')
 RETURNING id
 
 -- name: job_cancel_running
 UPDATE jobs SET cancel_requested = 1
-WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'running'
+WHERE {chosen} AND state = 'running'
 RETURNING id
 
+-- name: job_cancel_chosen_ids
+id IN (SELECT value FROM json_each(:ids))
+
 -- name: job_retry
+-- A job with parents waits for them again (those that ended stay ended):
+-- its counters are made anew after it, as a revived job's are (dependencies.sql).
 UPDATE jobs SET
-    state = 'queued',
+    state = CASE WHEN parent_count > 0 THEN 'waiting' ELSE 'queued' END,
     run_at = (SELECT now FROM taskq_clock),
     max_attempts = MAX(max_attempts, attempts + 1),
     finished_at = NULL,
@@ -63,6 +71,15 @@ ORDER BY id DESC LIMIT :limit
 -- name: job_list_by_worker
 SELECT * FROM jobs
 WHERE id IN (SELECT job_id FROM executions WHERE worker_id = :worker_id) AND id < :before
+    AND (:state IS NULL OR state = :state)
+    AND (:queue IS NULL OR queue = :queue)
+    AND (:submitter IS NULL OR submitter = :submitter)
+    AND (:text IS NULL OR instr(payload, :text) > 0 OR queue = :text)
+ORDER BY id DESC LIMIT :limit
+
+-- name: job_list_by_workflow
+SELECT * FROM jobs
+WHERE workflow_id = :workflow_id AND id < :before
     AND (:state IS NULL OR state = :state)
     AND (:queue IS NULL OR queue = :queue)
     AND (:submitter IS NULL OR submitter = :submitter)

@@ -57,16 +57,36 @@ RETURNING id
 -- name: execution_prune
 DELETE FROM executions WHERE job_id IN ({job_prunable})
 
+-- name: job_parents_prune
+-- A pruned job's own dependencies; those naming it as a parent stay with
+-- their children, which have finished, for as long as they are kept.
+DELETE FROM job_parents WHERE child_id IN ({job_prunable})
+
+-- name: workflow_prune
+-- A workflow none of whose jobs outlives this prune.
+DELETE FROM workflows
+WHERE id IN (SELECT workflow_id FROM jobs WHERE id IN ({job_prunable}))
+    AND NOT EXISTS (
+        SELECT 1 FROM jobs AS kept
+        WHERE kept.workflow_id = workflows.id AND kept.id NOT IN ({job_prunable})
+    )
+
 -- name: job_prune
 DELETE FROM jobs WHERE id IN ({job_prunable})
 RETURNING id
 
 -- name: job_prunable
--- The jobs execution_prune and job_prune delete, in place of their
--- {job_prunable}: finished before the retention, oldest first, at most :limit.
+-- The jobs the prunes above delete, in place of their {job_prunable}:
+-- finished before the retention, oldest first, at most :limit, and none with
+-- a child that has not finished (the child has yet to read its result).
 SELECT id FROM jobs
 WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
     AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
+    AND NOT EXISTS (
+        SELECT 1 FROM job_parents AS edge JOIN jobs AS child ON child.id = edge.child_id
+        WHERE edge.parent_id = jobs.id
+            AND child.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+    )
 ORDER BY finished_at, id
 LIMIT :limit
 

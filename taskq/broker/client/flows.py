@@ -1,0 +1,249 @@
+"""Workflows as Python: steps, chains, fan-out and fan-in, built lazily and submitted whole.
+
+```python
+thumbnails = resize.map(paths).then(build_index)          # fan out, then fan in
+training = prepare.step(url).then(train).then(evaluate)   # a chain
+handle = client.submit_workflow(thumbnails, name="thumbnails")
+```
+
+A :class:`Flow` is a value: steps (jobs not yet submitted) and which steps
+each runs after. ``a.then(b)`` runs ``b``'s first steps after ``a``'s last
+ones, so ``then`` after a group is a fan-in: the next step gets every member
+as a parent, in order. :func:`group` sets flows side by side. A step is one
+job however many flows name it, which is how a diamond is drawn: name the
+step it starts from twice. Nothing is written until the whole flow is
+submitted (``client.submit_workflow``) or spawned by a running job
+(``taskq.current_job().spawn``), in one atomic write. Flows are built by
+adding steps after steps, so a cycle can only come from naming a step after
+one that runs after it; it is refused when the flow is built.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from taskq import errors
+from taskq.broker.client.client_base import Target, spec_of, validate_spec
+from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
+from taskq.broker.records import JobSpec, WorkflowSubmission
+
+_LABEL_CHARS = 60
+
+
+class _Step:
+    """One job of a flow; its identity is what makes it one job wherever it is named."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        payload = self.spec.payload
+        name = str(payload.get("target") or payload.get("function") or self.spec.kind.value)
+        args = ", ".join(repr(arg) for arg in payload.get("args") or ())
+        label = f"{name.rpartition(':')[2]}({args})"
+        return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 4] + "...)"
+
+
+class Flow:
+    """Jobs to submit together, and what each runs after: see :mod:`taskq.broker.client.flows`.
+
+    Built by :func:`step` (or a declared job's ``step`` and ``map``),
+    :meth:`then` and :func:`group`; never changed once built.
+    """
+
+    __slots__ = ("_ends", "_parents", "_steps")
+
+    def __init__(
+        self,
+        steps: Sequence[_Step],
+        parents: Mapping[_Step, tuple[_Step, ...]],
+        ends: Sequence[_Step],
+    ) -> None:
+        self._steps = tuple(steps)
+        self._parents = dict(parents)
+        self._ends = tuple(ends)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(step) for step in self._steps[:3])
+        more = f", ... {len(self._steps) - 3} more" if len(self._steps) > 3 else ""
+        return f"<Flow of {len(self._steps)} step(s): {shown}{more}>"
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def then(self, following: Flow | Target, /) -> Flow:
+        """This flow, then ``following``: each of its first steps runs after all of this one's last.
+
+        ``following`` is a flow, or a target as :func:`step` takes it, called
+        with no arguments (``.then(build_index)``). After a group (a
+        ``map``), that is a fan-in: the step has every member as a parent,
+        in the group's order, and reads their results with
+        ``taskq.current_job().parent_results()``. After a step, a group is a
+        fan-out. Whether a step waits only for parents that succeeded is its
+        own option: ``run_anyway``.
+        """
+        nxt = following if isinstance(following, Flow) else step(following)
+        parents = _merged_parents((self, nxt))
+        for root in nxt._roots():
+            parents[root] = _union(parents.get(root, ()), self._ends)
+        return _built((*self._steps, *nxt._steps), parents, nxt._ends)
+
+    def submission(
+        self,
+        *,
+        name: str = "",
+        idempotency_key: str | None = None,
+        submitter: str = "",
+        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+    ) -> WorkflowSubmission:
+        """The flow as one request: its jobs in an order that puts parents first.
+
+        Each job is checked as an enqueue would (:class:`taskq.errors.InvalidJob`
+        names the step at fault): a flow that is refused is refused whole,
+        before anything is sent.
+        """
+        for each in self._steps:
+            try:
+                validate_spec(each.spec, max_payload_bytes=max_payload_bytes)
+            except errors.InvalidJob as exc:
+                raise errors.InvalidJob(f"step {each!r}: {exc}", field=exc.field) from None
+        position = {each: index for index, each in enumerate(self._steps)}
+        return WorkflowSubmission(
+            jobs=tuple(
+                each.spec if each.spec.submitter or not submitter else _by(each.spec, submitter)
+                for each in self._steps
+            ),
+            parents=tuple(
+                tuple(position[parent] for parent in self._parents.get(each, ()))
+                for each in self._steps
+            ),
+            name=name,
+            idempotency_key=idempotency_key,
+            submitter=submitter,
+        )
+
+    def _positions(self, flow: Flow) -> list[int]:
+        """Where ``flow``'s steps are in this one (and in its submission), in ``flow``'s order.
+
+        :class:`taskq.errors.InvalidJob` when one of them is not part of this flow.
+        """
+        position = {each: index for index, each in enumerate(self._steps)}
+        missing = [each for each in flow._steps if each not in position]
+        if missing:
+            raise errors.InvalidJob(f"{missing[0]!r} is not a step of this flow", field="step")
+        return [position[each] for each in flow._steps]
+
+    def _end_positions(self) -> list[int]:
+        """Where the flow's last steps (those a ``then`` would run after) are in it."""
+        return self._positions(Flow(self._ends, {}, self._ends))
+
+    def _roots(self) -> list[_Step]:
+        """The steps that run after no other step of this flow."""
+        return [each for each in self._steps if not self._parents.get(each)]
+
+
+def step(target: Target, /, *args: Any, **keywords: Any) -> Flow:
+    """A flow of one job: a call of ``target``, which a workflow submits or a job spawns.
+
+    ``target`` as ``client.submit`` takes it: a module-level function (every
+    argument is the call's), or ``"pkg.module:function"``, whose keywords are
+    the job's options (:func:`taskq.call_spec`; the call's own go in
+    ``kwargs={...}``). A declared job's ``resize.step(...)`` is the same as
+    ``step(resize, ...)``, with the options it was declared with.
+    """
+    spec = spec_of(target, args, dict(keywords))
+    one = _Step(spec)
+    return Flow((one,), {}, (one,))
+
+
+def fan_out(
+    target: Target, items: Iterable[Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> Flow:
+    """One step per item, side by side: ``target(item, *args, **kwargs)`` (``map``'s body)."""
+    steps = [_Step(spec_of(target, (item, *args), dict(kwargs))) for item in items]
+    return Flow(steps, {}, steps)
+
+
+def group(*flows: Flow | Target) -> Flow:
+    """Flows (or targets, as :func:`step` takes them) side by side; ``then`` waits for all.
+
+    A step named in several of them is one job, which runs after every
+    parent any of them gives it.
+    """
+    members = [each if isinstance(each, Flow) else step(each) for each in flows]
+    steps = [each for member in members for each in member._steps]
+    ends = _union((), [end for member in members for end in member._ends])
+    return _built(steps, _merged_parents(members), ends)
+
+
+def _by(spec: JobSpec, submitter: str) -> JobSpec:
+    return msgspec.structs.replace(spec, submitter=submitter)
+
+
+def _union(first: Iterable[_Step], second: Iterable[_Step]) -> tuple[_Step, ...]:
+    """Both, in order, each once."""
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def _merged_parents(flows: Iterable[Flow]) -> dict[_Step, tuple[_Step, ...]]:
+    """Every flow's dependencies: a step named in several runs after the parents of all."""
+    merged: dict[_Step, tuple[_Step, ...]] = {}
+    for flow in flows:
+        for child, parents in flow._parents.items():
+            merged[child] = _union(merged.get(child, ()), parents)
+    return merged
+
+
+def _built(
+    steps: Iterable[_Step], parents: Mapping[_Step, tuple[_Step, ...]], ends: Sequence[_Step]
+) -> Flow:
+    """The flow of ``steps``, each once, parents first (else in the order given); a cycle refused.
+
+    Kahn's order, the earliest given step first among those ready: a flow
+    built by adding steps after steps keeps the order it was written in.
+    """
+    order = {each: index for index, each in enumerate(dict.fromkeys(steps))}
+    waiting_on = {each: len(parents.get(each, ())) for each in order}
+    children: dict[_Step, list[_Step]] = {}
+    for child, its_parents in parents.items():
+        for parent in its_parents:
+            children.setdefault(parent, []).append(child)
+    ready = [(index, each) for each, index in order.items() if not waiting_on[each]]
+    heapq.heapify(ready)
+    placed: list[_Step] = []
+    while ready:
+        _, each = heapq.heappop(ready)
+        placed.append(each)
+        for child in children.get(each, ()):
+            waiting_on[child] -= 1
+            if not waiting_on[child]:
+                heapq.heappush(ready, (order[child], child))
+    if len(placed) < len(order):
+        stuck = _in_cycles({each for each in order if waiting_on[each]}, children)
+        stuck.sort(key=order.__getitem__)
+        raise errors.InvalidJob(
+            "a step cannot run after itself: "
+            + ", ".join(repr(each) for each in stuck[:5])
+            + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+            + " would wait on each other",
+            field="after",
+        )
+    return Flow(placed, parents, ends)
+
+
+def _in_cycles(stuck: set[_Step], children: Mapping[_Step, list[_Step]]) -> list[_Step]:
+    """Of the steps Kahn's order could not place, those on a cycle, not just after one."""
+    while True:
+        # A step whose children are all placeable is not on a cycle: only after one.
+        after_only = {
+            each for each in stuck if not any(child in stuck for child in children.get(each, ()))
+        }
+        if not after_only:
+            return list(stuck)
+        stuck -= after_only

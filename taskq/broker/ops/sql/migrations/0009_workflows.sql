@@ -1,0 +1,189 @@
+-- Workflows (issue 41): jobs that wait for other jobs.
+--
+-- A job with parents is 'waiting', a state the jobs table's CHECK must now
+-- admit. SQLite cannot alter a CHECK, so the table is built anew under
+-- another name, filled, and renamed, and its indexes and triggers are made
+-- again as schema.sql has them. The id sequence is carried over: ids of
+-- pruned jobs are never given again. New columns: the job's workflow, its
+-- parents' counters and what cancelled it (see schema.sql).
+
+CREATE TABLE jobs_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('call', 'python_exec', 'shell')),
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'queued'
+        CHECK (state IN ('waiting', 'queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled')),
+    priority INTEGER NOT NULL DEFAULT 0,
+    run_at REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    max_attempts INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+    timeout REAL,
+    limits TEXT NOT NULL DEFAULT '{}',
+    labels TEXT NOT NULL DEFAULT '[]',
+    idempotency_key TEXT NOT NULL UNIQUE,
+    submitter TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    worker_id TEXT,
+    lease_token TEXT,
+    lease_until REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested IN (0, 1)),
+    progress REAL,
+    progress_message TEXT,
+    result TEXT,
+    error TEXT,
+    -- What the idempotency key stands for (see jobs_request_fingerprint_kept).
+    request_fingerprint TEXT,
+    -- The job's retry policy (taskq.RetryPolicy) as JSON; NULL: the default.
+    retry TEXT,
+    -- The JSON value its attempts last saved, for the next one to resume from.
+    checkpoint TEXT,
+    -- When its latest attempt was claimed; started_at is when that attempt's
+    -- code started, once the attempt has reported (a job claimed ahead of a
+    -- free slot waits for one in between).
+    claimed_at REAL,
+    -- The workflow it belongs to (NULL: a job on its own).
+    workflow_id INTEGER,
+    -- 1: it runs once its parents ended, whatever their outcome; 0: a parent
+    -- that ends failed, dead or cancelled cancels it.
+    run_anyway INTEGER NOT NULL DEFAULT 0 CHECK (run_anyway IN (0, 1)),
+    -- How many parents it has (job_parents rows), how many of them have not
+    -- ended, and how many ended other than succeeded: kept by the triggers
+    -- jobs_parent_ended and jobs_parent_reopened while it is waiting.
+    parent_count INTEGER NOT NULL DEFAULT 0,
+    parents_left INTEGER NOT NULL DEFAULT 0,
+    parents_failed INTEGER NOT NULL DEFAULT 0,
+    -- The parent whose failure cancelled it: retrying that parent revives it.
+    cancelled_by INTEGER,
+    -- 1 once a job names it as a parent: only then do its state changes count
+    -- in children (the triggers' WHEN reads it; a job's ends cost nothing more
+    -- while it has none).
+    has_children INTEGER NOT NULL DEFAULT 0,
+    CHECK (attempts <= max_attempts)
+)
+;
+
+INSERT INTO jobs_new (
+    id, queue, kind, payload, state, priority, run_at, attempts, max_attempts, timeout, limits, labels, idempotency_key, submitter, created_at, started_at, finished_at, worker_id, lease_token, lease_until, cancel_requested, progress, progress_message, result, error, request_fingerprint, retry, checkpoint, claimed_at
+)
+SELECT
+    id, queue, kind, payload, state, priority, run_at, attempts, max_attempts, timeout, limits, labels, idempotency_key, submitter, created_at, started_at, finished_at, worker_id, lease_token, lease_until, cancel_requested, progress, progress_message, result, error, request_fingerprint, retry, checkpoint, claimed_at
+FROM jobs;
+
+DELETE FROM sqlite_sequence WHERE name = 'jobs_new';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs_new', seq FROM sqlite_sequence WHERE name = 'jobs';
+
+DROP TABLE jobs;
+ALTER TABLE jobs_new RENAME TO jobs;
+
+-- Claim: the next queued jobs of a queue in claim order, without a sort.
+CREATE INDEX jobs_claimable ON jobs (queue, priority DESC, run_at, id) WHERE state = 'queued';
+-- Requeue of expired leases and the heartbeat of one worker's jobs.
+CREATE INDEX jobs_lease ON jobs (lease_until) WHERE state = 'running';
+CREATE INDEX jobs_running_worker ON jobs (worker_id) WHERE state = 'running';
+-- Listings by state or submitter (keyset on id). A job on the hot path, from
+-- queued to running to succeeded, leaves one state index and enters another:
+-- running jobs are listed by jobs_running_worker.
+CREATE INDEX jobs_state_id ON jobs (state, id) WHERE state NOT IN ('running', 'succeeded');
+CREATE INDEX jobs_succeeded_id ON jobs (id) WHERE state = 'succeeded';
+CREATE INDEX jobs_submitter_id ON jobs (submitter, id);
+-- Pruning of finished jobs past their retention.
+CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+-- A workflow's jobs, for its counts and listings.
+CREATE INDEX jobs_workflow ON jobs (workflow_id, id) WHERE workflow_id IS NOT NULL;
+-- What the settling statements at the end of a write look for (workflows.sql):
+-- waiting jobs whose parents have all ended, and waiting jobs that a failed
+-- parent dooms. Both are empty between writes, so each costs a probe.
+CREATE INDEX jobs_releasable ON jobs (id) WHERE state = 'waiting' AND parents_left = 0;
+CREATE INDEX jobs_doomed ON jobs (id)
+    WHERE state = 'waiting' AND parents_failed > 0 AND run_anyway = 0;
+-- The jobs a parent's failure cancelled, which a retry of that parent revives.
+CREATE INDEX jobs_cancelled_by ON jobs (cancelled_by) WHERE cancelled_by IS NOT NULL;
+
+CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs
+BEGIN
+    INSERT INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 1)
+    ON CONFLICT (queue, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER jobs_count_update AFTER UPDATE OF state ON jobs
+WHEN old.state IS NOT new.state
+BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
+    INSERT INTO job_counts (queue, state, n) VALUES (new.queue, new.state, 1)
+    ON CONFLICT (queue, state) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs
+BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE queue = old.queue AND state = old.state;
+END;
+
+-- An idempotency key stands for one request: a job's fingerprint never
+-- changes, so an enqueue that reuses a key for another request fails here,
+-- with its whole batch. "constraint failed" makes the store report it as a
+-- constraint violation, as it does a CHECK.
+CREATE TRIGGER jobs_request_fingerprint_kept BEFORE UPDATE OF request_fingerprint ON jobs
+BEGIN
+    SELECT RAISE(ABORT, 'constraint failed: the idempotency key names another request');
+END;
+
+-- Workflows: jobs submitted together, some running after others. A workflow
+-- key stands for one request, as a job's does (its fingerprint is kept by
+-- workflows_request_fingerprint_kept).
+CREATE TABLE workflows (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL DEFAULT '',
+    idempotency_key TEXT NOT NULL UNIQUE,
+    request_fingerprint TEXT,
+    submitter TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+);
+
+CREATE TRIGGER workflows_request_fingerprint_kept BEFORE UPDATE OF request_fingerprint ON workflows
+BEGIN
+    SELECT RAISE(ABORT, 'constraint failed: the idempotency key names another request');
+END;
+
+-- One row per dependency: child_id runs after parent_id, its parent number
+-- position (from 0, in declared order). A parent that does not exist makes
+-- parent_id NULL, which fails the write that names it.
+CREATE TABLE job_parents (
+    child_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    parent_id INTEGER NOT NULL,
+    PRIMARY KEY (child_id, position)
+) WITHOUT ROWID;
+
+CREATE INDEX job_parents_parent ON job_parents (parent_id, child_id);
+
+-- A child's counters follow its parents' ends, in the statement that ends
+-- each parent, so that two parents ending at once on two workers count
+-- twice and release their child once. Only waiting children count: a child
+-- cancelled (or run) meanwhile has its counters recomputed if it ever waits
+-- again. Neither trigger changes a state, so neither fires another (SQLite's
+-- recursive_triggers is off; rqlite gives no way to turn it on).
+CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1 AND old.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+    AND new.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left - 1,
+        parents_failed = parents_failed + (new.state <> 'succeeded')
+    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
+END;
+
+-- A parent retried leaves its end: its waiting children wait for it again.
+CREATE TRIGGER jobs_parent_reopened AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1 AND old.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+    AND new.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left + 1,
+        parents_failed = parents_failed - (old.state <> 'succeeded')
+    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
+END;

@@ -1,0 +1,152 @@
+-- Jobs that run after other jobs (taskq/broker/ops/dependencies.py): their
+-- edges and counters, and the statements that settle them at the end of
+-- every write that ends, reopens or adds a job with parents.
+--
+-- A job with parents waits ('waiting') until every parent has ended. The
+-- triggers jobs_parent_ended and jobs_parent_reopened (schema.sql) keep each
+-- waiting child's parents_left and parents_failed in step with its parents'
+-- states, in the statement that changes a parent. What that leaves to do is
+-- done by job_cascade_cancel and then job_release_ready, appended to the
+-- same write: neither a scan nor a later tick, and both only read the
+-- partial indexes jobs_doomed and jobs_releasable, which are empty between
+-- writes.
+
+-- name: job_parents_insert
+-- :edges is a JSON array of [child key, position, parent key, parent id]:
+-- each child is found by its idempotency key (every job has one), its parent
+-- by key when the parent is new in the same write, else by id, and only
+-- within the child's own workflow (or none, if the child is in none). A
+-- parent not found leaves parent_id NULL, which fails the whole write. A
+-- resent write finds its edges in place and writes none again (not even
+-- looked up: its parent may have joined a workflow since, by a fan-out).
+INSERT INTO job_parents (child_id, position, parent_id)
+SELECT
+    child.id,
+    edge.value ->> '$[1]',
+    CASE
+        WHEN edge.value ->> '$[2]' IS NOT NULL
+        THEN (SELECT id FROM jobs WHERE idempotency_key = edge.value ->> '$[2]')
+        ELSE (
+            SELECT parent.id FROM jobs AS parent
+            WHERE parent.id = edge.value ->> '$[3]' AND parent.workflow_id IS child.workflow_id
+        )
+    END
+FROM json_each(:edges) AS edge
+JOIN jobs AS child ON child.idempotency_key = edge.value ->> '$[0]'
+WHERE NOT EXISTS (
+    SELECT 1 FROM job_parents AS stored
+    WHERE stored.child_id = child.id AND stored.position = edge.value ->> '$[1]'
+)
+
+-- name: job_parents_flag
+-- The parents of the jobs just written (by key) have children: from now on
+-- their state changes fire the counting triggers.
+UPDATE jobs SET has_children = 1
+WHERE has_children = 0 AND id IN (
+    SELECT edge.parent_id
+    FROM jobs AS child JOIN job_parents AS edge ON edge.child_id = child.id
+    WHERE child.idempotency_key IN (SELECT value FROM json_each(:keys))
+)
+
+-- name: job_parents_recount
+-- A waiting job's counters from its parents' states as they are now: for jobs
+-- just written (a parent may have ended already) and for jobs that wait again
+-- (revived, or retried by hand). {chosen} says which jobs. cancelled_by, the
+-- mark of a revived job, goes.
+UPDATE jobs SET
+    (parents_left, parents_failed) = (
+        SELECT
+            count(*) FILTER (
+                WHERE parent.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+            ),
+            count(*) FILTER (WHERE parent.state IN ('failed', 'dead', 'cancelled'))
+        FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id
+        WHERE edge.child_id = jobs.id
+    ),
+    cancelled_by = NULL
+WHERE state = 'waiting' AND {chosen}
+
+-- name: job_parents_recount_by_key
+-- In place of job_parents_recount's {chosen}: the jobs just written.
+idempotency_key IN (SELECT value FROM json_each(:keys))
+
+-- name: job_parents_recount_revived
+-- In place of job_parents_recount's {chosen}: the jobs job_revive brought back
+-- (marked by their cancelled_by) and those retried by hand (:ids).
+id IN (
+    SELECT id FROM jobs INDEXED BY jobs_cancelled_by
+    WHERE cancelled_by IS NOT NULL AND state = 'waiting'
+    UNION ALL
+    SELECT value FROM json_each(:ids)
+)
+
+-- name: job_cascade_cancel
+-- Every waiting job that a parent's failure dooms (not run_anyway, a parent
+-- ended failed, dead or cancelled), and every waiting descendant of one that
+-- is not run_anyway, ends cancelled, naming the parent that cancelled it: for
+-- a doomed job its first such parent by id, for a descendant the cancelled
+-- job it descends through. The walk starts from jobs_doomed, which holds only
+-- the jobs that this write's ends doomed, so it touches no other job, and
+-- goes only down edges: it ends. Being a statement of its own (not a trigger),
+-- each job it cancels fires jobs_parent_ended, which counts the cancel in the
+-- run_anyway children, for job_release_ready next.
+WITH RECURSIVE doomed (id, parent, parent_state) AS (
+    SELECT child.id, failed.id, failed.state
+    FROM jobs AS child INDEXED BY jobs_doomed
+    JOIN jobs AS failed ON failed.id = (
+        SELECT min(edge.parent_id) FROM job_parents AS edge
+        JOIN jobs AS parent ON parent.id = edge.parent_id
+        WHERE edge.child_id = child.id AND parent.state IN ('failed', 'dead', 'cancelled')
+    )
+    WHERE child.state = 'waiting' AND child.parents_failed > 0 AND child.run_anyway = 0
+    UNION
+    SELECT edge.child_id, doomed.id, 'cancelled'
+    FROM doomed
+    JOIN job_parents AS edge ON edge.parent_id = doomed.id
+    JOIN jobs AS child ON child.id = edge.child_id
+    WHERE child.state = 'waiting' AND child.run_anyway = 0
+)
+UPDATE jobs SET
+    state = 'cancelled',
+    finished_at = (SELECT now FROM taskq_clock),
+    cancelled_by = cause.parent,
+    error = json_object(
+        'type', 'ParentFailed',
+        'message', 'parent job ' || cause.parent || ' ended ' || cause.parent_state,
+        'parent', cause.parent
+    )
+-- A job reached from several parents is cancelled once, by the lowest; SQLite
+-- takes a bare column (parent_state) from the row that min() picked.
+FROM (SELECT id, min(parent) AS parent, parent_state FROM doomed GROUP BY id) AS cause
+WHERE jobs.id = cause.id
+
+-- name: job_release_ready
+-- Waiting jobs whose parents have all ended, and which a failed parent did
+-- not doom, are queued: due now, or later if they were submitted with a delay.
+UPDATE jobs INDEXED BY jobs_releasable SET
+    state = 'queued',
+    run_at = max(run_at, (SELECT now FROM taskq_clock))
+WHERE state = 'waiting' AND parents_left = 0 AND (parents_failed = 0 OR run_anyway = 1)
+
+-- name: job_revive
+-- The jobs a parent's failure cancelled wait again once that parent waits or
+-- runs again (a retry of it), and so do the jobs cancelled through them:
+-- cancelled_by stays, to mark them for job_parents_recount next.
+WITH RECURSIVE revived (id) AS (
+    SELECT child.id
+    FROM json_each(:ids) AS retried
+    JOIN jobs AS child INDEXED BY jobs_cancelled_by ON child.cancelled_by = retried.value
+    WHERE child.state = 'cancelled'
+        AND (SELECT state FROM jobs WHERE id = retried.value)
+            NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+    UNION
+    SELECT child.id
+    FROM revived JOIN jobs AS child INDEXED BY jobs_cancelled_by ON child.cancelled_by = revived.id
+    WHERE child.state = 'cancelled'
+)
+UPDATE jobs SET state = 'waiting', finished_at = NULL, error = NULL
+WHERE id IN (SELECT id FROM revived)
+
+-- name: job_parent_workflows
+-- The stored jobs an enqueue or a workflow names as parents, with their workflows.
+SELECT id, workflow_id FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))

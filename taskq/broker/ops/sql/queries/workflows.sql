@@ -1,0 +1,93 @@
+-- Workflows (taskq/broker/ops/workflows.py): submitting them whole, a
+-- running job's fan-out, and their reads. What keeps their jobs' waits
+-- settled is in dependencies.sql.
+
+-- name: workflow_insert
+-- A workflow's key stands for one request, as a job's does: the same request
+-- again finds its row and changes nothing; another tries to change the
+-- fingerprint, which workflows_request_fingerprint_kept refuses.
+INSERT INTO workflows (name, idempotency_key, request_fingerprint, submitter, created_at)
+VALUES (:name, :key, :fingerprint, :submitter, (SELECT now FROM taskq_clock))
+ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.request_fingerprint
+WHERE workflows.request_fingerprint <> excluded.request_fingerprint
+
+-- name: workflow_by_key
+SELECT w.id, (SELECT min(id) FROM jobs WHERE workflow_id = w.id) AS first_job
+FROM workflows AS w WHERE w.idempotency_key = :key
+
+-- The three statements of a fan-out, each fenced by the reporting job's lease
+-- (the job still running under :lease_token), before the report that
+-- completes the job: a report refused writes none of it.
+
+-- name: workflow_spawn_create
+-- The reporting job's workflow, when it is in none yet.
+INSERT INTO workflows (name, idempotency_key, submitter, created_at)
+SELECT :name, :key, :submitter, (SELECT now FROM taskq_clock)
+FROM jobs
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
+ON CONFLICT (idempotency_key) DO NOTHING
+
+-- name: workflow_spawn_join
+UPDATE jobs SET workflow_id = (SELECT id FROM workflows WHERE idempotency_key = :key)
+WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
+
+-- name: workflow_spawn_specs
+-- In place of job_insert's {specs}: the spawned jobs.
+SELECT value AS spec FROM json_each(:specs)
+WHERE EXISTS (
+    SELECT 1 FROM jobs
+    WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+)
+
+-- name: workflow_get
+-- The workflow and how many of its jobs are in each state (state NULL: it
+-- has none left).
+SELECT w.id, w.name, w.submitter, w.created_at, job.state, count(job.id) AS n
+FROM workflows AS w
+LEFT JOIN jobs AS job INDEXED BY jobs_workflow ON job.workflow_id = w.id
+WHERE w.id = :workflow_id
+GROUP BY job.state
+
+-- name: workflow_edges
+SELECT edge.parent_id, edge.child_id
+FROM jobs AS child INDEXED BY jobs_workflow
+JOIN job_parents AS edge ON edge.child_id = child.id
+WHERE child.workflow_id = :workflow_id
+ORDER BY child.id, edge.position
+
+-- name: workflow_jobs_chosen
+-- In place of job_cancel's {chosen} (jobs.sql): the workflow's jobs.
+id IN (SELECT id FROM jobs INDEXED BY jobs_workflow WHERE workflow_id = :workflow_id)
+
+-- name: workflow_retryable
+-- The workflow's jobs that ended failed, dead or cancelled on their own: a
+-- retry of them revives those that their ends cancelled.
+SELECT id FROM jobs INDEXED BY jobs_workflow
+WHERE workflow_id = :workflow_id
+    AND state IN ('failed', 'dead', 'cancelled') AND cancelled_by IS NULL
+ORDER BY id
+
+-- name: job_parent_results
+SELECT edge.position, parent.id, parent.state, parent.result, parent.error
+FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id
+WHERE edge.child_id = :job_id AND edge.position > :after_position
+ORDER BY edge.position
+LIMIT :limit
+
+-- name: job_relatives
+-- Each side in its order (rank): parents by position, children by id.
+SELECT * FROM (
+    SELECT 'parent' AS side, edge.position AS rank, parent.id, parent.state
+    FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id
+    WHERE edge.child_id = :job_id
+    ORDER BY edge.position
+    LIMIT :limit
+)
+UNION ALL
+SELECT * FROM (
+    SELECT 'child' AS side, child.id AS rank, child.id, child.state
+    FROM job_parents AS edge JOIN jobs AS child ON child.id = edge.child_id
+    WHERE edge.parent_id = :job_id
+    ORDER BY edge.child_id
+    LIMIT :limit
+)

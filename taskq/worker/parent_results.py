@@ -1,0 +1,92 @@
+"""Before a job with parents starts: how its parents ended, read page by page into a file.
+
+The job's child reads the file (``sandbox/parents_file.py``, its format);
+the job itself never reaches the store. A page at a time: a fan-in over ten
+thousand parents never has ten thousand results in the worker's memory. The
+file is made by ``mkstemp`` (readable by the worker's user alone) and removed
+once the job has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+import anyio.to_thread
+import msgspec
+
+from taskq import errors
+from taskq.broker.ops.workflows import job_parent_results
+from taskq.broker.records import ParentResult
+from taskq.worker.running import RunningJob
+from taskq.worker.sandbox import parents_file
+from taskq.worker.sandbox.outcome import Outcome, Status, error_info
+from taskq.worker.sandbox.protocol import JobRequest
+from taskq.worker.store_runner import Run
+
+PAGE = 200
+"""How many parents' outcomes the worker reads from the store at a time."""
+
+
+class ParentsFile:
+    """A new file of a job's parents' outcomes, written a page at a time, in declared order."""
+
+    def __init__(self, job_id: int) -> None:
+        descriptor, self.path = tempfile.mkstemp(prefix=f"taskq-parents-{job_id}-", suffix=".jsonl")
+        self._file = os.fdopen(descriptor, "wb")
+        self.after_position = -1
+        """The position of the last parent written: the next page starts after it."""
+        self.complete = False
+        """Every parent is in: the last page was short."""
+
+    def add(self, page: list[ParentResult]) -> None:
+        """Write one page, as ``job_parent_results(after_position=..., limit=PAGE)`` gave it."""
+        self._file.write(parents_file.encode(page))
+        if page:
+            self.after_position = page[-1].position
+        self.complete = len(page) < PAGE
+        if self.complete:
+            self._file.close()
+
+    def remove(self) -> None:
+        """Close and delete the file (the job has ended, or will not start)."""
+        self._file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+async def write_parents_file(run: Run, job_id: int) -> str:
+    """Read how the job's parents ended into a new file; its path, for the job's child."""
+    written = ParentsFile(job_id)
+    try:
+        while not written.complete:
+            page = await run(
+                job_parent_results(job_id, after_position=written.after_position, limit=PAGE)
+            )
+            await anyio.to_thread.run_sync(written.add, page)
+    except BaseException:
+        written.remove()
+        raise
+    return written.path
+
+
+async def with_parents_file(
+    request: JobRequest, running: RunningJob, run: Run
+) -> JobRequest | Outcome:
+    """``request`` with the file of its parents' outcomes, which ``running`` then holds.
+
+    A store or disk that fails to give them fails the attempt, as any error
+    before the job's code would: retried by its policy.
+    """
+    job_id = running.job.lease.job_id
+    try:
+        path = await write_parents_file(run, job_id)
+    except (errors.TaskqError, OSError) as exc:
+        return Outcome(
+            Status.ERROR,
+            error=error_info(type(exc).__name__, f"its parents' results could not be read: {exc}"),
+        )
+    running.parents_file = path
+    identity = msgspec.structs.replace(request.job, parents_file=path)
+    return msgspec.structs.replace(request, job=identity)

@@ -1,0 +1,99 @@
+"""Workflows run by a real ``taskq-worker``, on each store, in each isolation mode.
+
+A map over inputs then a fan-in that sums its parents' results (more
+parents than one page of the worker's reads, where the children are cheap
+enough to run that many); a chain whose every link reads the one before; a
+job that spawns K children and a fan-in over them at run time, whose result
+proves it saw all K. Each test waits on results with bounded timeouts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import taskq
+from taskq.broker.records import JobState
+from taskq.worker.parent_results import PAGE
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
+from tests.support.worker_process import WorkerFleet
+from tests.support.workflow_jobs import add, plus_parent, spawn_squares, square, total
+
+pytestmark = pytest.mark.timeout(180)
+
+WAIT = 120
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+@pytest.fixture
+def client(store_url: str) -> Iterator[taskq.Client]:
+    with taskq.Client(store_url, submitter="acceptance") as opened:
+        yield opened
+
+
+@pytest.fixture(params=["pool", "process"])
+def isolation(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def queue(workers: WorkerFleet, store_url: str, isolation: str) -> str:
+    """A queue of this test's own (the rqlite cluster is shared), and a worker for it."""
+    name = f"flows-{uuid.uuid4().hex[:8]}"
+    workers.start(store_url, worker={"queues": [name], "concurrency": 2, "isolation": isolation})
+    return name
+
+
+def test_a_map_then_a_fan_in_over_every_result(
+    client: taskq.Client, queue: str, isolation: str
+) -> None:
+    # Past one page of the worker's reads where a job costs a message (pool); a child
+    # per job costs an interpreter, and the file's pages are the same either way.
+    count = PAGE + 25 if isolation == "pool" else 12
+    flow = square.options(queue=queue).map(range(count)).then(total.options(queue=queue))
+    pipeline = client.submit_workflow(flow, name="squares")
+    assert pipeline.result(timeout=WAIT) == {
+        "sum": sum(i * i for i in range(count)),
+        "count": count,
+        "in_order": True,
+        "parent_count": count,
+    }
+    info = pipeline.wait(timeout=WAIT)
+    assert info.counts[JobState.SUCCEEDED] == count + 1
+
+
+def test_a_chain_hands_each_result_on(client: taskq.Client, queue: str) -> None:
+    link = plus_parent.options(queue=queue)
+    flow = add.options(queue=queue).step(1, 2).then(link.step(10)).then(link.step(100))
+    pipeline = client.submit_workflow(flow)
+    assert pipeline.result(timeout=WAIT) == 113
+    assert [job.result(timeout=WAIT) for job in pipeline.jobs()] == [3, 13, 113]
+
+
+def test_a_job_spawns_children_and_a_fan_in_that_sees_them_all(
+    client: taskq.Client, queue: str
+) -> None:
+    k = 7
+    pipeline = client.submit_workflow(spawn_squares.options(queue=queue).step(k))
+    assert pipeline.result(timeout=WAIT) == f"spawned {k}"
+    info = pipeline.wait(timeout=WAIT)
+    assert info.counts.get(JobState.SUCCEEDED) == 1 + k + 1, info
+    jobs = client.list(taskq.JobQuery(workflow_id=pipeline.id, limit=k + 3))
+    assert len(jobs) == 1 + k + 1
+    [fan_in] = [job for job in jobs if job.payload["target"].endswith(":total")]
+    assert fan_in.result == {
+        "sum": sum(i * i for i in range(k)),
+        "count": k,
+        "in_order": True,
+        "parent_count": k,
+    }

@@ -1,0 +1,166 @@
+"""Workflows through the client on a real store, run inline by ``taskq.testing``.
+
+What a submit writes (jobs, dependencies, one request), the read and steer
+operations of both clients, and whole pipelines run job after job in this
+process: parents' results and spawns through the same file and report a
+worker uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+import taskq
+import taskq.testing
+from taskq import errors
+from taskq.broker.records import JobEdge, JobState
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
+from tests.support.workflow_jobs import (
+    add,
+    fail,
+    outcomes,
+    plus_parent,
+    spawn_squares,
+    square,
+    total,
+)
+
+
+@pytest.fixture
+def client() -> Iterator[taskq.Client]:
+    with taskq.testing.temporary_client(submitter="test") as opened:
+        yield opened
+
+
+def test_a_map_and_its_fan_in_run_inline_and_the_fan_in_sums_its_parents(
+    client: taskq.Client,
+) -> None:
+    flow = square.map(range(1, 6)).then(total)
+    handle = client.submit_workflow(flow, name="squares")
+    assert len(handle.job_ids) == 6
+    ran = taskq.testing.run_due(client)
+    assert ran == list(handle.job_ids)  # the fan-in last, once every square has ended
+    assert handle.result(timeout=0) == {
+        "sum": 1 + 4 + 9 + 16 + 25,
+        "count": 5,
+        "in_order": True,
+        "parent_count": 5,
+    }
+    info = handle.wait(timeout=5)
+    assert (info.name, info.submitter, info.counts[JobState.SUCCEEDED]) == ("squares", "test", 6)
+
+
+def test_a_chain_hands_each_result_to_the_next(client: taskq.Client) -> None:
+    flow = add.step(1, 2).then(plus_parent.step(10)).then(plus_parent.step(100))
+    handle = client.submit_workflow(flow)
+    taskq.testing.run_due(client)
+    assert [job.result(timeout=0) for job in handle.jobs()] == [3, 13, 113]
+    assert handle.result(timeout=0) == 113
+
+
+def test_a_spawned_fan_out_joins_the_workflow_and_its_fan_in_sees_every_child(
+    client: taskq.Client,
+) -> None:
+    handle = client.submit_workflow(spawn_squares.step(4))
+    taskq.testing.run_due(client)
+    assert handle.result(timeout=0) == "spawned 4"
+    info = handle.wait(timeout=5)
+    assert info.counts[JobState.SUCCEEDED] == 1 + 4 + 1
+    jobs = client.list(taskq.JobQuery(workflow_id=handle.id, limit=10))
+    assert len(jobs) == 6
+    [fan_in] = [job for job in jobs if job.payload["target"].endswith(":total")]
+    assert fan_in.result == {"sum": 0 + 1 + 4 + 9, "count": 4, "in_order": True, "parent_count": 4}
+
+
+def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.Client) -> None:
+    broken = fail.step()
+    cancelled = total.step()
+    anyway = outcomes.options(run_anyway=True).step()
+    flow = taskq.group(broken.then(cancelled), taskq.group(square.step(2), broken).then(anyway))
+    handle = client.submit_workflow(flow)
+    taskq.testing.run_due(client)
+    [cancelled_job] = handle.jobs(cancelled)
+    assert cancelled_job.status() is JobState.CANCELLED
+    [anyway_job] = handle.jobs(anyway)
+    assert anyway_job.result(timeout=0) == [["succeeded", None], ["dead", "ValueError"]]
+    with pytest.raises(errors.JobFailed):
+        handle.result(timeout=0)
+
+
+def test_after_on_a_single_submit_waits_for_the_jobs_named(client: taskq.Client) -> None:
+    first = client.submit(square, 3)
+    second = client.submit(square.options(after=[first]), 4)
+    then = client.submit("tests.support.workflow_jobs:total", after=[first, second.id])
+    assert [client.get(job.id).state for job in (second, then)] == [JobState.WAITING] * 2
+    taskq.testing.run_due(client)
+    assert then.result(timeout=0)["sum"] == 9 + 16
+    with pytest.raises(errors.InvalidJob, match="after takes a list"):
+        client.submit("tests.support.workflow_jobs:total", after=first)  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidJob, match="is not a job"):
+        client.submit("tests.support.workflow_jobs:total", after=["1"])  # type: ignore[list-item]
+
+
+def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing(
+    client: taskq.Client,
+) -> None:
+    flow = square.map([1, 2]).then(total)
+    handle = client.submit_workflow(flow, idempotency_key="batch-1")
+    again = client.submit_workflow(flow, idempotency_key="batch-1")
+    assert (again.id, again.job_ids) == (handle.id, handle.job_ids)
+    with pytest.raises(errors.IdempotencyConflict):
+        client.submit_workflow(square.map([3]), idempotency_key="batch-1")
+    with pytest.raises(errors.InvalidJob):
+        client.submit_workflow(square.step(1).then(add.step("x" * 2_000_000)))
+    with pytest.raises(errors.InvalidJob, match="at least one step"):
+        client.submit_workflow(square.map([]))
+    assert len(client.list()) == 3
+
+
+def test_the_read_and_steer_operations(client: taskq.Client) -> None:
+    start = add.step(1)
+    flow = taskq.group(start.then(square.step(2)), start.then(square.step(3))).then(total)
+    handle = client.submit_workflow(flow, name="diamond")
+    a, b, c, d = handle.job_ids
+    assert client.workflow_edges(handle.id) == [
+        JobEdge(a, b),
+        JobEdge(a, c),
+        JobEdge(b, d),
+        JobEdge(c, d),
+    ]
+    relatives = client.relatives(d)
+    assert relatives.parents == ((b, JobState.WAITING), (c, JobState.WAITING))
+    assert client.cancel_workflow(handle.id) == 4
+    assert handle.info().counts[JobState.CANCELLED] == 4
+    assert handle.retry() >= 1
+    taskq.testing.run_due(client)
+    assert handle.result(timeout=0)["count"] == 2
+    with pytest.raises(errors.WorkflowNotFound):
+        client.workflow(handle.id + 1000)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+def test_the_async_client_submits_and_waits_for_a_workflow(store_url: str) -> None:
+    async def main() -> None:
+        async with taskq.AsyncClient(store_url, submitter="async") as client:
+            handle = await client.submit_workflow(square.map([1, 2]).then(total))
+            assert isinstance(handle, taskq.AsyncWorkflowHandle)
+            info = await client.workflow(handle.id)
+            assert info.counts[JobState.WAITING] == 1
+            assert [edge.child_id for edge in await client.workflow_edges(handle.id)] == [
+                handle.job_ids[2]
+            ] * 2
+            assert await handle.cancel() == 3
+            assert (await handle.wait(timeout=5)).counts[JobState.CANCELLED] == 3
+
+    anyio.run(main)

@@ -1,0 +1,525 @@
+"""Workflows on both stores: jobs released, cancelled and revived by their parents' ends.
+
+Each test works in queues of its own (the rqlite cluster is shared) and
+injects the store's time. Every release and cascade is checked right after
+the write that should make it: the settling is part of that write, so there
+is nothing to wait for.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+
+from taskq import errors
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.jobs import job_cancel, job_get, job_list, job_retry
+from taskq.broker.ops.leases import Report, job_report
+from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
+from taskq.broker.ops.plan import Op
+from taskq.broker.ops.workflows import (
+    job_parent_results,
+    job_relatives,
+    workflow_cancel,
+    workflow_edges,
+    workflow_get,
+    workflow_retry,
+    workflow_submit,
+)
+from taskq.broker.records import (
+    ClaimedJob,
+    Fenced,
+    JobEdge,
+    JobSpec,
+    JobState,
+    WorkflowSubmission,
+)
+from taskq.broker.stores.store import Consistency, Statement, Store
+from tests.support.reports import completed, failed, report_one
+
+T = TypeVar("T")
+T0 = 1_800_000_000.0
+LEASE = 30.0
+BOOM = {"type": "Boom", "message": "on purpose"}
+
+Run = Callable[[Op[Any]], Any]
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"wf-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def run(store: Store) -> Run:
+    def carry_out(op: Op[T]) -> T:
+        return plan.run(store, op)
+
+    return carry_out
+
+
+def _spec(
+    queue: str,
+    tag: Any = None,
+    *,
+    after: tuple[int, ...] = (),
+    run_anyway: bool = False,
+    **options: Any,
+) -> JobSpec:
+    spec = call_spec("tests.support.jobs:echo", [tag], queue=queue, **options)
+    return msgspec.structs.replace(spec, after=after, run_anyway=run_anyway)
+
+
+def _submit(run: Run, queue: str, parents: Sequence[Sequence[int]], **options: Any) -> list[int]:
+    """A workflow of ``len(parents)`` jobs in ``queue``, job i after the jobs ``parents[i]``."""
+    submission = WorkflowSubmission(
+        jobs=tuple(_spec(queue, index) for index in range(len(parents))),
+        parents=tuple(tuple(p) for p in parents),
+        **options,
+    )
+    return list(run(workflow_submit(submission, now=T0)).job_ids)
+
+
+def _states(run: Run, ids: Sequence[int]) -> list[JobState]:
+    return [run(job_get(job_id, consistency=Consistency.LINEARIZABLE)).state for job_id in ids]
+
+
+def _claim(run: Run, queue: str, limit: int = 10) -> dict[int, ClaimedJob]:
+    claimed = run(job_claim("w1", [queue], limit=limit, lease_seconds=LEASE, now=T0))
+    return {job.lease.job_id: job for job in claimed}
+
+
+def _complete(run: Run, job: ClaimedJob, result: Any = None) -> None:
+    assert run(report_one(completed(job.lease, result), now=T0)) is Fenced.ACCEPTED
+
+
+def _fail(run: Run, job: ClaimedJob) -> None:
+    assert run(report_one(failed(job.lease, BOOM, retryable=False), now=T0)) is Fenced.ACCEPTED
+
+
+def _row_count(store: Store, sql: str, **params: Any) -> int:
+    rows = store.query(Statement(sql, params), consistency=Consistency.LINEARIZABLE)
+    return int(rows[0]["n"])
+
+
+# -- release ------------------------------------------------------------------------
+
+
+def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
+    first, second, third = _submit(run, queue, [(), (0,), (1,)])
+    assert _states(run, [first, second, third]) == [JobState.QUEUED, *[JobState.WAITING] * 2]
+    claimed = _claim(run, queue)
+    assert list(claimed) == [first], "a waiting job was claimable"
+    assert claimed[first].parent_count == 0
+    _complete(run, claimed[first], "one")
+    claimed = _claim(run, queue)
+    assert list(claimed) == [second]
+    assert claimed[second].parent_count == 1
+    assert _states(run, [third]) == [JobState.WAITING]
+    _complete(run, claimed[second], "two")
+    assert list(_claim(run, queue)) == [third]
+    [result] = run(job_parent_results(third))
+    assert (result.position, result.job_id, result.state, result.result) == (
+        0,
+        second,
+        JobState.SUCCEEDED,
+        "two",
+    )
+
+
+def test_a_fan_in_of_ten_thousand_is_released_by_the_last_report(
+    run: Run, queue: str, store: Store
+) -> None:
+    width = 10_000
+    ids = _submit(run, queue, [*[()] * width, range(width)])
+    fan_in = ids[-1]
+    claimed: dict[int, ClaimedJob] = {}
+    while len(claimed) < width:
+        batch = run(job_claim("w1", [queue], limit=1000, lease_seconds=LEASE, now=T0))
+        assert batch, "the parents ran out before all were claimed"
+        claimed.update({job.lease.job_id: job for job in batch})
+    assert fan_in not in claimed
+    parents = ids[:-1]
+    for start in range(0, width - 1, 1000):
+        reports = [
+            completed(claimed[job_id].lease, job_id)
+            for job_id in parents[start : min(start + 1000, width - 1)]
+        ]
+        assert set(run(job_report(reports, now=T0))) == {Fenced.ACCEPTED}
+    fan_in_row = run(job_get(fan_in, consistency=Consistency.LINEARIZABLE))
+    assert (fan_in_row.state, fan_in_row.parents_left) == (JobState.WAITING, 1)
+    _complete(run, claimed[parents[-1]], parents[-1])
+    assert _states(run, [fan_in]) == [JobState.QUEUED]
+    assert list(_claim(run, queue)) == [fan_in]
+    seen: list[int] = []
+    position = -1
+    while page := run(job_parent_results(fan_in, after_position=position, limit=1000)):
+        assert [result.position for result in page] == list(
+            range(position + 1, position + 1 + len(page))
+        )
+        assert all(result.result == result.job_id for result in page)
+        seen += [result.job_id for result in page]
+        position = page[-1].position
+    assert seen == parents
+
+
+def test_a_diamond_waits_for_both_sides(run: Run, queue: str) -> None:
+    top, left, right, bottom = _submit(run, queue, [(), (0,), (0,), (1, 2)])
+    _complete(run, _claim(run, queue)[top])
+    sides = _claim(run, queue)
+    assert set(sides) == {left, right}
+    _complete(run, sides[right])
+    assert _states(run, [bottom]) == [JobState.WAITING]
+    _complete(run, sides[left])
+    assert list(_claim(run, queue)) == [bottom]
+    assert run(workflow_edges(_workflow_of(run, top))) == [
+        JobEdge(top, left),
+        JobEdge(top, right),
+        JobEdge(left, bottom),
+        JobEdge(right, bottom),
+    ]
+    relatives = run(job_relatives(bottom))
+    assert relatives.parents == ((left, JobState.SUCCEEDED), (right, JobState.SUCCEEDED))
+    assert relatives.children == ()
+    assert run(job_relatives(top)).children == (
+        (left, JobState.SUCCEEDED),
+        (right, JobState.SUCCEEDED),
+    )
+
+
+def _workflow_of(run: Run, job_id: int) -> int:
+    workflow_id = run(job_get(job_id)).workflow_id
+    assert workflow_id is not None
+    return int(workflow_id)
+
+
+def test_a_job_enqueued_after_stored_jobs_waits_or_goes_at_once(run: Run, queue: str) -> None:
+    [parent] = run(job_enqueue([_spec(queue)], now=T0))
+    [child] = run(job_enqueue([_spec(queue, after=(parent,))], now=T0))
+    assert _states(run, [child]) == [JobState.WAITING]
+    assert run(job_get(child)).workflow_id is None, "a job joins its parents' workflow: none"
+    _complete(run, _claim(run, queue)[parent])
+    assert _states(run, [child]) == [JobState.QUEUED]
+    # A parent that has ended already releases its new child in the same write.
+    [late] = run(job_enqueue([_spec(queue, after=(parent,))], now=T0))
+    assert _states(run, [late]) == [JobState.QUEUED]
+    workflow = _submit(run, queue, [()])
+    [joined] = run(job_enqueue([_spec(queue, after=(workflow[0],))], now=T0))
+    assert run(job_get(joined)).workflow_id == _workflow_of(run, workflow[0])
+
+
+# -- failure, cancel, retry -----------------------------------------------------------
+
+
+def test_a_failure_cancels_the_descendants_and_nothing_else(run: Run, queue: str) -> None:
+    submission = WorkflowSubmission(
+        jobs=(
+            _spec(queue, "root"),
+            _spec(queue, "child"),
+            _spec(queue, "grandchild"),
+            _spec(queue, "great-grandchild"),
+            _spec(queue, "anyway", run_anyway=True),
+            _spec(queue, "after anyway"),
+            _spec(queue, "sibling"),
+        ),
+        parents=((), (0,), (1,), (2,), (1,), (4,), (0,)),
+    )
+    ids = list(run(workflow_submit(submission, now=T0)).job_ids)
+    root, child, grandchild, great, anyway, after_anyway, sibling = ids
+    plain = run(job_enqueue([_spec(queue, "plain")], now=T0))
+    other = _submit(run, queue, [(), (0,)])
+    claimed = _claim(run, queue)
+    assert set(claimed) == {root, *plain, other[0]}
+    _complete(run, claimed[root])
+    claimed = _claim(run, queue)
+    assert set(claimed) == {child, sibling}
+    _fail(run, claimed[child])
+    assert _states(run, [grandchild, great]) == [JobState.CANCELLED] * 2
+    assert run(job_get(grandchild)).error == {
+        "type": "ParentFailed",
+        "message": f"parent job {child} ended failed",
+        "parent": child,
+    }
+    assert run(job_get(great)).error["parent"] == grandchild
+    # The job that runs anyway is queued; the one after it waits for it, as usual.
+    assert _states(run, [anyway, after_anyway]) == [JobState.QUEUED, JobState.WAITING]
+    assert _states(run, [root, sibling, *plain, *other]) == [
+        JobState.SUCCEEDED,
+        JobState.RUNNING,
+        *[JobState.RUNNING] * len(plain),
+        JobState.RUNNING,
+        JobState.WAITING,
+    ]
+
+
+def test_a_run_anyway_child_runs_after_a_failed_parent(run: Run, queue: str) -> None:
+    submission = WorkflowSubmission(
+        jobs=(_spec(queue, 0), _spec(queue, 1), _spec(queue, 2, run_anyway=True)),
+        parents=((), (), (0, 1)),
+    )
+    first, second, child = run(workflow_submit(submission, now=T0)).job_ids
+    claimed = _claim(run, queue)
+    _fail(run, claimed[first])
+    assert _states(run, [child]) == [JobState.WAITING], "it waits for its other parent"
+    _complete(run, claimed[second], "fine")
+    assert list(_claim(run, queue)) == [child]
+    results = run(job_parent_results(child))
+    assert [(r.state, r.error, r.result) for r in results] == [
+        (JobState.FAILED, BOOM, None),
+        (JobState.SUCCEEDED, None, "fine"),
+    ]
+
+
+def test_retrying_the_failed_parent_revives_what_it_cancelled(run: Run, queue: str) -> None:
+    root, child, grandchild = _submit(run, queue, [(), (0,), (1,)])
+    _fail(run, _claim(run, queue)[root])
+    assert _states(run, [child, grandchild]) == [JobState.CANCELLED] * 2
+    assert run(job_retry([root], now=T0)) == [root]
+    assert _states(run, [root, child, grandchild]) == [
+        JobState.QUEUED,
+        JobState.WAITING,
+        JobState.WAITING,
+    ]
+    assert run(job_get(grandchild)).error is None
+    assert run(job_get(child)).parents_left == 1
+    _complete(run, _claim(run, queue)[root])
+    assert list(_claim(run, queue)) == [child]
+
+
+def test_a_retried_child_waits_again_or_is_cancelled_again(run: Run, queue: str) -> None:
+    good, bad, child = _submit(run, queue, [(), (), (0, 1)])
+    claimed = _claim(run, queue)
+    _fail(run, claimed[bad])
+    assert run(job_retry([child], now=T0)) == [child]
+    assert _states(run, [child]) == [JobState.CANCELLED], "its parent still failed"
+    run(job_retry([bad], now=T0))
+    assert _states(run, [child]) == [JobState.WAITING]
+    _complete(run, claimed[good])
+    _complete(run, _claim(run, queue)[bad])
+    assert list(_claim(run, queue)) == [child]
+
+
+def test_cancelling_a_job_cancels_the_jobs_waiting_on_it(run: Run, queue: str) -> None:
+    root, child, grandchild, other = _submit(run, queue, [(), (0,), (1,), ()])
+    result = run(job_cancel([child], now=T0))
+    assert result.cancelled == (child,)
+    assert _states(run, [root, child, grandchild, other]) == [
+        JobState.QUEUED,
+        JobState.CANCELLED,
+        JobState.CANCELLED,
+        JobState.QUEUED,
+    ]
+    assert run(job_get(grandchild)).error["parent"] == child
+    run(job_retry([child], now=T0))
+    assert _states(run, [child, grandchild]) == [JobState.WAITING] * 2
+
+
+def test_an_expired_lease_that_ends_a_parent_dead_cancels_its_children(
+    run: Run, queue: str
+) -> None:
+    [parent] = run(job_enqueue([_spec(queue, max_attempts=1)], now=T0))
+    [child] = run(job_enqueue([_spec(queue, after=(parent,))], now=T0))
+    assert list(_claim(run, queue)) == [parent]
+    moved = run(job_requeue_expired(now=T0 + LEASE + 1))
+    assert parent in moved.dead
+    assert _states(run, [child]) == [JobState.CANCELLED]
+
+
+def test_a_workflow_is_cancelled_and_retried_whole(run: Run, queue: str) -> None:
+    root, child, grandchild = _submit(run, queue, [(), (0,), (1,)])
+    workflow_id = _workflow_of(run, root)
+    claimed = _claim(run, queue)
+    assert run(workflow_cancel(workflow_id, now=T0)) == 3
+    assert _states(run, [root, child, grandchild]) == [
+        JobState.RUNNING,
+        JobState.CANCELLED,
+        JobState.CANCELLED,
+    ]
+    assert run(job_get(root)).cancel_requested
+    assert run(report_one(completed(claimed[root].lease, None), now=T0)) is Fenced.ACCEPTED
+    assert run(workflow_retry(workflow_id, now=T0)) == 2
+    assert _states(run, [child, grandchild]) == [JobState.QUEUED, JobState.WAITING]
+    counts = run(workflow_get(workflow_id)).counts
+    assert (counts[JobState.SUCCEEDED], counts[JobState.QUEUED], counts[JobState.WAITING]) == (
+        1,
+        1,
+        1,
+    )
+    with pytest.raises(errors.WorkflowNotFound):
+        run(workflow_get(2**40))
+
+
+# -- run-time fan-out ----------------------------------------------------------------
+
+
+def test_a_completed_job_spawns_a_fan_out_and_its_fan_in(run: Run, queue: str) -> None:
+    [job_id] = run(job_enqueue([_spec(queue, "mapper")], now=T0))
+    spawned = WorkflowSubmission(
+        jobs=(*(_spec(queue, part) for part in range(3)), _spec(queue, "reduce")),
+        parents=((), (), (), (0, 1, 2)),
+    )
+    [job] = _claim(run, queue).values()
+    report = msgspec_replace(completed(job.lease, "mapped"), spawn=spawned)
+    assert run(report_one(report, now=T0)) is Fenced.ACCEPTED
+    workflow_id = _workflow_of(run, job_id)
+    jobs = sorted(run(job_list(workflow_id=workflow_id, limit=100)), key=lambda job: job.id)
+    assert [job.state for job in jobs] == [
+        JobState.SUCCEEDED,
+        JobState.QUEUED,
+        JobState.QUEUED,
+        JobState.QUEUED,
+        JobState.WAITING,
+    ]
+    reduce_id = jobs[-1].id
+    parts = _claim(run, queue)
+    assert set(parts) == {job.id for job in jobs[1:4]}
+    for part in parts.values():
+        assert _states(run, [reduce_id]) == [JobState.WAITING]
+        _complete(run, part)
+    assert list(_claim(run, queue)) == [reduce_id]
+
+
+def test_a_spawn_may_wait_on_its_own_job_and_a_fenced_out_one_writes_nothing(
+    run: Run, queue: str, store: Store
+) -> None:
+    [job_id] = run(job_enqueue([_spec(queue, "mapper")], now=T0))
+    [job] = _claim(run, queue).values()
+    stale = job.lease
+    run(job_requeue_expired(now=T0 + LEASE + 1))
+    spawn = WorkflowSubmission(jobs=(_spec(queue, "late", after=(job_id,)),))
+    report = msgspec_replace(completed(stale, None), spawn=spawn)
+    assert run(report_one(report, now=T0 + LEASE + 1)) is Fenced.LEASE_LOST
+    assert _jobs_in(store, queue) == 1
+    assert run(job_get(job_id)).workflow_id is None
+    assert _workflows_keyed(store, f"spawn:{stale.token}") == 0
+    claimed = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0 + LEASE + 2))
+    report = msgspec_replace(completed(claimed[0].lease, "done"), spawn=spawn)
+    assert run(report_one(report, now=T0 + LEASE + 2)) is Fenced.ACCEPTED
+    workflow_id = _workflow_of(run, job_id)
+    [late] = [job for job in run(job_list(workflow_id=workflow_id)) if job.id != job_id]
+    assert late.state is JobState.QUEUED, "its parent, the spawning job, has completed"
+
+
+def msgspec_replace(report: Report, **changes: Any) -> Report:
+    return msgspec.structs.replace(report, **changes)
+
+
+def _jobs_in(store: Store, queue: str) -> int:
+    return _row_count(store, "SELECT count(*) AS n FROM jobs WHERE queue = :queue", queue=queue)
+
+
+def _workflows_keyed(store: Store, key: str) -> int:
+    return _row_count(
+        store, "SELECT count(*) AS n FROM workflows WHERE idempotency_key = :key", key=key
+    )
+
+
+# -- refusals, resends, pruning --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("parents", "says"),
+    [
+        (((1,), (0,)), "cycle"),
+        (((), (), (2,)), "cycle"),
+        (((), (5,)), "out of the range"),
+        (((), (-1,)), "out of the range"),
+        (((), (0, 0)), "twice"),
+        (((), (), (), ()), "4 jobs' parents for 3 jobs"),
+    ],
+)
+def test_a_workflow_that_could_never_run_is_refused_whole(
+    run: Run, store: Store, queue: str, parents: tuple[tuple[int, ...], ...], says: str
+) -> None:
+    key = f"key-{queue}"
+    submission = WorkflowSubmission(
+        jobs=tuple(_spec(queue, i) for i in range(3)), parents=parents, idempotency_key=key
+    )
+    with pytest.raises(errors.InvalidJob, match=says) as refused:
+        run(workflow_submit(submission, now=T0))
+    assert refused.value.field == "after"
+    assert (_jobs_in(store, queue), _workflows_keyed(store, key)) == (0, 0)
+
+
+def test_stored_parents_that_are_unknown_pruned_or_foreign_are_refused(
+    run: Run, store: Store, queue: str
+) -> None:
+    mine = _submit(run, queue, [()])
+    theirs = _submit(run, queue, [()])
+    workflow_id = _workflow_of(run, mine[0])
+    [gone] = run(job_enqueue([_spec(queue)], now=T0))
+    run(job_cancel([gone], now=T0))
+    assert run(job_prune(retention_seconds=1.0, now=T0 + 10)) >= 1
+    before = _jobs_in(store, queue)
+    for stored, says in [
+        (2**40, "no job has the id"),
+        (gone, "no job has the id"),
+        (theirs[0], "not in workflow"),
+    ]:
+        extension = WorkflowSubmission(
+            jobs=(_spec(queue, after=(stored,)),), workflow_id=workflow_id
+        )
+        with pytest.raises(errors.InvalidJob, match=says) as refused:
+            run(workflow_submit(extension, now=T0))
+        assert refused.value.field == "after"
+    fresh = WorkflowSubmission(jobs=(_spec(queue, after=(mine[0],)),))
+    with pytest.raises(errors.InvalidJob, match="a new workflow") as refused:
+        run(workflow_submit(fresh, now=T0))
+    for after, says in [
+        ((gone,), "no job has the id"),
+        ((mine[0], theirs[0]), "different workflows"),
+    ]:
+        with pytest.raises(errors.InvalidJob, match=says) as refused:
+            run(job_enqueue([_spec(queue, after=after)], now=T0))
+        assert refused.value.field == "after"
+    assert _jobs_in(store, queue) == before
+
+
+def test_a_resent_workflow_returns_the_same_ids(run: Run, store: Store, queue: str) -> None:
+    key = f"nightly-{queue}"
+    submission = WorkflowSubmission(
+        jobs=(_spec(queue, 0), _spec(queue, 1)), parents=((), (0,)), idempotency_key=key, name="n"
+    )
+    first = run(workflow_submit(submission, now=T0))
+    again = run(workflow_submit(submission, now=T0 + 5))
+    assert again == first
+    assert _jobs_in(store, queue) == 2
+    changed = msgspec.structs.replace(submission, parents=((), ()))
+    with pytest.raises(errors.IdempotencyConflict):
+        run(workflow_submit(changed, now=T0))
+    own_key = WorkflowSubmission(jobs=(_spec(queue, idempotency_key="mine"),))
+    with pytest.raises(errors.InvalidJob) as refused:
+        run(workflow_submit(own_key, now=T0))
+    assert refused.value.field == "idempotency_key"
+    assert _jobs_in(store, queue) == 2
+
+
+def test_a_parent_is_not_pruned_while_a_child_has_yet_to_finish(
+    run: Run, store: Store, queue: str
+) -> None:
+    parent, child = _submit(run, queue, [(), (0,)])
+    workflow_id = _workflow_of(run, parent)
+    _complete(run, _claim(run, queue)[parent], "kept")
+    later = T0 + 100
+    run(job_prune(retention_seconds=10.0, now=later))
+    assert run(job_get(parent)) is not None, "pruned while its child had yet to read it"
+    [result] = run(job_parent_results(child))
+    assert result.result == "kept"
+    claimed = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=later))
+    assert run(report_one(completed(claimed[0].lease, None), now=later)) is Fenced.ACCEPTED
+    run(job_prune(retention_seconds=10.0, now=later + 100))
+    assert run(job_get(parent)) is None
+    assert run(job_get(child)) is None
+    with pytest.raises(errors.WorkflowNotFound):
+        run(workflow_get(workflow_id))
+    edges = _row_count(
+        store, "SELECT count(*) AS n FROM job_parents WHERE child_id = :child", child=child
+    )
+    assert edges == 0

@@ -1,0 +1,81 @@
+"""Declared jobs for workflows: a fan-out, a fan-in over its parents' results, run-time spawns.
+
+Run by real workers (``tests/acceptance/test_worker_workflows.py``) and
+inline by ``taskq.testing`` (``tests/integration/test_workflow_testing.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import taskq
+
+
+@taskq.job(queue="flows")
+def square(x: int) -> int:
+    return x * x
+
+
+@taskq.job(queue="flows")
+def add(x: int, y: int = 0) -> int:
+    return x + y
+
+
+@taskq.job(queue="flows")
+def total() -> dict[str, Any]:
+    """The fan-in: the sum of its parents' results, and how many there were, in order."""
+    count = 0
+    summed = 0
+    positions = []
+    for parent in taskq.current_job().parent_results():
+        count += 1
+        summed += parent.result
+        positions.append(parent.position)
+    return {
+        "sum": summed,
+        "count": count,
+        "in_order": positions == list(range(count)),
+        "parent_count": taskq.current_job().parent_count,
+    }
+
+
+@taskq.job(queue="flows")
+def plus_parent(y: int) -> int:
+    """A chain's link: its one parent's result plus ``y``."""
+    [parent] = taskq.current_job().parent_results()
+    return int(parent.result) + y
+
+
+@taskq.job(queue="flows", max_attempts=1)
+def fail() -> None:
+    raise ValueError("on purpose")
+
+
+@taskq.job(queue="flows")
+def outcomes() -> list[list[Any]]:
+    """Each parent's state and error type, for a job that runs anyway."""
+    return [
+        [parent.state.value, (parent.error or {}).get("type")]
+        for parent in taskq.current_job().parent_results()
+    ]
+
+
+def _squares_then_total(k: int) -> taskq.Flow:
+    """``k`` squares and a total over them, on the running job's own queue."""
+    queue = taskq.current_job().queue
+    return square.options(queue=queue).map(range(k)).then(total.options(queue=queue))
+
+
+@taskq.job(queue="flows")
+def spawn_squares(k: int) -> str:
+    """Sized at run time: spawns ``k`` squares and a total over them, in its own workflow."""
+    taskq.current_job().spawn(_squares_then_total(k))
+    return f"spawned {k}"
+
+
+@taskq.job(queue="flows", max_attempts=2)
+def spawn_then_fail(k: int) -> None:
+    """Spawns, then fails its first attempt: only the second attempt's spawn is written."""
+    taskq.current_job().spawn(_squares_then_total(k))
+    if taskq.current_job().attempt == 1:
+        raise RuntimeError("first attempt fails after spawning")

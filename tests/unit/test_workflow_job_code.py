@@ -1,0 +1,140 @@
+"""A job's code and its workflow: parents' results read from a file, spawns sent with success.
+
+In real children of both isolation modes, and in ``taskq.testing.as_job``;
+no store (the worker's side is in ``tests/acceptance/test_worker_workflows.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import taskq
+import taskq.testing
+from taskq.broker.limits import Limits
+from taskq.broker.records import JobState, ParentResult, WorkflowSubmission
+from taskq.job_context import MAX_SPAWN_JOBS, JobContext
+from taskq.worker.sandbox import parents_file, protocol
+from taskq.worker.sandbox.outcome import Outcome, Status
+from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.preparation import JobPreparer
+from taskq.worker.sandbox.protocol import JobIdentity
+from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
+from tests.support.workflow_jobs import spawn_squares, square, total
+
+JOBS = "tests.support.workflow_jobs"
+PREPARER = JobPreparer(policy=Policy(modules=("tests.support",)))
+LIMITS = Limits(memory_bytes=256 << 20, cpu_seconds=5, wall_seconds=20)
+
+
+@pytest.fixture(params=["process", "pool"])
+async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    kind = Sandbox if request.param == "process" else PoolSandbox
+    made = kind(preparer=PREPARER)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+def write_parents(path: Path, parents: list[ParentResult]) -> str:
+    path.write_bytes(parents_file.encode(parents))
+    return str(path)
+
+
+async def run(sandbox: Sandbox, function: str, *args: Any, **identity: Any) -> Outcome:
+    request = PREPARER.request(
+        CallPayload(f"{JOBS}:{function}", list(args)), LIMITS, JobIdentity(id=7, **identity)
+    )
+    assert not isinstance(request, Outcome)
+    return await sandbox.finish(await sandbox.start(request))
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_fan_in_reads_every_parent_from_the_file_in_order(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    count = 2_500  # more than a page of the worker's, one line each
+    parents = [ParentResult(i, 100 + i, JobState.SUCCEEDED, i) for i in range(count)]
+    path = write_parents(tmp_path / "parents.jsonl", parents)
+    outcome = await run(sandbox, "total", parent_count=count, parents_file=path)
+    assert outcome.status is Status.SUCCEEDED, outcome.error
+    assert outcome.result == {
+        "sum": sum(range(count)),
+        "count": count,
+        "in_order": True,
+        "parent_count": count,
+    }
+    assert outcome.spawn is None
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_parent_that_failed_comes_with_its_state_and_error(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    error = {"type": "ValueError", "message": "on purpose", "traceback": ""}
+    parents = [
+        ParentResult(0, 1, JobState.SUCCEEDED, 4),
+        ParentResult(1, 2, JobState.DEAD, error=error),
+    ]
+    path = write_parents(tmp_path / "parents.jsonl", parents)
+    outcome = await run(sandbox, "outcomes", parent_count=2, parents_file=path)
+    assert outcome.result == [["succeeded", None], ["dead", "ValueError"]]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_spawn_comes_back_with_the_success_and_only_with_it(sandbox: Sandbox) -> None:
+    outcome = await run(sandbox, "spawn_squares", 3)
+    assert outcome.status is Status.SUCCEEDED, outcome.error
+    assert outcome.spawn is not None
+    assert outcome.spawn.parents == ((), (), (), (0, 1, 2))
+    assert [job.payload["args"] for job in outcome.spawn.jobs] == [[0], [1], [2], []]
+    assert outcome.spawn.workflow_id is None
+    failed = await run(sandbox, "spawn_then_fail", 2)
+    assert failed.status is Status.ERROR
+    assert failed.spawn is None
+
+
+def test_as_job_gives_the_parents_and_keeps_the_spawn() -> None:
+    with taskq.testing.as_job(parent_results=[3, 4, 5]) as job:
+        assert total() == {"sum": 12, "count": 3, "in_order": True, "parent_count": 3}
+        assert spawn_squares(2) == "spawned 2"
+    assert isinstance(job.spawned, WorkflowSubmission)
+    assert len(job.spawned.jobs) == 3
+    with pytest.raises(RuntimeError, match="only available inside a running job"):
+        taskq.current_job()
+
+
+def test_a_job_spawns_once_within_its_bounds() -> None:
+    context = JobContext(id=1, attempt=1, queue="q", max_attempts=1)
+    context.spawn(square.map([]))  # nothing to spawn: not a spawn
+    assert context.spawned is None
+    with pytest.raises(ValueError, match=f"at most {MAX_SPAWN_JOBS} jobs"):
+        context.spawn(square.map(range(MAX_SPAWN_JOBS + 1)))
+    context.spawn(square.map([1]).then(total))
+    with pytest.raises(RuntimeError, match="once per attempt"):
+        context.spawn(square.step(2))
+    assert list(context.parent_results()) == []
+
+
+def test_a_child_cannot_spawn_into_another_workflow_or_with_a_failure() -> None:
+    spawned = msgspec.to_builtins(square.map([1]).submission())
+    body = {"status": "succeeded", "result_json": "1", "spawn": spawned}
+    report = protocol.parse_report(body)
+    assert report.spawn is not None
+    assert report.spawn.jobs[0].payload["args"] == [1]
+    for bad in (
+        {**body, "spawn": {**spawned, "workflow_id": 5}},
+        {**body, "spawn": {**spawned, "jobs": []}},
+        {**body, "spawn": {"jobs": "no"}},
+        {**body, "status": "error", "error": {"type": "E", "message": "", "traceback": ""}},
+    ):
+        with pytest.raises(protocol.ProtocolError, match="spawn"):
+            protocol.parse_report(bad)
