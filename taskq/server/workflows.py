@@ -115,7 +115,7 @@ def _flow(sent: WorkflowRequest, submitter: str) -> tuple[Flow, Flow]:
     for index, job in enumerate(sent.jobs):
         if job.after:
             raise errors.InvalidJob(
-                f"job {index} runs after stored jobs {job.after}, but a new workflow's jobs "
+                f"job {index} runs after stored jobs {list(job.after)}, but a new workflow's jobs "
                 "wait only on each other: name them by position in parents",
                 field="after",
             )
