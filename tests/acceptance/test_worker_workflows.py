@@ -47,15 +47,27 @@ def isolation(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def queue(workers: WorkerFleet, store_url: str, isolation: str) -> str:
+def worker_tmp(tmp_path: Path) -> Path:
+    """The worker's TMPDIR, where it writes its jobs' parents files."""
+    path = tmp_path / "worker-tmp"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def queue(workers: WorkerFleet, store_url: str, isolation: str, worker_tmp: Path) -> str:
     """A queue of this test's own (the rqlite cluster is shared), and a worker for it."""
     name = f"flows-{uuid.uuid4().hex[:8]}"
-    workers.start(store_url, worker={"queues": [name], "concurrency": 2, "isolation": isolation})
+    workers.start(
+        store_url,
+        worker={"queues": [name], "concurrency": 2, "isolation": isolation},
+        extra_env={"TMPDIR": str(worker_tmp)},
+    )
     return name
 
 
 def test_a_map_then_a_fan_in_over_every_result(
-    client: taskq.Client, queue: str, isolation: str
+    client: taskq.Client, queue: str, isolation: str, worker_tmp: Path
 ) -> None:
     # Past one page of the worker's reads where a job costs a message (pool); a child
     # per job costs an interpreter, and the file's pages are the same either way.
@@ -70,6 +82,8 @@ def test_a_map_then_a_fan_in_over_every_result(
     }
     info = pipeline.wait(timeout=WAIT)
     assert info.counts[JobState.SUCCEEDED] == count + 1
+    # The fan-in's file of parents is removed before its report is sent.
+    assert list(worker_tmp.iterdir()) == []
 
 
 def test_a_chain_hands_each_result_on(client: taskq.Client, queue: str) -> None:

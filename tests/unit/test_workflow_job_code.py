@@ -6,6 +6,7 @@ no store (the worker's side is in ``tests/acceptance/test_worker_workflows.py``)
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,20 @@ import pytest
 
 import taskq
 import taskq.testing
+from taskq import errors
 from taskq.broker.limits import Limits
-from taskq.broker.records import JobState, ParentResult, WorkflowSubmission
+from taskq.broker.records import (
+    ClaimedJob,
+    JobState,
+    Lease,
+    ParentResult,
+    PayloadKind,
+    WorkflowSubmission,
+)
 from taskq.job_context import MAX_SPAWN_JOBS, JobContext
+from taskq.worker import parent_results
+from taskq.worker.parent_results import PAGE, with_parents_file
+from taskq.worker.running import RunningJob
 from taskq.worker.sandbox import parents_file, protocol
 from taskq.worker.sandbox.outcome import Outcome, Status
 from taskq.worker.sandbox.payloads import CallPayload, Policy
@@ -138,3 +150,65 @@ def test_a_child_cannot_spawn_into_another_workflow_or_with_a_failure() -> None:
     ):
         with pytest.raises(protocol.ProtocolError, match="spawn"):
             protocol.parse_report(bad)
+
+
+@pytest.mark.anyio
+async def test_parents_that_cannot_be_read_fail_the_attempt_and_leave_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    request = PREPARER.request(CallPayload(f"{JOBS}:total", []), LIMITS, JobIdentity(id=7))
+    assert not isinstance(request, Outcome)
+    running = RunningJob(job=_claimed(7), renewed_at=0.0)
+
+    # The store's operation stands for itself: each run asks for the page after a position.
+    def page_after(job_id: int, *, after_position: int, limit: int) -> int:
+        assert (job_id, limit) == (7, PAGE)
+        return after_position
+
+    monkeypatch.setattr(parent_results, "job_parent_results", page_after)
+
+    async def unavailable(after_position: int) -> list[ParentResult]:
+        raise errors.StoreUnavailable("no store")
+
+    outcome = await with_parents_file(request, running, unavailable)
+    assert isinstance(outcome, Outcome)
+    assert outcome.status is Status.ERROR
+    assert "parents' results could not be read" in (outcome.error or {})["message"]
+    assert running.parents_file is None
+    assert list(tmp_path.iterdir()) == []
+
+    pages = [
+        [ParentResult(i, i, JobState.SUCCEEDED, i) for i in range(PAGE)],
+        [ParentResult(PAGE, PAGE, JobState.SUCCEEDED, PAGE)],
+    ]
+    asked: list[Any] = []
+
+    async def store(after_position: int) -> list[ParentResult]:
+        asked.append(after_position)
+        return pages[len(asked) - 1]
+
+    prepared = await with_parents_file(request, running, store)
+    assert not isinstance(prepared, Outcome)
+    assert asked == [-1, PAGE - 1]
+    assert prepared.job.parents_file == running.parents_file
+    assert [parent.position for parent in parents_file.read(str(running.parents_file))] == list(
+        range(PAGE + 1)
+    )
+    running.drop_parents_file()
+    assert list(tmp_path.iterdir()) == []
+
+
+def _claimed(job_id: int) -> ClaimedJob:
+    return ClaimedJob(
+        lease=Lease(job_id, "token"),
+        kind=PayloadKind.CALL,
+        payload={"target": f"{JOBS}:total", "args": [], "kwargs": {}},
+        queue="q",
+        attempt=1,
+        max_attempts=1,
+        timeout=None,
+        limits={},
+        lease_until=0.0,
+        parent_count=PAGE + 1,
+    )

@@ -39,14 +39,18 @@ def settle_statements() -> list[Statement]:
     ]
 
 
-def written_statements(edges: Sequence[Edge], child_keys: Sequence[str]) -> list[Statement]:
+def written_statements(
+    edges: Sequence[Edge], child_keys: Sequence[str], stored_parents: Sequence[int]
+) -> list[Statement]:
     """What follows the INSERT of jobs with parents: their edges, counters, and the settling.
 
     ``edges`` are the new jobs' dependencies, ``child_keys`` the keys of the
-    jobs among them that have parents. An edge whose parent is not found
-    fails the write. The parents are flagged as having children (the
-    counting triggers fire only for those), and the children counted from
-    their parents' states as they are: a parent may have ended already.
+    jobs among them that have parents, ``stored_parents`` the stored jobs they
+    name. An edge whose parent is not found fails the write. The stored
+    parents are flagged as having children (the counting triggers fire only
+    for those; a parent new in the write was flagged by its INSERT), and the
+    children counted from their parents' states as they are: a parent may
+    have ended already.
     """
     keys = {"keys": fast_json.dumps_text(list(child_keys))}
     recount = queries.query("job_parents_recount").format(
@@ -56,7 +60,7 @@ def written_statements(edges: Sequence[Edge], child_keys: Sequence[str]) -> list
         Statement(
             queries.query("job_parents_insert"), {"edges": fast_json.dumps_text(list(edges))}
         ),
-        Statement(queries.query("job_parents_flag"), keys),
+        Statement(queries.query("job_parents_flag"), {"ids": ids_param(stored_parents)}),
         Statement(recount, keys),
         *settle_statements(),
     ]
@@ -101,13 +105,16 @@ def parent_workflows(parent_ids: Iterable[int]) -> Op[dict[int, int | None]]:
     return found
 
 
-def spec_fields(*, parent_count: int, run_anyway: bool, workflow_id: int | None) -> dict[str, Any]:
+def spec_fields(
+    *, parent_count: int, run_anyway: bool, workflow_id: int | None, has_children: bool = False
+) -> dict[str, Any]:
     """What a job row adds to ``ops.enqueue.checked_row``'s fields to be written into a workflow.
 
-    Left out, a field takes its default (queued, no workflow, no parents),
-    which keeps the rows of jobs without parents short.
+    ``has_children``: a job written in the same request names it as a parent.
+    Left out, a field takes its default (queued, no workflow, no parents, no
+    children), which keeps the rows of jobs without parents short.
     """
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {"has_children": 1} if has_children else {}
     if parent_count:
         fields |= {"state": "waiting", "parent_count": parent_count}
         if run_anyway:

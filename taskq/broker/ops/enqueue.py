@@ -180,7 +180,7 @@ def job_enqueue(
             parent_count=len(spec.after), run_anyway=spec.run_anyway, workflow_id=joined.pop()
         )
         edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
-    after = dependencies.written_statements(edges, [row["key"] for _, row in new])
+    after = dependencies.written_statements(edges, [row["key"] for _, row in new], parents)
     try:
         return (yield from jobs_write(rows, now=now, after=after, in_workflow=True))
     except errors.ConstraintViolation as exc:

@@ -67,6 +67,7 @@ class WorkflowRows:
         job_validation.check_workflow_shape(
             len(specs), submission.parents, [spec.after for spec in specs]
         )
+        has_children = {position for positions in internal for position in positions}
         self.rows: list[dict[str, Any]] = []
         self.edges: list[dependencies.Edge] = []
         self.children: list[str] = []
@@ -81,7 +82,10 @@ class WorkflowRows:
             row["key"] = f"{key}/{index}"
             parents = [*spec.after, *internal[index]]
             row |= dependencies.spec_fields(
-                parent_count=len(parents), run_anyway=spec.run_anyway, workflow_id=workflow_id
+                parent_count=len(parents),
+                run_anyway=spec.run_anyway,
+                workflow_id=workflow_id,
+                has_children=index in has_children,
             )
             self.rows.append(row)
             if parents:
@@ -103,7 +107,7 @@ class WorkflowRows:
         """The edges, the new children's counters, and the settling of what that decides."""
         if not self.edges:
             return []
-        return dependencies.written_statements(self.edges, self.children)
+        return dependencies.written_statements(self.edges, self.children, self.stored_parents)
 
 
 def _refuse_foreign(parents: dict[int, int | None], workflow_id: int | None, what: str) -> None:

@@ -39,14 +39,11 @@ WHERE NOT EXISTS (
 )
 
 -- name: job_parents_flag
--- The parents of the jobs just written (by key) have children: from now on
--- their state changes fire the counting triggers.
+-- Stored jobs named as parents by the jobs just written have children: from
+-- now on their state changes fire the counting triggers. (Parents written in
+-- the same request are flagged by their INSERT.)
 UPDATE jobs SET has_children = 1
-WHERE has_children = 0 AND id IN (
-    SELECT edge.parent_id
-    FROM jobs AS child JOIN job_parents AS edge ON edge.child_id = child.id
-    WHERE child.idempotency_key IN (SELECT value FROM json_each(:keys))
-)
+WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children = 0
 
 -- name: job_parents_recount
 -- A waiting job's counters from its parents' states as they are now: for jobs

@@ -58,7 +58,7 @@ WHERE jobs.request_fingerprint <> excluded.request_fingerprint
 RETURNING id, idempotency_key
 
 -- name: job_insert_workflow_columns
-state, workflow_id, run_anyway, parent_count
+state, workflow_id, run_anyway, parent_count, has_children
 
 -- name: job_insert_workflow_values
 -- A spec's fields past checked_row's (ops.dependencies.spec_fields), each
@@ -71,7 +71,8 @@ COALESCE(
     (SELECT id FROM workflows WHERE idempotency_key = :workflow_key)
 ),
 COALESCE(json_extract(job.spec, '$.run_anyway'), 0),
-COALESCE(json_extract(job.spec, '$.parent_count'), 0)
+COALESCE(json_extract(job.spec, '$.parent_count'), 0),
+COALESCE(json_extract(job.spec, '$.has_children'), 0)
 
 -- name: job_enqueue_specs
 SELECT value AS spec FROM json_each(:specs)
