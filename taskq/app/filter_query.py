@@ -1,4 +1,4 @@
-"""The jobs filter as one line of text: ``state:dead queue:images worker:ID some text``.
+"""The jobs filter as one line of text: ``state:dead queue:images worker:ID workflow:4 text``.
 
 Typing a filter is faster than stepping through dropdowns, and the line
 reads back exactly what the table shows.
@@ -22,6 +22,7 @@ def parse(line: str) -> JobFilter:
         raise ValueError(f"filter: {exc}") from exc
     state: JobState | None = None
     queue = worker_id = None
+    workflow_id: int | None = None
     text: list[str] = []
     for word in words:
         prefix, colon, value = word.partition(":")
@@ -34,9 +35,23 @@ def parse(line: str) -> JobFilter:
             queue = value
         elif colon and prefix == "worker" and value:
             worker_id = value
+        elif colon and prefix == "workflow":
+            workflow_id = _workflow_id(value)
         else:
             text.append(word)
-    return JobFilter(state=state, queue=queue, worker_id=worker_id, text=" ".join(text) or None)
+    return JobFilter(
+        state=state,
+        queue=queue,
+        worker_id=worker_id,
+        text=" ".join(text) or None,
+        workflow_id=workflow_id,
+    )
+
+
+def _workflow_id(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) < 2**63:
+        raise ValueError(f"filter: workflow takes a workflow's id, e.g. workflow:4, not {value!r}")
+    return int(value)
 
 
 def render(job_filter: JobFilter) -> str:
@@ -48,6 +63,8 @@ def render(job_filter: JobFilter) -> str:
         words.append(f"queue:{job_filter.queue}")
     if job_filter.worker_id is not None:
         words.append(f"worker:{job_filter.worker_id}")
+    if job_filter.workflow_id is not None:
+        words.append(f"workflow:{job_filter.workflow_id}")
     if job_filter.text:
         words.append(job_filter.text)
     return shlex.join(words)

@@ -8,9 +8,10 @@ so tests drive the real app over a real store.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from taskq import errors
+from taskq.app.job_family import JobFamily, family_of
 from taskq.broker.client.client import AsyncClient, CancelResult, JobQuery, ThroughputBucket
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.store import NodeInfo, Store
@@ -33,6 +34,7 @@ class JobFilter:
     queue: str | None = None
     worker_id: str | None = None
     text: str | None = None
+    workflow_id: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -89,10 +91,11 @@ class JobPage:
 
 @dataclass(frozen=True, slots=True)
 class JobDetail:
-    """A job and every attempt at it, oldest first."""
+    """A job and every attempt at it, oldest first, and its workflow, parents and children."""
 
     job: Job
     executions: tuple[Execution, ...]
+    family: JobFamily = field(default_factory=JobFamily)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +195,8 @@ class ConsoleSource:
         except errors.JobNotFound:
             return None
         executions = await self.client.executions(job_id)
-        return JobDetail(job=job, executions=tuple(executions))
+        family = await family_of(self.client, job)
+        return JobDetail(job=job, executions=tuple(executions), family=family)
 
     async def cancel(self, job_ids: Sequence[int]) -> CancelResult:
         """Cancel queued jobs now; ask running ones to stop at their next heartbeat."""
@@ -253,6 +257,7 @@ class ConsoleSource:
                 queue=job_filter.queue,
                 worker_id=job_filter.worker_id,
                 text=job_filter.text,
+                workflow_id=job_filter.workflow_id,
                 before=before,
                 limit=limit,
             )

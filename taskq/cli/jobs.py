@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
 from taskq.broker.records import Execution, JobState
-from taskq.cli import command, connection, job_options, output, payloads, values
+from taskq.cli import command, connection, job_options, output, payloads, values, workflows
 
 # What ``cancel`` and ``retry`` say of a job they moved.
 _MOVES = {
@@ -105,6 +105,9 @@ def add_commands(commands: command.Commands) -> None:
     jobs.add_argument("--submitter")
     jobs.add_argument("--text", help="a queue name, or any part of the payload")
     jobs.add_argument(
+        "--workflow", type=workflows.an_id, metavar="ID", help="the jobs of this workflow"
+    )
+    jobs.add_argument(
         "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
     )
     jobs.add_argument("--before", type=int, metavar="ID", help="only jobs older than this id")
@@ -145,6 +148,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         job = client.get(args.id)
+        family = [] if args.json else workflows.relatives_lines(client, job)
     if args.json:
         output.print_json(job)
         return command.EXIT_OK
@@ -181,6 +185,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(("result", output.one_line(output.compact_json(job.result), 200)))
     if job.error:
         lines.append(("error", output.one_line(output.error_line(job.error), 200)))
+    lines += family
     lines.append(("key", job.idempotency_key))
     width = max(len(name) for name, _ in lines)
     for name, value in lines:
@@ -311,6 +316,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                 worker_id=args.worker,
                 submitter=args.submitter,
                 text=args.text,
+                workflow_id=args.workflow,
                 before=args.before,
                 limit=args.limit,
             )

@@ -24,6 +24,7 @@ from taskq.cli import (
     schedules,
     serve,
     tokens,
+    workflows,
 )
 
 
@@ -48,6 +49,7 @@ def build_parser() -> command.Parser:
     dev.add_commands(commands)
     serve.add_commands(commands)
     tokens.add_commands(commands)
+    workflows.add_commands(commands)
     return parser
 
 

@@ -96,11 +96,12 @@ def decoded(body: bytes, into: Any) -> Any:
         raise BadRequest(f"the body is not JSON: {exc}") from None
 
 
-_PATH = re.compile(r"`\$(?:\[\d+\])?\.(?:job\.)?([A-Za-z_]+)|unknown field `([A-Za-z_]+)`")
+# The innermost member of the path: `$.priority`, `$[3].queue`, `$.job.queue`, `$.jobs[0].args`.
+_PATH = re.compile(r"`\$[^`]*?\.([A-Za-z_]+)(?:\[\d+\])*`|unknown field `([A-Za-z_]+)`")
 
 
 def _member(message: str) -> str | None:
-    """The member a msgspec message names (``... - at `$.priority``` → ``priority``)."""
+    """The member a msgspec message names (``... - at `$.jobs[0].priority``` → ``priority``)."""
     match = _PATH.search(message)
     return (match[1] or match[2]) if match else None
 

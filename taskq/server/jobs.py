@@ -112,7 +112,7 @@ async def executions(request: Request, caller: Caller) -> Response:
     return json_response(Executions(found))
 
 
-_LIST_FILTERS = {"state", "queue", "submitter", "worker"}
+_LIST_FILTERS = {"state", "queue", "submitter", "worker", "workflow"}
 
 
 async def listing(request: Request, caller: Caller) -> Response:
@@ -126,6 +126,9 @@ async def listing(request: Request, caller: Caller) -> Response:
         queue=filters.get("queue"),
         submitter=filters.get("submitter"),
         worker_id=filters.get("worker"),
+        workflow_id=bodies.integer(params, "workflow", low=1, high=bodies.MAX_ID)
+        if "workflow" in filters
+        else None,
         before=before,
         limit=limit,
     )

@@ -35,7 +35,7 @@ class Forbidden(errors.TaskqError):
 
 
 class WrongState(errors.TaskqError):
-    """The job is not in a state this request applies to; nothing changed."""
+    """The job, or every job of the workflow, is in a state this request does not apply to."""
 
 
 class ScheduleNotFound(errors.TaskqError, LookupError):
@@ -74,6 +74,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (errors.InvalidJob, 422),
     (errors.ConfigError, 422),
     (errors.JobNotFound, 404),
+    (errors.WorkflowNotFound, 404),
     (errors.QueueNotFound, 404),
     (ScheduleNotFound, 404),
     (errors.RateLimited, 429),

@@ -22,6 +22,7 @@ from taskq.broker.records import JobState
         ("'\"seed\":99'", JobFilter(text='"seed":99')),
         ('"in.png out"', JobFilter(text="in.png out")),
         ("http://host:80", JobFilter(text="http://host:80")),
+        ("workflow:4 state:waiting", JobFilter(state=JobState.WAITING, workflow_id=4)),
     ],
 )
 def test_parse_and_render_round_trip(line: str, expected: JobFilter) -> None:
@@ -32,7 +33,12 @@ def test_parse_and_render_round_trip(line: str, expected: JobFilter) -> None:
 
 @pytest.mark.parametrize(
     ("line", "message"),
-    [("state:lost", "unknown state 'lost'"), ('"unclosed', "No closing quotation")],
+    [
+        ("state:lost", "unknown state 'lost'"),
+        ('"unclosed', "No closing quotation"),
+        ("workflow:four", "workflow takes a workflow's id"),
+        ("workflow:", "workflow takes a workflow's id"),
+    ],
 )
 def test_a_bad_line_says_why(line: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -19,11 +19,13 @@ from taskq.app.app import ConsoleApp
 from taskq.app.formatting import Clock
 from taskq.app.screens.submit import SubmitScreen
 from taskq.app.source import ConsoleSource
+from taskq.app.widgets.relatives import RelativesTable
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkersTable
 from taskq.broker.ops import migrations
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Store
 from tests.tui.seed import BASE, Seeded, seed
+from tests.tui.seed_workflow import seed_diamond
 from tests.tui.waiting import plain, wait_for
 
 SIZE = (120, 40)
@@ -100,3 +102,17 @@ def test_the_form_at_80x24_with_its_error(snap_compare: SnapCompare, relative_st
         await wait_for(pilot, lambda: "target must" in plain(error), "the error")
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=empty_submit)
+
+
+def test_job_detail_with_its_workflow(snap_compare: SnapCompare, relative_store: Store) -> None:
+    seed(relative_store)
+    diamond = seed_diamond(relative_store)
+    app = _app(relative_store, BASE)
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        app.open_job(diamond.train_small)
+        await wait_for(pilot, lambda: app.screen.query(RelativesTable), "the job screen")
+        relatives = app.screen.query_one(RelativesTable)
+        await wait_for(pilot, lambda: relatives.row_count == 2, "its parent and its child")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)

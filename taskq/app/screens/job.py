@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -17,7 +18,7 @@ from taskq import errors
 from taskq.app import formatting, states
 from taskq.app.commands import PaletteCommand
 from taskq.app.console import Console
-from taskq.app.source import JobDetail, describe_error
+from taskq.app.source import JobDetail, JobFilter, describe_error
 from taskq.app.widgets.banner import StoreBanner
 from taskq.app.widgets.panels import (
     AttemptOutput,
@@ -26,6 +27,7 @@ from taskq.app.widgets.panels import (
     ResultPanel,
     TimelinePanel,
 )
+from taskq.app.widgets.relatives import RelativesPanel, RelativesTable
 from taskq.app.widgets.tables import AttemptsTable
 
 
@@ -65,6 +67,7 @@ class JobScreen(Screen[None]):
         with Horizontal(id="job-bottom"):
             yield AttemptOutput(id="output")
             yield ResultPanel(id="result")
+            yield RelativesPanel(id="family")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -116,6 +119,7 @@ class JobScreen(Screen[None]):
         self.query_one(OptionsPanel).show(job)
         self.query_one(TimelinePanel).show(job, clock)
         self.query_one(ResultPanel).show(job)
+        self.query_one(RelativesPanel).show(detail.family)
         attempts = self.query_one(AttemptsTable)
         attempts.show(detail.executions, clock)
         if first_load and attempts.row_count:
@@ -132,6 +136,9 @@ class JobScreen(Screen[None]):
         selected = self.query_one(AttemptsTable).cursor_execution
         chosen = next((e for e in self.detail.executions if e.id == selected), None)
         self.query_one(AttemptOutput).show(chosen)
+
+    def on_relatives_table_chosen(self, message: RelativesTable.Chosen) -> None:
+        self.console.open_job(message.job_id)
 
     def action_back(self) -> None:
         self.dismiss(None)
@@ -150,8 +157,18 @@ class JobScreen(Screen[None]):
 
     def palette_commands(self) -> list[PaletteCommand]:
         """Cancel or retry this job, or go back."""
-        return [
+        commands = [
             PaletteCommand(f"Cancel job {self.job_id}…", "This job", self.action_cancel_job),
             PaletteCommand(f"Retry job {self.job_id}…", "This job", self.action_retry_job),
             PaletteCommand("Back to the jobs list", "Close this job", self.action_back),
         ]
+        workflow_id = self.detail.job.workflow_id if self.detail is not None else None
+        if workflow_id is not None:
+            commands.append(
+                PaletteCommand(
+                    f"Jobs of workflow {workflow_id}",
+                    "List every job of this job's workflow",
+                    partial(self.console.show_jobs, JobFilter(workflow_id=workflow_id)),
+                )
+            )
+        return commands

@@ -165,10 +165,10 @@ class JobsScreen(Screen[None]):
         return note + ("  ·  ] older" if page.has_more else "  ·  oldest page")
 
     def _matching_count(self) -> int | None:
-        """How many jobs match, when the queue counts can tell (no worker or text filter)."""
+        """How many jobs match, when the queue counts can tell (no worker, workflow or text)."""
         job_filter = self.job_filter
         overview = self.console.overview
-        if job_filter.worker_id or job_filter.text or overview is None:
+        if job_filter.worker_id or job_filter.text or job_filter.workflow_id or overview is None:
             return None
         if overview.activity is None:
             return None

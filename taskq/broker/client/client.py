@@ -334,16 +334,24 @@ class Client(Blocking, Operations):
         return [JobHandle(self, job_id) for job_id in ids]
 
     def submit_workflow(
-        self, flow: Flow, /, *, name: str = "", idempotency_key: str | None = None
+        self,
+        flow: Flow,
+        /,
+        *,
+        name: str = "",
+        idempotency_key: str | None = None,
+        submitter: str | None = None,
     ) -> WorkflowHandle:
         """Enqueue a whole workflow in one request: every job and dependency, or nothing.
 
         ``flow`` is built from steps (``resize.map(paths).then(build_index)``,
         see :mod:`taskq.broker.client.flows`). The same ``idempotency_key``
         with the same flow returns the same workflow, with another it is
-        refused (:class:`taskq.errors.IdempotencyConflict`).
+        refused (:class:`taskq.errors.IdempotencyConflict`). ``submitter``
+        (default: the client's) is who the workflow, and those of its jobs that
+        name no submitter, are recorded as submitted by: the HTTP API's caller.
         """
-        submitted = self._run(self._submit_workflow_plan(flow, name, idempotency_key))
+        submitted = self._run(self._submit_workflow_plan(flow, name, idempotency_key, submitter))
         return WorkflowHandle(self, submitted, flow)
 
     def nodes(self) -> builtins.list[NodeInfo]:
@@ -417,10 +425,18 @@ class AsyncClient(Awaiting, Operations):
         return [AsyncJobHandle(self, job_id) for job_id in ids]
 
     async def submit_workflow(
-        self, flow: Flow, /, *, name: str = "", idempotency_key: str | None = None
+        self,
+        flow: Flow,
+        /,
+        *,
+        name: str = "",
+        idempotency_key: str | None = None,
+        submitter: str | None = None,
     ) -> AsyncWorkflowHandle:
         """Enqueue a whole workflow in one request (see :meth:`Client.submit_workflow`)."""
-        submitted = await self._run(self._submit_workflow_plan(flow, name, idempotency_key))
+        submitted = await self._run(
+            self._submit_workflow_plan(flow, name, idempotency_key, submitter)
+        )
         return AsyncWorkflowHandle(self, submitted, flow)
 
     async def nodes(self) -> builtins.list[NodeInfo]:

@@ -401,7 +401,11 @@ class ClientBase:
         return ids
 
     def _submit_workflow_plan(
-        self, flow: WorkflowSource, name: str, idempotency_key: str | None
+        self,
+        flow: WorkflowSource,
+        name: str,
+        idempotency_key: str | None,
+        submitter: str | None = None,
     ) -> Op[SubmittedWorkflow]:
         """One workflow's write: its jobs with this client's queue defaults, all or nothing."""
         if not len(flow):
@@ -409,7 +413,7 @@ class ClientBase:
         submission = flow.submission(
             name=name,
             idempotency_key=idempotency_key,
-            submitter=self.submitter,
+            submitter=self.submitter if submitter is None else submitter,
             max_payload_bytes=self.max_payload_bytes,
         )
         if self.queue_defaults:

@@ -1,0 +1,192 @@
+"""Commands about workflows: `workflow show|cancel|retry`, and a job's relatives in `status`."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Sequence
+
+from taskq import errors
+from taskq.broker.client.client import Client, JobQuery
+from taskq.broker.records import Job, JobEdge, JobState, WorkflowInfo
+from taskq.cli import command, connection, output, state_colors, workflow_tree
+
+# The largest id a store holds (SQLite's INTEGER).
+_MAX_ID = 2**63 - 1
+# The most jobs one listing request returns: a workflow is read a page at a time.
+_PAGE = 1000
+# How many parents or children ``status`` names before it sends the reader to the tree.
+_RELATIVES_SHOWN = 10
+_CALL_WIDTH = 60
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register ``taskq workflow ACTION``."""
+    actions = command.add_group(
+        commands,
+        "workflow",
+        help="see or steer a workflow: its jobs as a tree, cancel it, retry it",
+        description="See or steer a workflow (jobs that run after other jobs).\n\n"
+        "  taskq workflow show 4          # its jobs as a tree from the roots, with states\n"
+        "  taskq workflow cancel 4        # cancel every job of it that has not ended\n"
+        "  taskq workflow retry 4         # queue its failed, dead or cancelled jobs again\n"
+        "  taskq jobs --workflow 4        # its jobs as a list",
+        dest="action",
+    )
+    for name, handler, text in (
+        ("show", cmd_show, "draw the workflow's jobs as a tree, with their states"),
+        ("cancel", cmd_cancel, "cancel every job of the workflow that has not ended"),
+        ("retry", cmd_retry, "queue the workflow's failed, dead or cancelled jobs again"),
+    ):
+        parser = command.add(actions, name, handler, help=text, json=True)
+        parser.add_argument("id", type=an_id, help="workflow id")
+
+
+def an_id(text: str) -> int:
+    """A workflow id as argparse reads it: a whole number a store can hold."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a workflow id (a whole number)"
+        ) from None
+    if not 1 <= value <= _MAX_ID:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a workflow id (from 1 to {_MAX_ID})")
+    return value
+
+
+def read_workflow(
+    client: Client, workflow_id: int
+) -> tuple[WorkflowInfo, list[Job], list[JobEdge]]:
+    """The workflow, its jobs oldest first and its edges; WorkflowNotFound for an unknown id."""
+    info = client.workflow(workflow_id)
+    # Edges before jobs: a running job's spawn writes its jobs and their edges in one
+    # write, so every job an edge names is among the jobs read after it.
+    edges = client.workflow_edges(workflow_id)
+    jobs: list[Job] = []
+    before: int | None = None
+    while True:
+        page = client.list(JobQuery(workflow_id=workflow_id, before=before, limit=_PAGE))
+        jobs += page
+        if len(page) < _PAGE:
+            break
+        before = page[-1].id
+    jobs.reverse()
+    return info, jobs, edges
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with connection.client(args, read_only=True) as client:
+        info, jobs, edges = read_workflow(client, args.id)
+    if args.json:
+        output.print_json({"workflow": info, "jobs": jobs, "edges": edges})
+        return command.EXIT_OK
+    color = state_colors.wanted()
+    by_id = {job.id: job for job in jobs}
+
+    def line(job_id: int) -> str:
+        job = by_id.get(job_id)
+        return f"{job_id} (pruned)" if job is None else _job_line(job, color=color)
+
+    print(_heading(info))
+    for text in workflow_tree.drawn(by_id, edges, line):
+        print(text)
+    print(_summary(jobs, color=color))
+    return command.EXIT_OK
+
+
+def _heading(info: WorkflowInfo) -> str:
+    name = f" {info.name!r}" if info.name else ""
+    by = f", by {info.submitter}" if info.submitter else ""
+    return f"workflow {info.id}{name}{by}, submitted {output.local_time(info.created_at)}"
+
+
+def _job_line(job: Job, *, color: bool) -> str:
+    state = state_colors.painted(job.state, color=color)
+    if job.cancel_requested and job.state is JobState.RUNNING:
+        state += " (cancel requested)"
+    text = f"{job.id} {state}  {output.one_line(output.call(job), _CALL_WIDTH)}"
+    if job.error and job.state is not JobState.SUCCEEDED:
+        text += f"  ({output.one_line(output.error_line(job.error), _CALL_WIDTH)})"
+    return text
+
+
+def _summary(jobs: Sequence[Job], *, color: bool) -> str:
+    """``5 jobs: 3 succeeded, 1 running, 1 waiting``, the states in the order of their enum."""
+    counts = Counter(job.state for job in jobs)
+    parts = [
+        f"{counts[state]} {state_colors.painted(state, color=color)}"
+        for state in JobState
+        if counts[state]
+    ]
+    noun = "job" if len(jobs) == 1 else "jobs"
+    return f"{len(jobs)} {noun}: {', '.join(parts)}" if parts else "no jobs"
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with connection.client(args) as client:
+        moved = client.cancel_workflow(args.id)
+    return _say_moved(
+        args,
+        "cancelled",
+        moved,
+        done="cancelled (a running one stops at its worker's next heartbeat)",
+        none="nothing to cancel; every job of it has ended",
+    )
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    with connection.client(args) as client:
+        moved = client.retry_workflow(args.id)
+    return _say_moved(
+        args,
+        "retried",
+        moved,
+        done="queued again (the jobs their end cancelled wait for them again)",
+        none="nothing to retry; no job of it failed, died or was cancelled",
+    )
+
+
+def _say_moved(args: argparse.Namespace, key: str, moved: int, *, done: str, none: str) -> int:
+    """How many jobs a cancel or retry of the whole workflow moved (``key`` in its JSON)."""
+    if args.json:
+        output.print_json({"workflow_id": args.id, key: moved})
+    elif moved:
+        print(f"workflow {args.id}: {_jobs(moved)} {done}")
+    else:
+        print(f"workflow {args.id}: {none}")
+    return command.EXIT_OK
+
+
+def _jobs(count: int) -> str:
+    return f"{count} job" if count == 1 else f"{count} jobs"
+
+
+def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
+    """``status``'s lines for a job's workflow, parents and children (none for a job alone)."""
+    family = client.relatives(job.id, limit=_RELATIVES_SHOWN + 1)
+    lines: list[tuple[str, str]] = []
+    if job.workflow_id is not None:
+        try:
+            name = client.workflow(job.workflow_id).name
+        except errors.WorkflowNotFound:
+            name = ""  # pruned with its last other job since the job was read
+        lines.append(("workflow", f"{job.workflow_id} {name!r}" if name else str(job.workflow_id)))
+    color = state_colors.wanted()
+    more = f" and more (taskq workflow show {job.workflow_id})" if job.workflow_id else " and more"
+    if family.parents:
+        text = _relatives(family.parents, more, color=color)
+        if job.state is JobState.WAITING:
+            text += f"; waits for {job.parents_left} of them to end"
+        lines.append(("parents", text))
+    if family.children:
+        lines.append(("children", _relatives(family.children, more, color=color)))
+    return lines
+
+
+def _relatives(relatives: Sequence[tuple[int, JobState]], more: str, *, color: bool) -> str:
+    named = ", ".join(
+        f"{job_id} {state_colors.painted(state, color=color)}"
+        for job_id, state in relatives[:_RELATIVES_SHOWN]
+    )
+    return named + (more if len(relatives) > _RELATIVES_SHOWN else "")

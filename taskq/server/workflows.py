@@ -1,0 +1,232 @@
+"""The workflow endpoints: submit one whole, read it (jobs' states and edges), cancel, retry.
+
+A body names each job's parents by their positions in its list of jobs,
+which is how JSON can draw any DAG; it becomes the Python client's flow
+(``taskq.step``, ``group``, ``then``) and so goes through the same checks
+and the same single atomic write as ``client.submit_workflow``. The shape
+is checked first, so a cycle or a position out of range is refused naming
+``parents`` and the job at fault, in the body's own numbering.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from taskq import errors
+from taskq.broker import job_validation
+from taskq.broker.client.client import JobQuery, validate_spec
+from taskq.broker.client.flows import Flow, group, step
+from taskq.broker.records import JobEdge, JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
+from taskq.server import bodies
+from taskq.server.auth import Caller
+from taskq.server.endpoint import Endpoint, client_of
+from taskq.server.problems import WrongState, json_response
+
+# The most jobs one listing request returns: a workflow's are read a page at a time.
+_PAGE = 1000
+
+
+class WorkflowJob(bodies.JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One job of a workflow: a job as ``POST /jobs`` takes it, and its parents in the workflow."""
+
+    parents: Annotated[
+        list[int],
+        msgspec.Meta(
+            description="positions (from 0) in the workflow's jobs of the jobs this one runs "
+            "after: it waits until every one has ended"
+        ),
+    ] = msgspec.field(default_factory=list)
+
+
+class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A whole workflow, written in one atomic write: every job and dependency, or nothing.
+
+    The submitter is not a member: it is the name of the request's token.
+    """
+
+    jobs: list[WorkflowJob]
+    name: str = ""
+    idempotency_key: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="sending the same workflow under the same key again answers the same "
+            "ids (the Idempotency-Key header does the same; this member wins)"
+        ),
+    ] = None
+
+
+class JobBrief(msgspec.Struct, frozen=True):
+    """A job of a workflow, by id, and its state."""
+
+    id: int
+    state: JobState
+
+
+class WorkflowView(msgspec.Struct, frozen=True):
+    """A workflow: its record with counts per state, its jobs oldest first, its dependencies."""
+
+    workflow: WorkflowInfo
+    jobs: list[JobBrief]
+    edges: list[JobEdge]
+
+
+class WorkflowMoved(msgspec.Struct, frozen=True):
+    """How many of the workflow's jobs a cancel or a retry moved, and the workflow after it."""
+
+    moved: int
+    workflow: WorkflowInfo
+
+
+class _Prepared:
+    """A job already made from its body, as a step takes a declared job (``spec()``)."""
+
+    def __init__(self, job: JobSpec) -> None:
+        self._job = job
+
+    def spec(self, *args: Any, **kwargs: Any) -> JobSpec:
+        return self._job
+
+
+def _workflow_id(request: Request) -> int:
+    text = request.path_params["workflow_id"]
+    try:
+        workflow_id = int(text)
+    except ValueError:
+        workflow_id = 0
+    if not 1 <= workflow_id <= bodies.MAX_ID:
+        raise errors.WorkflowNotFound(f"no workflow with id {text!r}")
+    return workflow_id
+
+
+def _flow(sent: WorkflowRequest, submitter: str) -> tuple[Flow, Flow]:
+    """The workflow as a flow, and its steps side by side in the body's order (for their ids).
+
+    Refused with InvalidJob naming the job by its position in the body.
+    """
+    try:
+        job_validation.check_workflow_shape(len(sent.jobs), [job.parents for job in sent.jobs], ())
+    except errors.InvalidJob as exc:
+        raise errors.InvalidJob(str(exc), field="parents") from None
+    steps = []
+    for index, job in enumerate(sent.jobs):
+        if job.after:
+            raise errors.InvalidJob(
+                f"job {index} runs after stored jobs {list(job.after)}, but a new workflow's jobs "
+                "wait only on each other: name them by position in parents",
+                field="after",
+            )
+        if job.idempotency_key is not None:
+            raise errors.InvalidJob(
+                f"job {index} brings its own idempotency_key; the workflow's names all its jobs",
+                field="idempotency_key",
+            )
+        spec = job.spec(submitter)
+        try:
+            validate_spec(spec)
+        except errors.InvalidJob as exc:
+            raise errors.InvalidJob(f"job {index}: {exc}", field=exc.field) from None
+        steps.append(step(_Prepared(spec)))
+    parts = [
+        group(*(steps[parent] for parent in job.parents)).then(steps[index])
+        if job.parents
+        else steps[index]
+        for index, job in enumerate(sent.jobs)
+    ]
+    return group(*parts), group(*steps)
+
+
+async def submit(request: Request, caller: Caller) -> Response:
+    sent = bodies.decoded(await bodies.read_body(request), WorkflowRequest)
+    if not sent.jobs:
+        raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
+    key = sent.idempotency_key or request.headers.get("idempotency-key") or None
+    flow, in_body_order = _flow(sent, caller.name)
+    handle = await client_of(request).submit_workflow(
+        flow, name=sent.name, idempotency_key=key, submitter=caller.name
+    )
+    ids = tuple(job.id for job in handle.jobs(in_body_order))
+    answer = SubmittedWorkflow(id=handle.id, job_ids=ids)
+    return json_response(answer, 201, {"Location": f"/workflows/{handle.id}"})
+
+
+async def get(request: Request, caller: Caller) -> Response:
+    client = client_of(request)
+    workflow_id = _workflow_id(request)
+    info = await client.workflow(workflow_id)
+    # Edges before jobs: a spawn writes its jobs with their edges, so every job an
+    # edge names is among the jobs read after it.
+    edges = await client.workflow_edges(workflow_id)
+    jobs: list[JobBrief] = []
+    before: int | None = None
+    while True:
+        page = await client.list(JobQuery(workflow_id=workflow_id, before=before, limit=_PAGE))
+        jobs += [JobBrief(job.id, job.state) for job in page]
+        if len(page) < _PAGE:
+            break
+        before = page[-1].id
+    jobs.reverse()
+    return json_response(WorkflowView(info, jobs, edges))
+
+
+async def cancel(request: Request, caller: Caller) -> Response:
+    """Cancel every job of the workflow that has not ended (running ones at their heartbeat)."""
+    client = client_of(request)
+    workflow_id = _workflow_id(request)
+    moved = await client.cancel_workflow(workflow_id)
+    if not moved:
+        raise WrongState(f"workflow {workflow_id} has no job left to cancel: every one has ended")
+    return json_response(WorkflowMoved(moved, await client.workflow(workflow_id)))
+
+
+async def retry(request: Request, caller: Caller) -> Response:
+    """Queue the workflow's failed, dead or cancelled jobs again (their cancelled children wait)."""
+    client = client_of(request)
+    workflow_id = _workflow_id(request)
+    moved = await client.retry_workflow(workflow_id)
+    if not moved:
+        raise WrongState(
+            f"workflow {workflow_id} has no job to retry: none failed, died or was cancelled"
+        )
+    return json_response(WorkflowMoved(moved, await client.workflow(workflow_id)))
+
+
+ENDPOINTS = [
+    Endpoint(
+        "POST",
+        "/workflows",
+        submit,
+        "submit",
+        "Submit a whole workflow (jobs and their parents by position) in one atomic write",
+        body=WorkflowRequest,
+        answer=SubmittedWorkflow,
+        status=201,
+    ),
+    Endpoint(
+        "GET",
+        "/workflows/{workflow_id}",
+        get,
+        "read",
+        "A workflow: counts per state, its jobs' states, its edges",
+        answer=WorkflowView,
+    ),
+    Endpoint(
+        "DELETE",
+        "/workflows/{workflow_id}",
+        cancel,
+        "submit",
+        "Cancel a workflow's unfinished jobs",
+        answer=WorkflowMoved,
+    ),
+    Endpoint(
+        "POST",
+        "/workflows/{workflow_id}/retry",
+        retry,
+        "submit",
+        "Retry a workflow's failed, dead or cancelled jobs",
+        answer=WorkflowMoved,
+    ),
+]

@@ -1,0 +1,179 @@
+"""``taskq workflow show|cancel|retry``, ``jobs --workflow``, ``status`` and ``submit --after``,
+run as the real command against both stores, with a real ``taskq-worker`` where jobs must run.
+
+Each test works in a queue of its own name (the rqlite cluster is shared) and
+waits on outcomes with bounded timeouts.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+import taskq
+from taskq.broker.records import JobState
+from taskq.broker.stores.store import Store
+from tests.support.cli_runs import ok, one_error_line
+from tests.support.cli_runs import taskq as taskq_command
+from tests.support.worker_process import WorkerFleet
+from tests.support.workflow_jobs import add, fail, square, total
+
+pytestmark = pytest.mark.timeout(240)
+
+JOBS = "tests.support.jobs"
+WAIT = 120
+NO_SUCH_WORKFLOW = "987654321"
+
+
+@pytest.fixture
+def url(store: Store) -> str:
+    """The URL of a store of each kind (tests/conftest.py), which the commands open."""
+    return store.url
+
+
+@pytest.fixture
+def client(store: Store) -> taskq.Client:
+    return taskq.Client(store=store, submitter="acceptance")
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"wf-{uuid.uuid4().hex[:10]}"
+
+
+def _diamond(client: taskq.Client, queue: str) -> taskq.WorkflowHandle:
+    """square(3) first; add(1, 2) and square(4) after it; total() after both."""
+    first = square.options(queue=queue).step(3)
+    flow = taskq.group(
+        first.then(add.options(queue=queue).step(1, 2)),
+        first.then(square.options(queue=queue).step(4)),
+    ).then(total.options(queue=queue))
+    return client.submit_workflow(flow, name="diamond")
+
+
+def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
+    url: str, queue: str, client: taskq.Client, workers: WorkerFleet
+) -> None:
+    pipeline = _diamond(client, queue)
+    first, left, right, fan_in = pipeline.job_ids
+    shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
+    assert shown[0].startswith(f"workflow {pipeline.id} 'diamond', by acceptance")
+    call = "tests.support.workflow_jobs"
+    assert shown[1:] == [
+        f"{first} queued  {call}:square(3)",
+        f"├─ {left} waiting  {call}:add(1, 2)",
+        f"│  └─ {fan_in} waiting  {call}:total()",
+        f"└─ {right} waiting  {call}:square(4)",
+        f"   └─ {fan_in} (see above)",
+        "4 jobs: 1 queued, 3 waiting",
+    ]
+    as_json = ok("workflow", "show", str(pipeline.id), "--json", store=url).json()
+    assert as_json["workflow"]["name"] == "diamond"
+    assert as_json["workflow"]["counts"]["waiting"] == 3
+    assert [job["id"] for job in as_json["jobs"]] == list(pipeline.job_ids)
+    assert {(edge["parent_id"], edge["child_id"]) for edge in as_json["edges"]} == {
+        (first, left),
+        (first, right),
+        (left, fan_in),
+        (right, fan_in),
+    }
+    listed = ok("jobs", "--workflow", str(pipeline.id), "--json", store=url).json()
+    assert [job["id"] for job in listed] == sorted(pipeline.job_ids, reverse=True)
+    status = ok("status", str(fan_in), store=url).out
+    assert f"workflow   {pipeline.id} 'diamond'" in status
+    assert f"parents    {left} waiting, {right} waiting; waits for 2 of them to end" in status
+    assert f"children   {left} waiting, {right} waiting" in ok("status", str(first), store=url).out
+
+    workers.start(url, worker={"queues": [queue], "concurrency": 2})
+    assert pipeline.result(timeout=WAIT) == {
+        "sum": 3 + 16,
+        "count": 2,
+        "in_order": True,
+        "parent_count": 2,
+    }
+    shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
+    assert shown[-1] == "4 jobs: 4 succeeded"
+    assert shown[3] == f"│  └─ {fan_in} succeeded  {call}:total()"
+
+
+def test_submit_after_waits_for_its_parents_then_runs(
+    url: str, queue: str, workers: WorkerFleet
+) -> None:
+    def submit(*args: str) -> int:
+        return int(ok("submit", *args, "--queue", queue, store=url).out)
+
+    first = submit(f"{JOBS}:add", "1", "2")
+    second = submit(f"{JOBS}:add", "3", "4")
+    child = submit(f"{JOBS}:add", "5", "6", "--after", f"{first},{second}")
+    dead = submit("tests.support.workflow_jobs:fail", "--max-attempts", "1")
+    skipped = submit(f"{JOBS}:add", "7", "8", "--after", str(dead))
+    anyway = submit(f"{JOBS}:add", "9", "10", "--after", str(dead), "--run-anyway")
+    for waiting in (child, skipped, anyway):
+        assert ok("status", str(waiting), "--json", store=url).json()["state"] == "waiting"
+    assert "parents    " in ok("status", str(child), store=url).out
+
+    workers.start(url, worker={"queues": [queue], "concurrency": 2})
+    assert ok("result", str(child), "--wait", "--timeout", str(WAIT), store=url).out == "11\n"
+    assert ok("result", str(anyway), "--wait", "--timeout", str(WAIT), store=url).out == "19\n"
+    cancelled = taskq_command("result", str(skipped), "--wait", "--timeout", str(WAIT), store=url)
+    assert cancelled.code == 1, cancelled
+    jobs = {job["id"]: job for job in ok("jobs", "--queue", queue, "--json", store=url).json()}
+    assert jobs[skipped]["state"] == "cancelled"
+    assert str(dead) in jobs[skipped]["error"]["message"]
+    # Each child's one attempt was claimed after every parent's end was written.
+    for child_id, parents in ((child, (first, second)), (anyway, (dead,))):
+        claimed = jobs[child_id]["claimed_at"]
+        assert all(jobs[parent]["finished_at"] <= claimed for parent in parents)
+
+
+def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
+    url: str, queue: str, client: taskq.Client, workers: WorkerFleet
+) -> None:
+    failing = client.submit_workflow(
+        square.options(queue=queue)
+        .map([1, 2])
+        .then(fail.options(queue=queue))
+        .then(add.options(queue=queue).step(1)),
+        name="fails",
+    )
+    workers.start(url, worker={"queues": [queue]})
+    info = client.wait_workflow(failing.id, timeout=WAIT)
+    assert (info.counts[JobState.DEAD], info.counts[JobState.CANCELLED]) == (1, 1)
+    shown = ok("workflow", "show", str(failing.id), store=url).out
+    assert f"{failing.job_ids[2]} dead" in shown
+    assert "ValueError: on purpose" in shown
+    retried = ok("workflow", "retry", str(failing.id), store=url).out
+    assert retried.startswith(f"workflow {failing.id}: 1 job queued again")
+    again = ok("workflow", "retry", str(failing.id), "--json", store=url).json()
+    assert again["workflow_id"] == failing.id
+
+    idle = f"{queue}-idle"  # no worker takes it: its jobs stay queued and waiting
+    parked = client.submit_workflow(
+        square.options(queue=idle).map([1, 2, 3]).then(total.options(queue=idle))
+    )
+    cancelled = ok("workflow", "cancel", str(parked.id), store=url).out
+    assert cancelled.startswith(f"workflow {parked.id}: 4 jobs cancelled")
+    assert ok("workflow", "cancel", str(parked.id), "--json", store=url).json() == {
+        "workflow_id": parked.id,
+        "cancelled": 0,
+    }
+    states = {job.state for job in client.list(taskq.JobQuery(workflow_id=parked.id))}
+    assert states == {JobState.CANCELLED}
+
+
+def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(
+    url: str, queue: str
+) -> None:
+    for action in ("show", "cancel", "retry"):
+        ran = taskq_command("workflow", action, NO_SUCH_WORKFLOW, store=url)
+        one_error_line(ran, 1, f"no workflow with id {NO_SUCH_WORKFLOW}")
+    one_error_line(taskq_command("workflow", "show", "abc", store=url), 2, "'abc'")
+    one_error_line(taskq_command("workflow", "show", "0", store=url), 2, "workflow id")
+    one_error_line(taskq_command("jobs", "--workflow", "x", store=url), 2, "workflow id")
+    assert ok("jobs", "--workflow", NO_SUCH_WORKFLOW, store=url).out == "no jobs\n"
+    refused = taskq_command(
+        "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--after", "987654321", store=url
+    )
+    one_error_line(refused, 2, "987654321")
+    assert ok("jobs", "--queue", queue, store=url).out == "no jobs\n"

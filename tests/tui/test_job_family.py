@@ -1,0 +1,130 @@
+"""The job view's workflow panel: a job's workflow, parents and children, live; enter opens one.
+
+Pilot tests on a real SQLite store holding the seed's diamond
+(``tests/tui/seed_workflow.py``) beside the usual seeded jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from taskq.app.app import ConsoleApp
+from taskq.app.screens.job import JobScreen
+from taskq.app.screens.jobs import JobsScreen
+from taskq.app.widgets.relatives import RelativesPanel, RelativesTable
+from taskq.app.widgets.tables import AttemptsTable, JobsTable
+from taskq.broker.ops import plan
+from taskq.broker.ops.jobs import job_cancel
+from taskq.broker.stores.store import Store
+from tests.tui.seed import Seeded
+from tests.tui.seed_workflow import Diamond, seed_diamond
+from tests.tui.waiting import plain, wait_for
+
+pytestmark = pytest.mark.anyio
+
+AppFactory = Callable[..., ConsoleApp]
+
+
+@pytest.fixture
+def diamond(seeded: Seeded, sqlite_store: Store) -> Diamond:
+    return seed_diamond(sqlite_store)
+
+
+async def _open(pilot: Pilot[None], app: ConsoleApp, job_id: int) -> RelativesTable:
+    """Open job ``job_id`` and wait until its first poll has been drawn."""
+    app.open_job(job_id)
+    await wait_for(
+        pilot,
+        lambda: (
+            isinstance(app.screen, JobScreen)
+            and app.screen.job_id == job_id
+            and app.screen.detail is not None
+        ),
+        f"job {job_id}",
+    )
+    return app.screen.query_one(RelativesTable)
+
+
+async def test_the_job_view_shows_its_workflow_parents_and_children_as_they_move(
+    diamond: Diamond, sqlite_store: Store, make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        relatives = await _open(pilot, app, diamond.train_small)
+        panel = app.screen.query_one(RelativesPanel)
+        counts = app.screen.query_one("#family-counts", Static)
+        assert panel.display
+        assert panel.border_title == f"Workflow {diamond.workflow_id} 'models'"
+        assert plain(counts).strip() == "2 queued, 1 waiting, 1 succeeded"
+        assert relatives.row_keys() == [str(diamond.prepare), str(diamond.compare)]
+        assert relatives.cell_text(str(diamond.prepare), "relation") == "parent"
+        assert relatives.cell_text(str(diamond.prepare), "state") == "succeeded"
+        assert relatives.cell_text(str(diamond.compare), "relation") == "child"
+        assert relatives.cell_text(str(diamond.compare), "state") == "waiting"
+
+        plan.run(sqlite_store, job_cancel([diamond.compare]))
+        await wait_for(
+            pilot,
+            lambda: relatives.cell_text(str(diamond.compare), "state") == "cancelled",
+            "the child's new state at the next poll",
+        )
+        await wait_for(
+            pilot,
+            lambda: plain(counts).strip() == "2 queued, 1 succeeded, 1 cancelled",
+            "the workflow's new counts",
+        )
+
+
+async def test_enter_on_a_relative_opens_it_and_escape_comes_back(
+    diamond: Diamond, make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        relatives = await _open(pilot, app, diamond.train_large)
+        first = app.screen
+        relatives.focus()
+        await pilot.press("down", "enter")
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, JobScreen) and app.screen.job_id == diamond.compare,
+            "the child's own view",
+        )
+        children = app.screen.query_one(RelativesTable)
+        await wait_for(pilot, lambda: children.row_count == 2, "the fan-in's two parents")
+        assert children.row_keys() == [str(diamond.train_small), str(diamond.train_large)]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is first, "the job it was opened from")
+
+
+async def test_a_job_of_no_workflow_shows_no_panel(seeded: Seeded, make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app, seeded.failed)
+        attempts = app.screen.query_one(AttemptsTable)
+        await wait_for(pilot, lambda: attempts.row_count == 1, "the attempt")
+        assert not app.screen.query_one(RelativesPanel).display
+
+
+async def test_the_jobs_view_lists_one_workflow_and_the_job_view_leads_there(
+    diamond: Diamond, make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app, diamond.compare)
+        screen = app.screen
+        assert isinstance(screen, JobScreen)
+        [command] = [
+            command
+            for command in screen.palette_commands()
+            if command.title == f"Jobs of workflow {diamond.workflow_id}"
+        ]
+        await command.run()
+        await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), "the jobs view")
+        jobs = app.screen.query_one(JobsTable)
+        newest_first = (diamond.compare, diamond.train_large, diamond.train_small, diamond.prepare)
+        wanted = [str(job_id) for job_id in newest_first]
+        await wait_for(pilot, lambda: jobs.row_keys() == wanted, "the workflow's four jobs")
