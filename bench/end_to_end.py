@@ -338,6 +338,7 @@ def pickup(
     spacing: float,
     idle_first: float = 2.0,
     disk: DiskProbe | None = None,
+    keep_latencies: bool = False,
 ) -> dict[str, Any]:
     """Submit ``jobs`` stamp jobs ``spacing`` apart to idle workers; time to each job's first line.
 
@@ -345,7 +346,8 @@ def pickup(
     job read when it started (its result). The submit call's own duration is
     reported too: on a replicated store it is a commit by quorum. With a
     running ``disk`` probe, the slow pickups (over three times the median)
-    are checked against the disk's fsync stalls.
+    are checked against the disk's fsync stalls. ``keep_latencies``: each
+    one too (``latencies_ms``), for figures pooled over several calls.
     """
     finished_before = finished_count(client.store, queue)
     time.sleep(idle_first)  # idle workers have backed off to their slowest poll
@@ -386,6 +388,7 @@ def pickup(
         "submit_call_p50_ms": percentile([s * 1000 for s in submit_seconds], 0.50),
         "submit_call_p99_ms": percentile([s * 1000 for s in submit_seconds], 0.99),
         **({} if disk is None else _slow_pickups_and_disk(windows, disk)),
+        **({"latencies_ms": latencies} if keep_latencies else {}),
     }
 
 

@@ -18,3 +18,18 @@ def echo(value: object) -> object:
 def stamp(value: object) -> float:
     """Return the wall-clock time at which the job started (for pickup latency)."""
     return time.time()
+
+
+def began(value: object) -> list[float]:
+    """``[time.monotonic(), time.time()]`` as the job's first act: when its code started.
+
+    The monotonic clock is the machine's, the same in every process, so the
+    bench compares it across the workers' sandboxes without a wall-clock
+    step; the wall clock places the job among the store's own times.
+    """
+    return [time.monotonic(), time.time()]
+
+
+def ended(value: object) -> list[float]:
+    """``[time.monotonic(), time.time()]`` as the job's last act: when its code ended."""
+    return [time.monotonic(), time.time()]

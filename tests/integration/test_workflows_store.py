@@ -399,6 +399,8 @@ def test_a_spawn_may_wait_on_its_own_job_and_a_fenced_out_one_writes_nothing(
     assert _jobs_in(store, queue) == 1
     assert run(job_get(job_id)).workflow_id is None
     assert _workflows_keyed(store, f"spawn:{stale.token}") == 0
+    flagged = "SELECT count(*) AS n FROM jobs WHERE id = :job_id AND has_children = 1"
+    assert _row_count(store, flagged, job_id=job_id) == 0, "a refused report flagged its job"
     claimed = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0 + LEASE + 2))
     report = msgspec_replace(completed(claimed[0].lease, "done"), spawn=spawn)
     assert run(report_one(report, now=T0 + LEASE + 2)) is Fenced.ACCEPTED

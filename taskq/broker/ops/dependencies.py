@@ -23,6 +23,11 @@ from taskq.broker.stores.store import Consistency, Statement
 Edge = tuple[str, int, str | None, int | None]
 """[child key, position, parent key (a parent new in the same write) or None, parent id or None]."""
 
+PositionalEdges = tuple[int, int, list[int]]
+"""A job of a workflow's request and its parents: [its position in the request, how many of
+its parents are stored, its parents in declared order: the stored ones' ids, then the others'
+positions in the request] (see ``job_parents_insert_positional``)."""
+
 
 def settle_statements() -> list[Statement]:
     """The end of every write that can end, reopen or add a job with parents.
@@ -64,6 +69,38 @@ def written_statements(
         Statement(recount, keys),
         *settle_statements(),
     ]
+
+
+def positional_statements(
+    key_prefix: str, edges: Sequence[PositionalEdges], stored_parents: Sequence[int]
+) -> list[Statement]:
+    """:func:`written_statements` for a workflow's jobs, which are keyed by position.
+
+    Their keys are ``key_prefix``, a slash and their positions in the request
+    (``ops.enqueue.PositionalKeys``). The INSERT sets a waiting job's count of
+    parents left to its count of parents: only a job with stored parents
+    (one of them may have ended) is counted again, and stored parents are
+    flagged only when there are some.
+    """
+    statements = [
+        Statement(
+            queries.query("job_parents_insert_positional"),
+            {"key_prefix": key_prefix, "edges": fast_json.dumps_text(list(edges))},
+        )
+    ]
+    if stored_parents:
+        recount = queries.query("job_parents_recount").format(
+            chosen=queries.query("job_parents_recount_by_position")
+        )
+        recounted = [position for position, stored, _ in edges if stored > 0]
+        statements += [
+            Statement(queries.query("job_parents_flag"), {"ids": ids_param(stored_parents)}),
+            Statement(
+                recount,
+                {"key_prefix": key_prefix, "positions": fast_json.dumps_text(recounted)},
+            ),
+        ]
+    return [*statements, *settle_statements()]
 
 
 def revive_statements(retried: Sequence[int]) -> list[Statement]:

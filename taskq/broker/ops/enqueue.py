@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from taskq import errors, fast_json
@@ -15,7 +16,7 @@ from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec, PayloadKind
-from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement, StatementResult
 from taskq.retry import parse_retry
 
 MAX_PAYLOAD_BYTES = 1 << 20
@@ -27,29 +28,58 @@ or a key instead; clients may set another bound.
 """
 
 
+@dataclass(frozen=True, slots=True)
+class PositionalKeys:
+    """Jobs keyed by their position in the request: job i's key is ``{prefix}/{i}``.
+
+    A workflow's jobs are: the INSERT computes their keys (and gives them all
+    ``fingerprint``, the workflow's), so their rows carry neither.
+    """
+
+    prefix: str
+    fingerprint: str | None = None
+
+    def key(self, position: int) -> str:
+        return f"{self.prefix}/{position}"
+
+    def params(self) -> dict[str, SqlValue]:
+        """The parameters :func:`job_insert_sql` takes, ``positional``."""
+        return {"key_prefix": self.prefix, "fingerprint": self.fingerprint}
+
+
 @functools.cache
-def job_insert_sql(specs_query: str, *, in_workflow: bool = False) -> str:
+def job_insert_sql(specs_query: str, *, in_workflow: bool = False, positional: bool = False) -> str:
     """The one INSERT of jobs, reading each job's fields from the block ``specs_query``.
 
     Enqueue reads them from its request, schedule firing from a due schedule.
     ``in_workflow``: the rows may also say a job's state, workflow and parents
     (:func:`taskq.broker.ops.dependencies.spec_fields`), and the statement takes
     a ``workflow_key`` parameter; jobs on their own keep the shorter statement.
+    ``positional`` (with ``in_workflow``): the jobs are keyed by position
+    (:class:`PositionalKeys`, whose ``params()`` it takes), and ``specs_query``
+    gives each one's position as a column ``at``.
     """
     columns = values = ""
     if in_workflow:
         columns = ", " + queries.query("job_insert_workflow_columns")
         values = ",\n" + queries.query("job_insert_workflow_values")
+    identity = "job_insert_positional_identity" if positional else "job_insert_own_identity"
     return queries.query("job_insert").format(
-        specs=queries.query(specs_query), workflow_columns=columns, workflow_values=values
+        specs=queries.query(specs_query),
+        identity=queries.query(identity),
+        workflow_columns=columns,
+        workflow_values=values,
     )
 
 
-def checked_row(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> dict[str, Any]:
+def checked_row(
+    spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES, identity: bool = True
+) -> dict[str, Any]:
     """Check one job and return the row the enqueue statement reads; raises InvalidJob.
 
     The checks are :func:`taskq.broker.job_validation.check_spec`'s, then the
-    payload's JSON and its size.
+    payload's JSON and its size. Without ``identity`` the row leaves out the
+    job's key and fingerprint (its key is its position: :class:`PositionalKeys`).
     """
     job_validation.check_spec(spec)
     payload = to_json(spec.payload, "the payload", field="payload")
@@ -60,8 +90,7 @@ def checked_row(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) ->
             f"of {max_payload_bytes}; pass a path or a key to the data instead",
             field="payload",
         )
-    key = spec.idempotency_key
-    return {
+    row = {
         "queue": spec.queue,
         "kind": PayloadKind(spec.kind).value,
         "payload": payload,
@@ -73,13 +102,16 @@ def checked_row(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) ->
         # Most jobs name no limits and no labels: their JSON needs no encoder.
         "limits": to_json(spec.limits, "limits") if spec.limits else "{}",
         "labels": to_json(sorted(set(spec.labels)), "labels") if spec.labels else "[]",
-        "key": auto_key() if key is None else key,
-        # Only a caller's own key can come back with another request: a random
-        # one comes back only in a resend, so its job needs no fingerprint.
-        "fingerprint": None if key is None else job_validation.fingerprint(spec),
         "submitter": spec.submitter,
         "retry": None if spec.retry is None else parse_retry(spec.retry).to_dict(),
     }
+    if identity:
+        key = spec.idempotency_key
+        row["key"] = auto_key() if key is None else key
+        # Only a caller's own key can come back with another request: a random
+        # one comes back only in a resend, so its job needs no fingerprint.
+        row["fingerprint"] = None if key is None else job_validation.fingerprint(spec)
+    return row
 
 
 def auto_key() -> str:
@@ -147,7 +179,8 @@ def job_enqueue(
         return []
     job_validation.check_keys_within([(row["key"], row["fingerprint"]) for row in rows])
     if not any(spec.after for spec in specs):
-        return (yield from jobs_write(rows, now=now))
+        ids, _ = yield from jobs_write(rows, now=now)
+        return ids
     # A job whose own key is stored already is a resend (or a conflict, which the
     # write finds): its parents were checked when it was written, and one may have
     # joined a workflow (by a fan-out) or been pruned since.
@@ -182,7 +215,8 @@ def job_enqueue(
         edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
     after = dependencies.written_statements(edges, [row["key"] for _, row in new], parents)
     try:
-        return (yield from jobs_write(rows, now=now, after=after, in_workflow=True))
+        ids, _ = yield from jobs_write(rows, now=now, after=after, in_workflow=True)
+        return ids
     except errors.ConstraintViolation as exc:
         # A parent pruned, or one that joined a workflow, since it was read.
         yield from dependencies.parent_workflows(parents)
@@ -199,7 +233,8 @@ def jobs_write(
     after: Sequence[Statement] = (),
     in_workflow: bool = False,
     workflow_key: str | None = None,
-) -> Op[list[int]]:
+    positional: PositionalKeys | None = None,
+) -> Op[tuple[list[int], list[StatementResult]]]:
     """Write the checked ``rows`` in one request, spending their submitters' rates.
 
     The request is the clock's tick, ``before``, the rate spends, the jobs'
@@ -209,23 +244,23 @@ def jobs_write(
     :class:`taskq.errors.IdempotencyConflict`; a constraint that ``before``
     or ``after`` broke is raised as it is, its index counting from the tick
     (so ``before`` is 1 to ``len(before)``). Returns the jobs' ids in order,
-    those of keys already stored read back.
+    those of keys already stored read back, and what each statement of the
+    write answered (the tick's first).
+
+    ``positional``: the rows are keyed by position (they carry no key nor
+    fingerprint, and ``in_workflow`` is implied).
     """
-    keys_by_submitter: dict[str, list[str]] = {}
-    for row in rows:
-        keys_by_submitter.setdefault(row["submitter"], []).append(row["key"])
-    per_submitter = sorted(keys_by_submitter.items())
-    # Every value in the rows is checked (names, bounded numbers, finite floats, JSON
-    # text the strict encoder wrote): the fast encoder writes what json would.
-    spends = [
-        Statement(
-            queries.query("submit_bucket_spend"),
-            {"submitter": who, "keys": fast_json.dumps_text(keys)},
-        )
-        for who, keys in per_submitter
-    ]
+    if positional is None:
+        keys = [row["key"] for row in rows]
+    else:
+        keys = [positional.key(at) for at in range(len(rows))]
+    spends = _spends(rows, keys, positional)
     params: dict[str, SqlValue] = {"workflow_key": workflow_key} if in_workflow else {}
-    if len(rows) == 1:
+    if positional is not None:
+        sql = job_insert_sql("job_enqueue_positional_specs", in_workflow=True, positional=True)
+        params = {"workflow_key": workflow_key, "specs": fast_json.dumps_text(rows)}
+        params |= positional.params()
+    elif len(rows) == 1:
         sql = job_insert_sql("job_enqueue_spec", in_workflow=in_workflow)
         params["spec"] = fast_json.dumps_text(rows[0])
     else:
@@ -233,25 +268,81 @@ def jobs_write(
         params["specs"] = fast_json.dumps_text(rows)
     first_spend = 1 + len(before)
     inserted_at = first_spend + len(spends)
-    batch = [clock_tick(now), *before, *spends, Statement(sql, params), *after]
+    batch = [
+        clock_tick(now),
+        *before,
+        *(spend for _, _, spend in spends),
+        Statement(sql, params),
+        *after,
+    ]
     try:
         results = yield Write(batch, idempotent=True)
     except errors.ConstraintViolation as exc:
         if first_spend <= exc.index < inserted_at:
-            who, keys = per_submitter[exc.index - first_spend]
-            raise (yield from _rate_limited(who, len(keys), now)) from exc
+            who, count = spends[exc.index - first_spend][:2]
+            raise (yield from _rate_limited(who, count, now)) from exc
         if exc.index != inserted_at:
             raise
-        conflict = yield from _key_conflict(rows)
+        if positional is None:
+            fingerprints = {row["key"]: row["fingerprint"] for row in rows}
+        else:
+            fingerprints = dict.fromkeys(keys, positional.fingerprint)
+        conflict = yield from _key_conflict(fingerprints)
         if conflict is None:
             raise exc
         raise conflict from exc
     ids = {row["idempotency_key"]: int(row["id"]) for row in results[inserted_at].rows}
-    missing = sorted({row["key"] for row in rows} - set(ids))
+    missing = sorted(set(keys) - set(ids))
     if missing:
         found = yield from _jobs_by_key(missing)
         ids.update({row["idempotency_key"]: int(row["id"]) for row in found})
-    return [ids[row["key"]] for row in rows]
+    return [ids[key] for key in keys], results
+
+
+def _spends(
+    rows: list[dict[str, Any]], keys: list[str], positional: PositionalKeys | None
+) -> list[tuple[str, int, Statement]]:
+    """Each submitter's spend of its rate on its jobs not stored yet: (who, jobs, statement)."""
+    # Every value in the rows is checked (names, bounded numbers, finite floats, JSON
+    # text the strict encoder wrote): the fast encoder writes what json would.
+    if positional is None:
+        keys_by_submitter: dict[str, list[str]] = {}
+        for row, key in zip(rows, keys, strict=True):
+            keys_by_submitter.setdefault(row["submitter"], []).append(key)
+        sql = _spend_sql("submit_unstored_keys")
+        return [
+            (
+                who,
+                len(named),
+                Statement(sql, {"submitter": who, "keys": fast_json.dumps_text(named)}),
+            )
+            for who, named in sorted(keys_by_submitter.items())
+        ]
+    # A workflow's jobs by their positions: a few bytes each, not a key's forty.
+    at_by_submitter: dict[str, list[int]] = {}
+    for at, row in enumerate(rows):
+        at_by_submitter.setdefault(row["submitter"], []).append(at)
+    sql = _spend_sql("submit_unstored_positions")
+    return [
+        (
+            who,
+            len(positions),
+            Statement(
+                sql,
+                {
+                    "submitter": who,
+                    "key_prefix": positional.prefix,
+                    "positions": fast_json.dumps_text(positions),
+                },
+            ),
+        )
+        for who, positions in sorted(at_by_submitter.items())
+    ]
+
+
+@functools.cache
+def _spend_sql(unstored: str) -> str:
+    return queries.query("submit_bucket_spend").format(unstored=queries.query(unstored))
 
 
 def _jobs_by_key(keys: Sequence[str]) -> Op[list[Row]]:
@@ -262,9 +353,11 @@ def _jobs_by_key(keys: Sequence[str]) -> Op[list[Row]]:
     return rows
 
 
-def _key_conflict(rows: list[dict[str, Any]]) -> Op[errors.IdempotencyConflict | None]:
+def _key_conflict(
+    fingerprints: dict[str, str | None],
+) -> Op[errors.IdempotencyConflict | None]:
     """The error for a key stored with another request's fingerprint; None if none is now."""
-    wanted = {row["key"]: row["fingerprint"] for row in rows if row["fingerprint"] is not None}
+    wanted = {key: digest for key, digest in fingerprints.items() if digest is not None}
     for stored in (yield from _jobs_by_key(sorted(wanted))):
         key, held = stored["idempotency_key"], stored["request_fingerprint"]
         if held is not None and held != wanted[key]:

@@ -23,6 +23,7 @@ from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import from_json
 from taskq.broker.ops.enqueue import (
     MAX_PAYLOAD_BYTES,
+    PositionalKeys,
     auto_key,
     checked_row,
     job_insert_sql,
@@ -45,8 +46,9 @@ from taskq.broker.stores.store import Consistency, SqlValue, Statement
 class WorkflowRows:
     """A submission's jobs as rows for ``ops.enqueue``'s INSERT, and their dependencies.
 
-    Each job's key is the workflow's key, a slash and its position: a resend
-    of the same request finds every job it wrote.
+    Each job's key is the workflow's key, a slash and its position
+    (:class:`taskq.broker.ops.enqueue.PositionalKeys`, which the INSERT
+    computes): a resend of the same request finds every job it wrote.
     """
 
     def __init__(
@@ -60,17 +62,14 @@ class WorkflowRows:
         specs = submission.jobs
         if not specs:
             raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
-        internal = [
-            submission.parents[index] if index < len(submission.parents) else ()
-            for index in range(len(specs))
-        ]
         job_validation.check_workflow_shape(
             len(specs), submission.parents, [spec.after for spec in specs]
         )
+        internal = submission.parents
         has_children = {position for positions in internal for position in positions}
+        self.keys = PositionalKeys(key)
         self.rows: list[dict[str, Any]] = []
-        self.edges: list[dependencies.Edge] = []
-        self.children: list[str] = []
+        self.edges: list[dependencies.PositionalEdges] = []
         for index, spec in enumerate(specs):
             if spec.idempotency_key is not None:
                 raise errors.InvalidJob(
@@ -78,36 +77,29 @@ class WorkflowRows:
                     "workflow's key names all its jobs",
                     field="idempotency_key",
                 )
-            row = checked_row(spec, max_payload_bytes=max_payload_bytes)
-            row["key"] = f"{key}/{index}"
-            parents = [*spec.after, *internal[index]]
+            row = checked_row(spec, max_payload_bytes=max_payload_bytes, identity=False)
+            named = internal[index] if index < len(internal) else ()
             row |= dependencies.spec_fields(
-                parent_count=len(parents),
+                parent_count=len(spec.after) + len(named),
                 run_anyway=spec.run_anyway,
                 workflow_id=workflow_id,
                 has_children=index in has_children,
             )
             self.rows.append(row)
-            if parents:
-                self.children.append(row["key"])
-            self.edges += [(row["key"], at, None, parent) for at, parent in enumerate(spec.after)]
-            self.edges += [
-                (row["key"], len(spec.after) + at, f"{key}/{position}", None)
-                for at, position in enumerate(internal[index])
-            ]
+            if spec.after or named:
+                self.edges.append((index, len(spec.after), [*spec.after, *named]))
         self.stored_parents = sorted({parent for spec in specs for parent in spec.after})
 
     def stand_for(self, fingerprint: str) -> None:
         """Give every job the workflow's fingerprint: a resend of another request under
         the same key then conflicts on its jobs' keys too, as on the workflow's."""
-        for row in self.rows:
-            row["fingerprint"] = fingerprint
+        self.keys = PositionalKeys(self.keys.prefix, fingerprint)
 
     def dependency_statements(self) -> list[Statement]:
         """The edges, the new children's counters, and the settling of what that decides."""
         if not self.edges:
             return []
-        return dependencies.written_statements(self.edges, self.children, self.stored_parents)
+        return dependencies.positional_statements(self.keys.prefix, self.edges, self.stored_parents)
 
 
 def _refuse_foreign(parents: dict[int, int | None], workflow_id: int | None, what: str) -> None:
@@ -175,13 +167,13 @@ def workflow_submit(
         _refuse_foreign(parents, workflow_id, f"workflow {workflow_id}")
         workflow_key = None
     try:
-        job_ids = yield from jobs_write(
+        job_ids, answers = yield from jobs_write(
             rows.rows,
             now=now,
             before=before,
             after=rows.dependency_statements(),
-            in_workflow=True,
             workflow_key=workflow_key,
+            positional=rows.keys,
         )
     except errors.ConstraintViolation as exc:
         if exc.index <= len(before):
@@ -190,7 +182,9 @@ def workflow_submit(
         yield from dependencies.parent_workflows(rows.stored_parents)
         raise
     if workflow_id is None:
-        workflow_id = yield from _workflow_id_of(key)
+        # A new workflow's INSERT returned its id; a resent one's is read.
+        returned = answers[1].rows
+        workflow_id = int(returned[0]["id"]) if returned else (yield from _workflow_id_of(key))
     return SubmittedWorkflow(id=workflow_id, job_ids=tuple(job_ids))
 
 
@@ -254,8 +248,13 @@ def spawn_statements(
         ]
     statements.append(
         Statement(
-            job_insert_sql("workflow_spawn_specs", in_workflow=True),
-            {**fence, "specs": fast_json.dumps_text(rows.rows), "workflow_key": key},
+            job_insert_sql("workflow_spawn_specs", in_workflow=True, positional=True),
+            {
+                **fence,
+                "specs": fast_json.dumps_text(rows.rows),
+                "workflow_key": key,
+                **rows.keys.params(),
+            },
         )
     )
     return [*statements, *rows.dependency_statements()]

@@ -20,7 +20,9 @@
 --
 -- {workflow_columns} and {workflow_values} are empty for jobs on their own,
 -- or job_insert_workflow_columns and job_insert_workflow_values for a write
--- with jobs that wait for parents or join a workflow.
+-- with jobs that wait for parents or join a workflow. {identity} is a job's
+-- key and fingerprint: job_insert_own_identity, from its spec, or
+-- job_insert_positional_identity for a workflow's jobs.
 INSERT INTO jobs (
     queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
     idempotency_key, request_fingerprint, submitter, created_at, retry{workflow_columns}
@@ -45,8 +47,7 @@ SELECT
         )
     END,
     json_extract(job.spec, '$.labels'),
-    json_extract(job.spec, '$.key'),
-    json_extract(job.spec, '$.fingerprint'),
+    {identity},
     json_extract(job.spec, '$.submitter'),
     (SELECT now FROM taskq_clock),
     COALESCE(json_extract(job.spec, '$.retry'), json_extract(q.job_defaults, '$.retry')){workflow_values}
@@ -57,8 +58,18 @@ ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.reque
 WHERE jobs.request_fingerprint <> excluded.request_fingerprint
 RETURNING id, idempotency_key
 
+-- name: job_insert_own_identity
+json_extract(job.spec, '$.key'), json_extract(job.spec, '$.fingerprint')
+
+-- name: job_insert_positional_identity
+-- A workflow's jobs are keyed by position: the workflow's key (:key_prefix),
+-- a slash and the job's place in the request ({specs} gives it as column
+-- at), and all carry the workflow's fingerprint. Their specs leave both out:
+-- for a workflow of 10,000 jobs, half a megabyte less to send and replicate.
+:key_prefix || '/' || job.at, :fingerprint
+
 -- name: job_insert_workflow_columns
-state, workflow_id, run_anyway, parent_count, has_children
+state, workflow_id, run_anyway, parent_count, parents_left, has_children
 
 -- name: job_insert_workflow_values
 -- A spec's fields past checked_row's (ops.dependencies.spec_fields), each
@@ -72,10 +83,19 @@ COALESCE(
 ),
 COALESCE(json_extract(job.spec, '$.run_anyway'), 0),
 COALESCE(json_extract(job.spec, '$.parent_count'), 0),
+-- None of its parents has ended yet, as far as this INSERT knows: a child whose
+-- parents are all new in the request needs no recount (one over a stored
+-- parent follows: job_parents_recount), and no waiting job enters
+-- jobs_releasable only to leave it again in the same write.
+COALESCE(json_extract(job.spec, '$.parent_count'), 0),
 COALESCE(json_extract(job.spec, '$.has_children'), 0)
 
 -- name: job_enqueue_specs
 SELECT value AS spec FROM json_each(:specs)
+
+-- name: job_enqueue_positional_specs
+-- A workflow's specs, each with its position (job_insert_positional_identity).
+SELECT key AS at, value AS spec FROM json_each(:specs)
 
 -- name: job_enqueue_spec
 -- One job's spec, as the request gives it. Through json_each each spec
@@ -93,13 +113,13 @@ WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 -- row: no limit. The submitter's own limit, else the one for everyone ('*'),
 -- is looked up by key: an IN list and an ORDER BY would each build a
 -- temporary table on every submit, limits or none.
+--
+-- {unstored} counts the request's keys not stored yet (submit_unstored_keys,
+-- or submit_unstored_positions for a workflow's jobs).
 INSERT INTO submit_buckets (submitter, tokens, updated_at)
 SELECT
     :submitter,
-    l.rate - (
-        SELECT count(*) FROM json_each(:keys) AS key
-        WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
-    ),
+    l.rate - ({unstored}),
     (SELECT now FROM taskq_clock)
 FROM submit_limits AS l
 WHERE l.submitter = COALESCE(
@@ -117,11 +137,17 @@ ON CONFLICT (submitter) DO UPDATE SET
         WHERE l.submitter = COALESCE(
             (SELECT submitter FROM submit_limits WHERE submitter = :submitter), '*'
         )
-    ) - (
-        SELECT count(*) FROM json_each(:keys) AS key
-        WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
-    ),
+    ) - ({unstored}),
     updated_at = excluded.updated_at
+
+-- name: submit_unstored_keys
+SELECT count(*) FROM json_each(:keys) AS key
+WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = key.value)
+
+-- name: submit_unstored_positions
+-- The keys of a workflow's jobs (job_insert_positional_identity) by their positions.
+SELECT count(*) FROM json_each(:positions) AS at
+WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE idempotency_key = :key_prefix || '/' || at.value)
 
 -- name: submit_limit_of
 SELECT l.rate, l.period, b.tokens, b.updated_at, (julianday('now') - 2440587.5) * 86400.0 AS now

@@ -8,8 +8,11 @@
 -- fingerprint, which workflows_request_fingerprint_kept refuses.
 INSERT INTO workflows (name, idempotency_key, request_fingerprint, submitter, created_at)
 VALUES (:name, :key, :fingerprint, :submitter, (SELECT now FROM taskq_clock))
+-- A new row returns its id (no read after the write); the same request again
+-- returns nothing, and its id is read by key.
 ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.request_fingerprint
 WHERE workflows.request_fingerprint <> excluded.request_fingerprint
+RETURNING id
 
 -- name: workflow_by_key
 SELECT w.id, (SELECT min(id) FROM jobs WHERE workflow_id = w.id) AS first_job
@@ -32,8 +35,9 @@ UPDATE jobs SET workflow_id = (SELECT id FROM workflows WHERE idempotency_key = 
 WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
 
 -- name: workflow_spawn_specs
--- In place of job_insert's {specs}: the spawned jobs.
-SELECT value AS spec FROM json_each(:specs)
+-- In place of job_insert's {specs}: the spawned jobs, each with its position
+-- (they are keyed by it: enqueue.sql's job_insert_positional_identity).
+SELECT key AS at, value AS spec FROM json_each(:specs)
 WHERE EXISTS (
     SELECT 1 FROM jobs
     WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'

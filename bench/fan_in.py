@@ -1,0 +1,156 @@
+"""How soon a fan-in starts after its last parent ends, next to the plain pickup.
+
+Part 3 of ``python -m bench.workflows`` (see its docstring). Two real
+``taskq-worker`` processes serve the store:
+
+* worker 1: the pickup queue, ``bench-wf-same``, ``bench-wf-parents``;
+* worker 2: the pickup queue, ``bench-wf-same``, ``bench-wf-other``.
+
+``same queue``: 50 parents and their fan-in in ``bench-wf-same``; the
+worker that reports the last parent may claim the fan-in in that report's
+own write. ``other worker``: the parents in ``bench-wf-parents`` (worker 1
+only), the fan-in in ``bench-wf-other`` (worker 2 only), which must learn
+of the release from the store while it sits idle.
+
+The delay is the fan-in's first line minus the latest of its parents' last
+lines, each ``time.monotonic()`` read inside the job. Runs and pickups go in
+interleaved blocks, so that the machine's load weighs on both alike.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import jobs_pythonpath, percentile
+from bench.end_to_end import pickup
+from bench.stores import BenchStore
+from taskq.broker.client.client import Client
+from taskq.broker.client.flows import group, step
+from taskq.dev.workers import WorkerFleet, environment_without
+
+PARENTS = 50
+PICKUP_QUEUE = "bench-wf-pickup"
+SAME = "bench-wf-same"
+PARENTS_ONLY = "bench-wf-parents"
+OTHER = "bench-wf-other"
+WORKER_QUEUES = (
+    (PICKUP_QUEUE, SAME, PARENTS_ONLY),
+    (PICKUP_QUEUE, SAME, OTHER),
+)
+# A pause before each run: the workers have finished the last one's jobs
+# and sit idle, as they would when a pipeline's parents end at leisure.
+GAP_SECONDS = 0.3
+PICKUP_SPACING = 0.020
+
+
+@dataclass
+class FanInRun:
+    """One fan-in, in ms: the delay, and where it went by the store's own times.
+
+    ``to_report``: from the last parent's end to the write of its report (the
+    store's ``finished_at``); ``to_claim``: from there to the fan-in's claim
+    (its ``claimed_at``), the same write when the reporting worker claims it;
+    ``to_start``: from the claim to the fan-in's first line. The wall clock
+    these use is the machine's, and the store's times are those of the
+    writer's clock tick at the start of each write: a split, not a measure.
+    """
+
+    delay: float
+    to_report: float
+    to_claim: float
+    to_start: float
+
+
+@dataclass
+class FanInFigures:
+    """The runs of each variant, and the plain pickups (ms) taken between them."""
+
+    same_queue: list[FanInRun] = field(default_factory=list)
+    other_worker: list[FanInRun] = field(default_factory=list)
+    pickup: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        def stats(values: list[float]) -> dict[str, float | int]:
+            return {
+                "samples": len(values),
+                "p50_ms": round(percentile(values, 0.50), 2),
+                "p99_ms": round(percentile(values, 0.99), 2),
+                "max_ms": round(max(values), 2) if values else float("nan"),
+            }
+
+        def variant(runs: list[FanInRun]) -> dict[str, Any]:
+            split = {
+                part: round(statistics.median(getattr(run, part) for run in runs), 2)
+                for part in ("to_report", "to_claim", "to_start")
+            }
+            return {**stats([run.delay for run in runs]), "median_split_ms": split}
+
+        return {
+            "pickup": stats(self.pickup),
+            "same_queue": variant(self.same_queue),
+            "other_worker": variant(self.other_worker),
+        }
+
+
+def fan_in_delay(client: Client, parents_queue: str, fan_in_queue: str) -> FanInRun:
+    """One workflow of PARENTS parents and a fan-in, from the last parent's end to its start."""
+    flow = group(
+        *[step("bench.jobs:ended", number, queue=parents_queue) for number in range(PARENTS)]
+    ).then(step("bench.jobs:began", "fan-in", queue=fan_in_queue))
+    handle = client.submit_workflow(flow, name="bench-fan-in")
+    handles = handle.jobs()
+    began_monotonic, began_wall = handles[-1].result(timeout=60.0)
+    parents = [client.get(job.id) for job in handles[:-1]]
+    last = max(parents, key=lambda job: float(job.result[0]))
+    ended_monotonic, ended_wall = last.result
+    fan_in_job = client.get(handles[-1].id)
+    reported = float(last.finished_at or math.nan)
+    claimed = float(fan_in_job.claimed_at or math.nan)
+    return FanInRun(
+        delay=(began_monotonic - ended_monotonic) * 1000,
+        to_report=(reported - ended_wall) * 1000,
+        to_claim=(claimed - reported) * 1000,
+        to_start=(began_wall - claimed) * 1000,
+    )
+
+
+def measure(
+    store: BenchStore, root: Path, *, concurrency: int, runs: int, blocks: int
+) -> FanInFigures:
+    """``runs`` fan-ins of each variant and ``runs`` pickups, in ``blocks`` interleaved blocks."""
+    figures = FanInFigures()
+    env = {**environment_without("TASKQ_"), "PYTHONPATH": jobs_pythonpath()}
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "worker.toml"
+    config.write_text('[worker]\nmodules = ["bench.jobs"]\n', encoding="utf-8")
+    with WorkerFleet(root, env=env) as fleet, Client(store.url) as client:
+        for index, queues in enumerate(WORKER_QUEUES):
+            args = ["--queues", ",".join(queues), "--concurrency", str(concurrency)]
+            args += ["--isolation", "pool", "--config", str(config), "--log-format", "json"]
+            fleet.start(store.url, tag=f"fan-in-{index + 1}", args=args)
+        for worker in fleet.workers:
+            worker.wait_for_event("worker_started", timeout=30.0)
+        # A first workflow warms the pools' children and the client's view of the workers.
+        fan_in_delay(client, SAME, SAME)
+        per_block = max(1, runs // blocks)
+        for _ in range(blocks):
+            picked = pickup(
+                client,
+                PICKUP_QUEUE,
+                jobs=per_block,
+                spacing=PICKUP_SPACING,
+                idle_first=GAP_SECONDS,
+                keep_latencies=True,
+            )
+            figures.pickup += picked["latencies_ms"]
+            for _ in range(per_block):
+                time.sleep(GAP_SECONDS)
+                figures.same_queue.append(fan_in_delay(client, SAME, SAME))
+                time.sleep(GAP_SECONDS)
+                figures.other_worker.append(fan_in_delay(client, PARENTS_ONLY, OTHER))
+    return figures
