@@ -21,6 +21,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
+from taskq.broker.client import declarations
 from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.wake_sender import WakeSender
@@ -299,17 +300,22 @@ def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) 
 SUBMIT_OPTIONS = frozenset(inspect.signature(call_spec).parameters) - {"target", "args"}
 
 
+def check_option_names(keywords: Mapping[str, Any]) -> None:
+    """Refuse keywords that are not options of a submit by name (its arguments go in kwargs)."""
+    if not keywords.keys() <= SUBMIT_OPTIONS:
+        unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
+        raise errors.InvalidJob(
+            f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
+            f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
+        )
+
+
 def spec_of(target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
     """The job of a call of ``target``: a function's keywords are its own, a string's options."""
     if isinstance(target, str):
         # "pkg.module:function". Asked first: a check against the protocol
         # JobDeclaration costs more than the rest of building the job.
-        if not keywords.keys() <= SUBMIT_OPTIONS:
-            unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
-            raise errors.InvalidJob(
-                f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
-                f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
-            )
+        check_option_names(keywords)
         return call_spec(target, args, **keywords)
     if isinstance(target, JobDeclaration):
         return target.spec(*args, **keywords)
@@ -345,6 +351,8 @@ class ClientBase:
         self.queue_defaults = (
             load_config(config_path).queues if store is None or config_path is not None else {}
         )
+        # The declarations that submits by name read (taskq/broker/client/declarations.py).
+        self.declarations = declarations.DeclarationCache()
         # Single submits made while another is in flight share its successor's write.
         self._group_commit = GroupCommit(self._submit_many_plan, self._check_one, self._new_signal)
 
@@ -410,7 +418,17 @@ class ClientBase:
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
     ) -> GroupOp[int]:
+        # A name is submitted as its declaration says, unless the caller opts out.
+        if isinstance(target, str) and not keywords.pop("unchecked", False):
+            return self._submit_by_name_plan(target, args, keywords)
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
+
+    def _submit_by_name_plan(
+        self, target: str, args: Sequence[Any], keywords: dict[str, Any]
+    ) -> GroupOp[int]:
+        keywords.setdefault("submitter", self.submitter)
+        spec = yield from self.declarations.spec(target, args, keywords)
+        return (yield from self._submit_spec_plan(spec))
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
         """The job of one submit, submitted by this client unless it says otherwise."""

@@ -1,0 +1,200 @@
+"""Submitting by name as the declared job would be submitted: its options, its signature.
+
+A worker publishes the ``@taskq.job`` declarations of its modules
+(:func:`declared_in`, run where the modules are imported). A submit of
+``"pkg.mod:f"`` then reads the version the store resolves
+(:func:`taskq.broker.ops.functions.function_resolve`): its declared options
+are the defaults, the options given win, and the arguments are bound to its
+published parameters at once, so a bad call is refused with nothing written.
+A name no worker has declared is refused with the names close to it, unless
+the submit opts out (``unchecked=True``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import sys
+import time
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from taskq import errors
+from taskq.broker import job_validation
+
+# Module-qualified: client_base imports this module while it is being defined.
+from taskq.broker.client import client_base
+from taskq.broker.ops.functions import (
+    Declaration,
+    FunctionVersion,
+    Parameter,
+    function_names,
+    function_resolve,
+)
+from taskq.broker.ops.plan import Op
+from taskq.broker.records import JobSpec
+
+CACHE_SECONDS = 2.0
+"""How long a client reuses a resolved declaration before reading it again.
+
+A declaration changes only when a worker starts with other code; a submit
+this much after such a start gets the old defaults, as it would had it been
+made this much earlier. Misses are never kept: a name declared by a worker
+that has just started is found at once.
+"""
+
+# Stands for a published default, whose value is only known as text.
+_HAS_DEFAULT = object()
+
+
+def describe(job: Any) -> Declaration:
+    """What a worker publishes of a declared job (a :class:`taskq.job`'s ``DeclaredJob``)."""
+    options = dict(job.declared_options)
+    # Options as the job's record keeps them: a RetryPolicy as its dict, labels as a list.
+    spec = client_base.call_spec("taskq:_", **options)
+    published = {name: getattr(spec, name) for name in options}
+    if "labels" in published:
+        published["labels"] = sorted(published["labels"])
+    doc = inspect.getdoc(job.function) or ""
+    return Declaration(
+        name=client_base.function_target(job.function),
+        parameters=_parameters(job.function),
+        options=published,
+        doc=doc.strip().splitlines()[0] if doc.strip() else "",
+    )
+
+
+def declared_in(module: types.ModuleType) -> list[Declaration]:
+    """Every declared job at the top level of ``module`` and of its submodules already
+    imported (a package's ``__init__`` importing its jobs' modules), by name, once each."""
+    from taskq.broker.client.declared import DeclaredJob
+
+    prefix = module.__name__ + "."
+    modules = [module] + [
+        each for name, each in list(sys.modules.items()) if name.startswith(prefix) and each
+    ]
+    found = {}
+    for each in modules:
+        for value in list(vars(each).values()):
+            if isinstance(value, DeclaredJob):
+                declaration = describe(value)
+                found[declaration.name] = declaration
+    return [found[name] for name in sorted(found)]
+
+
+def _parameters(function: Any) -> tuple[Parameter, ...]:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return ()
+    return tuple(
+        Parameter(
+            name=parameter.name,
+            kind=parameter.kind.name,
+            default=None if parameter.default is parameter.empty else repr(parameter.default),
+            annotation=None
+            if parameter.annotation is parameter.empty
+            else _annotation_text(parameter.annotation),
+        )
+        for parameter in signature.parameters.values()
+    )
+
+
+def _annotation_text(annotation: Any) -> str:
+    # Under `from __future__ import annotations` an annotation is already its text.
+    if isinstance(annotation, str):
+        return annotation
+    return inspect.formatannotation(annotation)
+
+
+def check_arguments(
+    declaration: Declaration, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    """Refuse a call its published parameters do not take, naming the argument at fault."""
+    parameters = [
+        inspect.Parameter(
+            each.name,
+            getattr(inspect.Parameter, each.kind),
+            default=inspect.Parameter.empty if each.default is None else _HAS_DEFAULT,
+        )
+        for each in declaration.parameters
+    ]
+    try:
+        inspect.Signature(parameters).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise errors.InvalidJob(
+            f"{declaration.signature()} refuses these arguments: {_told(exc, declaration, args)}",
+            field="args",
+        ) from None
+
+
+def _told(exc: TypeError, declaration: Declaration, args: Sequence[Any]) -> str:
+    """``inspect``'s complaint, naming the parameters where it names none."""
+    if str(exc) == "too many positional arguments":
+        positional = [
+            each.name
+            for each in declaration.parameters
+            if each.kind in {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"}
+        ]
+        return f"{len(args)} positional arguments given, it takes {len(positional)}" + (
+            f" ({', '.join(positional)})" if positional else ""
+        )
+    return str(exc)
+
+
+def declared_spec(
+    version: FunctionVersion,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None,
+    options: Mapping[str, Any],
+) -> JobSpec:
+    """The job of a by-name submit: the declared options, then ``options`` over them."""
+    declaration = version.declaration
+    check_arguments(declaration, args, kwargs or {})
+    merged = {**declaration.options, **options}
+    return client_base.call_spec(declaration.name, args, dict(kwargs or {}), **merged)
+
+
+def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
+    """The refusal of a name no worker has declared, with the closest declared names."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return errors.UnknownFunction(
+        f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
+        "its --modules when it starts; submit with unchecked to queue it anyway)",
+        field="target",
+        suggestions=tuple(close),
+    )
+
+
+class DeclarationCache:
+    """The versions a client resolved lately, each kept :data:`CACHE_SECONDS`."""
+
+    def __init__(self, seconds: float = CACHE_SECONDS) -> None:
+        self.seconds = seconds
+        self._found: dict[str, tuple[float, FunctionVersion]] = {}
+
+    def resolve(self, name: str) -> Op[FunctionVersion]:
+        """The version a submit of ``name`` uses; :class:`taskq.errors.UnknownFunction` if none."""
+        job_validation.check_target(name)
+        now = time.monotonic()
+        cached = self._found.get(name)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        version = yield from function_resolve(name)
+        if version is None:
+            raise unknown_name(name, (yield from function_names()))
+        self._found[name] = (now + self.seconds, version)
+        return version
+
+    def spec(self, target: str, args: Sequence[Any], options: Mapping[str, Any]) -> Op[JobSpec]:
+        """The job a submit of ``target`` by name makes (see :func:`declared_spec`).
+
+        ``options`` as ``call_spec`` takes them, the call's keyword arguments in ``kwargs``.
+        """
+        client_base.check_option_names(options)
+        version = yield from self.resolve(target)
+        given = dict(options)
+        kwargs = given.pop("kwargs", None)
+        return declared_spec(version, args, kwargs, given)
