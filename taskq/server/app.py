@@ -12,14 +12,19 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
-from taskq.server import fleet, health, jobs
+from taskq.server import fleet, functions, health, jobs
 from taskq.server.auth import Tokens
 from taskq.server.endpoint import Endpoint, guarded
 from taskq.server.metrics import ServerMetrics
 from taskq.server.openapi import document
 from taskq.server.problems import http_problem, json_response
 
-ENDPOINTS: list[Endpoint] = [*jobs.ENDPOINTS, *fleet.ENDPOINTS, *health.ENDPOINTS]
+ENDPOINTS: list[Endpoint] = [
+    *jobs.ENDPOINTS,
+    *fleet.ENDPOINTS,
+    *functions.ENDPOINTS,
+    *health.ENDPOINTS,
+]
 
 
 def create_app(open_client: Callable[[], AsyncClient], tokens: Tokens) -> Starlette:

@@ -36,6 +36,7 @@ from taskq.broker.client.handles import (
     WorkflowHandle,
 )
 from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
+from taskq.broker.ops.functions import DeclaredFunction
 from taskq.broker.ops.jobs import CancelResult, ExecutionStats, Histogram, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
@@ -49,6 +50,7 @@ __all__ = [
     "AsyncWorkflowHandle",
     "CancelResult",
     "Client",
+    "DeclaredFunction",
     "ExecutionStats",
     "Flow",
     "Histogram",

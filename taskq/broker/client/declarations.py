@@ -162,7 +162,8 @@ def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return errors.UnknownFunction(
         f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
-        "its --modules when it starts; submit with unchecked to queue it anyway)",
+        "its --modules when it starts; to queue it for workers yet to start, submit it "
+        'unchecked: unchecked=True, --unchecked, or "unchecked": true over HTTP)',
         field="target",
         suggestions=tuple(close),
     )

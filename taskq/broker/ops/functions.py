@@ -96,18 +96,25 @@ class FunctionVersion(msgspec.Struct, frozen=True):
 
 
 class DeclaredFunction(msgspec.Struct, frozen=True):
-    """A declared job: the version submits by name use, how many there are, who serves it.
+    """A declared job as listed: the version submits by name use, and who serves it.
 
-    ``workers``: the ids of the live workers that serve any version of it.
+    ``queue`` is the one it is declared with (``default`` when none);
+    ``versions`` counts the distinct declarations stored for the name;
+    ``live`` says whether a live worker serves this version, ``workers``
+    which live workers serve any version of it.
     """
 
-    version: FunctionVersion
+    name: str
+    signature: str
+    queue: str
+    doc: str
+    parameters: tuple[Parameter, ...]
+    options: dict[str, Any]
+    fingerprint: str
+    published_at: float
     versions: int
+    live: bool
     workers: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return self.version.declaration.name
 
 
 def function_publish(
@@ -160,10 +167,26 @@ def function_list() -> Op[list[DeclaredFunction]]:
     by_name: dict[str, list[FunctionVersion]] = {}
     for version in versions:
         by_name.setdefault(version.declaration.name, []).append(version)
-    return [
-        DeclaredFunction(version=each[0], versions=len(each), workers=tuple(serving.get(name, ())))
-        for name, each in by_name.items()
-    ]
+    listed = []
+    for name, each in by_name.items():
+        used = each[0]
+        declaration = used.declaration
+        listed.append(
+            DeclaredFunction(
+                name=name,
+                signature=declaration.signature(),
+                queue=declaration.options.get("queue", "default"),
+                doc=declaration.doc,
+                parameters=declaration.parameters,
+                options=declaration.options,
+                fingerprint=used.fingerprint,
+                published_at=used.published_at,
+                versions=len(each),
+                live=used.live,
+                workers=tuple(serving.get(name, ())),
+            )
+        )
+    return listed
 
 
 def queue_served_list() -> Op[set[str]]:
