@@ -47,6 +47,8 @@ class Activity:
     workers: tuple[WorkerInfo, ...]
     throughput: tuple[ThroughputBucket, ...]
     running: dict[str, tuple[int, ...]]  # worker id -> ids of the jobs it runs now
+    # The queues some live worker takes jobs from (None: not read), to flag the others.
+    served: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,7 @@ class ConsoleSource:
             workers=tuple(workers),
             throughput=tuple(throughput),
             running={worker: tuple(sorted(ids)) for worker, ids in running.items()},
+            served=frozenset(await self.client.served_queues()),
         )
 
     async def job_page(self, job_filter: JobFilter, *, before: int | None = None) -> JobPage:

@@ -17,7 +17,7 @@ import inspect
 import sys
 import time
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from taskq import errors
@@ -33,7 +33,7 @@ from taskq.broker.ops.functions import (
     function_resolve,
 )
 from taskq.broker.ops.plan import Op
-from taskq.broker.records import JobSpec
+from taskq.broker.records import JobSpec, JobState, QueueStats
 
 CACHE_SECONDS = 2.0
 """How long a client reuses a resolved declaration before reading it again.
@@ -199,3 +199,9 @@ class DeclarationCache:
         given = dict(options)
         kwargs = given.pop("kwargs", None)
         return declared_spec(version, args, kwargs, given)
+
+
+def queue_unserved(stats: QueueStats, served: Collection[str]) -> bool:
+    """Whether ``stats``'s queue holds queued jobs that none of the live workers would take
+    (``served``: the queues they take, :meth:`~taskq.Client.served_queues`)."""
+    return stats.counts.get(JobState.QUEUED, 0) > 0 and stats.queue not in served
