@@ -32,7 +32,9 @@ DELETE FROM function_servers
 WHERE worker_id IN (SELECT id FROM workers WHERE state IN ('stopped', 'lost'))
 
 -- Every version of one name (:name) or of all (NULL), the one submits use
--- first: served by a live worker, then the newest to appear.
+-- first: served by a live worker, then the newest to appear. Two versions
+-- first published within one tick of the clock (86 ms on rqlite) are told
+-- apart by their rowid, which grows with each version stored.
 -- name: function_versions
 SELECT
     v.name, v.fingerprint, v.declaration, v.first_published_at, v.published_at,
@@ -45,7 +47,7 @@ SELECT
     ) AS live
 FROM function_versions AS v
 WHERE :name IS NULL OR v.name = :name
-ORDER BY v.name, live DESC, v.first_published_at DESC, v.published_at DESC, v.fingerprint
+ORDER BY v.name, live DESC, v.first_published_at DESC, v.rowid DESC
 
 -- name: function_live_servers
 SELECT s.name, s.fingerprint, w.id AS worker_id
