@@ -73,7 +73,8 @@ def test_a_submit_by_name_takes_the_declared_options_and_given_ones_win(
     declared = client.get(client.submit(name, "in.txt").id)
     assert (declared.queue, declared.max_attempts, declared.timeout) == (queue, 5, 600.0)
     assert declared.payload == {"target": name, "args": ["in.txt"], "kwargs": {}}
-    assert declared.retry is not None and declared.retry["base"] == 2.0
+    assert declared.retry is not None
+    assert declared.retry["base"] == 2.0
 
     own_retry = {"base": 1.0, "factor": 1.0, "cap": 1.0, "jitter": 0.0}
     given = client.get(
@@ -82,7 +83,8 @@ def test_a_submit_by_name_takes_the_declared_options_and_given_ones_win(
         ).id
     )
     assert (given.queue, given.max_attempts, given.timeout) == (f"{queue}-other", 1, 5.0)
-    assert given.retry is not None and given.retry["base"] == 1.0
+    assert given.retry is not None
+    assert given.retry["base"] == 1.0
 
 
 def test_bad_arguments_are_refused_at_submit_with_nothing_written(client: taskq.Client) -> None:
