@@ -11,7 +11,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from taskq import errors
-from taskq.broker.client.client import AsyncClient, CancelResult, JobQuery, ThroughputBucket
+from taskq.broker.client.client import (
+    AsyncClient,
+    CancelResult,
+    DeclaredFunction,
+    JobQuery,
+    ThroughputBucket,
+)
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.store import NodeInfo, Store
 
@@ -211,6 +217,10 @@ class ConsoleSource:
             await self.client.pause(queue)
         else:
             await self.client.resume(queue)
+
+    async def functions(self) -> list[DeclaredFunction]:
+        """The jobs workers declare, for the submit form to offer."""
+        return await self.client.functions()
 
     async def submit(self, spec: JobSpec) -> int:
         """Enqueue one job; its id."""

@@ -27,6 +27,7 @@ from taskq.broker import job_validation
 from taskq.broker.client import client_base
 from taskq.broker.ops.functions import (
     Declaration,
+    DeclaredFunction,
     FunctionVersion,
     Parameter,
     function_names,
@@ -127,6 +128,16 @@ def check_arguments(
             f"{declaration.signature()} refuses these arguments: {_told(exc, declaration, args)}",
             field="args",
         ) from None
+
+
+def check_listed_arguments(
+    function: DeclaredFunction, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    """:func:`check_arguments` against a job as :meth:`~taskq.Client.functions` lists it."""
+    declaration = Declaration(
+        name=function.name, parameters=function.parameters, options=function.options
+    )
+    check_arguments(declaration, args, kwargs)
 
 
 def _told(exc: TypeError, declaration: Declaration, args: Sequence[Any]) -> str:
