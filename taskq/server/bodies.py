@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -41,9 +41,15 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     # Over HTTP a job has always had 3 attempts unless it or its declaration says otherwise.
     max_attempts: int = 3
-    # Submit a target no worker has declared (for workers yet to start), with only the
-    # options given; by default the declaration's options are the defaults.
-    unchecked: bool = False
+    unchecked: Annotated[
+        bool,
+        msgspec.Meta(
+            description="submit a target no worker has declared (for workers yet to start), "
+            "with only the options given; by default a target no worker declares is refused "
+            "(422, with the closest declared names) and a declared one takes its declared "
+            "options where the job gives none"
+        ),
+    ] = False
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""

@@ -115,6 +115,13 @@ def test_http_submits_by_name_as_declared_and_members_win(
         forced = http.post("/jobs", json={"target": misspelt, "queue": other, "unchecked": True})
         assert forced.status_code == 201, forced.text
 
+        schema = http.get("/openapi.json").json()
+        answer = schema["paths"]["/functions"]["get"]["responses"]["200"]["content"]
+        assert answer["application/json"]["schema"] == {"$ref": "#/components/schemas/Functions"}
+        schemas = schema["components"]["schemas"]
+        assert set(schemas["DeclaredFunction"]["required"]) >= {"name", "signature", "workers"}
+        assert schemas["JobRequest"]["properties"]["unchecked"]["type"] == "boolean"
+
         listed = http.get("/functions").json()["functions"]
         [function] = [each for each in listed if each["name"] == NAME]
         assert function["signature"] == f"{NAME}(text: str, *, lower: bool = True)"
