@@ -116,9 +116,13 @@ class Client(Blocking, Operations):
         ``target`` is a declared job (:func:`taskq.job`) or a module-level
         function: every argument is the call's, and the options are those the
         job was declared with (``client.submit(resize.options(queue="gpu"), ...)``
-        changes them). Or ``"pkg.module:function"``, the low-level form: its
-        keyword arguments are the options of :func:`call_spec`, the call's own
-        go in ``kwargs={...}``.
+        changes them). Or ``"pkg.module:function"``, by name: its keyword
+        arguments are the options of :func:`call_spec`, the call's own go in
+        ``kwargs={...}``; the options its workers declare are the defaults
+        and the arguments are checked against the declared signature
+        (:mod:`taskq.broker.client.declarations`). A name no worker has
+        declared raises :class:`taskq.errors.UnknownFunction`, unless
+        ``unchecked=True``, which submits it with the options given alone.
         """
         return JobHandle(self, self._run(self._submit_plan(target, args, keywords)))
 
