@@ -169,7 +169,8 @@ def declared_spec(
 
 def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
     """The refusal of a name no worker has declared, with the closest declared names."""
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    # Names share their module's prefix, which alone makes them 60% alike: ask for more.
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return errors.UnknownFunction(
         f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
