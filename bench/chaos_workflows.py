@@ -43,7 +43,7 @@ import msgspec
 
 from bench.chaos_faults import WORKFLOW_LONG_PREFIX
 from taskq import errors
-from taskq.broker.client.client_base import call_spec
+from taskq.broker.client.specs import call_spec
 from taskq.broker.ops import plan as op_plan
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission

@@ -45,6 +45,20 @@ class IdempotencyConflict(InvalidJob):
         self.job_id = job_id
 
 
+class UnknownFunction(InvalidJob):
+    """No worker has declared the job named; nothing was written.
+
+    ``suggestions`` are the declared names closest to it. A submit that
+    opts out (``unchecked``) queues the name anyway, for workers yet to start.
+    """
+
+    def __init__(
+        self, message: str, *, field: str | None = None, suggestions: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, field=field)
+        self.suggestions = suggestions
+
+
 class JobFailed(TaskqError):
     """The job ended without succeeding; ``job`` carries its state and error."""
 

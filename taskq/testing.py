@@ -5,7 +5,7 @@
     import taskq.testing
 
     def test_resize() -> None:
-        with taskq.testing.temporary_client() as client:
+        with taskq.testing.temporary_client(modules=["myapp.tasks"]) as client:
             handle = client.submit("myapp.tasks:resize", "in.png", 800)
             taskq.testing.run_due(client)
             assert handle.result() == {"width": 800}
@@ -33,6 +33,7 @@ block as that job would run, with the parents' results you give::
 from __future__ import annotations
 
 import contextlib
+import importlib
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -42,10 +43,12 @@ from typing import Any
 import msgspec
 
 from taskq import job_context
+from taskq.broker.client import declared
 from taskq.broker.client.client import Client
 from taskq.broker.limits import Limits
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.functions import function_publish
 from taskq.broker.ops.jobs import job_next_run_at
 from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.queues import job_counts
@@ -67,15 +70,25 @@ _LEASE_SECONDS = 3600.0  # no heartbeats inline: a lease that outlasts any test
 
 
 @contextlib.contextmanager
-def temporary_client(**options: Any) -> Iterator[Client]:
+def temporary_client(*, modules: Iterable[str] = (), **options: Any) -> Iterator[Client]:
     """A :class:`taskq.Client` on a new SQLite store that is deleted afterwards.
 
     The store skips fsync (a test's jobs need not survive a power cut);
-    ``options`` go to the client (``submitter=...``).
+    ``options`` go to the client (``submitter=...``). The ``@taskq.job``
+    declarations of ``modules`` are published as a worker of them would
+    publish them, so that submits by name (``client.submit("myapp.tasks:resize")``)
+    find them; a name not declared needs ``unchecked=True``.
     """
     with tempfile.TemporaryDirectory(prefix="taskq-test-") as directory:
         url = f"sqlite://{Path(directory) / 'taskq.db'}?synchronous=off"
         with Client(url, **options) as client:
+            published = [
+                job
+                for module in modules
+                for job in declared.declared_in(importlib.import_module(module))
+            ]
+            if published:
+                plan.run(client.store, function_publish(INLINE_WORKER_ID, published))
             yield client
 
 

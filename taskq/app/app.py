@@ -199,7 +199,7 @@ class ConsoleApp(App[None]):
             if spec is not None:
                 self._submit(spec)
 
-        self.push_screen(SubmitScreen(), submitted)
+        self.push_screen(SubmitScreen(self.source.functions), submitted)
 
     def _confirm(self, question: str, detail: str, label: str, then: Callable[[], object]) -> None:
         def answered(yes: bool | None) -> None:

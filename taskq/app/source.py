@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 
 from taskq import errors
 from taskq.app.job_family import JobFamily, family_of
-from taskq.broker.client.client import AsyncClient, CancelResult, JobQuery, ThroughputBucket
+from taskq.broker.client.client import (
+    AsyncClient,
+    CancelResult,
+    DeclaredFunction,
+    JobQuery,
+    ThroughputBucket,
+)
 from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.store import NodeInfo, Store
 
@@ -49,6 +55,8 @@ class Activity:
     workers: tuple[WorkerInfo, ...]
     throughput: tuple[ThroughputBucket, ...]
     running: dict[str, tuple[int, ...]]  # worker id -> ids of the jobs it runs now
+    # The queues some live worker takes jobs from (None: not read), to flag the others.
+    served: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +183,7 @@ class ConsoleSource:
             workers=tuple(workers),
             throughput=tuple(throughput),
             running={worker: tuple(sorted(ids)) for worker, ids in running.items()},
+            served=frozenset(await self.client.served_queues()),
         )
 
     async def job_page(self, job_filter: JobFilter, *, before: int | None = None) -> JobPage:
@@ -212,6 +221,10 @@ class ConsoleSource:
             await self.client.pause(queue)
         else:
             await self.client.resume(queue)
+
+    async def functions(self) -> list[DeclaredFunction]:
+        """The jobs workers declare, for the submit form to offer."""
+        return await self.client.functions()
 
     async def submit(self, spec: JobSpec) -> int:
         """Enqueue one job; its id."""

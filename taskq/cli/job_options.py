@@ -94,18 +94,13 @@ def _argument(option: broker_options.Declared, flag: broker_options.Flag) -> dic
     if flag.metavar is not None:
         keywords["metavar"] = flag.metavar
     if isinstance(kind, msgspec.inspect.BoolType):
-        return {**keywords, "action": "store_true"}
+        return {**keywords, "action": "store_true", "default": None}
     if flag.repeatable:
         assert isinstance(kind, msgspec.inspect.ListType)
-        return {
-            **keywords,
-            "action": "append",
-            "default": [],
-            "type": _reader(flag, kind.item_type),
-        }
-    # A flag for one entry of a mapping sets nothing unless given.
-    default = None if flag.key else option.default
-    return {**keywords, "default": default, "type": _reader(flag, kind)}
+        return {**keywords, "action": "append", "type": _reader(flag, kind.item_type)}
+    # None when not given, so that a submit by name can tell the options given
+    # (which win over the declared ones) from the defaults (given_options).
+    return {**keywords, "default": None, "type": _reader(flag, kind)}
 
 
 def _reader(flag: broker_options.Flag, kind: msgspec.inspect.Type) -> Callable[[str], Any]:
@@ -131,17 +126,28 @@ def job_spec(args: argparse.Namespace, *, submitter: str) -> JobSpec:
 
 
 def job_options(args: argparse.Namespace, *, submitter: str) -> dict[str, Any]:
-    """Every option by name, as given or, where this command has no flag for it, as declared."""
-    given = vars(args)
+    """Every option by name, as given or, where it was not, as declared."""
+    given = given_options(args)
     options: dict[str, Any] = {"submitter": submitter}
+    for option in broker_options.declared():
+        options[option.name] = given.get(option.name, option.default)
+    return options
+
+
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options whose flags the command line gives, and only they, by name."""
+    given = vars(args)
+    options: dict[str, Any] = {}
     for option in broker_options.declared():
         if any(flag.key for flag in option.flags):
             destinations = {flag.key: _dest(option, flag) for flag in option.flags}
-            options[option.name] = {
+            entries = {
                 key: given[dest]
                 for key, dest in destinations.items()
                 if given.get(dest) is not None
             }
-        else:
-            options[option.name] = given.get(option.name, option.default)
+            if entries:
+                options[option.name] = entries
+        elif given.get(option.name) is not None:
+            options[option.name] = given[option.name]
     return options

@@ -47,6 +47,12 @@ def add_commands(commands: command.Commands) -> None:
     # Which options go together is told as the parser tells any usage error.
     submit.set_defaults(usage_error=submit.error)
     submit.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="submit pkg.mod:func even though no worker has declared it (for workers yet to "
+        "start); its options are then only those given",
+    )
+    submit.add_argument(
         "--wait", action="store_true", help="wait for the job and print its result as JSON"
     )
     submit.add_argument(
@@ -128,8 +134,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problem:
         args.usage_error(problem)
     with connection.client(args) as client:
-        options = job_options.job_options(args, submitter=client.submitter)
-        specs = payloads.submitted_specs(args, options)
+        if payloads.by_name(args):
+            given = {**job_options.given_options(args), "kwargs": args.kwargs}
+            specs = [client.declared_spec(args.target, args.args, given)]
+        else:
+            options = job_options.job_options(args, submitter=client.submitter)
+            specs = payloads.submitted_specs(args, options)
         handles = client.submit_many(specs)
         if args.wait:
             for handle in handles:

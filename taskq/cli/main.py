@@ -18,6 +18,7 @@ from taskq.cli import (
     command,
     demo,
     dev,
+    functions,
     jobs,
     queue_defaults,
     queues,
@@ -42,6 +43,7 @@ def build_parser() -> command.Parser:
     )
     demo.add_commands(commands)
     jobs.add_commands(commands)
+    functions.add_commands(commands)
     queues.add_commands(commands)
     queue_defaults.add_commands(commands)
     schedules.add_commands(commands)

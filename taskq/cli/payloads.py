@@ -64,6 +64,12 @@ def usage_problem(args: argparse.Namespace) -> str:
     return ""
 
 
+def by_name(args: argparse.Namespace) -> bool:
+    """Whether the command line submits a call of a declared job by its name."""
+    whole = (args.python, args.shell, args.json_job)
+    return all(each is None for each in whole) and not args.unchecked
+
+
 def submitted_specs(args: argparse.Namespace, options: dict[str, Any]) -> list[JobSpec]:
     """The jobs the command line describes, each with ``options``; several only from a list.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from taskq import errors
+from taskq.broker.client import declarations
 from taskq.broker.client.client import KEEP, Client, Keep
 from taskq.broker.records import JobState, QueueStats
 from taskq.cli import command, connection, output, values
@@ -98,21 +99,29 @@ def _limits_text(stats: QueueStats | None) -> tuple[str, str]:
 def cmd_queues(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         queues = client.stats()
+        served = client.served_queues()
     if args.json:
-        output.print_json(queues)
+        # "unserved": queued jobs that no live worker takes.
+        output.print_json(
+            [
+                {**output.plain(stats), "unserved": declarations.queue_unserved(stats, served)}
+                for stats in queues
+            ]
+        )
         return command.EXIT_OK
     if not queues:
         print("no queues")
         return command.EXIT_OK
     header = ("QUEUE", "PAUSED", *(state.value.upper() for state in JobState))
     output.print_table(
-        (*header, "MAX RUNNING", "RATE"),
+        (*header, "MAX RUNNING", "RATE", "WORKERS"),
         [
             (
                 stats.queue,
                 "paused" if stats.paused else "-",
                 *_counts_row(stats),
                 *_limits_text(stats),
+                "NONE LIVE" if declarations.queue_unserved(stats, served) else "-",
             )
             for stats in queues
         ],

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
-from taskq.server import fleet, health, jobs, workflows
+from taskq.server import fleet, functions, health, jobs, workflows
 from taskq.server.auth import Tokens
 from taskq.server.endpoint import Endpoint, guarded
 from taskq.server.metrics import ServerMetrics
@@ -23,6 +23,7 @@ ENDPOINTS: list[Endpoint] = [
     *jobs.ENDPOINTS,
     *workflows.ENDPOINTS,
     *fleet.ENDPOINTS,
+    *functions.ENDPOINTS,
     *health.ENDPOINTS,
 ]
 

@@ -9,8 +9,8 @@ broker's (:func:`taskq.broker.client.client.validate_spec`), as for every client
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
@@ -39,13 +39,39 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     target: str
     args: list[Any] = msgspec.field(default_factory=list)
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
-    # Over HTTP a job has always had 3 attempts unless it says otherwise.
+    # Over HTTP a job has always had 3 attempts unless it or its declaration says otherwise.
     max_attempts: int = 3
+    unchecked: Annotated[
+        bool,
+        msgspec.Meta(
+            description="submit a target no worker has declared (for workers yet to start), "
+            "with only the options given; by default a target no worker declares is refused "
+            "(422, with the closest declared names) and a declared one takes its declared "
+            "options where the job gives none"
+        ),
+    ] = False
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""
         options = {**self.keywords(), "idempotency_key": self.idempotency_key or idempotency_key}
         return call_spec(self.target, self.args, self.kwargs, submitter=submitter, **options)
+
+    def given(
+        self, members: Collection[str], submitter: str, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """The options of a submit by name: those among the body's ``members``, which win
+        over the declared ones, and the call's keyword arguments."""
+        options = {name: getattr(self, name) for name in self.keywords() if name in members}
+        key = self.idempotency_key or idempotency_key
+        if key is not None:
+            options["idempotency_key"] = key
+        return {**options, "kwargs": self.kwargs, "submitter": submitter}
+
+
+def members(body: bytes) -> list[set[str]]:
+    """The members each job of a body names (a body already decoded as jobs is JSON)."""
+    sent = msgspec.json.decode(body)
+    return [set(job) for job in (sent if isinstance(sent, list) else [sent])]
 
 
 class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client.client import JobQuery
-from taskq.broker.records import Execution, Job, JobState
+from taskq.broker.client.client import AsyncClient, JobQuery
+from taskq.broker.records import Execution, Job, JobSpec, JobState
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of
@@ -72,16 +72,30 @@ async def submit(request: Request, caller: Caller) -> Response:
     key = request.headers.get("idempotency-key") or None
     client = client_of(request)
     sent = bodies.decoded(body, bodies.JobRequest | list[bodies.JobRequest])
+    given = bodies.members(body)
     if isinstance(sent, list):
         # One header names the whole batch; each job gets a key of its own from it.
         specs = [
-            job.spec(caller.name, f"{key}:{index}" if key else None)
-            for index, job in enumerate(sent)
+            await _spec(client, job, members, caller.name, f"{key}:{index}" if key else None)
+            for index, (job, members) in enumerate(zip(sent, given, strict=True))
         ]
         handles = await client.submit_many(specs)
         return json_response(Submitted(ids=[handle.id for handle in handles]), 201)
-    handle = await client.submit_spec(sent.spec(caller.name, key))
+    handle = await client.submit_spec(await _spec(client, sent, given[0], caller.name, key))
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})
+
+
+async def _spec(
+    client: AsyncClient,
+    job: bodies.JobRequest,
+    members: set[str],
+    submitter: str,
+    key: str | None,
+) -> JobSpec:
+    """The job a request sends: as its target's declaration says, unless it is unchecked."""
+    if job.unchecked:
+        return job.spec(submitter, key)
+    return await client.declared_spec(job.target, job.args, job.given(members, submitter, key))
 
 
 async def get(request: Request, caller: Caller) -> Response:

@@ -63,13 +63,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # event loop, the store drivers and the worker's loop take about as long.
         from taskq.worker import serving
 
-        module_check.wait()
+        declarations = module_check.wait()
     except errors.ConfigError as exc:
         print(f"taskq-worker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if settings.cpus is not None:
         pin_process(settings.cpus)
-    return serving.serve(args.store or config.store_url, settings, log_format=args.log_format)
+    return serving.serve(
+        args.store or config.store_url,
+        settings,
+        log_format=args.log_format,
+        declarations=declarations,
+    )
 
 
 if __name__ == "__main__":

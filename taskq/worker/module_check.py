@@ -4,7 +4,9 @@ The import runs in a child Python with the environment and import path its
 jobs get (``python -m taskq.worker.module_check``): module code never runs
 in the worker, which holds the store's URL and credentials, and a module
 that imports here imports for the jobs too. The child prints one JSON line:
-for each module, the error that importing it raised, if any.
+for each module, the error that importing it raised, if any, and the
+``@taskq.job`` declarations it holds, which the worker publishes
+(``taskq.worker.publishing``).
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from taskq import errors
+from taskq.broker.ops.functions import Declaration
 
 IMPORT_TIMEOUT_SECONDS = 120.0
 
 
 class ModuleReport(msgspec.Struct, frozen=True):
-    """What importing one module gave: ``error`` names what it raised (``""``: nothing)."""
+    """What importing one module gave: ``error`` names what it raised (``""``: nothing),
+    ``jobs`` the declared jobs it holds."""
 
     module: str
     error: str = ""
+    jobs: list[Declaration] = []
 
 
 class ModuleCheck:
@@ -60,11 +65,11 @@ class ModuleCheck:
                 stderr=subprocess.PIPE,
             )
 
-    def wait(self) -> None:
-        """Wait for the import; raise ConfigError naming what fails, in one line."""
+    def wait(self) -> list[Declaration]:
+        """Wait for the import; the modules' declared jobs, or ConfigError naming what fails."""
         child = self._child
         if child is None:
-            return
+            return []
         named = ",".join(self._modules)
         left = self._timeout - (time.monotonic() - self._started)
         try:
@@ -86,14 +91,20 @@ class ModuleCheck:
         failed = [f"{report.module}: {report.error}" for report in reports if report.error]
         if failed:
             raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
+        return [job for report in reports for job in report.jobs]
 
 
 def _import(module: str) -> ModuleReport:
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except BaseException as exc:  # a module's own SystemExit, too, is its failure to import
         return ModuleReport(module, error=f"{type(exc).__name__}: {exc}".splitlines()[0])
-    return ModuleReport(module)
+    # A module that declared a job imported taskq.job; one that did not has none to describe.
+    if "taskq.broker.client.declared" not in sys.modules:
+        return ModuleReport(module)
+    from taskq.broker.client import declared
+
+    return ModuleReport(module, jobs=declared.declared_in(imported))
 
 
 def main(argv: Sequence[str]) -> None:

@@ -11,12 +11,15 @@ import gc
 import signal
 import sys
 import time
+from collections.abc import Sequence
 
 import anyio
 
 from taskq import errors
 from taskq.broker.client.connect import open_store
+from taskq.broker.ops.functions import Declaration
 from taskq.broker.stores.store import Store
+from taskq.worker import publishing
 from taskq.worker.events import EventLog
 from taskq.worker.factory import build_worker
 from taskq.worker.runtime import Worker, new_worker_id
@@ -44,8 +47,17 @@ async def _serve(worker: Worker) -> None:
         tasks.cancel_scope.cancel()
 
 
-def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -> int:
-    """Run a worker on ``store_url`` until it is drained; the process's exit status."""
+def serve(
+    store_url: str | None,
+    settings: WorkerSettings,
+    *,
+    log_format: str,
+    declarations: Sequence[Declaration] = (),
+) -> int:
+    """Run a worker on ``store_url`` until it is drained; the process's exit status.
+
+    ``declarations``: the declared jobs of its modules, published before it registers.
+    """
     events = EventLog(format=log_format)
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
@@ -59,6 +71,7 @@ def serve(store_url: str | None, settings: WorkerSettings, *, log_format: str) -
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_OK  # stopped while waiting for space: nothing had started
+    publishing.publish(store, worker_id, declarations, events)
     _tune_garbage_collection()
     failure: errors.StoreError | None = None
     try:

@@ -57,7 +57,9 @@ def queue() -> str:
 
 
 def submit(url: str, queue: str, target: str, *args: str) -> int:
-    return int(ok("submit", f"{JOBS}:{target}", *args, "--queue", queue, store=url).out)
+    return int(
+        ok("submit", "--unchecked", f"{JOBS}:{target}", *args, "--queue", queue, store=url).out
+    )
 
 
 # -- jobs --------------------------------------------------------------------------------
@@ -66,7 +68,7 @@ def submit(url: str, queue: str, target: str, *args: str) -> int:
 def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) -> None:
     before = time.time()
     ran = ok(
-        *("submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
+        *("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
         *("--delay", "10m", "--max-attempts", "2", "--timeout", "30s", "--memory", "256MiB"),
         *("--cpu", "5", "--label", "gpu", "--label", "big", "--key", f"key-{queue}"),
         store=url,
@@ -90,25 +92,52 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     assert f"{JOBS}:add(1, 2)" in status
 
     again = ok(
-        *("submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
+        *("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, "--priority", "5"),
         *("--delay", "10m", "--max-attempts", "2", "--timeout", "30s", "--memory", "256MiB"),
         *("--cpu", "5", "--label", "gpu", "--label", "big", "--key", f"key-{queue}"),
         store=url,
     )
     assert int(again.out) == job_id, "the same request under the same key names the same job"
     other = taskq(
-        "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--key", f"key-{queue}", store=url
+        "submit",
+        "--unchecked",
+        f"{JOBS}:add",
+        "1",
+        "2",
+        "--queue",
+        queue,
+        "--key",
+        f"key-{queue}",
+        store=url,
     )
     one_error_line(other, 2, f"key-{queue}")
 
     at = ok(
-        "submit", f"{JOBS}:add", "3", "4", "--queue", queue, "--at", "2030-01-02T03:04", store=url
+        "submit",
+        "--unchecked",
+        f"{JOBS}:add",
+        "3",
+        "4",
+        "--queue",
+        queue,
+        "--at",
+        "2030-01-02T03:04",
+        store=url,
     )
     at_job = ok("status", at.out.strip(), "--json", store=url).json()
     assert at_job["run_at"] == pytest.approx(datetime(2030, 1, 2, 3, 4).timestamp(), abs=0.5)
 
     kwargs = ok(
-        *("submit", f"{JOBS}:add", "--kwargs", '{"a": 1, "b": 2}', "--queue", queue, "--json"),
+        *(
+            "submit",
+            "--unchecked",
+            f"{JOBS}:add",
+            "--kwargs",
+            '{"a": 1, "b": 2}',
+            "--queue",
+            queue,
+            "--json",
+        ),
         store=url,
     ).json()
     listed = ok("jobs", "--queue", queue, "--json", store=url).json()
@@ -149,9 +178,20 @@ def test_wait_prints_the_result_and_logs_show_the_attempts(
 ) -> None:
     worker = workers.start(url, worker={"queues": [queue]})
 
-    ran = ok("submit", f"{JOBS}:add", "2", "3", "--queue", queue, "--wait", store=url)
+    ran = ok(
+        "submit", "--unchecked", f"{JOBS}:add", "2", "3", "--queue", queue, "--wait", store=url
+    )
     assert ran.out == "5\n"
-    said = ok("submit", f"{JOBS}:say_and_return", '"hello"', "--queue", queue, "--json", store=url)
+    said = ok(
+        "submit",
+        "--unchecked",
+        f"{JOBS}:say_and_return",
+        '"hello"',
+        "--queue",
+        queue,
+        "--json",
+        store=url,
+    )
     said_id = said.json()["id"]
     assert ok("result", str(said_id), "--wait", "--timeout", "60", store=url).out == '"hello"\n'
     as_json = ok("result", str(said_id), "--json", store=url).json()
@@ -159,7 +199,16 @@ def test_wait_prints_the_result_and_logs_show_the_attempts(
     assert as_json["result"] == "hello"
 
     failed = taskq(
-        *("submit", f"{JOBS}:fail", '"boom"', "--queue", queue, "--max-attempts", "1"),
+        *(
+            "submit",
+            "--unchecked",
+            f"{JOBS}:fail",
+            '"boom"',
+            "--queue",
+            queue,
+            "--max-attempts",
+            "1",
+        ),
         *("--wait", "--wait-timeout", "60s"),
         store=url,
     )
@@ -285,7 +334,9 @@ def test_submit_limit_refuses_the_submitter_over_its_rate(url: str, queue: str) 
         assert me in ok("submit-limit", store=url).out
         submit(url, queue, "add", "1", "1")
         submit(url, queue, "add", "1", "1")
-        refused = taskq("submit", f"{JOBS}:add", "1", "1", "--queue", queue, store=url)
+        refused = taskq(
+            "submit", "--unchecked", f"{JOBS}:add", "1", "1", "--queue", queue, store=url
+        )
         one_error_line(refused, 1, me, "nothing was written", "retry in")
         assert len(ok("jobs", "--queue", queue, "--json", store=url).json()) == 2
     finally:
@@ -427,14 +478,18 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
 
 def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: str) -> None:
     for bad in ("hello", "[1,", "{'a': 1}"):
-        ran = taskq("submit", f"{JOBS}:add", "1", bad, "--queue", queue, store=url)
+        ran = taskq("submit", "--unchecked", f"{JOBS}:add", "1", bad, "--queue", queue, store=url)
         one_error_line(ran, 2, repr(bad), "is not JSON")
         assert ran.out == ""
-    kwargs = taskq("submit", f"{JOBS}:add", "--kwargs", "[1]", "--queue", queue, store=url)
+    kwargs = taskq(
+        "submit", "--unchecked", f"{JOBS}:add", "--kwargs", "[1]", "--queue", queue, store=url
+    )
     one_error_line(kwargs, 2, "not a JSON object")
     target = taskq("submit", "not-a-target", "--queue", queue, store=url)
     one_error_line(target, 2, "package.module:function")
-    memory = taskq("submit", f"{JOBS}:add", "--memory", "lots", "--queue", queue, store=url)
+    memory = taskq(
+        "submit", "--unchecked", f"{JOBS}:add", "--memory", "lots", "--queue", queue, store=url
+    )
     one_error_line(memory, 2, "--memory")
     # Past what a worker could set, or a date could show: refused before anything is written.
     for option, value, named in (
@@ -442,7 +497,9 @@ def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: 
         ("--cpu", str(2**63), "cpu_seconds must be at most"),
         ("--delay", "99999999999999d", "delay must be at most"),
     ):
-        beyond = taskq("submit", f"{JOBS}:add", option, value, "--queue", queue, store=url)
+        beyond = taskq(
+            "submit", "--unchecked", f"{JOBS}:add", option, value, "--queue", queue, store=url
+        )
         one_error_line(beyond, 2, named)
     assert ok("jobs", "--queue", queue, "--json", store=url).json() == []
 
@@ -467,7 +524,7 @@ def test_the_store_comes_from_the_environment_or_after_the_command(url: str, que
     "args",
     [
         ["jobs"],
-        ["submit", f"{JOBS}:add", "1", "2"],
+        ["submit", "--unchecked", f"{JOBS}:add", "1", "2"],
         ["status", "1"],
         ["cluster"],
         ["schedule", "list"],
@@ -497,7 +554,7 @@ def test_a_store_refusing_every_connection_is_given_up_on_after_one_round() -> N
     url = f"rqlite://127.0.0.1:{first},127.0.0.1:{second}"
     for args, failed in (
         (["jobs"], "answered no read"),
-        (["submit", f"{JOBS}:add"], "accepted no write"),
+        (["submit", "--unchecked", f"{JOBS}:add"], "accepted no write"),
     ):
         one_error_line(
             taskq(*args, store=url),

@@ -32,7 +32,9 @@ def test_queue_defaults_are_set_shown_lifted_and_given_to_new_jobs(tmp_path: Pat
     assert "timeout" not in defaults
     assert (defaults["max_attempts"], defaults["limits"]) == (5, {"memory_bytes": "1GiB"})
     assert (defaults["retry"]["base"], defaults["retry"]["retry_on"]) == (30.0, ["OSError"])
-    job_id = ok("submit", f"{JOBS}:echo", "1", "--queue", "img", store=url).out.strip()
+    job_id = ok(
+        "submit", "--unchecked", f"{JOBS}:echo", "1", "--queue", "img", store=url
+    ).out.strip()
     job = ok("status", job_id, "--json", store=url).json()
     assert (job["max_attempts"], job["limits"]) == (5, {"memory_bytes": "1GiB"})
     assert job["retry"]["retry_on"] == ["OSError"]

@@ -73,7 +73,7 @@ def test_serve_accepts_the_new_token_and_no_other(tmp_path: Path) -> None:
     token = taskq("token", "new", "scripts", "--config", str(path)).out.strip()
     store = f"sqlite://{tmp_path / 'taskq.db'}"
     with running_server(store, path, tmp_path / "serve.log") as server:
-        job = {"target": "tests.support.jobs:add", "args": [1, 2]}
+        job = {"target": "tests.support.jobs:add", "args": [1, 2], "unchecked": True}
         with server.client(None) as anonymous:
             assert anonymous.post("/jobs", json=job).status_code == 401
         with server.client(None) as http:

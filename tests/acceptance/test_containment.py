@@ -57,7 +57,7 @@ def test_a_job_dies_within_a_second_of_its_worker(
 ) -> None:
     worker = workers.start(store_url, worker={"isolation": isolation, **PATIENT})
     pidfile = tmp_path / "job.pid"
-    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600)
+    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, unchecked=True)
     job_pid = _pid_from(pidfile)
 
     killed_at = time.time()
@@ -76,7 +76,9 @@ def test_a_frozen_workers_job_is_killed_before_its_lease_can_expire(
         store_url, worker={"isolation": isolation, "maintenance": False, **SHORT_LEASE}
     )
     pidfile = tmp_path / "job.pid"
-    handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, max_attempts=3)
+    handle = client.submit(
+        f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, max_attempts=3, unchecked=True
+    )
     job_pid = _pid_from(pidfile)
 
     frozen_at = time.time()
@@ -113,7 +115,7 @@ def test_a_worker_cut_off_from_the_store_stops_its_job(
     with running_cluster(tmp_path / "cluster") as cluster, taskq.Client(cluster.url) as client:
         worker = workers.start(cluster.url, worker={"isolation": isolation, **SHORT_LEASE})
         pidfile = tmp_path / "job.pid"
-        handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600)
+        handle = client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, unchecked=True)
         job_pid = _pid_from(pidfile)
 
         cut_at = time.time()
@@ -161,7 +163,7 @@ def test_a_frozen_workers_job_still_ends_at_its_wall_clock(
     """The keeper enforces a job's timeout even while its worker cannot."""
     worker = workers.start(store_url, worker={"isolation": isolation, **PATIENT})
     pidfile = tmp_path / "job.pid"
-    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, timeout=2)
+    client.submit(f"{JOBS}:record_pid_and_sleep", str(pidfile), 600, timeout=2, unchecked=True)
     job_pid = _pid_from(pidfile)
 
     frozen_at = time.time()
@@ -183,7 +185,7 @@ def test_a_setsid_daemon_dies_with_its_job(
 ) -> None:
     workers.start(store_url, worker={"isolation": isolation})
     pidfile = tmp_path / "daemon.pid"
-    handle = client.submit(f"{JOBS}:start_daemon", str(pidfile))
+    handle = client.submit(f"{JOBS}:start_daemon", str(pidfile), unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
     daemon = int(pidfile.read_text())
@@ -209,7 +211,7 @@ def test_code_outside_the_workers_modules_never_runs(
     if target == "builtins:exec":
         argument = f"open({str(marker)!r}, 'w').close()"
     worker = workers.start(store_url, worker={"isolation": isolation})
-    handle = client.submit(target, argument, max_attempts=3)
+    handle = client.submit(target, argument, max_attempts=3, unchecked=True)
 
     job = client.wait(handle.id, timeout=30)
 
@@ -238,7 +240,7 @@ def test_a_job_cannot_read_the_store_url_or_credentials(
         },
         extra_args=["--env-passthrough", "LAB_RUN"],
     )
-    handle = client.submit(f"{JOBS}:environment")
+    handle = client.submit(f"{JOBS}:environment", unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
     seen: dict[str, str] = job.result
@@ -255,7 +257,7 @@ def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
 ) -> None:
     before = client.stats()
     with pytest.raises(errors.InvalidJob, match="over the limit of 1048576"):
-        client.submit(f"{JOBS}:echo", "x" * (2 << 20))
+        client.submit(f"{JOBS}:echo", "x" * (2 << 20), unchecked=True)
     with pytest.raises(errors.InvalidJob, match="over the limit"):
         client.submit_many(
             [
@@ -266,7 +268,7 @@ def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
     assert client.stats() == before
     assert client.list() == []
     # Just under the limit is fine: the bound is the payload's, not a guess.
-    client.submit(f"{JOBS}:echo", "x" * ((1 << 20) - 200))
+    client.submit(f"{JOBS}:echo", "x" * ((1 << 20) - 200), unchecked=True)
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -278,11 +280,11 @@ def test_a_fork_bomb_ends_at_its_process_cap(
     worker = workers.start(store_url, worker={"isolation": isolation})
     # The start-up line says what caps a job's processes: here, a control group.
     assert "processes capped by cgroup" in worker.wait_for_event("worker_started")["containment"]
-    handle = client.submit(f"{JOBS}:{bomb}", 500, limits={"processes": 20})
+    handle = client.submit(f"{JOBS}:{bomb}", 500, limits={"processes": 20}, unchecked=True)
     job = client.wait(handle.id, timeout=60)
     assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
     # The job's own process counts against the cap, and whatever else the child holds.
     assert 0 < job.result < 20, job.result
     # Its sleeping children went with it: the next job runs in a sound child.
-    after = client.wait(client.submit(f"{JOBS}:add", 1, 2).id, timeout=30)
+    after = client.wait(client.submit(f"{JOBS}:add", 1, 2, unchecked=True).id, timeout=30)
     assert after.result == 3

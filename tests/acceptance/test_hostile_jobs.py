@@ -167,7 +167,11 @@ def test_a_hostile_job_ends_cleanly_and_the_same_worker_runs_the_next(
     args = [str(pidfile) if arg == PIDFILE else arg for arg in case.args]
 
     handle = client.submit(
-        f"{JOBS}:{case.target}", *args, max_attempts=case.max_attempts, **case.options
+        f"{JOBS}:{case.target}",
+        *args,
+        max_attempts=case.max_attempts,
+        **case.options,
+        unchecked=True,
     )
     job = client.wait(handle.id, timeout=30)
     executions = client.executions(handle.id)
@@ -193,7 +197,7 @@ def test_a_hostile_job_ends_cleanly_and_the_same_worker_runs_the_next(
 
     # The same process, still running, takes the next job in the same slot.
     assert worker.running, context
-    follow = client.submit(f"{JOBS}:add", 2, 3, max_attempts=1)
+    follow = client.submit(f"{JOBS}:add", 2, 3, max_attempts=1, unchecked=True)
     assert follow.result(timeout=20) == 5, worker.describe()
     [follow_execution] = client.executions(follow.id)
     assert follow_execution.worker_id == worker.worker_id, worker.describe()

@@ -33,7 +33,7 @@ def test_an_async_job_past_its_timeout_is_killed_as_a_sync_one_is(
     workers: WorkerFleet, client: taskq.Client, store_url: str
 ) -> None:
     workers.start(store_url)
-    handle = client.submit(f"{JOBS}:async_sleep", 30, timeout=0.5, max_attempts=1)
+    handle = client.submit(f"{JOBS}:async_sleep", 30, timeout=0.5, max_attempts=1, unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.DEAD, job
     assert [run.outcome for run in client.executions(handle.id)] == ["timeout"]
@@ -43,7 +43,7 @@ def test_a_running_async_job_is_cancelled_as_a_sync_one_is(
     workers: WorkerFleet, client: taskq.Client, store_url: str
 ) -> None:
     worker = workers.start(store_url)
-    handle = client.submit(f"{JOBS}:async_sleep", 30, max_attempts=1)
+    handle = client.submit(f"{JOBS}:async_sleep", 30, max_attempts=1, unchecked=True)
     worker.wait_for_event("job_started", job=handle.id)
     handle.cancel()
     job = client.wait(handle.id, timeout=30)
@@ -54,7 +54,7 @@ def test_retry_after_reruns_the_job_no_sooner_than_it_asked(
     workers: WorkerFleet, client: taskq.Client, store_url: str
 ) -> None:
     workers.start(store_url)
-    handle = client.submit(f"{JOBS}:retry_once_after", 2, max_attempts=3)
+    handle = client.submit(f"{JOBS}:retry_once_after", 2, max_attempts=3, unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.SUCCEEDED, job
     assert job.result == 2
@@ -68,7 +68,7 @@ def test_abort_ends_the_job_dead_after_one_attempt(
     workers: WorkerFleet, client: taskq.Client, store_url: str
 ) -> None:
     workers.start(store_url)
-    handle = client.submit(f"{JOBS}:abort", "the input is gone", max_attempts=5)
+    handle = client.submit(f"{JOBS}:abort", "the input is gone", max_attempts=5, unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.DEAD, job
     assert job.attempts == 1
@@ -82,9 +82,11 @@ def test_retry_on_retries_only_the_exceptions_it_names(
 ) -> None:
     workers.start(store_url)
     policy = RetryPolicy(base=0.05, jitter=0.0, retry_on=(ConnectionError,))
-    other = client.submit(f"{JOBS}:raise_named", "ValueError", max_attempts=3, retry=policy)
+    other = client.submit(
+        f"{JOBS}:raise_named", "ValueError", max_attempts=3, retry=policy, unchecked=True
+    )
     named = client.submit(
-        f"{JOBS}:raise_named", "ConnectionResetError", max_attempts=3, retry=policy
+        f"{JOBS}:raise_named", "ConnectionResetError", max_attempts=3, retry=policy, unchecked=True
     )
     other_job = client.wait(other.id, timeout=30)
     assert (other_job.state, other_job.attempts) == (JobState.FAILED, 1), other_job
@@ -112,7 +114,7 @@ def test_a_job_that_cannot_run_as_asked_ends_after_one_attempt(
 ) -> None:
     workers.start(store_url)
     name = f"{JOBS}:{target}" if target else "tests.support.no_such_module:run"
-    handle = client.submit(name, *args, max_attempts=3, retry=QUICK)
+    handle = client.submit(name, *args, max_attempts=3, retry=QUICK, unchecked=True)
     job = client.wait(handle.id, timeout=30)
     assert (job.state, job.attempts) == (JobState.FAILED, 1), job
     assert job.error is not None
@@ -125,7 +127,9 @@ def test_a_checkpoint_saved_before_a_crash_is_read_by_the_next_attempt(
     workers: WorkerFleet, client: taskq.Client, store_url: str, isolation: str
 ) -> None:
     workers.start(store_url, worker={"isolation": isolation})
-    handle = client.submit(f"{JOBS}:checkpoint_then_crash", 41, max_attempts=2, retry=QUICK)
+    handle = client.submit(
+        f"{JOBS}:checkpoint_then_crash", 41, max_attempts=2, retry=QUICK, unchecked=True
+    )
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.SUCCEEDED, (job, client.executions(handle.id))
     assert job.result == {"resumed_from": {"step": 41}, "attempt": 2}

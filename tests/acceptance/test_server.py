@@ -77,7 +77,8 @@ def _queue() -> str:
 def _job(
     queue: str, target: str = "tests.support.jobs:add", args: Sequence[object] = (1, 2)
 ) -> dict[str, object]:
-    return {"target": target, "args": list(args), "queue": queue}
+    # Plain functions of the workers' modules: no worker declares them.
+    return {"target": target, "args": list(args), "queue": queue, "unchecked": True}
 
 
 def test_a_job_lives_its_life_over_http(served: Served, workers: WorkerFleet) -> None:

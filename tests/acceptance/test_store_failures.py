@@ -59,9 +59,11 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
     url = f"sqlite://{small_fs.path / 'taskq.db'}"
     with taskq.Client(url, submitter="acceptance") as client:
         worker = workers.start(url)
-        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
-        slow = client.submit(f"{JOBS}:sleep", 5, max_attempts=5)
-        waiting = [client.submit(f"{JOBS}:add", n, n, max_attempts=5) for n in range(3)]
+        assert client.submit(f"{JOBS}:add", 1, 2, unchecked=True).result(timeout=30) == 3
+        slow = client.submit(f"{JOBS}:sleep", 5, max_attempts=5, unchecked=True)
+        waiting = [
+            client.submit(f"{JOBS}:add", n, n, max_attempts=5, unchecked=True) for n in range(3)
+        ]
         worker.wait_for_event("job_started", job=slow.id)
 
         small_fs.fill()
@@ -70,8 +72,8 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
         # heartbeats fail over and over.
         worker.wait_for_event("job_dropped", job=slow.id, timeout=60)
         with pytest.raises(errors.StoreFull, match="database or disk is full"):
-            client.submit(f"{JOBS}:add", 0, 0)
-        refused = cli_runs.taskq("submit", f"{JOBS}:add", "1", "1", store=url)
+            client.submit(f"{JOBS}:add", 0, 0, unchecked=True)
+        refused = cli_runs.taskq("submit", "--unchecked", f"{JOBS}:add", "1", "1", store=url)
         one_error_line(refused, 1, "database or disk is full", str(small_fs.path / "taskq.db"))
         assert worker.running, worker.describe()
         [told] = worker.events("store_unavailable")
@@ -105,7 +107,7 @@ def test_a_worker_started_on_a_full_disk_says_so_once_and_starts_once_space_is_f
     worker.wait_for_event("worker_started", timeout=30)
     worker.wait_for_event("store_recovered", timeout=30)
     with taskq.Client(url, submitter="acceptance") as client:
-        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
+        assert client.submit(f"{JOBS}:add", 1, 2, unchecked=True).result(timeout=30) == 3
     assert len(worker.events("store_unavailable")) == 1, worker.describe()
 
 
@@ -137,7 +139,7 @@ def test_a_worker_on_a_damaged_store_stops_with_one_line(
 
 def test_a_missing_directory_is_a_usage_error_and_nothing_is_created(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir"
-    for args in (["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
+    for args in (["jobs"], ["submit", "--unchecked", f"{JOBS}:add", "1", "2"]):
         ran = cli_runs.taskq(*args, store=f"sqlite://{missing / 'x.db'}")
         one_error_line(ran, 2, str(missing), "does not exist")
         assert ran.out == ""
@@ -164,7 +166,7 @@ def test_a_read_only_command_writes_nothing(
     assert path.read_bytes() == before
 
     # A writing command brings the schema up to date; then reading works.
-    submitted = cli_runs.taskq("submit", f"{JOBS}:add", "1", "2", store=url)
+    submitted = cli_runs.taskq("submit", "--unchecked", f"{JOBS}:add", "1", "2", store=url)
     assert submitted.code == 0, submitted
     listed = cli_runs.taskq("jobs", "--json", store=url)
     assert listed.code == 0, listed
@@ -190,7 +192,15 @@ def test_submit_and_wait_right_after_the_leader_is_killed(
     leader = cluster.wait_for_leader()
     cluster.kill_node(leader, signal.SIGKILL)
     ran = cli_runs.taskq(
-        "submit", f"{JOBS}:add", "2", "3", "--wait", "--wait-timeout", "60", store=cluster.url
+        "submit",
+        "--unchecked",
+        f"{JOBS}:add",
+        "2",
+        "3",
+        "--wait",
+        "--wait-timeout",
+        "60",
+        store=cluster.url,
     )
     assert ran.code == 0, ran
     assert ran.out == "5\n"
@@ -200,7 +210,7 @@ def test_submit_and_wait_right_after_the_leader_is_killed(
 def test_read_only_commands_work_with_two_of_three_nodes_down(cluster: RqliteCluster) -> None:
     url = cluster.url.replace("rqlite://", "rqlite://taskq:s3cret@")  # rqlite ignores them here
     with taskq.Client(url, submitter="acceptance") as client:
-        job = client.submit(f"{JOBS}:add", 1, 2, queue="stale")
+        job = client.submit(f"{JOBS}:add", 1, 2, queue="stale", unchecked=True)
     leader = cluster.wait_for_leader()
     survivor = next(node for node in cluster.nodes if node is not leader)
     assert wait_until(
@@ -232,7 +242,7 @@ def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
     open_store(cluster.url).close()
     worker = workers.start(cluster.url)
     with taskq.Client(cluster.url, submitter="acceptance") as client:
-        assert client.submit(f"{JOBS}:add", 1, 2).result(timeout=30) == 3
+        assert client.submit(f"{JOBS}:add", 1, 2, unchecked=True).result(timeout=30) == 3
         leader = cluster.wait_for_leader()
         down = [leader, next(node for node in cluster.nodes if node is not leader)]
         for node in down:
@@ -243,7 +253,7 @@ def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
             cluster.start_node(node)
         cluster.wait_for_leader(timeout=60)
         worker.wait_for_event("store_recovered", timeout=60)
-        assert client.submit(f"{JOBS}:add", 2, 3).result(timeout=60) == 5
+        assert client.submit(f"{JOBS}:add", 2, 3, unchecked=True).result(timeout=60) == 5
     assert worker.running, worker.describe()
     # Told once, and again only when the kind of failure changes, not once per
     # try. A node just restarted
@@ -256,7 +266,12 @@ def test_a_worker_rides_out_a_lost_quorum_and_resumes_by_itself(
 
 def test_the_password_is_masked_in_every_output() -> None:
     url = "rqlite://bob:s3cret@127.0.0.1:1?retries=1"
-    for args in (["cluster"], ["cluster", "--json"], ["jobs"], ["submit", f"{JOBS}:add", "1", "2"]):
+    for args in (
+        ["cluster"],
+        ["cluster", "--json"],
+        ["jobs"],
+        ["submit", "--unchecked", f"{JOBS}:add", "1", "2"],
+    ):
         ran = cli_runs.taskq(*args, store=url)
         assert ran.code == 1, ran
         assert "s3cret" not in ran.out + ran.err, ran

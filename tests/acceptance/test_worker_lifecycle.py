@@ -39,7 +39,7 @@ def test_a_killed_workers_job_is_requeued_and_finished_by_another(
     of this test's run time.
     """
     first = workers.start(store_url, tag="first")
-    handle = client.submit(f"{JOBS}:sleep_and_identify", 3, max_attempts=3)
+    handle = client.submit(f"{JOBS}:sleep_and_identify", 3, max_attempts=3, unchecked=True)
     first.wait_for_event("job_started", job=handle.id)
     second = workers.start(store_url, tag="second")
 
@@ -69,7 +69,7 @@ def test_a_paused_workers_late_result_is_refused(
     its start and requeues the job as soon as its lease lapses.
     """
     first = workers.start(store_url, tag="first", worker={"maintenance": False})
-    handle = client.submit(f"{JOBS}:sleep_and_identify", 4, max_attempts=3)
+    handle = client.submit(f"{JOBS}:sleep_and_identify", 4, max_attempts=3, unchecked=True)
     first.wait_for_event("job_started", job=handle.id)
     second = workers.start(store_url, tag="second")
 
@@ -97,9 +97,9 @@ def test_sigterm_finishes_jobs_within_grace_and_hands_back_the_rest(
     workers: WorkerFleet, client: taskq.Client, store_url: str
 ) -> None:
     worker = workers.start(store_url, worker={"concurrency": 2, "grace_seconds": 5})
-    quick = client.submit(f"{JOBS}:sleep_and_identify", 1.5, max_attempts=3)
+    quick = client.submit(f"{JOBS}:sleep_and_identify", 1.5, max_attempts=3, unchecked=True)
     # Ignoring SIGTERM changes nothing: the worker stops jobs with SIGKILL.
-    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3)
+    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3, unchecked=True)
     worker.wait_for_event("job_started", job=quick.id)
     worker.wait_for_event("job_started", job=slow.id)
 
@@ -127,7 +127,7 @@ def test_a_second_sigterm_hands_back_running_jobs_at_once(
 ) -> None:
     # A grace far longer than the test may wait: only the second signal can end it.
     worker = workers.start(store_url, worker={"grace_seconds": 600})
-    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3)
+    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3, unchecked=True)
     worker.wait_for_event("job_started", job=slow.id)
 
     worker.terminate()
@@ -171,7 +171,7 @@ def test_a_pinned_worker_runs_its_jobs_on_its_cpus(
     worker = workers.start(store_url, extra_args=["--cpus", str(cpu), "--isolation", isolation])
     assert worker.wait_for_event("worker_started")["cpus"] == str(cpu)
     assert sorted(os.sched_getaffinity(worker.pid)) == [cpu]
-    job = client.wait(client.submit(f"{JOBS}:cpu_affinity").id, timeout=30)
+    job = client.wait(client.submit(f"{JOBS}:cpu_affinity", unchecked=True).id, timeout=30)
     assert job.state is JobState.SUCCEEDED, job
     assert job.result == [cpu]
 
@@ -180,7 +180,7 @@ def test_a_running_jobs_progress_reaches_the_store(
     workers: WorkerFleet, store_url: str, client: taskq.Client
 ) -> None:
     worker = workers.start(store_url)
-    handle = client.submit(f"{JOBS}:report_and_sleep", 30)
+    handle = client.submit(f"{JOBS}:report_and_sleep", 30, unchecked=True)
     assert wait_until(lambda: client.get(handle.id).progress is not None, 20), worker.describe()
     job = client.get(handle.id)
     # The job said where its processes are: forwarded from the sandbox to the store.

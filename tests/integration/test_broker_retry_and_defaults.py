@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from taskq import errors
-from taskq.broker.client.client_base import call_spec
+from taskq.broker.client.specs import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue

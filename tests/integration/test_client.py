@@ -64,7 +64,7 @@ def worker(store: Store) -> Iterator[Callable[..., threading.Thread]]:
 
 
 def test_submit_and_wait_for_the_result(client: taskq.Client, queue: str, worker: Any) -> None:
-    handle = client.submit("tests.support.jobs:add", 2, 3, queue=queue)
+    handle = client.submit("tests.support.jobs:add", 2, 3, queue=queue, unchecked=True)
     assert handle.status() is JobState.QUEUED
     worker(queue, lambda payload: ("ok", sum(payload["args"])))
     assert handle.result(timeout=20) == 5
@@ -77,7 +77,7 @@ def test_submit_and_wait_for_the_result(client: taskq.Client, queue: str, worker
 
 
 def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, worker: Any) -> None:
-    handle = client.submit("m:f", queue=queue)
+    handle = client.submit("m:f", queue=queue, unchecked=True)
     worker(
         queue,
         lambda payload: ("fail", {"type": "ZeroDivisionError", "message": "division by zero"}),
@@ -88,7 +88,7 @@ def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, wo
 
 
 def test_waiting_has_a_bound(client: taskq.Client, queue: str) -> None:
-    handle = client.submit("m:f", queue=queue)
+    handle = client.submit("m:f", queue=queue, unchecked=True)
     with pytest.raises(errors.ResultTimeout, match="still queued"):
         handle.result(timeout=0.2)
 
@@ -159,7 +159,7 @@ def test_non_json_arguments_are_refused_and_nothing_is_written(
     client: taskq.Client, queue: str
 ) -> None:
     with pytest.raises(errors.InvalidJob, match="must be JSON"):
-        client.submit("m:f", {"when": time}, queue=queue)
+        client.submit("m:f", {"when": time}, queue=queue, unchecked=True)
     with pytest.raises(errors.InvalidJob, match=r"package\.module:function"):
         client.submit("m.f", queue=queue)
     assert client.list(taskq.JobQuery(queue=queue)) == []
@@ -168,8 +168,12 @@ def test_non_json_arguments_are_refused_and_nothing_is_written(
 def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any) -> None:
     async def scenario() -> None:
         async with taskq.AsyncClient(store=store) as client:
-            handle = await client.submit("m:f", 7, queue=queue, idempotency_key=f"once-{queue}")
-            again = await client.submit("m:f", 7, queue=queue, idempotency_key=f"once-{queue}")
+            handle = await client.submit(
+                "m:f", 7, queue=queue, idempotency_key=f"once-{queue}", unchecked=True
+            )
+            again = await client.submit(
+                "m:f", 7, queue=queue, idempotency_key=f"once-{queue}", unchecked=True
+            )
             assert again.id == handle.id
             assert await handle.status() is JobState.QUEUED
             worker(queue, lambda payload: ("ok", payload["args"][0] * 6))

@@ -91,7 +91,7 @@ class Submits:
             for _ in range(rounds):
                 try:
                     self.outcomes[name] = self.client.submit(
-                        "tests.support.jobs:echo", name, **options
+                        "tests.support.jobs:echo", name, **options, unchecked=True
                     ).id
                 except Exception as exc:
                     self.outcomes[name] = exc
@@ -164,7 +164,9 @@ def test_a_bad_job_fails_alone_without_waiting(tmp_path: Any, queue: str) -> Non
     _wait_until_waiting(client, 1)
     # Refused while the write it would have joined is still held open: it waited for nothing.
     with pytest.raises(errors.InvalidJob, match="priority"):
-        client.submit("tests.support.jobs:echo", "bad", queue=queue, priority="high")
+        client.submit(
+            "tests.support.jobs:echo", "bad", queue=queue, priority="high", unchecked=True
+        )
     gated.release()
     submits.join()
 
@@ -176,7 +178,7 @@ def test_a_conflict_in_a_group_goes_to_its_caller_only(tmp_path: Any, queue: str
     gated = GatedStore(open_store(f"sqlite://{tmp_path / 'q.db'}"))
     client = taskq.Client(store=gated, submitter="tester")
     taken = taskq.Client(store=gated.inner).submit(
-        "tests.support.jobs:echo", "earlier", queue=queue, idempotency_key="taken"
+        "tests.support.jobs:echo", "earlier", queue=queue, idempotency_key="taken", unchecked=True
     )
     submits = Submits(client)
     submits.start("first", queue=queue)
@@ -216,7 +218,9 @@ def test_tasks_of_an_async_client_share_one_write(tmp_path: Any, queue: str) -> 
     outcomes: dict[str, int] = {}
 
     async def submit(name: str) -> None:
-        outcomes[name] = (await client.submit("tests.support.jobs:echo", name, queue=queue)).id
+        outcomes[name] = (
+            await client.submit("tests.support.jobs:echo", name, queue=queue, unchecked=True)
+        ).id
 
     async def main() -> None:
         names = [f"job-{number}" for number in range(SUBMITTERS - 1)]
@@ -231,7 +235,9 @@ def test_tasks_of_an_async_client_share_one_write(tmp_path: Any, queue: str) -> 
 
             async def cancelled_while_waiting() -> None:
                 with late:
-                    await client.submit("tests.support.jobs:echo", "cancelled", queue=queue)
+                    await client.submit(
+                        "tests.support.jobs:echo", "cancelled", queue=queue, unchecked=True
+                    )
 
             tasks.start_soon(cancelled_while_waiting)
             for name in names:
@@ -309,7 +315,9 @@ def test_a_gathering_caller_cancelled_hands_the_gathering_on(tmp_path: Any, queu
     outcomes: dict[str, int] = {}
 
     async def submit(name: str) -> None:
-        outcomes[name] = (await client.submit("tests.support.jobs:echo", name, queue=queue)).id
+        outcomes[name] = (
+            await client.submit("tests.support.jobs:echo", name, queue=queue, unchecked=True)
+        ).id
 
     async def until_waiting(count: int) -> None:
         while client._group_commit.waiting() != count:

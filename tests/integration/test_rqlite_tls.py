@@ -259,7 +259,9 @@ def test_a_client_submits_and_reads_back_over_tls(cluster: RqliteCluster, certs:
     queue = f"tls-{uuid.uuid4().hex[:10]}"
     url = cluster.store_url(ca_file=str(certs.ca))
     with _bounded(lambda: taskq.Client(url, submitter="tls-tester")) as client:
-        handle = _bounded(lambda: client.submit("tests.support.jobs:add", 2, 3, queue=queue))
+        handle = _bounded(
+            lambda: client.submit("tests.support.jobs:add", 2, 3, queue=queue, unchecked=True)
+        )
         job = _bounded(lambda: client.get(handle.id))
         assert (job.id, job.queue, job.state, job.submitter) == (
             handle.id,
@@ -274,7 +276,9 @@ def test_a_client_submits_and_reads_back_over_tls(cluster: RqliteCluster, certs:
 
     async def submit_async() -> None:
         async with taskq.AsyncClient(url, submitter="tls-tester") as client:
-            handle = await client.submit("tests.support.jobs:add", 4, 5, queue=queue)
+            handle = await client.submit(
+                "tests.support.jobs:add", 4, 5, queue=queue, unchecked=True
+            )
             job = await client.get(handle.id)
             assert (job.state, job.payload["args"]) == (JobState.QUEUED, [4, 5])
             assert len(await client.list(taskq.JobQuery(queue=queue))) == 2

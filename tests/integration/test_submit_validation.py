@@ -132,7 +132,7 @@ def test_a_refusal_carries_the_field_it_is_about(
     client: taskq.Client, prefix: str, options: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(errors.InvalidJob) as refused:
-        client.submit(TARGET, 1, **{"queue": f"{prefix}-q", **options})
+        client.submit(TARGET, 1, **{"queue": f"{prefix}-q", **options}, unchecked=True)
     assert refused.value.field == field
 
 
@@ -189,7 +189,11 @@ def test_a_bad_option_is_refused_by_name_and_nothing_is_written(
 ) -> None:
     options = {"queue": f"{prefix}-q", **options}
     _refused_whole(
-        store, prefix, errors.InvalidJob, named, lambda: client.submit(TARGET, 1, **options)
+        store,
+        prefix,
+        errors.InvalidJob,
+        named,
+        lambda: client.submit(TARGET, 1, **options, unchecked=True),
     )
 
 
@@ -211,7 +215,11 @@ def test_arguments_json_would_change_or_choke_on_are_refused(
 ) -> None:
     queue = f"{prefix}-q"
     _refused_whole(
-        store, prefix, errors.InvalidJob, named, lambda: client.submit(TARGET, *args, queue=queue)
+        store,
+        prefix,
+        errors.InvalidJob,
+        named,
+        lambda: client.submit(TARGET, *args, queue=queue, unchecked=True),
     )
 
 
@@ -221,7 +229,11 @@ def test_a_bad_target_is_refused(
 ) -> None:
     queue = f"{prefix}-q"
     _refused_whole(
-        store, prefix, errors.InvalidJob, "target", lambda: client.submit(target, queue=queue)
+        store,
+        prefix,
+        errors.InvalidJob,
+        "target",
+        lambda: client.submit(target, queue=queue, unchecked=True),
     )
 
 
@@ -233,7 +245,9 @@ def test_nul_keys_cannot_collide(client: taskq.Client, store: Store, prefix: str
             prefix,
             errors.InvalidJob,
             "NUL",
-            lambda key=key: client.submit(TARGET, 1, queue=queue, idempotency_key=key),
+            lambda key=key: client.submit(
+                TARGET, 1, queue=queue, idempotency_key=key, unchecked=True
+            ),
         )
 
 
@@ -250,6 +264,7 @@ def test_limits_and_timeouts_within_range_are_stored_as_given(
         limits={"memory_bytes": "64MiB", "wall_seconds": 2.5},
         labels=("gpu", "big", "gpu"),
         idempotency_key="k" * 255,
+        unchecked=True,
     )
     job = client.get(handle.id)
     assert (job.priority, job.max_attempts, job.timeout) == (-(2**31), 2**31 - 1, 7.0)
@@ -268,6 +283,7 @@ def test_the_latest_time_and_the_largest_limits_are_stored_as_given(
         run_at=job_validation.MAX_RUN_AT,
         timeout=job_validation.MAX_SECONDS,
         limits=ceilings,
+        unchecked=True,
     )
     job = client.get(handle.id)
     assert (job.run_at, job.timeout, job.limits) == (
@@ -284,16 +300,16 @@ def test_a_key_reused_for_another_request_is_a_conflict_that_writes_nothing(
     client: taskq.Client, store: Store, prefix: str
 ) -> None:
     queue, key = f"{prefix}-q", f"{prefix}-report"
-    first = client.submit(TARGET, 1, queue=queue, idempotency_key=key)
+    first = client.submit(TARGET, 1, queue=queue, idempotency_key=key, unchecked=True)
     # The same request again, even with other one-off fields, is the same job.
-    again = client.submit(TARGET, 1, queue=queue, idempotency_key=key, delay=30)
+    again = client.submit(TARGET, 1, queue=queue, idempotency_key=key, delay=30, unchecked=True)
     assert again.id == first.id
     conflict = _refused_whole(
         store,
         prefix,
         errors.IdempotencyConflict,
         "different request",
-        lambda: client.submit(TARGET, 2, queue=queue, idempotency_key=key),
+        lambda: client.submit(TARGET, 2, queue=queue, idempotency_key=key, unchecked=True),
     )
     assert isinstance(conflict, errors.IdempotencyConflict)
     assert conflict.job_id == first.id
@@ -304,7 +320,7 @@ def test_a_key_reused_for_another_request_is_a_conflict_that_writes_nothing(
             prefix,
             errors.IdempotencyConflict,
             key,
-            lambda options=options: client.submit(TARGET, 1, **options),
+            lambda options=options: client.submit(TARGET, 1, **options, unchecked=True),
         )
     assert [job.id for job in client.list(taskq.JobQuery(queue=queue))] == [first.id]
 
@@ -313,7 +329,7 @@ def test_a_batch_with_one_conflicting_key_writes_none_of_its_jobs(
     client: taskq.Client, store: Store, prefix: str
 ) -> None:
     queue, key = f"{prefix}-q", f"{prefix}-k"
-    client.submit(TARGET, 1, queue=queue, idempotency_key=key)
+    client.submit(TARGET, 1, queue=queue, idempotency_key=key, unchecked=True)
     me = client.submitter
     batch = [taskq.call_spec(TARGET, [n], queue=queue, submitter=me) for n in range(3)]
     batch.append(taskq.call_spec(TARGET, [9], queue=queue, idempotency_key=key, submitter=me))
@@ -359,7 +375,7 @@ def test_jobs_submitted_without_a_key_get_keys_of_their_own_that_rise(
     client: taskq.Client, prefix: str
 ) -> None:
     """Rising, so that each lands at the end of the key index; unique, so that none is refused."""
-    handles = [client.submit(TARGET, n, queue=f"{prefix}-q") for n in range(50)]
+    handles = [client.submit(TARGET, n, queue=f"{prefix}-q", unchecked=True) for n in range(50)]
     keys = [client.get(handle.id).idempotency_key for handle in handles]
     assert all(key.startswith("auto:") for key in keys)
     assert keys == sorted(keys)
@@ -380,7 +396,7 @@ def test_a_job_stored_before_fingerprints_is_returned_for_its_key(
         ]
     )
     [old] = client.list(taskq.JobQuery(queue=queue))
-    assert client.submit(TARGET, 1, queue=queue, idempotency_key=key).id == old.id
+    assert client.submit(TARGET, 1, queue=queue, idempotency_key=key, unchecked=True).id == old.id
 
 
 # -- listing ---------------------------------------------------------------------------------
@@ -599,7 +615,7 @@ def test_generated_submits_are_stored_exactly_or_refused_whole(
         conflict = earlier is not None and earlier.request.identity() != request.identity()
         before = snapshot(store, prefix)
         try:
-            handle = client.submit(request.target, *request.args, **request.options)
+            handle = client.submit(request.target, *request.args, **request.options, unchecked=True)
         except errors.TaskqError as exc:
             refused: errors.TaskqError | None = exc
         else:

@@ -63,7 +63,7 @@ def test_a_client_submit_on_a_cluster_wakes_the_listening_worker(
                 tasks.start_soon(wait)
                 await anyio.wait_all_tasks_blocked()
                 await anyio.to_thread.run_sync(
-                    lambda: client.submit("json:dumps", [1], queue="hinted-queue")
+                    lambda: client.submit("json:dumps", [1], queue="hinted-queue", unchecked=True)
                 )
                 await ended.wait()
 

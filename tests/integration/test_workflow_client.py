@@ -94,14 +94,16 @@ def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.C
 def test_after_on_a_single_submit_waits_for_the_jobs_named(client: taskq.Client) -> None:
     first = client.submit(square, 3)
     second = client.submit(square.options(after=[first]), 4)
-    then = client.submit("tests.support.workflow_jobs:total", after=[first, second.id])
+    then = client.submit(
+        "tests.support.workflow_jobs:total", after=[first, second.id], unchecked=True
+    )
     assert [client.get(job.id).state for job in (second, then)] == [JobState.WAITING] * 2
     taskq.testing.run_due(client)
     assert then.result(timeout=0)["sum"] == 9 + 16
     with pytest.raises(errors.InvalidJob, match="after takes a list"):
-        client.submit("tests.support.workflow_jobs:total", after=first)  # type: ignore[arg-type]
+        client.submit("tests.support.workflow_jobs:total", after=first, unchecked=True)  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidJob, match="is not a job"):
-        client.submit("tests.support.workflow_jobs:total", after=["1"])  # type: ignore[list-item]
+        client.submit("tests.support.workflow_jobs:total", after=["1"], unchecked=True)  # type: ignore[list-item]
 
 
 def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing(

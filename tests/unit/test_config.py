@@ -63,9 +63,13 @@ def test_a_queues_defaults_go_with_the_jobs_a_client_submits_to_it(tmp_path: Pat
         "[queues.img.retry]\nbase = 10\nretry_on = ['OSError']\n"
     )
     with taskq.Client(f"sqlite://{tmp_path / 'taskq.db'}", config_path=path) as client:
-        configured = client.get(client.submit("m:f", queue="img", limits={"cpu_seconds": 2}).id)
-        own = client.get(client.submit("m:f", queue="img", max_attempts=1, retry={"base": 1}).id)
-        other = client.get(client.submit("m:f", queue="default").id)
+        configured = client.get(
+            client.submit("m:f", queue="img", limits={"cpu_seconds": 2}, unchecked=True).id
+        )
+        own = client.get(
+            client.submit("m:f", queue="img", max_attempts=1, retry={"base": 1}, unchecked=True).id
+        )
+        other = client.get(client.submit("m:f", queue="default", unchecked=True).id)
     assert (configured.max_attempts, configured.timeout) == (6, 30.0)
     assert configured.limits == {"memory_bytes": "1GiB", "cpu_seconds": 2}
     assert configured.retry is not None

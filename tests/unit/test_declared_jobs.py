@@ -16,7 +16,10 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker.client import declared
 from taskq.broker.client.seed_jobs import seed_job_specs
+from taskq.broker.ops import plan
+from taskq.broker.ops.functions import function_publish
 from taskq.broker.records import Job, PayloadKind
 from tests.support import declared_jobs
 from tests.support.declared_jobs import area, greet, plain_multiply
@@ -77,8 +80,10 @@ def test_a_client_submits_declared_jobs_and_module_level_functions(client: taskq
 
 
 def test_the_string_form_keeps_its_keyword_options(client: taskq.Client) -> None:
+    # As a worker of the module would, so that the name is declared.
+    plan.run(client.store, function_publish("w", declared.declared_in(declared_jobs)))
     job = written(client, client.submit(GREET, "ann", queue="s", kwargs={"greeting": "yo"}))
-    assert (job.queue, job.payload["kwargs"]) == ("s", {"greeting": "yo"})
+    assert (job.queue, job.payload["kwargs"], job.max_attempts) == ("s", {"greeting": "yo"}, 2)
     with pytest.raises(errors.InvalidJob, match="unknown option"):
         client.submit(GREET, "ann", greeting="yo")
 

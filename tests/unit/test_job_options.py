@@ -11,7 +11,7 @@ import pytest
 
 from taskq.broker.client import job_options
 from taskq.broker.client.client import Client, JobHandle
-from taskq.broker.client.client_base import SUBMIT_OPTIONS, call_spec
+from taskq.broker.client.specs import SUBMIT_OPTIONS, call_spec
 from taskq.broker.records import JobSpec
 from taskq.cli import job_options as cli_options
 from taskq.cli.main import main
@@ -39,7 +39,13 @@ def test_call_spec_takes_each_option_with_its_declared_default_or_the_spec_has_i
 
 
 def test_the_http_body_is_the_options_and_the_call() -> None:
-    assert set(bodies.JobRequest.__struct_fields__) == {*_OPTIONS, "target", "args", "kwargs"}
+    assert set(bodies.JobRequest.__struct_fields__) == {
+        *_OPTIONS,
+        "target",
+        "args",
+        "kwargs",
+        "unchecked",
+    }
     sent = msgspec.json.decode(b'{"target": "m:f", "queue": "q"}', type=bodies.JobRequest)
     assert sent.max_attempts == 3  # the HTTP API's default, as it always was
     spec = sent.spec("token", idempotency_key="header")
@@ -74,8 +80,9 @@ def test_every_option_has_a_flag_with_its_declared_default_and_help() -> None:
             dest = f"{option.name}.{flag.key}" if flag.key else option.name
             assert flag.name in flags[dest].option_strings
             assert flags[dest].help == (flag.help or option.description)
-            if not flag.key and not flag.repeatable:
-                assert flags[dest].default == option.default
+            # Left out, a flag is None, so that a submit by name tells it from one given
+            # (the declared default then stands: test_flags_left_out_give_the_declared_options).
+            assert flags[dest].default is None
     for name in ("queue", "priority", "max_attempts"):
         assert flags[name].help == job_options.described(name)
 
@@ -117,7 +124,7 @@ def test_after_takes_job_ids_separated_by_commas() -> None:
         _submit_parser().parse_args(["m:f", "--after", "12,x"])
 
 
-@pytest.mark.parametrize("kind", [["m:f"], ["--shell", "true"]])
+@pytest.mark.parametrize("kind", [["m:f", "--unchecked"], ["--shell", "true"]])
 def test_taskq_submit_hands_the_parents_to_every_kind_of_job(
     kind: list[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,7 +22,7 @@ def client() -> Iterator[taskq.Client]:
 
 
 def test_a_due_job_runs_in_this_process_and_its_result_is_stored(client: taskq.Client) -> None:
-    handle = client.submit(f"{JOBS}:where_and_sum", 2, 3)
+    handle = client.submit(f"{JOBS}:where_and_sum", 2, 3, unchecked=True)
     assert taskq.testing.run_due(client) == [handle.id]
     assert handle.result(timeout=0) == {"pid": os.getpid(), "sum": 5}
     [attempt] = client.executions(handle.id)
@@ -30,13 +30,13 @@ def test_a_due_job_runs_in_this_process_and_its_result_is_stored(client: taskq.C
 
 
 def test_an_async_job_runs_inline_too(client: taskq.Client) -> None:
-    handle = client.submit(f"{JOBS}:async_double", 21)
+    handle = client.submit(f"{JOBS}:async_double", 21, unchecked=True)
     taskq.testing.run_due(client)
     assert handle.result(timeout=0) == 42
 
 
 def test_an_async_job_runs_inline_from_an_async_test_too(client: taskq.Client) -> None:
-    handle = client.submit(f"{JOBS}:async_double", 4)
+    handle = client.submit(f"{JOBS}:async_double", 4, unchecked=True)
 
     async def async_test() -> None:
         taskq.testing.run_due(client)  # on a running loop: the job's own runs beside it
@@ -46,7 +46,7 @@ def test_an_async_job_runs_inline_from_an_async_test_too(client: taskq.Client) -
 
 
 def test_retries_wait_their_backoff_unless_delayed_jobs_are_run(client: taskq.Client) -> None:
-    handle = client.submit(f"{JOBS}:flaky_until_third_attempt", max_attempts=3)
+    handle = client.submit(f"{JOBS}:flaky_until_third_attempt", max_attempts=3, unchecked=True)
     assert taskq.testing.run_due(client) == [handle.id]
     assert client.get(handle.id).state is JobState.QUEUED  # waiting out its backoff
     assert taskq.testing.run_due(client, delayed=True) == [handle.id, handle.id]
@@ -55,8 +55,8 @@ def test_retries_wait_their_backoff_unless_delayed_jobs_are_run(client: taskq.Cl
 
 
 def test_abort_and_a_call_that_does_not_fit_end_the_job_at_once(client: taskq.Client) -> None:
-    aborted = client.submit(f"{JOBS}:give_up", max_attempts=3)
-    misfit = client.submit(f"{JOBS}:where_and_sum", 1, max_attempts=3)
+    aborted = client.submit(f"{JOBS}:give_up", max_attempts=3, unchecked=True)
+    misfit = client.submit(f"{JOBS}:where_and_sum", 1, max_attempts=3, unchecked=True)
     taskq.testing.run_due(client, delayed=True)
     assert (client.get(aborted.id).state, client.get(aborted.id).attempts) == (JobState.DEAD, 1)
     job = client.get(misfit.id)

@@ -64,7 +64,7 @@ class OverviewScreen(Screen[None]):
         activity = overview.activity
         if activity is None:
             return
-        self.query_one(QueuesTable).show(activity.queues)
+        self.query_one(QueuesTable).show(activity.queues, activity.served)
         self.query_one(Throughput).show(activity.throughput)
         self.query_one(WorkersTable).show(activity.workers, activity.running, self.console.clock)
 

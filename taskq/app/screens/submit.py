@@ -1,5 +1,9 @@
 """A form that submits a job: target, JSON arguments, queue and priority.
 
+The jobs workers declare are offered as the target is typed; a declared
+target shows its signature, fills in its declared queue and priority, and
+its arguments are checked against its parameters before the form closes.
+
 The form fits an 80x24 terminal. Its error line and buttons are docked to the
 bottom of the dialog, so they stay on screen however the dialog is squeezed:
 when the terminal is too short for every field, the fields scroll instead.
@@ -8,6 +12,7 @@ when the terminal is too short for every field, the fields scroll instead.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -16,10 +21,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
 from taskq import errors
-from taskq.broker.client.client import call_spec, default_submitter, validate_spec
+from taskq.broker.client import declarations
+from taskq.broker.client.client import (
+    DeclaredFunction,
+    call_spec,
+    default_submitter,
+    validate_spec,
+)
 from taskq.broker.records import JobSpec
 
 
@@ -32,7 +44,11 @@ class Problem:
 
 
 class SubmitScreen(ModalScreen[JobSpec | None]):
-    """Dismisses with a validated job, or None when the user backs out."""
+    """Dismisses with a validated job, or None when the user backs out.
+
+    ``declared`` reads the jobs workers declare (in the background: the form
+    opens at once, and offers them once read).
+    """
 
     CSS_PATH = "modal.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -40,10 +56,19 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         Binding("ctrl+s", "submit", "Submit", id="submit-send"),
     ]
 
+    def __init__(
+        self, declared: Callable[[], Awaitable[Sequence[DeclaredFunction]]] | None = None
+    ) -> None:
+        super().__init__()
+        self._read_declared = declared
+        self.declared: dict[str, DeclaredFunction] = {}
+        # The queue and priority last filled in from a declaration: the user's own stay.
+        self._filled = {"queue": "default", "priority": "0"}
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog", id="submit-form"):
             yield Static("Submit a job", classes="dialog-title")
-            yield Label("Target (package.module:function)")
+            yield Label(_TARGET_LABEL, id="target-label")
             yield Input(placeholder="mypkg.images:resize", id="target")
             yield Label("Arguments: a JSON array, or an object of keyword arguments")
             yield Input(value="[]", id="args")
@@ -63,6 +88,20 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
 
     def on_mount(self) -> None:
         self.query_one("#target", Input).focus()
+        if self._read_declared is not None:
+            self.run_worker(self._offer_declared(self._read_declared), exclusive=True)
+
+    async def _offer_declared(
+        self, read: Callable[[], Awaitable[Sequence[DeclaredFunction]]]
+    ) -> None:
+        try:
+            functions = await read()
+        except errors.StoreError:
+            return  # the form works as it would without them
+        self.declared = {function.name: function for function in functions}
+        target = self.query_one("#target", Input)
+        target.suggester = SuggestFromList(sorted(self.declared), case_sensitive=True)
+        self._describe(target.value.strip())
 
     def on_input_submitted(self) -> None:
         self.action_submit()
@@ -70,6 +109,27 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         # An edited field may be right now; the next submit says if it is not.
         event.input.remove_class("-problem")
+        if event.input.id == "target":
+            self._describe(event.value.strip())
+
+    def _describe(self, target: str) -> None:
+        """Show the declared target's signature, and fill in its queue and priority."""
+        function = self.declared.get(target)
+        label = self.query_one("#target-label", Label)
+        if function is None:
+            known = self.declared and target and ":" in target
+            label.update(f"{_TARGET_LABEL}: no worker declares it" if known else _TARGET_LABEL)
+            return
+        label.update(f"Target: {function.signature}")
+        declared = {
+            "queue": function.queue,
+            "priority": str(function.options.get("priority", 0)),
+        }
+        for name, value in declared.items():
+            field = self.query_one(f"#{name}", Input)
+            if field.value.strip() == self._filled[name]:
+                field.value = value
+                self._filled[name] = value
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "send":
@@ -87,7 +147,7 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         and the cursor goes to the first of them.
         """
         values = {name: self.query_one(f"#{name}", Input).value.strip() for name in _FIELDS}
-        spec, problems = _check(values)
+        spec, problems = _check(values, self.declared.get(values["target"]))
         blamed = {problem.field for problem in problems}
         for name in _FIELDS:
             self.query_one(f"#{name}", Input).set_class(name in blamed, "-problem")
@@ -102,6 +162,7 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
 
 
 _FIELDS = ("target", "args", "queue", "priority")
+_TARGET_LABEL = "Target (package.module:function)"
 
 # The form's field for each field a broker refusal names (InvalidJob.field).
 _FORM_FIELD = {
@@ -114,8 +175,14 @@ _FORM_FIELD = {
 }
 
 
-def _check(values: dict[str, str]) -> tuple[JobSpec | None, list[Problem]]:
-    """The job the form describes, or None and every problem found, in form order."""
+def _check(
+    values: dict[str, str], declared: DeclaredFunction | None = None
+) -> tuple[JobSpec | None, list[Problem]]:
+    """The job the form describes, or None and every problem found, in form order.
+
+    A ``declared`` target's options are the job's, under the form's queue and
+    priority, and its arguments must fit its parameters.
+    """
     problems: list[Problem] = []
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -129,14 +196,23 @@ def _check(values: dict[str, str]) -> tuple[JobSpec | None, list[Problem]]:
     except ValueError:
         message = f"priority must be a whole number, got {values['priority']!r}"
         problems.append(Problem("priority", message))
+    if declared is not None and not problems:
+        try:
+            declarations.check_listed_arguments(declared, args, kwargs)
+        except errors.InvalidJob as exc:
+            problems.append(Problem("args", str(exc)))
+    options = dict(declared.options) if declared is not None else {}
     try:
         spec = call_spec(
             values["target"],
             args,
             kwargs,
-            queue=values["queue"],
-            priority=priority,
-            submitter=default_submitter(),
+            **{
+                **options,
+                "queue": values["queue"],
+                "priority": priority,
+                "submitter": default_submitter(),
+            },
         )
     except errors.InvalidJob as exc:
         # call_spec checks the target only; the broker's checks need a whole job.

@@ -16,6 +16,7 @@ from taskq import humanize
 from taskq.app import formatting, states
 from taskq.app.formatting import Clock
 from taskq.app.widgets.keyed_table import Column, KeyedTable, TableRow
+from taskq.broker.client import declarations
 from taskq.broker.records import Execution, Job, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.store import NodeInfo
 
@@ -69,9 +70,10 @@ class QueuesTable(KeyedTable):
         *(Column(state.value, state.value.capitalize(), 10) for state in JobState),
     )
 
-    def show(self, queues: Sequence[QueueStats]) -> None:
-        """Replace what the table shows with ``queues``, row by row."""
-        self.sync([self._row(stats) for stats in queues])
+    def show(self, queues: Sequence[QueueStats], served: frozenset[str] | None = None) -> None:
+        """Replace what the table shows with ``queues``, row by row; a queue with queued jobs
+        that none of the live workers (``served``: the queues they take) takes is flagged."""
+        self.sync([self._row(stats, served) for stats in queues])
 
     @property
     def cursor_queue(self) -> str | None:
@@ -82,10 +84,12 @@ class QueuesTable(KeyedTable):
         """Whether the table shows ``queue`` as paused."""
         return self.cell_text(queue, "status") == "paused"
 
-    def _row(self, stats: QueueStats) -> TableRow:
+    def _row(self, stats: QueueStats, served: frozenset[str] | None) -> TableRow:
         app = self.app
         if stats.paused:
             status = states.styled(app, "paused", "warning", bold=True)
+        elif served is not None and declarations.queue_unserved(stats, served):
+            status = states.styled(app, "unserved", "error", bold=True)
         else:
             status = states.styled(app, "active", "success")
         counts = []

@@ -21,7 +21,9 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
-from taskq.broker.client.client_base import (
+from taskq.broker.client.flows import Flow, group, step
+from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
+from taskq.broker.client.specs import (
     Calls,
     JobRef,
     Target,
@@ -31,8 +33,7 @@ from taskq.broker.client.client_base import (
     shell_spec,
     validate_spec,
 )
-from taskq.broker.client.flows import Flow, group, step
-from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
+from taskq.broker.ops.functions import DeclaredFunction
 from taskq.broker.ops.jobs import CancelResult, ExecutionStats, Histogram, ThroughputBucket
 from taskq.broker.ops.queues import KEEP, Keep, SubmitLimit
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
@@ -46,6 +47,7 @@ __all__ = [
     "AsyncWorkflowHandle",
     "CancelResult",
     "Client",
+    "DeclaredFunction",
     "ExecutionStats",
     "Flow",
     "Histogram",
@@ -283,9 +285,13 @@ class Client(Blocking, Operations):
         ``target`` is a declared job (:func:`taskq.job`) or a module-level
         function: every argument is the call's, and the options are those the
         job was declared with (``client.submit(resize.options(queue="gpu"), ...)``
-        changes them). Or ``"pkg.module:function"``, the low-level form: its
-        keyword arguments are the options of :func:`call_spec`, the call's own
-        go in ``kwargs={...}``.
+        changes them). Or ``"pkg.module:function"``, by name: its keyword
+        arguments are the options of :func:`call_spec`, the call's own go in
+        ``kwargs={...}``; the options its workers declare are the defaults
+        and the arguments are checked against the declared signature
+        (:mod:`taskq.broker.client.declarations`). A name no worker has
+        declared raises :class:`taskq.errors.UnknownFunction`, unless
+        ``unchecked=True``, which submits it with the options given alone.
         """
         return JobHandle(self, self._run(self._submit_plan(target, args, keywords)))
 

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 
 from taskq import errors
-from taskq.broker.client.client_base import Target, spec_of, validate_spec
+from taskq.broker.client.specs import Target, spec_of, validate_spec
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.records import JobSpec, WorkflowSubmission
 

@@ -1,6 +1,6 @@
 """The options of a job, declared once: their names, types, defaults, meaning and flags.
 
-:func:`taskq.broker.client.client_base.call_spec` takes them as keywords
+:func:`taskq.broker.client.specs.call_spec` takes them as keywords
 (plus who submits and the retry policy, which no request body names), the
 HTTP API's job body (``taskq.server.bodies.JobRequest``) is this record with
 the call added, and ``taskq submit`` and ``taskq schedule add`` build their

@@ -15,7 +15,7 @@ import builtins
 import functools
 import time
 import types
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import anyio
@@ -26,6 +26,7 @@ from taskq.broker import schedule_timing
 from taskq.broker.client import group_commit
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.group_commit import GroupOp, Signal
+from taskq.broker.ops.functions import DeclaredFunction, function_list, queue_served_list
 from taskq.broker.ops.jobs import (
     CancelResult,
     ExecutionStats,
@@ -208,6 +209,23 @@ class Operations(ClientBase):
         """Queue failed, dead or cancelled jobs again; the ids that moved."""
         return job_retry(job_ids)
 
+    @Operation
+    def declared_spec(
+        self, target: str, args: Sequence[Any] = (), options: Mapping[str, Any] | None = None
+    ) -> GroupOp[JobSpec]:
+        """The job a submit of ``target`` ("pkg.mod:f") by name makes, not yet submitted.
+
+        The version of its declaration that workers serve gives the options
+        (:mod:`taskq.broker.client.declarations`), ``options`` (those of
+        :func:`taskq.call_spec`, the call's keyword arguments in ``kwargs``)
+        win over them, and the arguments are checked against its parameters
+        (:class:`taskq.errors.InvalidJob`). A name no worker has declared
+        raises :class:`taskq.errors.UnknownFunction`.
+        """
+        return self.declarations.spec(
+            target, args, {"submitter": self.submitter, **(options or {})}
+        )
+
     # -- workflows ------------------------------------------------------------------
 
     @Operation
@@ -327,6 +345,16 @@ class Operations(ClientBase):
     def workers(self) -> GroupOp[builtins.list[WorkerInfo]]:
         """Every registered worker, stopped ones included."""
         return worker_list()
+
+    @Operation
+    def functions(self) -> GroupOp[builtins.list[DeclaredFunction]]:
+        """Every job workers have declared, by name: the version submits use, its live workers."""
+        return function_list()
+
+    @Operation
+    def served_queues(self) -> GroupOp[set[str]]:
+        """The queues at least one live worker takes jobs from."""
+        return queue_served_list()
 
     @Operation
     def schema_version(self) -> GroupOp[int]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from taskq import errors
-from taskq.broker.client.client_base import call_spec, python_exec_spec, shell_spec
+from taskq.broker.client.specs import call_spec, python_exec_spec, shell_spec
 from taskq.broker.records import JobSpec
 
 _JOB_FIELDS = {"task_id", "task_type", "payload", "status"}

@@ -285,3 +285,26 @@ CREATE TABLE submit_buckets (
     tokens REAL NOT NULL CHECK (tokens >= 0),
     updated_at REAL NOT NULL
 );
+
+-- Declared jobs (ops/functions.py): every distinct declaration of a name a
+-- worker's --modules declare (declaration: JSON of its parameters, options
+-- and docstring; fingerprint: its hash), and which worker serves which
+-- version. Whether a server is live is the workers table's to say.
+CREATE TABLE function_versions (
+    name TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    declaration TEXT NOT NULL,
+    first_published_at REAL NOT NULL,
+    published_at REAL NOT NULL,
+    published_by TEXT NOT NULL,
+    PRIMARY KEY (name, fingerprint)
+);
+
+CREATE TABLE function_servers (
+    worker_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (worker_id, name)
+);
+
+CREATE INDEX function_servers_by_name ON function_servers (name, fingerprint);

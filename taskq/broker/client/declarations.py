@@ -1,0 +1,154 @@
+"""Submitting by name as the declared job would be submitted: its options, its signature.
+
+A worker publishes the ``@taskq.job`` declarations of its modules
+(:func:`taskq.broker.client.declared.declared_in`, run where the modules are imported). A submit of
+``"pkg.mod:f"`` then reads the version the store resolves
+(:func:`taskq.broker.ops.functions.function_resolve`): its declared options
+are the defaults, the options given win, and the arguments are bound to its
+published parameters at once, so a bad call is refused with nothing written.
+A name no worker has declared is refused with the names close to it, unless
+the submit opts out (``unchecked=True``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from taskq import errors
+from taskq.broker import job_validation
+from taskq.broker.client import specs
+from taskq.broker.ops.functions import (
+    Declaration,
+    DeclaredFunction,
+    FunctionVersion,
+    function_names,
+    function_resolve,
+)
+from taskq.broker.ops.plan import Op
+from taskq.broker.records import JobSpec, JobState, QueueStats
+
+CACHE_SECONDS = 2.0
+"""How long a client reuses a resolved declaration before reading it again.
+
+A declaration changes only when a worker starts with other code; a submit
+this much after such a start gets the old defaults, as it would had it been
+made this much earlier. Misses are never kept: a name declared by a worker
+that has just started is found at once.
+"""
+
+# Stands for a published default, whose value is only known as text.
+_HAS_DEFAULT = object()
+
+
+def check_arguments(
+    declaration: Declaration, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    """Refuse a call its published parameters do not take, naming the argument at fault."""
+    parameters = [
+        inspect.Parameter(
+            each.name,
+            getattr(inspect.Parameter, each.kind),
+            default=inspect.Parameter.empty if each.default is None else _HAS_DEFAULT,
+        )
+        for each in declaration.parameters
+    ]
+    try:
+        inspect.Signature(parameters).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise errors.InvalidJob(
+            f"{declaration.signature()} refuses these arguments: {_told(exc, declaration, args)}",
+            field="args",
+        ) from None
+
+
+def check_listed_arguments(
+    function: DeclaredFunction, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    """:func:`check_arguments` against a job as :meth:`~taskq.Client.functions` lists it."""
+    declaration = Declaration(
+        name=function.name, parameters=function.parameters, options=function.options
+    )
+    check_arguments(declaration, args, kwargs)
+
+
+def _told(exc: TypeError, declaration: Declaration, args: Sequence[Any]) -> str:
+    """``inspect``'s complaint, naming the parameters where it names none."""
+    if str(exc) == "too many positional arguments":
+        positional = [
+            each.name
+            for each in declaration.parameters
+            if each.kind in {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"}
+        ]
+        return f"{len(args)} positional arguments given, it takes {len(positional)}" + (
+            f" ({', '.join(positional)})" if positional else ""
+        )
+    return str(exc)
+
+
+def declared_spec(
+    version: FunctionVersion,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None,
+    options: Mapping[str, Any],
+) -> JobSpec:
+    """The job of a by-name submit: the declared options, then ``options`` over them."""
+    declaration = version.declaration
+    check_arguments(declaration, args, kwargs or {})
+    merged = {**declaration.options, **options}
+    return specs.call_spec(declaration.name, args, dict(kwargs or {}), **merged)
+
+
+def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
+    """The refusal of a name no worker has declared, with the closest declared names."""
+    # Names share their module's prefix, which alone makes them 60% alike: ask for more.
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return errors.UnknownFunction(
+        f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
+        "its --modules when it starts; to queue it for workers yet to start, submit it "
+        'unchecked: unchecked=True, --unchecked, or "unchecked": true over HTTP)',
+        field="target",
+        suggestions=tuple(close),
+    )
+
+
+class DeclarationCache:
+    """The versions a client resolved lately, each kept :data:`CACHE_SECONDS`."""
+
+    def __init__(self, seconds: float = CACHE_SECONDS) -> None:
+        self.seconds = seconds
+        self._found: dict[str, tuple[float, FunctionVersion]] = {}
+
+    def resolve(self, name: str) -> Op[FunctionVersion]:
+        """The version a submit of ``name`` uses; :class:`taskq.errors.UnknownFunction` if none."""
+        job_validation.check_target(name)
+        now = time.monotonic()
+        cached = self._found.get(name)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        version = yield from function_resolve(name)
+        if version is None:
+            raise unknown_name(name, (yield from function_names()))
+        self._found[name] = (now + self.seconds, version)
+        return version
+
+    def spec(self, target: str, args: Sequence[Any], options: Mapping[str, Any]) -> Op[JobSpec]:
+        """The job a submit of ``target`` by name makes (see :func:`declared_spec`).
+
+        ``options`` as ``call_spec`` takes them, the call's keyword arguments in ``kwargs``.
+        """
+        specs.check_option_names(options)
+        version = yield from self.resolve(target)
+        given = dict(options)
+        kwargs = given.pop("kwargs", None)
+        return declared_spec(version, args, kwargs, given)
+
+
+def queue_unserved(stats: QueueStats, served: Collection[str]) -> bool:
+    """Whether ``stats``'s queue holds queued jobs that none of the live workers would take
+    (``served``: the queues they take, :meth:`~taskq.Client.served_queues`)."""
+    return stats.counts.get(JobState.QUEUED, 0) > 0 and stats.queue not in served

@@ -1,0 +1,310 @@
+"""How a job is described before it is submitted: the job of each kind, its options, its call.
+
+Every client, the flows, the declarations, the command line and the HTTP
+API build jobs here; :mod:`taskq.broker.client.client_base` submits them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import inspect
+import re
+import socket
+import sys
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
+
+from taskq import errors
+from taskq.broker import job_validation
+from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
+from taskq.broker.records import JobSpec, PayloadKind
+from taskq.retry import RetryPolicy, parse_retry
+
+
+def default_submitter() -> str:
+    """``user@host`` of this process: who submitted a job, unless a client says otherwise."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def call_spec(
+    target: str,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    queue: str = "default",
+    priority: int = 0,
+    delay: float = 0.0,
+    run_at: float | None = None,
+    max_attempts: int | None = None,
+    timeout: float | None = None,
+    limits: dict[str, Any] | None = None,
+    labels: Collection[str] = (),
+    idempotency_key: str | None = None,
+    submitter: str = "",
+    retry: RetryPolicy | dict[str, Any] | None = None,
+    after: Sequence[JobRef] = (),
+    run_anyway: bool = False,
+) -> JobSpec:
+    """A job that calls ``target`` ("pkg.module:function") with JSON arguments.
+
+    The target is checked at once; every other value is kept as given, not
+    converted, and checked exactly when the job is enqueued (see
+    :mod:`taskq.broker.job_validation`): ``labels="gpu"`` is refused there,
+    not taken as the labels g, p and u.
+
+    ``max_attempts``, ``timeout`` and ``retry`` (a :class:`taskq.RetryPolicy`)
+    left as None, and each limit left out, take the queue's defaults (``taskq
+    queue set``), else 3 attempts, no timeout and the default policy.
+
+    ``after`` lists the jobs (handles or ids) this one runs after: it waits
+    until each has ended, and is cancelled when one ends without succeeding,
+    unless ``run_anyway``.
+    """
+    job_validation.check_target(target)
+    return JobSpec(
+        kind=PayloadKind.CALL,
+        payload={
+            "target": target,
+            # A copy, so that the caller changing its list later changes no job;
+            # *args arrive as a tuple, and JSON stores any array as a list.
+            "args": list(args) if isinstance(args, list | tuple) else args,
+            "kwargs": {} if kwargs is None else kwargs,
+        },
+        queue=queue,
+        priority=priority,
+        delay=delay,
+        run_at=run_at,
+        max_attempts=max_attempts,
+        timeout=timeout,
+        limits={} if limits is None else limits,
+        labels=labels,
+        idempotency_key=idempotency_key,
+        submitter=submitter,
+        retry=None if retry is None else parse_retry(retry).to_dict(),
+        after=job_ids(after),
+        run_anyway=run_anyway,
+    )
+
+
+@runtime_checkable
+class HasJobId(Protocol):
+    """A job's handle or record: anything with the job's ``id``."""
+
+    @property
+    def id(self) -> int: ...
+
+
+JobRef: TypeAlias = "int | HasJobId"
+"""A stored job, by id or by anything that carries it (a handle, a ``Job``)."""
+
+
+def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
+    """The ids of ``jobs``, each a handle or an id; :class:`taskq.errors.InvalidJob` else."""
+    if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence):
+        raise errors.InvalidJob(
+            f"after takes a list of jobs (handles or ids), not {type(jobs).__name__}",
+            field="after",
+        )
+    return tuple(_job_id(job) for job in jobs)
+
+
+def _job_id(job: object) -> int:
+    if isinstance(job, HasJobId):
+        job = job.id
+    if isinstance(job, int) and not isinstance(job, bool):
+        return job
+    raise errors.InvalidJob(
+        f"after: {job!r} is not a job; give its handle or its id", field="after"
+    )
+
+
+# A placeholder target for building the options of a job that calls no target.
+_NO_TARGET = "taskq:_"
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def python_exec_spec(
+    code: str,
+    function: str,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    **options: Any,
+) -> JobSpec:
+    """A job that runs ``code`` as a module, then calls its ``function`` with JSON arguments.
+
+    The seed design's ``python_exec`` payload; a worker runs it only when
+    ``allow_python_exec`` is set. ``options`` are those of :func:`call_spec`.
+    """
+    if not isinstance(code, str) or not code.strip():
+        raise errors.InvalidJob("python_exec: code must be a non-empty string", field="code")
+    if not isinstance(function, str) or not _IDENTIFIER.fullmatch(function):
+        raise errors.InvalidJob(
+            f"python_exec: function must be the name of a function the code defines, "
+            f"got {function!r}",
+            field="function",
+        )
+    payload = {
+        "code": code,
+        "function": function,
+        "args": list(args) if isinstance(args, list | tuple) else args,
+        "kwargs": {} if kwargs is None else kwargs,
+    }
+    return _with_payload(PayloadKind.PYTHON_EXEC, payload, options)
+
+
+def shell_spec(
+    command: str | Sequence[str],
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> JobSpec:
+    """A job that runs a command: a string through ``/bin/sh -c``, a list as argv, unparsed.
+
+    ``env`` is laid over the worker's job environment; a worker runs it only
+    when ``allow_shell`` is set. Its result is ``{"exit_code": 0, "stdout": ...,
+    "stdout_truncated": ...}``; a non-zero exit is a failed attempt.
+    ``options`` are those of :func:`call_spec`.
+    """
+    if isinstance(command, str):
+        if not command.strip():
+            raise errors.InvalidJob("shell: the command is empty", field="argv")
+        argv = ["/bin/sh", "-c", command]
+    elif command and all(isinstance(part, str) for part in command):
+        argv = list(command)
+    else:
+        raise errors.InvalidJob(
+            "shell: the command must be a string or a non-empty list of strings", field="argv"
+        )
+    if cwd is not None and not isinstance(cwd, str):
+        raise errors.InvalidJob(f"shell: cwd must be a string, got {cwd!r}", field="cwd")
+    variables = dict(env or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in variables.items()):
+        raise errors.InvalidJob("shell: env must map strings to strings", field="env")
+    return _with_payload(PayloadKind.SHELL, {"argv": argv, "cwd": cwd, "env": variables}, options)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Raise :class:`taskq.errors.InvalidJob` where the broker would refuse these options."""
+    validate_spec(call_spec(_NO_TARGET, **options))
+
+
+def _with_payload(kind: PayloadKind, payload: dict[str, Any], options: dict[str, Any]) -> JobSpec:
+    # Through call_spec, so that every kind of job takes the same options, kept the same way.
+    return msgspec.structs.replace(call_spec(_NO_TARGET, **options), kind=kind, payload=payload)
+
+
+def function_target(function: Callable[..., Any]) -> str:
+    """``"pkg.module:function"``: where a worker imports ``function`` from.
+
+    Refused (:class:`taskq.errors.InvalidJob`) unless a worker can import it
+    by that name: a function defined inside another, a lambda, one of the
+    script being run (``__main__``), one its module no longer holds by name.
+    """
+    module = getattr(function, "__module__", None)
+    qualname = getattr(function, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        raise errors.InvalidJob(
+            f"{function!r} is not a function a worker can import by name", field="target"
+        )
+    if "<" in qualname:
+        raise errors.InvalidJob(
+            f"{module}.{qualname} is defined inside a function or is a lambda: a worker "
+            "imports a job by name, so a job must be defined at the top of a module",
+            field="target",
+        )
+    if module == "__main__":
+        raise errors.InvalidJob(
+            f"{qualname} is defined in __main__, the script being run: a worker imports a job "
+            "by module, so move it into a module it can import (mypkg/tasks.py, say)",
+            field="target",
+        )
+    found: object = sys.modules.get(module)
+    for attribute in qualname.split("."):
+        found = getattr(found, attribute, None)
+    if found is None:
+        raise errors.InvalidJob(
+            f"{module} holds no {qualname}: a worker would not find the job by that name",
+            field="target",
+        )
+    return f"{module}:{qualname}"
+
+
+def check_call(
+    function: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    """Refuse arguments that ``function``'s signature does not take, as calling it would."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # no signature to read (some built-ins): the worker's call will tell
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        name = getattr(function, "__qualname__", repr(function))
+        options = sorted(set(kwargs) & SUBMIT_OPTIONS)
+        hint = (
+            f" (a job's options go in {name}.options({options[0]}=...), not among its arguments)"
+            if options
+            else ""
+        )
+        raise errors.InvalidJob(f"{name}(): {exc}{hint}", field="args") from None
+
+
+@runtime_checkable
+class JobDeclaration(Protocol):
+    """A job declared with its options (:func:`taskq.job`): it describes a call of itself."""
+
+    def spec(self, *args: Any, **kwargs: Any) -> JobSpec:
+        """The job that calls it with these arguments, with its declared options."""
+        ...
+
+
+Target: TypeAlias = "str | JobDeclaration | Callable[..., Any]"
+"""What submit takes: ``"pkg.module:function"``, a declared job or a module-level function."""
+Calls: TypeAlias = "Iterable[tuple[Any, ...] | Mapping[str, Any]]"
+"""Many calls of one target: each a tuple of positional or a dict of keyword arguments."""
+
+
+def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> None:
+    """Raise :class:`taskq.errors.InvalidJob` where the broker would refuse ``spec``.
+
+    The very checks an enqueue makes, without a request: a form can show a
+    refusal at once.
+    """
+    checked_row(spec, max_payload_bytes=max_payload_bytes)
+
+
+# The options of a job, by keyword: call_spec's (target and args are the call's own).
+SUBMIT_OPTIONS = frozenset(inspect.signature(call_spec).parameters) - {"target", "args"}
+
+
+def check_option_names(keywords: Mapping[str, Any]) -> None:
+    """Refuse keywords that are not options of a submit by name (its arguments go in kwargs)."""
+    if not keywords.keys() <= SUBMIT_OPTIONS:
+        unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
+        raise errors.InvalidJob(
+            f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
+            f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
+        )
+
+
+def spec_of(target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
+    """The job of a call of ``target``: a function's keywords are its own, a string's options."""
+    if isinstance(target, str):
+        # "pkg.module:function". Asked first: a check against the protocol
+        # JobDeclaration costs more than the rest of building the job.
+        check_option_names(keywords)
+        return call_spec(target, args, **keywords)
+    if isinstance(target, JobDeclaration):
+        return target.spec(*args, **keywords)
+    if callable(target):
+        check_call(target, args, keywords)
+        return call_spec(function_target(target), args, keywords)
+    return call_spec(target, args, keywords)  # refused as a target there

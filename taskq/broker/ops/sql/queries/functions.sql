@@ -1,0 +1,65 @@
+-- Declared jobs: what workers publish of their --modules, and which live
+-- workers serve them (taskq/broker/ops/functions.py).
+--
+-- A worker is live while it is active or draining and its last heartbeat is
+-- at most :live_seconds old on the store's clock, which every write (a
+-- heartbeat too) moves forward.
+
+-- name: function_servers_forget
+DELETE FROM function_servers WHERE worker_id = :worker_id
+
+-- A version seen again keeps when it first appeared: that is what orders
+-- versions, so a restarted old worker does not make its old declaration new.
+-- name: function_version_publish
+INSERT INTO function_versions (
+    name, fingerprint, declaration, first_published_at, published_at, published_by
+)
+VALUES (
+    :name, :fingerprint, :declaration, (SELECT now FROM taskq_clock),
+    (SELECT now FROM taskq_clock), :worker_id
+)
+ON CONFLICT (name, fingerprint) DO UPDATE SET
+    published_at = excluded.published_at, published_by = excluded.published_by
+
+-- name: function_server_add
+INSERT INTO function_servers (worker_id, name, fingerprint)
+VALUES (:worker_id, :name, :fingerprint)
+ON CONFLICT (worker_id, name) DO UPDATE SET fingerprint = excluded.fingerprint
+
+-- Rows of workers known to be gone; a worker not yet registered keeps its own.
+-- name: function_servers_prune
+DELETE FROM function_servers
+WHERE worker_id IN (SELECT id FROM workers WHERE state IN ('stopped', 'lost'))
+
+-- Every version of one name (:name) or of all (NULL), the one submits use
+-- first: served by a live worker, then the newest to appear. Two versions
+-- first published within one tick of the clock (86 ms on rqlite) are told
+-- apart by their rowid, which grows with each version stored.
+-- name: function_versions
+SELECT
+    v.name, v.fingerprint, v.declaration, v.first_published_at, v.published_at,
+    v.published_by,
+    EXISTS (
+        SELECT 1 FROM function_servers AS s JOIN workers AS w ON w.id = s.worker_id
+        WHERE s.name = v.name AND s.fingerprint = v.fingerprint
+            AND w.state IN ('active', 'draining')
+            AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+    ) AS live
+FROM function_versions AS v
+WHERE :name IS NULL OR v.name = :name
+ORDER BY v.name, live DESC, v.first_published_at DESC, v.rowid DESC
+
+-- name: function_live_servers
+SELECT s.name, s.fingerprint, w.id AS worker_id
+FROM function_servers AS s JOIN workers AS w ON w.id = s.worker_id
+WHERE w.state IN ('active', 'draining')
+    AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+ORDER BY s.name, w.id
+
+-- The queues some live worker takes jobs from.
+-- name: queue_served_list
+SELECT DISTINCT q.value AS queue
+FROM workers AS w, json_each(w.queues) AS q
+WHERE w.state IN ('active', 'draining')
+    AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+ORDER BY q.value

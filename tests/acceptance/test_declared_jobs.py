@@ -1,0 +1,143 @@
+"""Declared jobs end to end, on both stores: a real worker publishes them, and the CLI and
+the HTTP API submit them by name exactly as the declared job would be submitted."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskq
+from taskq.dev.processes import wait_until
+from taskq.dev.server import running_server, write_server_config
+from tests.support.cli_runs import ok, one_error_line
+from tests.support.cli_runs import taskq as taskq_command
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
+from tests.support.worker_process import WorkerFleet
+
+NAME = "tests.support.counted_jobs:count_words"
+DECLARED_QUEUE = "texts"  # what tests/support/counted_jobs.py declares
+WAIT_SECONDS = 30.0
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+@pytest.fixture
+def serving(store: str, workers: WorkerFleet) -> str:
+    """A live worker that declares count_words and takes a queue of its own (so the jobs
+    submitted here stay queued, to be read as they landed); the queue's name."""
+    queue = f"own-{uuid.uuid4().hex[:8]}"
+    worker = workers.start(
+        store, worker={"modules": ["tests.support.counted_jobs"], "queues": [queue]}
+    )
+
+    def published() -> bool:
+        listed = ok("functions", "--json", store=store).json()
+        return any(worker.worker_id in each["workers"] for each in listed if each["name"] == NAME)
+
+    assert wait_until(published, timeout=WAIT_SECONDS), "the worker's declared jobs not listed"
+    return queue
+
+
+def _job(store: str, job_id: int) -> dict[str, Any]:
+    return dict(ok("status", str(job_id), "--json", store=store).json())
+
+
+def test_the_cli_submits_by_name_as_declared_and_flags_win(store: str, serving: str) -> None:
+    declared = _job(store, ok("submit", NAME, '"a b c"', "--json", store=store).json()["id"])
+    assert (declared["queue"], declared["max_attempts"], declared["timeout"]) == (
+        DECLARED_QUEUE,
+        5,
+        600.0,
+    )
+    assert (declared["retry"]["base"], declared["retry"]["factor"]) == (2.0, 3.0)
+
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    flags = ("--queue", other, "--max-attempts", "2", "--timeout", "5")
+    given = _job(store, ok("submit", NAME, '"a b c"', *flags, "--json", store=store).json()["id"])
+    assert (given["queue"], given["max_attempts"], given["timeout"]) == (other, 2, 5.0)
+
+
+def test_the_cli_refuses_bad_arguments_and_unknown_names(store: str, serving: str) -> None:
+    queue = f"refused-{uuid.uuid4().hex[:8]}"
+    refused = taskq_command("submit", NAME, "1", "2", "--queue", queue, store=store)
+    one_error_line(refused, 2, "count_words(text: str, *, lower: bool = True)", "2 positional")
+    misspelt = NAME.replace("count_words", "count_word")
+    unknown = taskq_command("submit", misspelt, '"x"', "--queue", queue, store=store)
+    one_error_line(unknown, 2, f"no worker has declared {misspelt}", f"did you mean {NAME}")
+    with taskq.Client(store) as client:
+        assert client.list(taskq.JobQuery(queue=queue)) == []
+
+    unchecked = ok(
+        "submit", misspelt, '"x"', "--queue", queue, "--unchecked", "--json", store=store
+    )
+    assert _job(store, unchecked.json()["id"])["queue"] == queue
+
+
+def test_http_submits_by_name_as_declared_and_members_win(
+    store: str, serving: str, tmp_path: Path
+) -> None:
+    config = write_server_config(tmp_path / "server.toml", {"scripts": ["read", "submit"]})
+    with running_server(store, config, tmp_path / "serve.log") as server:
+        http = server.client("scripts")
+        sent = http.post("/jobs", json={"target": NAME, "args": ["a b"]})
+        assert sent.status_code == 201, sent.text
+        declared = http.get(f"/jobs/{sent.json()['id']}").json()
+        assert (declared["queue"], declared["max_attempts"], declared["timeout"]) == (
+            DECLARED_QUEUE,
+            5,
+            600.0,
+        )
+        assert declared["retry"]["base"] == 2.0
+
+        other = f"other-{uuid.uuid4().hex[:8]}"
+        body = {"target": NAME, "args": ["a"], "queue": other, "max_attempts": 1, "timeout": 9}
+        given = http.get(f"/jobs/{http.post('/jobs', json=body).json()['id']}").json()
+        assert (given["queue"], given["max_attempts"], given["timeout"]) == (other, 1, 9.0)
+
+        bad = http.post("/jobs", json={"target": NAME, "args": [], "queue": other})
+        assert bad.status_code == 422
+        assert "missing a required argument: 'text'" in bad.text
+        misspelt = NAME.replace("count_words", "count_word")
+        unknown = http.post("/jobs", json={"target": misspelt, "queue": other})
+        assert unknown.status_code == 422
+        assert f"did you mean {NAME}" in unknown.text
+        assert len(http.get("/jobs", params={"queue": other}).json()["jobs"]) == 1
+
+        forced = http.post("/jobs", json={"target": misspelt, "queue": other, "unchecked": True})
+        assert forced.status_code == 201, forced.text
+
+        schema = http.get("/openapi.json").json()
+        answer = schema["paths"]["/functions"]["get"]["responses"]["200"]["content"]
+        assert answer["application/json"]["schema"] == {"$ref": "#/components/schemas/Functions"}
+        schemas = schema["components"]["schemas"]
+        assert set(schemas["DeclaredFunction"]["required"]) >= {"name", "signature", "workers"}
+        assert schemas["JobRequest"]["properties"]["unchecked"]["type"] == "boolean"
+
+        listed = http.get("/functions").json()["functions"]
+        [function] = [each for each in listed if each["name"] == NAME]
+        assert function["signature"] == f"{NAME}(text: str, *, lower: bool = True)"
+        assert (function["queue"], function["doc"]) == (
+            DECLARED_QUEUE,
+            "Count the words of a text.",
+        )
+
+
+def test_queues_flag_queued_jobs_no_live_worker_takes(store: str, serving: str) -> None:
+    stranded = f"stranded-{uuid.uuid4().hex[:8]}"
+    ok("submit", NAME, '"a"', "--queue", stranded, store=store)
+    ok("submit", NAME, '"a"', "--queue", serving, "--delay", "1h", store=store)
+    queues = {each["queue"]: each for each in ok("queues", "--json", store=store).json()}
+    assert queues[stranded]["unserved"] is True
+    assert queues[serving]["unserved"] is False
+    table = ok("queues", store=store).out.splitlines()
+    [row] = [line for line in table if line.startswith(stranded)]
+    assert row.rstrip().endswith("NONE LIVE")
