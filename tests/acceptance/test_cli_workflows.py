@@ -101,7 +101,7 @@ def test_submit_after_waits_for_its_parents_then_runs(
     url: str, queue: str, workers: WorkerFleet
 ) -> None:
     def submit(*args: str) -> int:
-        return int(ok("submit", *args, "--queue", queue, store=url).out)
+        return int(ok("submit", "--unchecked", *args, "--queue", queue, store=url).out)
 
     first = submit(f"{JOBS}:add", "1", "2")
     second = submit(f"{JOBS}:add", "3", "4")
@@ -173,7 +173,16 @@ def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(
     one_error_line(taskq_command("jobs", "--workflow", "x", store=url), 2, "workflow id")
     assert ok("jobs", "--workflow", NO_SUCH_WORKFLOW, store=url).out == "no jobs\n"
     refused = taskq_command(
-        "submit", f"{JOBS}:add", "1", "2", "--queue", queue, "--after", "987654321", store=url
+        "submit",
+        "--unchecked",
+        f"{JOBS}:add",
+        "1",
+        "2",
+        "--queue",
+        queue,
+        "--after",
+        "987654321",
+        store=url,
     )
     one_error_line(refused, 2, "987654321")
     assert ok("jobs", "--queue", queue, store=url).out == "no jobs\n"

@@ -82,15 +82,21 @@ async def test_a_withdrawn_job_never_runs_and_the_child_carries_on(
 
 
 async def test_a_queued_job_the_child_had_already_started_is_killed_when_stopped(
-    pool: PoolSandbox,
+    pool: PoolSandbox, tmp_path: Path
 ) -> None:
     quick = await pool.start(request(call("say_and_return", "quick"), LIMITS))
     stop = StopRequest()
-    slow = await pool.start(request(call("sleep", 30), LIMITS), cancel=stop)
+    started = tmp_path / "slow.pid"
+    slow = await pool.start(
+        request(call("record_pid_and_sleep", str(started), 30), LIMITS), cancel=stop
+    )
     await anyio.sleep(0)  # one pass of the loop: the frames go out at its end
-    # The loop does not run meanwhile, so the worker still thinks the slow
-    # job is waiting when the child has already started it.
-    time.sleep(0.5)
+    # The loop does not run meanwhile (a blocking wait), so the worker still
+    # thinks the slow job is waiting when the child has already started it.
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, "the child never started the slow job"
+        time.sleep(0.01)
     stop.set()
 
     assert (await pool.finish(quick)).status is Status.SUCCEEDED
