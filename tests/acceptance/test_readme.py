@@ -12,16 +12,14 @@ virtualenv's ``python`` from that directory.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from taskq.dev.processes import wait_until
+from tests.support.processes import stop_session
 from tests.support.worker_process import REPO
 
 README = REPO / "README.md"
@@ -90,24 +88,6 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _stop_group(process: subprocess.Popen[str]) -> None:
-    """SIGTERM the blocks' background processes (workers, the server), then SIGKILL."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    if not wait_until(lambda: _group_gone(process.pid), timeout=30.0):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _group_gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 def test_the_first_block_is_the_set_up_and_the_suite() -> None:
     _, language, text = _blocks()[0]
     assert language == "sh"
@@ -144,7 +124,7 @@ def test_every_block_of_the_readme_runs_as_printed(tmp_path: Path) -> None:
     try:
         process.wait(timeout=RUN_TIMEOUT)
     finally:
-        _stop_group(process)
+        stop_session(process)
     output = log.read_text()
     by_block = _output_by_block(output)
     ran = sorted(by_block)

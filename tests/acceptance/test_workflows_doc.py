@@ -10,15 +10,13 @@ left out.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from taskq.dev.processes import wait_until
+from tests.support.processes import stop_session
 from tests.support.worker_process import REPO
 
 DOC = REPO / "docs" / "workflows.md"
@@ -52,24 +50,6 @@ def _script(blocks: list[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stop_group(process: subprocess.Popen[str]) -> None:
-    """SIGTERM the worker the console block left running, then SIGKILL."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-
-    def gone() -> bool:
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-
-    if not wait_until(gone, timeout=30.0):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_the_image_pipeline_of_the_workflows_page_runs_as_printed(tmp_path: Path) -> None:
     blocks = _blocks(tmp_path)
@@ -96,7 +76,7 @@ def test_the_image_pipeline_of_the_workflows_page_runs_as_printed(tmp_path: Path
     try:
         process.wait(timeout=RUN_TIMEOUT)
     finally:
-        _stop_group(process)
+        stop_session(process)
     output = log.read_text()
     assert process.returncode == 0, output
     printed = [line for line in output.splitlines() if line.strip().isdigit()]

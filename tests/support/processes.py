@@ -8,9 +8,14 @@ exception that stopped it, which fails the test with that text).
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from taskq.dev.processes import wait_until
 
 
 @contextmanager
@@ -47,3 +52,21 @@ def run_together(
     """Run ``count`` processes at once and return their results."""
     with started_together(target, args, count, timeout=timeout) as collect:
         return collect()
+
+
+def stop_session(process: subprocess.Popen[str]) -> None:
+    """SIGTERM the process group a shell script started (its workers, a server), then SIGKILL."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if not wait_until(lambda: _group_gone(process.pid), timeout=30.0):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _group_gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
