@@ -133,15 +133,25 @@ def named(exc: errors.InvalidJob, where: str) -> errors.InvalidJob:
     return errors.InvalidJob(message, field=exc.field)
 
 
-def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
-    """The refusal of a name no worker has declared, with the closest declared names."""
+_OPT_OUT = (
+    "a worker publishes the @taskq.job functions of its --modules when it starts; to queue it "
+    "for workers yet to start, submit it unchecked: unchecked=True, --unchecked, or "
+    '"unchecked": true over HTTP'
+)
+
+
+def unknown_name(
+    name: str, known: Sequence[str], opt_out: str = _OPT_OUT
+) -> errors.UnknownFunction:
+    """The refusal of a name no worker has declared, with the closest declared names.
+
+    ``opt_out``: how the caller submits it anyway (by default, every client's way).
+    """
     # Names share their module's prefix, which alone makes them 60% alike: ask for more.
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return errors.UnknownFunction(
-        f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
-        "its --modules when it starts; to queue it for workers yet to start, submit it "
-        'unchecked: unchecked=True, --unchecked, or "unchecked": true over HTTP)',
+        f"no worker has declared {name}{hint} ({opt_out})",
         field="target",
         suggestions=tuple(close),
     )
