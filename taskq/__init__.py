@@ -10,6 +10,7 @@ Declaring and submitting jobs
     ``set_default_client``, ``default_client``   the client declared jobs submit through
     ``JobHandle``, ``AsyncJobHandle``            a submitted job: ``status``, ``result``, ``cancel``
     ``JobQuery``         which jobs ``Client.list`` returns: state, queue, submitter, page...
+    ``NamedCall``        a call of ``"pkg.mod:f"`` by name, resolved as declared (``add_schedule``)
 
 Workflows (docs/workflows.md)
     ``Flow``             jobs to submit together, and what each runs after (``then``)
@@ -47,6 +48,7 @@ _EXPORTS = {
     "Client": "taskq.broker.client.client",
     "JobHandle": "taskq.broker.client.client",
     "JobQuery": "taskq.broker.client.client",
+    "NamedCall": "taskq.broker.client.client",
     "Flow": "taskq.broker.client.flows",
     "group": "taskq.broker.client.flows",
     "step": "taskq.broker.client.flows",
@@ -83,6 +85,7 @@ __all__ = [
     "JobHandle",
     "JobQuery",
     "JobState",
+    "NamedCall",
     "ParentResult",
     "Retry",
     "RetryPolicy",
@@ -109,6 +112,7 @@ if TYPE_CHECKING:
         Client,
         JobHandle,
         JobQuery,
+        NamedCall,
         WorkflowHandle,
         call_spec,
         python_exec_spec,

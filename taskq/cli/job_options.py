@@ -15,8 +15,6 @@ from typing import Any
 import msgspec
 
 from taskq.broker.client import job_options as broker_options
-from taskq.broker.client.client import call_spec
-from taskq.broker.records import JobSpec
 from taskq.cli import values
 
 
@@ -117,12 +115,6 @@ def _without_none(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
 
 def _dest(option: broker_options.Declared, flag: broker_options.Flag) -> str:
     return f"{option.name}.{flag.key}" if flag.key else option.name
-
-
-def job_spec(args: argparse.Namespace, *, submitter: str) -> JobSpec:
-    """The call the parsed options describe (checked by the broker when enqueued)."""
-    options = job_options(args, submitter=submitter)
-    return call_spec(args.target, args.args, args.kwargs, **options)
 
 
 def job_options(args: argparse.Namespace, *, submitter: str) -> dict[str, Any]:

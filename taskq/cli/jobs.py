@@ -49,8 +49,8 @@ def add_commands(commands: command.Commands) -> None:
     submit.add_argument(
         "--unchecked",
         action="store_true",
-        help="submit pkg.mod:func even though no worker has declared it (for workers yet to "
-        "start); its options are then only those given",
+        help="submit pkg.mod:func (or a --json-job file's calls) even though no worker has "
+        "declared it (for workers yet to start); its options are then only those given",
     )
     submit.add_argument(
         "--wait", action="store_true", help="wait for the job and print its result as JSON"
@@ -140,6 +140,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
         else:
             options = job_options.job_options(args, submitter=client.submitter)
             specs = payloads.submitted_specs(args, options)
+            if args.json_job is not None and not args.unchecked:
+                # A file's calls of pkg.mod:func go as declared, as one named on the line does.
+                calls = payloads.seed_calls(specs, job_options.given_options(args))
+                declared = client.declared_specs(list(calls.values()))
+                resolved = dict(zip(calls, declared, strict=True))
+                specs = [resolved.get(index, spec) for index, spec in enumerate(specs)]
         handles = client.submit_many(specs)
         if args.wait:
             for handle in handles:

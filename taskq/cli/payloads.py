@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from taskq import errors
-from taskq.broker.client.client import call_spec, python_exec_spec, shell_spec
+from taskq.broker.client.client import NamedCall, call_spec, python_exec_spec, shell_spec
 from taskq.broker.client.seed_jobs import seed_job_specs
-from taskq.broker.records import JobSpec
+from taskq.broker.records import JobSpec, PayloadKind
 from taskq.cli import values
 
 
@@ -68,6 +69,20 @@ def by_name(args: argparse.Namespace) -> bool:
     """Whether the command line submits a call of a declared job by its name."""
     whole = (args.python, args.shell, args.json_job)
     return all(each is None for each in whole) and not args.unchecked
+
+
+def seed_calls(specs: Sequence[JobSpec], given: Mapping[str, Any]) -> dict[int, NamedCall]:
+    """The calls of pkg.mod:func among a JSON job file's jobs, by their places, as calls by
+    name: with the options the command line ``given`` and each job's own key (its task_id)."""
+    calls = {}
+    for index, spec in enumerate(specs):
+        if spec.kind is not PayloadKind.CALL:
+            continue
+        payload = spec.payload
+        options = {**given, "kwargs": payload["kwargs"], "idempotency_key": spec.idempotency_key}
+        where = f"job {index}" if len(specs) > 1 else ""
+        calls[index] = NamedCall(payload["target"], payload["args"], options, where)
+    return calls
 
 
 def submitted_specs(args: argparse.Namespace, options: dict[str, Any]) -> list[JobSpec]:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from taskq import errors
 from taskq.broker import schedule_timing
-from taskq.broker.client.client import Schedule, default_submitter
+from taskq.broker.client.client import NamedCall, Schedule
 from taskq.cli import command, connection, job_options, output, values
 
 # The parts of a stored schedule's job that the broker keeps as JSON text.
@@ -54,6 +54,13 @@ def add_commands(commands: command.Commands) -> None:
         "--skip-missed",
         action="store_true",
         help="after downtime, fire no missed tick (default: the latest one fires once)",
+    )
+    add.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="schedule pkg.mod:func even though no worker has declared it (for workers yet to "
+        "start); its options are then only those given. Without it, the declared options are "
+        "read now and every tick enqueues them",
     )
     add.add_argument(
         "--replace",
@@ -118,11 +125,12 @@ def _next(schedule: Schedule) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    spec = job_options.job_spec(args, submitter=default_submitter())
+    given = {**job_options.given_options(args), "kwargs": args.kwargs}
     with connection.client(args) as client:
         added = client.add_schedule(
             args.name,
-            spec,
+            NamedCall(args.target, args.args, given),
+            unchecked=args.unchecked,
             cron=args.cron,
             every_seconds=args.every,
             timezone=args.timezone,

@@ -11,6 +11,7 @@ from taskq.broker.client.client import KEEP, Schedule, ScheduleAdded
 from taskq.broker.records import Execution, QueueStats, WorkerInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
+from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import ScheduleNotFound, json_response
 
@@ -90,15 +91,21 @@ async def schedules(request: Request, caller: Caller) -> Response:
 
 async def add_schedule(request: Request, caller: Caller) -> Response:
     """Add a schedule; the same definition again is accepted, another one under its name is 409."""
-    sent = bodies.decoded(await bodies.read_body(request), bodies.ScheduleRequest)
-    added = await client_of(request).add_schedule(
+    body = await bodies.read_body(request)
+    sent = bodies.decoded(body, bodies.ScheduleRequest)
+    client = client_of(request)
+    # The job is resolved once, now: its ticks enqueue it as declared today.
+    members = [set(msgspec.json.decode(body)["job"])]
+    [spec] = await request_specs(client, [sent.job], members, caller.name, [None], numbered=False)
+    added = await client.add_schedule(
         sent.name,
-        sent.job.spec(caller.name),
+        spec,
         cron=sent.cron,
         every_seconds=sent.every_seconds,
         timezone=sent.timezone,
         catch_up=sent.catch_up,
         replace=sent.replace,
+        unchecked=True,  # resolved, or opted out, just above
     )
     return json_response(added, 201)
 

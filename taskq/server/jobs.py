@@ -10,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client.client import AsyncClient, JobQuery
-from taskq.broker.records import Execution, Job, JobSpec, JobState
+from taskq.broker.client.client import JobQuery
+from taskq.broker.records import Execution, Job, JobState
 from taskq.server import bodies
 from taskq.server.auth import Caller
+from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import WrongState, json_response
 
@@ -75,27 +76,13 @@ async def submit(request: Request, caller: Caller) -> Response:
     given = bodies.members(body)
     if isinstance(sent, list):
         # One header names the whole batch; each job gets a key of its own from it.
-        specs = [
-            await _spec(client, job, members, caller.name, f"{key}:{index}" if key else None)
-            for index, (job, members) in enumerate(zip(sent, given, strict=True))
-        ]
+        keys = [f"{key}:{index}" if key else None for index in range(len(sent))]
+        specs = await request_specs(client, sent, given, caller.name, keys)
         handles = await client.submit_many(specs)
         return json_response(Submitted(ids=[handle.id for handle in handles]), 201)
-    handle = await client.submit_spec(await _spec(client, sent, given[0], caller.name, key))
+    [spec] = await request_specs(client, [sent], given, caller.name, [key], numbered=False)
+    handle = await client.submit_spec(spec)
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})
-
-
-async def _spec(
-    client: AsyncClient,
-    job: bodies.JobRequest,
-    members: set[str],
-    submitter: str,
-    key: str | None,
-) -> JobSpec:
-    """The job a request sends: as its target's declaration says, unless it is unchecked."""
-    if job.unchecked:
-        return job.spec(submitter, key)
-    return await client.declared_spec(job.target, job.args, job.given(members, submitter, key))
 
 
 async def get(request: Request, caller: Caller) -> Response:

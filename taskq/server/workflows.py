@@ -1,7 +1,10 @@
 """The workflow endpoints: submit one whole, read it (jobs' states and edges), cancel, retry.
 
 A body names each job's parents by their positions in its list of jobs,
-which is how JSON can draw any DAG; it becomes the Python client's flow
+which is how JSON can draw any DAG. Each job is made as ``POST /jobs`` makes
+one (its target's declared options, its arguments checked, an undeclared
+target refused unless ``unchecked``: ``taskq.server.by_name``); the whole
+then becomes the Python client's flow
 (``taskq.step``, ``group``, ``then``) and so goes through the same checks
 and the same single atomic write as ``client.submit_workflow``. The shape
 is checked first, so a cycle or a position out of range is refused naming
@@ -10,6 +13,7 @@ is checked first, so a cycle or a position out of range is refused naming
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -23,6 +27,7 @@ from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.records import JobEdge, JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
+from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import WrongState, json_response
 
@@ -102,16 +107,15 @@ def _workflow_id(request: Request) -> int:
     return workflow_id
 
 
-def _flow(sent: WorkflowRequest, submitter: str) -> tuple[Flow, Flow]:
-    """The workflow as a flow, and its steps side by side in the body's order (for their ids).
+def _check_shape(sent: WorkflowRequest) -> None:
+    """Refuse a workflow whose parents draw no DAG, or whose jobs name what only a job alone may.
 
-    Refused with InvalidJob naming the job by its position in the body.
+    InvalidJob naming the job by its position in the body.
     """
     try:
         job_validation.check_workflow_shape(len(sent.jobs), [job.parents for job in sent.jobs], ())
     except errors.InvalidJob as exc:
         raise errors.InvalidJob(str(exc), field="parents") from None
-    steps = []
     for index, job in enumerate(sent.jobs):
         if job.after:
             raise errors.InvalidJob(
@@ -124,7 +128,13 @@ def _flow(sent: WorkflowRequest, submitter: str) -> tuple[Flow, Flow]:
                 f"job {index} brings its own idempotency_key; the workflow's names all its jobs",
                 field="idempotency_key",
             )
-        spec = job.spec(submitter)
+
+
+def _flow(sent: WorkflowRequest, specs: Sequence[JobSpec]) -> tuple[Flow, Flow]:
+    """The workflow of ``specs`` (its jobs, made), and its steps side by side in the body's
+    order (for their ids). InvalidJob names the job by its position in the body."""
+    steps = []
+    for index, spec in enumerate(specs):
         try:
             validate_spec(spec)
         except errors.InvalidJob as exc:
@@ -140,12 +150,17 @@ def _flow(sent: WorkflowRequest, submitter: str) -> tuple[Flow, Flow]:
 
 
 async def submit(request: Request, caller: Caller) -> Response:
-    sent = bodies.decoded(await bodies.read_body(request), WorkflowRequest)
+    body = await bodies.read_body(request)
+    sent = bodies.decoded(body, WorkflowRequest)
     if not sent.jobs:
         raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
     key = sent.idempotency_key or request.headers.get("idempotency-key") or None
-    flow, in_body_order = _flow(sent, caller.name)
-    handle = await client_of(request).submit_workflow(
+    _check_shape(sent)
+    client = client_of(request)
+    members = [set(job) for job in msgspec.json.decode(body)["jobs"]]
+    specs = await request_specs(client, sent.jobs, members, caller.name, [None] * len(sent.jobs))
+    flow, in_body_order = _flow(sent, specs)
+    handle = await client.submit_workflow(
         flow, name=sent.name, idempotency_key=key, submitter=caller.name
     )
     ids = tuple(job.id for job in handle.jobs(in_body_order))

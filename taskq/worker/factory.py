@@ -25,6 +25,7 @@ from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.prefetch import Prefetch
+from taskq.worker.publishing import Publisher
 from taskq.worker.runtime import Worker, new_worker_id
 from taskq.worker.sandbox import cgroups
 from taskq.worker.sandbox.child_process import ChildSetup
@@ -46,10 +47,12 @@ def build_worker(
     events: EventLog | None = None,
     worker_id: str | None = None,
     outage: StoreOutage | None = None,
+    publisher: Publisher | None = None,
 ) -> Worker:
     """A worker for ``store``, ready to :meth:`~Worker.run`.
 
     ``outage``: the one that opening the store told, so that an outage is told once.
+    ``publisher``: the worker's declared jobs, written at start unless still pending.
     """
     events = events or EventLog()
     worker_id = worker_id or new_worker_id(settings)
@@ -160,4 +163,5 @@ def build_worker(
         claims=claims,
         executor=executor,
         claimer=claimer,
+        publisher=publisher,
     )

@@ -35,6 +35,7 @@ from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
 from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.publishing import Publisher
 from taskq.worker.running import StopReason
 from taskq.worker.sandbox import cgroups
 from taskq.worker.sandbox.cgroups import CgroupPlan
@@ -78,6 +79,8 @@ class Worker:
     claims: ClaimRequests
     executor: Executor
     claimer: Claimer
+    publisher: Publisher | None = None
+    """The declared jobs it serves; written again later when the write at start failed."""
 
     async def run(self) -> None:
         """Register, work until drained (see :meth:`drain`), hand back, deregister."""
@@ -108,6 +111,9 @@ class Worker:
                 loops.start_soon(self.executor.hand_back_overdue, self.stopped)
                 if self.maintainer is not None:
                     loops.start_soon(partial(self.maintainer.run_forever, stop=self.stopped))
+                if self.publisher is not None and self.publisher.pending:
+                    every = self.settings.heartbeat_seconds
+                    loops.start_soon(self.publisher.retry, self.run_op, self.stopped, every)
                 async with self.executor.slots_running(loops):
                     if self.autoscaler is not None:
                         loops.start_soon(

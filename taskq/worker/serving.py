@@ -56,7 +56,8 @@ def serve(
 ) -> int:
     """Run a worker on ``store_url`` until it is drained; the process's exit status.
 
-    ``declarations``: the declared jobs of its modules, published before it registers.
+    ``declarations``: the declared jobs of its modules, published before it registers
+    (and again later, should the store fail then).
     """
     events = EventLog(format=log_format)
     worker_id = new_worker_id(settings)
@@ -71,7 +72,8 @@ def serve(
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_OK  # stopped while waiting for space: nothing had started
-    publishing.publish(store, worker_id, declarations, events)
+    publisher = publishing.Publisher(worker_id, declarations, events)
+    publisher.publish(store)
     _tune_garbage_collection()
     failure: errors.StoreError | None = None
     try:
@@ -81,7 +83,14 @@ def serve(
         try:
             anyio.run(
                 _serve,
-                build_worker(store, settings, events=events, worker_id=worker_id, outage=outage),
+                build_worker(
+                    store,
+                    settings,
+                    events=events,
+                    worker_id=worker_id,
+                    outage=outage,
+                    publisher=publisher,
+                ),
                 backend_options={"use_uvloop": True},
             )
         finally:

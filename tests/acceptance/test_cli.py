@@ -351,17 +351,18 @@ def test_submit_limit_refuses_the_submitter_over_its_rate(url: str, queue: str) 
 
 
 def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: str) -> None:
+    # No worker declares the jobs named: each schedule is added unchecked.
     cron, every = f"{queue}-cron", f"{queue}-every"
     try:
         added = ok(
-            *("schedule", "add", cron, "--cron", "*/5 * * * *", f"{JOBS}:add", "1", "2"),
-            *("--queue", queue, "--timezone", "Europe/Berlin"),
+            *("schedule", "add", "--unchecked", cron, "--cron", "*/5 * * * *"),
+            *(f"{JOBS}:add", "1", "2", "--queue", queue, "--timezone", "Europe/Berlin"),
             store=url,
         ).out
         assert added.startswith(f"schedule {cron}: Every fifth minute")
         assert "(Europe/Berlin); next run" in added
         ok(
-            *("schedule", "add", every, "--every", "90s", f"{JOBS}:add", "3", "4"),
+            *("schedule", "add", "--unchecked", every, "--every", "90s", f"{JOBS}:add", "3", "4"),
             *("--queue", queue, "--skip-missed", "--max-attempts", "1"),
             store=url,
         )
@@ -386,10 +387,11 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
         assert paused[cron]["paused"] is True
         assert ok("schedule", "resume", cron, store=url).out.strip() == f"schedule {cron} resumed"
 
-        bad = taskq("schedule", "add", f"{queue}-bad", "--cron", "61 * * * *", "m:f", store=url)
+        bad_cron = ("--cron", "61 * * * *", "m:f")
+        bad = taskq("schedule", "add", "--unchecked", f"{queue}-bad", *bad_cron, store=url)
         one_error_line(bad, 2, "bad cron expression '61 * * * *'")
         zone = taskq(
-            *("schedule", "add", f"{queue}-bad", "--every", "1m", "m:f"),
+            *("schedule", "add", "--unchecked", f"{queue}-bad", "--every", "1m", "m:f"),
             *("--timezone", "Mars/Olympus"),
             store=url,
         )
@@ -397,6 +399,7 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
         both = taskq(
             "schedule",
             "add",
+            "--unchecked",
             f"{queue}-bad",
             "--every",
             "1m",
@@ -420,7 +423,7 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
 
 def test_a_taken_schedule_name_is_replaced_only_when_asked(url: str, queue: str) -> None:
     name = f"{queue}-taken"
-    add = ("schedule", "add", name, f"{JOBS}:add", "1", "2", "--queue", queue)
+    add = ("schedule", "add", "--unchecked", name, f"{JOBS}:add", "1", "2", "--queue", queue)
     try:
         ok(*add, "--every", "1m", store=url)
         # Exactly as it stands: nothing to replace, so no error (a script may run twice).

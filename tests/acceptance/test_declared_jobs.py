@@ -3,6 +3,7 @@ the HTTP API submit them by name exactly as the declared job would be submitted.
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,85 @@ def test_queues_flag_queued_jobs_no_live_worker_takes(store: str, serving: str) 
     table = ok("queues", store=store).out.splitlines()
     [row] = [line for line in table if line.startswith(stranded)]
     assert row.rstrip().endswith("NONE LIVE")
+
+
+def test_cli_files_and_schedules_by_name_are_declared_and_checked(
+    store: str, serving: str, tmp_path: Path
+) -> None:
+    queue = f"file-{uuid.uuid4().hex[:8]}"
+    misspelt = NAME.replace("count_words", "count_word")
+
+    def call(target: str, *args: Any) -> dict[str, Any]:
+        return {"task_type": "call", "payload": {"target": target, "args": list(args)}}
+
+    file = tmp_path / "jobs.json"
+    file.write_text(json.dumps([call(NAME, "a b"), call(NAME, 1, 2)]))
+    refused = taskq_command("submit", "--json-job", str(file), "--queue", queue, store=store)
+    one_error_line(refused, 2, "job 1: ", "2 positional")
+    file.write_text(json.dumps([call(NAME, "a b"), call(misspelt, "c")]))
+    refused = taskq_command("submit", "--json-job", str(file), "--queue", queue, store=store)
+    one_error_line(refused, 2, f"job 1: no worker has declared {misspelt}")
+    with taskq.Client(store) as client:
+        assert client.list(taskq.JobQuery(queue=queue)) == []
+    ids = ok("submit", "--json-job", str(file), "--unchecked", "--json", store=store).json()
+    assert [_job(store, each["id"])["max_attempts"] for each in ids] == [3, 3]
+    file.write_text(json.dumps([call(NAME, "a b")]))
+    [declared] = ok("submit", "--json-job", str(file), "--json", store=store).json()
+    assert (_job(store, declared["id"])["queue"], _job(store, declared["id"])["max_attempts"]) == (
+        DECLARED_QUEUE,
+        5,
+    )
+
+    name = f"nightly-{queue}"
+    unknown = taskq_command("schedule", "add", name, "--every", "1h", misspelt, store=store)
+    one_error_line(unknown, 2, f"no worker has declared {misspelt}", f"did you mean {NAME}")
+    added = ok("schedule", "add", name, "--every", "1h", NAME, '"x"', "--json", store=store)
+    assert (added.json()["spec"]["queue"], added.json()["spec"]["max_attempts"]) == (
+        DECLARED_QUEUE,
+        5,
+    )
+    forced = ok(
+        "schedule", "add", f"{name}-u", "--every", "1h", misspelt, "--unchecked", store=store
+    )
+    assert f"{name}-u" in forced.out
+
+
+def test_http_batches_workflows_and_schedules_by_name_are_declared_and_checked(
+    store: str, serving: str, tmp_path: Path
+) -> None:
+    misspelt = NAME.replace("count_words", "count_word")
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    config = write_server_config(tmp_path / "server.toml", {"scripts": ["read", "submit", "admin"]})
+    with running_server(store, config, tmp_path / "serve.log") as server:
+        http = server.client("scripts")
+        batch = [{"target": NAME, "args": ["a"], "queue": other}, {"target": misspelt}]
+        refused = http.post("/jobs", json=batch)
+        assert refused.status_code == 422
+        assert f"job 1: no worker has declared {misspelt}" in refused.json()["detail"]
+        assert http.get("/jobs", params={"queue": other}).json()["jobs"] == []
+
+        flow = {
+            "jobs": [{"target": NAME, "args": ["a"]}, {"target": NAME, "args": [], "parents": [0]}]
+        }
+        bad = http.post("/workflows", json=flow)
+        assert bad.status_code == 422
+        assert "job 1: " in bad.json()["detail"]
+        assert "'text'" in bad.json()["detail"]
+        flow["jobs"][1] = {"target": NAME, "args": ["b"], "parents": [0], "priority": 7}
+        sent = http.post("/workflows", json=flow)
+        assert sent.status_code == 201, sent.text
+        jobs = [http.get(f"/jobs/{job_id}").json() for job_id in sent.json()["job_ids"]]
+        assert [(job["queue"], job["max_attempts"], job["priority"]) for job in jobs] == [
+            (DECLARED_QUEUE, 5, 0),
+            (DECLARED_QUEUE, 5, 7),
+        ]
+
+        schedule = {"name": f"s-{other}", "every_seconds": 3600, "job": {"target": misspelt}}
+        unknown = http.post("/schedules", json=schedule)
+        assert unknown.status_code == 422
+        assert f"did you mean {NAME}" in unknown.json()["detail"]
+        schedule["job"] = {"target": NAME, "args": ["x"]}
+        added = http.post("/schedules", json=schedule)
+        assert added.status_code == 201, added.text
+        spec = added.json()["schedule"]["spec"]
+        assert (spec["queue"], spec["max_attempts"]) == (DECLARED_QUEUE, 5)

@@ -30,12 +30,10 @@ def _queue() -> str:
 
 
 def _job(queue: str, function: str, *args: Any, **members: Any) -> dict[str, Any]:
-    return {"target": f"{CALLS}:{function}", "args": list(args), "queue": queue, **members}
-
-
-def _unchecked_job(queue: str, function: str, *args: Any, **members: Any) -> dict[str, Any]:
-    """A job for ``POST /jobs`` by a name no worker of the test has declared."""
-    return {**_job(queue, function, *args, **members), "unchecked": True}
+    """A job for ``POST /jobs`` or a workflow's body, by a name no worker of the test declares
+    (plain functions: unchecked; tests/acceptance/test_declared_jobs.py checks names)."""
+    target = f"{CALLS}:{function}"
+    return {"target": target, "args": list(args), "queue": queue, "unchecked": True, **members}
 
 
 def _problem(answer: Any, status: int, kind: str, field: str | None = None) -> str:
@@ -179,16 +177,12 @@ def test_cancel_and_retry_a_workflow_say_how_many_moved(served: Served) -> None:
 def test_a_job_sent_after_others_waits_for_them(served: Served, workers: WorkerFleet) -> None:
     queue = _queue()
     with served.http() as http:
-        parent = http.post("/jobs", json=_unchecked_job(queue, "fail", max_attempts=1)).json()["id"]
-        waits = http.post("/jobs", json=_unchecked_job(queue, "square", 5, after=[parent])).json()[
-            "id"
-        ]
+        parent = http.post("/jobs", json=_job(queue, "fail", max_attempts=1)).json()["id"]
+        waits = http.post("/jobs", json=_job(queue, "square", 5, after=[parent])).json()["id"]
         anyway = _job(queue, "outcomes", after=[parent], run_anyway=True)
-        runs = http.post("/jobs", json={**anyway, "unchecked": True}).json()["id"]
+        runs = http.post("/jobs", json=anyway).json()["id"]
         assert http.get(f"/jobs/{runs}").json()["state"] == "waiting"
-        missing = http.post(
-            "/jobs", json=_unchecked_job(queue, "square", 1, after=[NO_SUCH_WORKFLOW])
-        )
+        missing = http.post("/jobs", json=_job(queue, "square", 1, after=[NO_SUCH_WORKFLOW]))
         assert str(NO_SUCH_WORKFLOW) in _problem(missing, 422, "InvalidJob", "after")
 
         workers.start(served.store_url, worker={"queues": [queue]})

@@ -127,12 +127,12 @@ def test_queue_and_submit_limits(client: taskq.Client, queue: str) -> None:
 
 def test_schedules(client: taskq.Client, queue: str) -> None:
     name = f"every-{queue}"
-    spec = taskq.call_spec("m:f", [1], queue=queue)
-    added = client.add_schedule(name, spec, every_seconds=3600)
+    spec = taskq.call_spec("m:f", [1], queue=queue)  # no worker declares m:f: unchecked
+    added = client.add_schedule(name, spec, every_seconds=3600, unchecked=True)
     assert (added.schedule.name, added.replaced) == (name, False)
     with pytest.raises(errors.ScheduleExists):
-        client.add_schedule(name, spec, every_seconds=60)
-    assert client.add_schedule(name, spec, every_seconds=60, replace=True).replaced
+        client.add_schedule(name, spec, every_seconds=60, unchecked=True)
+    assert client.add_schedule(name, spec, every_seconds=60, replace=True, unchecked=True).replaced
     assert client.pause_schedule(name)
     assert [s.paused for s in client.schedules() if s.name == name] == [True]
     assert client.resume_schedule(name)

@@ -1,73 +1,34 @@
 """Declared jobs in the store, on both stores: a submit by name as its declaration says.
 
-Workers are stood in for by their two writes (registering, publishing), so
-each test says exactly which worker declares what; the acceptance tier runs
-real workers (tests/acceptance/test_declared_jobs.py). Names and queues are
-unique per test: the rqlite cluster is shared.
+Workers are stood in for by their two writes (tests/support/declared_store.py);
+the acceptance tier runs real workers (tests/acceptance/test_declared_jobs.py).
+Batches, workflows and schedules by name: test_declared_batches.py.
 """
 
 from __future__ import annotations
-
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
 import taskq
 from taskq import errors
 from taskq.broker.ops import plan
-from taskq.broker.ops.functions import Declaration, Parameter, function_publish
-from taskq.broker.ops.workers import worker_register, worker_set_state
+from taskq.broker.ops.workers import worker_set_state
 from taskq.broker.records import JobState
+from tests.support.declared_store import client, declaration, names, serving
 
-
-@pytest.fixture
-def client(url: str) -> Iterator[taskq.Client]:
-    with taskq.Client(url, submitter="declared-tests") as opened:
-        # Each check reads the store afresh: the cache is the acceptance tier's to show.
-        opened.declarations.seconds = 0.0
-        yield opened
-
-
-def _names() -> tuple[str, str]:
-    """A job name and a queue of this test's own."""
-    tag = uuid.uuid4().hex[:8]
-    return f"tests.declared_{tag}:count_words", f"texts-{tag}"
-
-
-def _declaration(name: str, **options: object) -> Declaration:
-    return Declaration(
-        name=name,
-        parameters=(
-            Parameter("path", "POSITIONAL_OR_KEYWORD", annotation="str"),
-            Parameter("lower", "KEYWORD_ONLY", default="True", annotation="bool"),
-        ),
-        options=dict(options),
-        doc="Count the words of a file.",
-    )
-
-
-def _worker(client: taskq.Client, name: str, queues: list[str], *declared: Declaration) -> str:
-    """A registered worker of id ``name`` that serves ``declared``; its id."""
-    worker_id = f"{name}-{uuid.uuid4().hex[:8]}"
-    plan.run(client.store, function_publish(worker_id, declared))
-    plan.run(
-        client.store,
-        worker_register(worker_id, name=name, host="h", pid=1, queues=queues, labels=(), slots=1),
-    )
-    return worker_id
+__all__ = ["client"]  # the fixture
 
 
 def test_a_submit_by_name_takes_the_declared_options_and_given_ones_win(
     client: taskq.Client,
 ) -> None:
-    name, queue = _names()
+    name, queue = names()
     retry = {"base": 2.0, "factor": 3.0, "cap": 60.0, "jitter": 0.0}
-    _worker(
+    serving(
         client,
         "w1",
         [queue],
-        _declaration(name, queue=queue, max_attempts=5, timeout=600.0, retry=retry),
+        declaration(name, queue=queue, max_attempts=5, timeout=600.0, retry=retry),
     )
 
     declared = client.get(client.submit(name, "in.txt").id)
@@ -88,8 +49,8 @@ def test_a_submit_by_name_takes_the_declared_options_and_given_ones_win(
 
 
 def test_bad_arguments_are_refused_at_submit_with_nothing_written(client: taskq.Client) -> None:
-    name, queue = _names()
-    _worker(client, "w1", [queue], _declaration(name, queue=queue))
+    name, queue = names()
+    serving(client, "w1", [queue], declaration(name, queue=queue))
     cases = [
         ((), {}, "missing a required argument: 'path'"),
         (("a", "b"), {}, r"2 positional arguments given, it takes 1 \(path\)"),
@@ -105,8 +66,8 @@ def test_bad_arguments_are_refused_at_submit_with_nothing_written(client: taskq.
 def test_an_unknown_name_is_refused_with_close_names_and_unchecked_takes_it(
     client: taskq.Client,
 ) -> None:
-    name, queue = _names()
-    _worker(client, "w1", [queue], _declaration(name, queue=queue))
+    name, queue = names()
+    serving(client, "w1", [queue], declaration(name, queue=queue))
     misspelt = name.replace("count_words", "count_word")
     with pytest.raises(errors.UnknownFunction, match=f"did you mean {name}") as refused:
         client.submit(misspelt, "in.txt", queue=queue)
@@ -127,9 +88,9 @@ def test_a_declared_job_submitted_as_a_function_is_unchanged(client: taskq.Clien
 
 
 def test_the_newest_version_a_live_worker_serves_wins(client: taskq.Client) -> None:
-    name, queue = _names()
-    old = _worker(client, "old", [queue], _declaration(name, queue=queue, max_attempts=2))
-    new = _worker(client, "new", [queue], _declaration(name, queue=queue, max_attempts=7))
+    name, queue = names()
+    old = serving(client, "old", [queue], declaration(name, queue=queue, max_attempts=2))
+    new = serving(client, "new", [queue], declaration(name, queue=queue, max_attempts=7))
 
     def attempts() -> int:
         return client.get(client.submit(name, "in.txt").id).max_attempts
@@ -145,8 +106,8 @@ def test_the_newest_version_a_live_worker_serves_wins(client: taskq.Client) -> N
 
 
 def test_functions_lists_signature_queue_and_live_workers(client: taskq.Client) -> None:
-    name, queue = _names()
-    worker_id = _worker(client, "w1", [queue], _declaration(name, queue=queue))
+    name, queue = names()
+    worker_id = serving(client, "w1", [queue], declaration(name, queue=queue))
     [listed] = [each for each in client.functions() if each.name == name]
     assert listed.signature == f"{name}(path: str, *, lower: bool = True)"
     assert (listed.queue, listed.doc, listed.live) == (queue, "Count the words of a file.", True)
@@ -154,8 +115,8 @@ def test_functions_lists_signature_queue_and_live_workers(client: taskq.Client) 
 
 
 def test_a_queue_no_live_worker_takes_is_not_served(client: taskq.Client) -> None:
-    name, queue = _names()
-    worker_id = _worker(client, "w1", [queue], _declaration(name, queue=queue))
+    name, queue = names()
+    worker_id = serving(client, "w1", [queue], declaration(name, queue=queue))
     assert queue in client.served_queues()
     plan.run(client.store, worker_set_state(worker_id, "stopped"))
     assert queue not in client.served_queues()

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Checkbox, Input, Static
 
 from taskq.app.app import ConsoleApp
 from taskq.app.screens.confirm import ConfirmScreen
@@ -195,6 +195,7 @@ async def test_submit_a_job_from_the_form(
         fill("args", '["new.png", 640]')
         fill("queue", "thumbs")
         fill("priority", "5")
+        form.query_one("#unchecked", Checkbox).value = True  # no worker declares it
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not isinstance(app.screen, SubmitScreen), "the form closed")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from textual.widgets import Input, Label
+from textual.pilot import Pilot
+from textual.widgets import Checkbox, Input, Label, Static
 
 from taskq.app.app import ConsoleApp
+from taskq.app.screens.submit import SubmitScreen
 from taskq.broker.ops import plan
 from taskq.broker.ops.functions import Declaration, Parameter, function_publish
 from taskq.broker.ops.jobs import job_list
@@ -32,14 +34,20 @@ def declared(sqlite_store: Store) -> None:
     plan.run(sqlite_store, function_publish("w1", [declaration]))
 
 
+async def _open_declared_form(pilot: Pilot[None], app: ConsoleApp) -> SubmitScreen:
+    """The form, once it has read the declared jobs."""
+    form = await open_form(pilot, app)
+    await wait_for(pilot, lambda: NAME in form.declared, "the declared jobs read")
+    return form
+
+
 @pytest.mark.usefixtures("declared")
 async def test_a_declared_target_shows_its_signature_and_submits_as_declared(
     sqlite_store: Store, make_app: Callable[..., ConsoleApp]
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        form = await open_form(pilot, app)
-        await wait_for(pilot, lambda: NAME in form.declared, "the declared jobs read")
+        form = await _open_declared_form(pilot, app)
         fill(form, target=NAME)
         label = form.query_one("#target-label", Label)
         await wait_for(pilot, lambda: "count_words(path: str)" in plain(label), "the signature")
@@ -59,3 +67,27 @@ async def test_a_declared_target_shows_its_signature_and_submits_as_declared(
         await wait_for(pilot, submitted, "the job in the store")
         [job] = submitted()
         assert (job.priority, job.max_attempts) == (3, 5)
+
+
+@pytest.mark.usefixtures("declared")
+async def test_an_undeclared_target_is_refused_with_the_closest_names_unless_unchecked(
+    sqlite_store: Store, make_app: Callable[..., ConsoleApp]
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = await _open_declared_form(pilot, app)
+        misspelt = NAME.replace("count_words", "count_word")
+        fill(form, target=misspelt, args='["a.txt"]', queue="typos")
+        await submit_and_expect(pilot, app, form, "did you mean", "target")
+        assert f"did you mean {NAME}?" in plain(form.query_one("#submit-error", Static))
+
+        def submitted() -> list[Job]:
+            return plan.run(sqlite_store, job_list(queue="typos", limit=5))
+
+        assert submitted() == []
+        form.query_one("#unchecked", Checkbox).value = True
+        await press_send(pilot, form)
+        await wait_for(pilot, lambda: app.screen is not form, "the form closed")
+        await wait_for(pilot, submitted, "the job in the store")
+        [job] = submitted()
+        assert job.payload["target"] == misspelt

@@ -143,6 +143,7 @@ def test_submit_many_takes_positional_tuples_and_keyword_dicts_in_one_request(
     handles = area.submit_many([(2,), {"width": 3, "height": 4}])
     assert [written(client, h).payload["args"] for h in handles] == [[2], []]
     assert written(client, handles[1]).payload["kwargs"] == {"width": 3, "height": 4}
+    plan.run(client.store, function_publish("w", declared.declared_in(declared_jobs)))
     by_name = client.submit_many(GREET, [("x",), {"name": "y"}])
     assert [written(client, h).payload["kwargs"] for h in by_name] == [{}, {"name": "y"}]
     with pytest.raises(errors.InvalidJob, match="missing a required argument"):

@@ -69,8 +69,14 @@ def _submit_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parsed_spec(args: argparse.Namespace) -> JobSpec:
+    """The job of an unchecked submit (or schedule) of the parsed command line."""
+    options = cli_options.job_options(args, submitter="me")
+    return call_spec(args.target, args.args, args.kwargs, **options)
+
+
 def _spec(words: list[str]) -> JobSpec:
-    return cli_options.job_spec(_submit_parser().parse_args(["m:f", *words]), submitter="me")
+    return _parsed_spec(_submit_parser().parse_args(["m:f", *words]))
 
 
 def test_every_option_has_a_flag_with_its_declared_default_and_help() -> None:
@@ -115,7 +121,7 @@ def test_a_schedule_takes_no_flag_of_one_submit() -> None:
     cli_options.add_job_options(parser)
     options = {flag for action in parser._actions for flag in action.option_strings}
     assert not options & {"--delay", "--at", "--key", "--after", "--run-anyway"}
-    spec = cli_options.job_spec(parser.parse_args(["m:f", "--queue", "q"]), submitter="me")
+    spec = _parsed_spec(parser.parse_args(["m:f", "--queue", "q"]))
     assert (spec.queue, spec.delay, spec.after) == ("q", 0.0, ())
 
 

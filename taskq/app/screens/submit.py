@@ -3,6 +3,8 @@
 The jobs workers declare are offered as the target is typed; a declared
 target shows its signature, fills in its declared queue and priority, and
 its arguments are checked against its parameters before the form closes.
+A target no worker declares is refused, with the closest declared names, as
+``taskq submit`` refuses it, unless the user ticks "unchecked".
 
 The form fits an 80x24 terminal. Its error line and buttons are docked to the
 bottom of the dialog, so they stay on screen however the dialog is squeezed:
@@ -22,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from taskq import errors
 from taskq.broker.client import declarations
@@ -62,6 +64,9 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         super().__init__()
         self._read_declared = declared
         self.declared: dict[str, DeclaredFunction] = {}
+        # Whether the declared jobs were read (a target is refused as undeclared only then).
+        self.read = False
+        self._unread = "the declared jobs are being read: submit again in a moment"
         # The queue and priority last filled in from a declaration: the user's own stay.
         self._filled = {"queue": "default", "priority": "0"}
 
@@ -70,6 +75,7 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
             yield Static("Submit a job", classes="dialog-title")
             yield Label(_TARGET_LABEL, id="target-label")
             yield Input(placeholder="mypkg.images:resize", id="target")
+            yield Checkbox(_UNCHECKED_LABEL, id="unchecked")
             yield Label("Arguments: a JSON array, or an object of keyword arguments")
             yield Input(value="[]", id="args")
             with Horizontal(classes="form-row"):
@@ -96,9 +102,12 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
     ) -> None:
         try:
             functions = await read()
-        except errors.StoreError:
-            return  # the form works as it would without them
+        except errors.StoreError as exc:
+            # Targets cannot be checked: only an unchecked submit goes.
+            self._unread = f"cannot read the declared jobs ({exc})"
+            return
         self.declared = {function.name: function for function in functions}
+        self.read = True
         target = self.query_one("#target", Input)
         target.suggester = SuggestFromList(sorted(self.declared), case_sensitive=True)
         self._describe(target.value.strip())
@@ -147,7 +156,10 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         and the cursor goes to the first of them.
         """
         values = {name: self.query_one(f"#{name}", Input).value.strip() for name in _FIELDS}
-        spec, problems = _check(values, self.declared.get(values["target"]))
+        declared = self.declared.get(values["target"])
+        spec, problems = _check(values, declared)
+        if spec is not None and declared is None and not self.query_one(Checkbox).value:
+            spec, problems = None, [Problem("target", self._undeclared(values["target"]))]
         blamed = {problem.field for problem in problems}
         for name in _FIELDS:
             self.query_one(f"#{name}", Input).set_class(name in blamed, "-problem")
@@ -160,9 +172,17 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
         if first is not None:
             self.query_one(f"#{first}", Input).focus()
 
+    def _undeclared(self, target: str) -> str:
+        """Why a target no worker declares is refused, and how to submit it anyway."""
+        if self._read_declared is not None and not self.read:
+            return f"{self._unread}; or tick unchecked to submit {target} as it is"
+        opt_out = "tick unchecked to submit it anyway"
+        return str(declarations.unknown_name(target, sorted(self.declared), opt_out))
+
 
 _FIELDS = ("target", "args", "queue", "priority")
 _TARGET_LABEL = "Target (package.module:function)"
+_UNCHECKED_LABEL = "unchecked: submit even if no worker declares it"
 
 # The form's field for each field a broker refusal names (InvalidJob.field).
 _FORM_FIELD = {

@@ -21,6 +21,7 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
+from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
 from taskq.broker.client.specs import (
@@ -55,6 +56,7 @@ __all__ = [
     "JobQuery",
     "JobRef",
     "Keep",
+    "NamedCall",
     "Schedule",
     "ScheduleAdded",
     "SubmitLimit",
@@ -325,18 +327,32 @@ class Client(Blocking, Operations):
     @overload
     def submit_many(self, specs: Sequence[JobSpec], /) -> list[JobHandle]: ...
     @overload
-    def submit_many(self, target: Target, calls: Calls, /) -> list[JobHandle]: ...
     def submit_many(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None = None, /
+        self, target: Target, calls: Calls, /, *, unchecked: bool = False
+    ) -> list[JobHandle]: ...
+    def submit_many(
+        self,
+        jobs: Sequence[JobSpec] | Target,
+        calls: Calls | None = None,
+        /,
+        *,
+        unchecked: bool = False,
     ) -> list[JobHandle]:
         """Enqueue many jobs in one request: all or none.
 
         ``submit_many(resize, [("a.png", 800), {"path": "b.png"}])`` calls a
         target (as :meth:`submit` takes it) once per item, a tuple of
         positional or a dict of keyword arguments; ``submit_many(specs)``
-        takes jobs built with :func:`call_spec` and its kin.
+        takes jobs built with :func:`call_spec` and its kin, as built.
+
+        The calls of a ``"pkg.mod:f"`` are submitted as :meth:`submit` would
+        submit each (the declared options, the arguments checked against the
+        declared parameters), all or none: the first call refused raises,
+        naming it (``call 3: ...``), and nothing is written. A name no worker
+        has declared raises :class:`taskq.errors.UnknownFunction`, unless
+        ``unchecked=True``.
         """
-        ids = self._run(self._submit_many_plan(self._many_specs(jobs, calls)))
+        ids = self._run(self._submit_calls_plan(jobs, calls, unchecked))
         return [JobHandle(self, job_id) for job_id in ids]
 
     def submit_workflow(
@@ -422,12 +438,19 @@ class AsyncClient(Awaiting, Operations):
     @overload
     async def submit_many(self, specs: Sequence[JobSpec], /) -> list[AsyncJobHandle]: ...
     @overload
-    async def submit_many(self, target: Target, calls: Calls, /) -> list[AsyncJobHandle]: ...
     async def submit_many(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None = None, /
+        self, target: Target, calls: Calls, /, *, unchecked: bool = False
+    ) -> list[AsyncJobHandle]: ...
+    async def submit_many(
+        self,
+        jobs: Sequence[JobSpec] | Target,
+        calls: Calls | None = None,
+        /,
+        *,
+        unchecked: bool = False,
     ) -> list[AsyncJobHandle]:
         """Enqueue many jobs in one request: all or none (see :meth:`Client.submit_many`)."""
-        ids = await self._run(self._submit_many_plan(self._many_specs(jobs, calls)))
+        ids = await self._run(self._submit_calls_plan(jobs, calls, unchecked))
         return [AsyncJobHandle(self, job_id) for job_id in ids]
 
     async def submit_workflow(

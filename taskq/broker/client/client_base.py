@@ -44,6 +44,8 @@ class WorkflowSource(Protocol):
 
     def __len__(self) -> int: ...
 
+    def by_name(self) -> Mapping[int, declarations.NamedCall]: ...
+
     def submission(
         self,
         *,
@@ -51,6 +53,7 @@ class WorkflowSource(Protocol):
         idempotency_key: str | None,
         submitter: str,
         max_payload_bytes: int,
+        declared: Mapping[int, JobSpec] | None,
     ) -> WorkflowSubmission: ...
 
 
@@ -131,14 +134,21 @@ class ClientBase:
         idempotency_key: str | None,
         submitter: str | None = None,
     ) -> Op[SubmittedWorkflow]:
-        """One workflow's write: its jobs with this client's queue defaults, all or nothing."""
+        """One workflow's write: its jobs with this client's queue defaults, all or nothing.
+
+        Its steps given by name are resolved first, all of them or none
+        (:meth:`declarations.DeclarationCache.spec_many`).
+        """
         if not len(flow):
             raise errors.InvalidJob("a workflow needs at least one step", field="flow")
+        calls = flow.by_name()
+        resolved = yield from self.declarations.spec_many(list(calls.values()))
         submission = flow.submission(
             name=name,
             idempotency_key=idempotency_key,
             submitter=self.submitter if submitter is None else submitter,
             max_payload_bytes=self.max_payload_bytes,
+            declared=dict(zip(calls, resolved, strict=True)),
         )
         if self.queue_defaults:
             jobs = tuple(self._with_queue_defaults(spec) for spec in submission.jobs)
@@ -172,12 +182,21 @@ class ClientBase:
         spec = spec_of(target, args, keywords)
         return spec if spec.submitter else msgspec.structs.replace(spec, submitter=self.submitter)
 
+    def _submit_calls_plan(
+        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+    ) -> Op[list[int]]:
+        """One submit_many: its jobs built (see :meth:`_many_specs`), then written together."""
+        specs = yield from self._many_specs(jobs, calls, unchecked)
+        return (yield from self._submit_many_plan(specs))
+
     def _many_specs(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None
-    ) -> Sequence[JobSpec]:
+        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+    ) -> Op[Sequence[JobSpec]]:
         """The jobs of one submit_many: given as specs, or one per call of a target.
 
-        Each call is a tuple of positional or a dict of keyword arguments.
+        Each call is a tuple of positional or a dict of keyword arguments. The
+        calls of a name are submitted as its declaration says, all or none,
+        unless ``unchecked`` (:meth:`declarations.DeclarationCache.spec_many`).
         """
         if isinstance(jobs, Sequence) and not isinstance(jobs, str):
             if calls is not None:
@@ -190,23 +209,21 @@ class ClientBase:
                 "submit_many takes a list of jobs, or a target and its calls", field="target"
             )
         target: Target = jobs
-        specs = []
-        for call in calls:
-            if isinstance(call, tuple):
-                args, kwargs = call, {}
-            elif isinstance(call, Mapping):
-                args, kwargs = (), dict(call)
-            else:
-                raise errors.InvalidJob(
-                    "each call is a tuple of positional arguments or a dict of keyword "
-                    f"arguments, not {type(call).__name__}",
-                    field="args",
+        arguments = [_call_arguments(call) for call in calls]
+        if isinstance(target, str) and not unchecked:
+            named = [
+                declarations.NamedCall(
+                    target, args, {"kwargs": kwargs, "submitter": self.submitter}, f"call {index}"
                 )
-            if isinstance(target, str):
-                specs.append(call_spec(target, args, kwargs, submitter=self.submitter))
-            else:
-                specs.append(self._spec_of(target, args, kwargs))
-        return specs
+                for index, (args, kwargs) in enumerate(arguments)
+            ]
+            return (yield from self.declarations.spec_many(named))
+        if isinstance(target, str):
+            return [
+                call_spec(target, args, kwargs, submitter=self.submitter)
+                for args, kwargs in arguments
+            ]
+        return [self._spec_of(target, args, kwargs) for args, kwargs in arguments]
 
     def _submit_python_plan(
         self, code: str, function: str, args: Sequence[Any], options: dict[str, Any]
@@ -227,3 +244,16 @@ class ClientBase:
     def _submit_spec_plan(self, spec: JobSpec) -> GroupOp[int]:
         """One job's enqueue, in a write shared with concurrent submits (run by group_commit)."""
         return self._group_commit.submit(spec)
+
+
+def _call_arguments(call: object) -> tuple[Sequence[Any], dict[str, Any]]:
+    """A call of submit_many's: a tuple of positional or a dict of keyword arguments."""
+    if isinstance(call, tuple):
+        return call, {}
+    if isinstance(call, Mapping):
+        return (), dict(call)
+    raise errors.InvalidJob(
+        "each call is a tuple of positional arguments or a dict of keyword "
+        f"arguments, not {type(call).__name__}",
+        field="args",
+    )

@@ -8,6 +8,11 @@ are the defaults, the options given win, and the arguments are bound to its
 published parameters at once, so a bad call is refused with nothing written.
 A name no worker has declared is refused with the names close to it, unless
 the submit opts out (``unchecked=True``).
+
+Every submit by name comes here: one job (:meth:`DeclarationCache.spec`), or
+many at once (:meth:`DeclarationCache.spec_many`: a batch, a workflow's steps, a
+seed file's calls), where the first call refused is named and nothing is
+written; a schedule's job is resolved when the schedule is added.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import difflib
 import inspect
 import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from taskq import errors
@@ -29,7 +35,7 @@ from taskq.broker.ops.functions import (
     function_resolve,
 )
 from taskq.broker.ops.plan import Op
-from taskq.broker.records import JobSpec, JobState, QueueStats
+from taskq.broker.records import JobSpec, JobState, PayloadKind, QueueStats
 
 CACHE_SECONDS = 2.0
 """How long a client reuses a resolved declaration before reading it again.
@@ -102,15 +108,50 @@ def declared_spec(
     return specs.call_spec(declaration.name, args, dict(kwargs or {}), **merged)
 
 
-def unknown_name(name: str, known: Sequence[str]) -> errors.UnknownFunction:
-    """The refusal of a name no worker has declared, with the closest declared names."""
+@dataclass(frozen=True)
+class NamedCall:
+    """One call of a job by its name, as a submit gives it, not yet resolved.
+
+    ``options`` as ``call_spec`` takes them (the call's keyword arguments in
+    ``kwargs``): only those given, which win over the declared ones. ``where``
+    names the call among others when it is refused (``"job 3"``).
+    """
+
+    target: str
+    args: Sequence[Any] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    where: str = ""
+
+
+def named(exc: errors.InvalidJob, where: str) -> errors.InvalidJob:
+    """``exc`` with ``where`` (which call of several) before its message; as it is without one."""
+    if not where:
+        return exc
+    message = f"{where}: {exc}"
+    if isinstance(exc, errors.UnknownFunction):
+        return errors.UnknownFunction(message, field=exc.field, suggestions=exc.suggestions)
+    return errors.InvalidJob(message, field=exc.field)
+
+
+_OPT_OUT = (
+    "a worker publishes the @taskq.job functions of its --modules when it starts; to queue it "
+    "for workers yet to start, submit it unchecked: unchecked=True, --unchecked, or "
+    '"unchecked": true over HTTP'
+)
+
+
+def unknown_name(
+    name: str, known: Sequence[str], opt_out: str = _OPT_OUT
+) -> errors.UnknownFunction:
+    """The refusal of a name no worker has declared, with the closest declared names.
+
+    ``opt_out``: how the caller submits it anyway (by default, every client's way).
+    """
     # Names share their module's prefix, which alone makes them 60% alike: ask for more.
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return errors.UnknownFunction(
-        f"no worker has declared {name}{hint} (a worker publishes the @taskq.job functions of "
-        "its --modules when it starts; to queue it for workers yet to start, submit it "
-        'unchecked: unchecked=True, --unchecked, or "unchecked": true over HTTP)',
+        f"no worker has declared {name}{hint} ({opt_out})",
         field="target",
         suggestions=tuple(close),
     )
@@ -141,11 +182,49 @@ class DeclarationCache:
 
         ``options`` as ``call_spec`` takes them, the call's keyword arguments in ``kwargs``.
         """
-        specs.check_option_names(options)
-        version = yield from self.resolve(target)
-        given = dict(options)
-        kwargs = given.pop("kwargs", None)
-        return declared_spec(version, args, kwargs, given)
+        [spec] = yield from self.spec_many([NamedCall(target, args, options)])
+        return spec
+
+    def job_of(self, job: JobSpec | NamedCall, unchecked: bool, submitter: str) -> Op[JobSpec]:
+        """The job a schedule keeps: a call by name resolved now (:meth:`spec`), a job
+        already built as it is (its call checked: :meth:`check_spec`); unless ``unchecked``."""
+        if isinstance(job, JobSpec):
+            if not unchecked:
+                yield from self.check_spec(job)
+            return job
+        options = {"submitter": submitter, **job.options}
+        if unchecked:
+            return specs.spec_of(job.target, job.args, options)
+        return (yield from self.spec(job.target, job.args, options))
+
+    def check_spec(self, spec: JobSpec) -> Op[None]:
+        """Refuse a job already built whose call a submit by name would refuse: a target no
+        worker has declared, or arguments its parameters do not take. Its options stay."""
+        if spec.kind is not PayloadKind.CALL or not isinstance(spec.payload, dict):
+            return
+        payload = spec.payload
+        version = yield from self.resolve(payload.get("target", ""))
+        check_arguments(version.declaration, payload.get("args") or (), payload.get("kwargs") or {})
+
+    def spec_many(self, calls: Sequence[NamedCall]) -> Op[list[JobSpec]]:
+        """The jobs of many submits by name, each as :meth:`spec` makes it, in order.
+
+        All or none: the first call refused raises, named by its ``where``.
+        Each name is read once however many calls it has.
+        """
+        versions: dict[str, FunctionVersion] = {}
+        built = []
+        for call in calls:
+            try:
+                specs.check_option_names(call.options)
+                if call.target not in versions:
+                    versions[call.target] = yield from self.resolve(call.target)
+                given = dict(call.options)
+                kwargs = given.pop("kwargs", None)
+                built.append(declared_spec(versions[call.target], call.args, kwargs, given))
+            except errors.InvalidJob as exc:
+                raise named(exc, call.where) from None
+        return built
 
 
 def queue_unserved(stats: QueueStats, served: Collection[str]) -> bool:

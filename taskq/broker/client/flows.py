@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import msgspec
 
 from taskq import errors
+from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.specs import Target, spec_of, validate_spec
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.records import JobSpec, WorkflowSubmission
@@ -35,12 +37,16 @@ _LABEL_CHARS = 60
 
 
 class _Step:
-    """One job of a flow; its identity is what makes it one job wherever it is named."""
+    """One job of a flow; its identity is what makes it one job wherever it is named.
 
-    __slots__ = ("spec",)
+    ``call``: the call by name a submit resolves (None: ``spec`` is the job as it goes).
+    """
 
-    def __init__(self, spec: JobSpec) -> None:
+    __slots__ = ("call", "spec")
+
+    def __init__(self, spec: JobSpec, call: NamedCall | None = None) -> None:
         self.spec = spec
+        self.call = call
 
     def __repr__(self) -> str:
         payload = self.spec.payload
@@ -94,6 +100,15 @@ class Flow:
             parents[root] = _union(parents.get(root, ()), self._ends)
         return _built((*self._steps, *nxt._steps), parents, nxt._ends)
 
+    def by_name(self) -> dict[int, NamedCall]:
+        """The steps given by name (``step("pkg.mod:f", ...)``, not unchecked), by their
+        positions in the submission, each a call a client resolves as declared."""
+        return {
+            index: replace(each.call, where=f"step {each!r}")
+            for index, each in enumerate(self._steps)
+            if each.call is not None
+        }
+
     def submission(
         self,
         *,
@@ -101,23 +116,26 @@ class Flow:
         idempotency_key: str | None = None,
         submitter: str = "",
         max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+        declared: Mapping[int, JobSpec] | None = None,
     ) -> WorkflowSubmission:
         """The flow as one request: its jobs in an order that puts parents first.
 
-        Each job is checked as an enqueue would (:class:`taskq.errors.InvalidJob`
-        names the step at fault): a flow that is refused is refused whole,
-        before anything is sent.
+        ``declared``: the jobs of the steps given by name, resolved (by
+        position, see :meth:`by_name`); without it they go with the options
+        given alone. Each job is checked as an enqueue would
+        (:class:`taskq.errors.InvalidJob` names the step at fault): a flow that
+        is refused is refused whole, before anything is sent.
         """
-        for each in self._steps:
+        jobs = [(declared or {}).get(index, each.spec) for index, each in enumerate(self._steps)]
+        for each, job in zip(self._steps, jobs, strict=True):
             try:
-                validate_spec(each.spec, max_payload_bytes=max_payload_bytes)
+                validate_spec(job, max_payload_bytes=max_payload_bytes)
             except errors.InvalidJob as exc:
                 raise errors.InvalidJob(f"step {each!r}: {exc}", field=exc.field) from None
         position = {each: index for index, each in enumerate(self._steps)}
         return WorkflowSubmission(
             jobs=tuple(
-                each.spec if each.spec.submitter or not submitter else _by(each.spec, submitter)
-                for each in self._steps
+                job if job.submitter or not submitter else _by(job, submitter) for job in jobs
             ),
             parents=tuple(
                 tuple(position[parent] for parent in self._parents.get(each, ()))
@@ -155,10 +173,12 @@ def step(target: Target, /, *args: Any, **keywords: Any) -> Flow:
     argument is the call's), or ``"pkg.module:function"``, whose keywords are
     the job's options (:func:`taskq.call_spec`; the call's own go in
     ``kwargs={...}``). A declared job's ``resize.step(...)`` is the same as
-    ``step(resize, ...)``, with the options it was declared with.
+    ``step(resize, ...)``, with the options it was declared with. A step by
+    name is submitted as its declaration says (``client.submit_workflow``
+    resolves it as ``client.submit`` would, refusing the flow whole, naming
+    the step, if no worker declares it), unless ``unchecked=True``.
     """
-    spec = spec_of(target, args, dict(keywords))
-    one = _Step(spec)
+    one = _step(target, args, keywords)
     return Flow((one,), {}, (one,))
 
 
@@ -166,8 +186,18 @@ def fan_out(
     target: Target, items: Iterable[Any], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> Flow:
     """One step per item, side by side: ``target(item, *args, **kwargs)`` (``map``'s body)."""
-    steps = [_Step(spec_of(target, (item, *args), dict(kwargs))) for item in items]
+    steps = [_step(target, (item, *args), kwargs) for item in items]
     return Flow(steps, {}, steps)
+
+
+def _step(target: Target, args: Sequence[Any], keywords: Mapping[str, Any]) -> _Step:
+    """The step of a call of ``target``; by name, with the call its submit resolves."""
+    given = dict(keywords)
+    if not isinstance(target, str):
+        return _Step(spec_of(target, args, given))
+    unchecked = given.pop("unchecked", False)
+    spec = spec_of(target, args, dict(given))
+    return _Step(spec, None if unchecked else NamedCall(target, tuple(args), given))
 
 
 def group(*flows: Flow | Target) -> Flow:

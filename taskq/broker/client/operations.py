@@ -12,6 +12,7 @@ construction; they differ only in how they wait.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import time
 import types
@@ -25,6 +26,7 @@ from taskq import errors
 from taskq.broker import schedule_timing
 from taskq.broker.client import group_commit
 from taskq.broker.client.client_base import ClientBase
+from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.group_commit import GroupOp, Signal
 from taskq.broker.ops.functions import DeclaredFunction, function_list, queue_served_list
 from taskq.broker.ops.jobs import (
@@ -226,6 +228,17 @@ class Operations(ClientBase):
             target, args, {"submitter": self.submitter, **(options or {})}
         )
 
+    @Operation
+    def declared_specs(self, calls: Sequence[NamedCall]) -> GroupOp[builtins.list[JobSpec]]:
+        """The jobs of many calls by name, each as :meth:`declared_spec` makes it, in order;
+        the first refused raises, its message headed by its ``where`` (``job 3: ...``)."""
+        return self.declarations.spec_many(
+            [
+                dataclasses.replace(call, options={"submitter": self.submitter, **call.options})
+                for call in calls
+            ]
+        )
+
     # -- workflows ------------------------------------------------------------------
 
     @Operation
@@ -385,28 +398,39 @@ class Operations(ClientBase):
     def add_schedule(
         self,
         name: str,
-        spec: JobSpec,
+        job: JobSpec | NamedCall,
         *,
         cron: str | None = None,
         every_seconds: float | None = None,
         timezone: str = "UTC",
         catch_up: schedule_timing.CatchUp = schedule_timing.CatchUp.ONCE,
         replace: bool = False,
+        unchecked: bool = False,
     ) -> GroupOp[ScheduleAdded]:
-        """Submit ``spec`` on every tick of ``cron`` (read in ``timezone``) or ``every_seconds``.
+        """Submit ``job`` on every tick of ``cron`` (read in ``timezone``) or ``every_seconds``.
 
+        A call by name (:class:`NamedCall`) is resolved now, as
+        :meth:`declared_spec` does: every tick enqueues today's declared
+        options. A built job is kept, its call checked. An undeclared name
+        raises :class:`taskq.errors.UnknownFunction` unless ``unchecked``.
         A taken name is an error unless ``replace``, or unless the schedule
         stands exactly as given (a set-up script may run twice).
         """
-        return schedule_add(
-            name,
-            spec,
-            cron=cron,
-            every_seconds=every_seconds,
-            timezone=timezone,
-            catch_up=catch_up,
-            replace=replace,
-        )
+
+        def plan() -> Op[ScheduleAdded]:
+            spec = yield from self.declarations.job_of(job, unchecked, self.submitter)
+            added = yield from schedule_add(
+                name,
+                spec,
+                cron=cron,
+                every_seconds=every_seconds,
+                timezone=timezone,
+                catch_up=catch_up,
+                replace=replace,
+            )
+            return added
+
+        return plan()
 
     @Operation
     def schedules(self) -> GroupOp[builtins.list[Schedule]]:

@@ -1,0 +1,51 @@
+"""The jobs a request names: each as its target's declaration says, unless it is unchecked.
+
+``POST /jobs`` (one job or a batch), ``POST /workflows`` and ``POST /schedules``
+make their jobs here, through the client's one resolution of names
+(``AsyncClient.declared_specs``): the declared options are the defaults, the
+members a job gives win, the arguments are checked against the declared
+parameters, and a target no worker has declared is refused (422, with the
+closest names), all before anything is written. A job of several is named
+by its position in the body (``job 3: ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from taskq.broker.client.client import AsyncClient, NamedCall
+from taskq.broker.records import JobSpec
+from taskq.server.bodies import JobRequest
+
+
+async def request_specs(
+    client: AsyncClient,
+    jobs: Sequence[JobRequest],
+    members: Sequence[Collection[str]],
+    submitter: str,
+    keys: Sequence[str | None],
+    *,
+    numbered: bool = True,
+) -> list[JobSpec]:
+    """The jobs to enqueue, in order, submitted by ``submitter``; all or none.
+
+    ``members``: the members each job's body names (those given, which win
+    over the declared options); ``keys``: each job's idempotency key from the
+    request's header (a job's own wins). ``numbered``: whether a refusal names
+    the job by its position (a body of one job is not numbered).
+    """
+    named = [
+        NamedCall(
+            job.target,
+            job.args,
+            job.given(given, submitter, key),
+            f"job {index}" if numbered else "",
+        )
+        for index, (job, given, key) in enumerate(zip(jobs, members, keys, strict=True))
+        if not job.unchecked
+    ]
+    declared = iter(await client.declared_specs(named) if named else [])
+    return [
+        job.spec(submitter, key) if job.unchecked else next(declared)
+        for job, key in zip(jobs, keys, strict=True)
+    ]
