@@ -51,8 +51,8 @@ def _claimed(run: Run, max_attempts: int = 1) -> ClaimedJob:
     queue = f"q-{uuid.uuid4().hex[:10]}"
     spec = call_spec("tests.support.jobs:echo", [1], queue=queue, max_attempts=max_attempts)
     run(job_enqueue([spec], now=T0))
-    [claimed] = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0))
-    return claimed
+    claimed: list[ClaimedJob] = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0))
+    return claimed[0]
 
 
 def _chunks(start: int, *texts: str) -> tuple[OutputChunk, ...]:
