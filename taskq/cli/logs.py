@@ -59,7 +59,7 @@ def add_commands(commands: command.Commands) -> None:
         "--attempt",
         type=values.count,
         metavar="N",
-        help="this attempt's output (default with -f: the latest, then each next one)",
+        help="this attempt's output (with -f: from this attempt on; default: the latest)",
     )
 
 

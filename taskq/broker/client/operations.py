@@ -151,12 +151,12 @@ class Operations(ClientBase):
         Yields :class:`taskq.OutputText` pieces, an :class:`taskq.OutputDropped`
         where output was not kept (the oldest past the attempt's cap), and an
         :class:`taskq.AttemptEnded` once an attempt is over and all its output
-        was read. ``attempt``: its number (the latest by default); ``start``:
-        the byte of that attempt's output to begin at (the ``end`` of the
-        last piece read, to resume). Not following, it yields what is stored
-        now; following, it waits for more (polling every ``poll_seconds`` at
-        most) until the job ends, going on to each new attempt, or until the
-        attempt asked for ends.
+        was read. ``attempt``: the number of the attempt to begin with (the
+        latest by default); ``start``: the byte of its output to begin at (to
+        resume, a piece's ``attempt`` and ``end``). Not following, it yields
+        what that attempt has stored now; following, it waits for more
+        (polling every ``poll_seconds`` at most) and goes on to each later
+        attempt as it starts, until the job ends.
         """
         return OutputReader(
             job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds

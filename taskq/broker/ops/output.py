@@ -115,12 +115,14 @@ def output_append(outputs: Sequence[AttemptOutput]) -> Op[None]:
 class OutputReader:
     """Reads one job's output page by page, from a byte position of an attempt on.
 
-    ``attempt`` None: the latest attempt, and when following, each attempt
-    after it until the job ends. Not following, the reader reads what is
-    stored now and is ``done``; following, a page waits (polling every
-    ``poll_seconds`` at most) until there is something to hand, and the
-    reader is ``done`` after the :class:`AttemptEnded` of a finished job (or
-    of the attempt asked for).
+    It starts at attempt number ``attempt`` (None: the latest), at byte
+    ``start``. Not following, it reads what that attempt has stored now and
+    is ``done``; following, a page waits (polling every ``poll_seconds`` at
+    most) until there is something to hand, each attempt after that one is
+    read in turn as it starts, and the reader is ``done`` after the
+    :class:`AttemptEnded` of a finished job. So a follower that stopped
+    resumes where it was with the attempt and the ``end`` of the last piece
+    it kept.
     """
 
     def __init__(
@@ -240,7 +242,7 @@ class OutputReader:
         if end > self._position:
             events.append(OutputDropped(attempt, self._position, end))
         events.append(AttemptEnded(attempt, row["outcome"], from_json(row["error"]), state))
-        if self._attempt is not None or state in FINISHED_STATES:
+        if state in FINISHED_STATES:
             self.done = True
         else:
             self._after_id, self._execution_id, self._position = self._execution_id, None, 0
