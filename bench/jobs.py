@@ -33,3 +33,17 @@ def began(value: object) -> list[float]:
 def ended(value: object) -> list[float]:
     """``[time.monotonic(), time.time()]`` as the job's last act: when its code ended."""
     return [time.monotonic(), time.time()]
+
+
+def say(value: object) -> object:
+    """Print one line and return the argument: the no-op job that prints."""
+    print(f"job {value} says hello")
+    return value
+
+
+def print_stamps(lines: int, gap: float) -> int:
+    """Print ``lines`` lines ``gap`` seconds apart, each with the wall-clock time it was printed."""
+    for number in range(lines):
+        print(f"stamp {number} {time.time():.6f}")
+        time.sleep(gap)
+    return lines

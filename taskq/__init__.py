@@ -26,6 +26,7 @@ Jobs described by hand (the low-level form, for batches and schedules)
 
 Records and errors
     ``Job``, ``JobState``   a job as stored and its states
+    ``OutputText``, ``OutputDropped``, ``AttemptEnded``   what ``Client.output`` yields
     ``errors``              every exception taskq raises (``JobFailed``, ``InvalidJob``...)
 
 The client names are imported on first use: the sandbox's child processes
@@ -65,6 +66,9 @@ _EXPORTS = {
     "JobState": "taskq.broker.records",
     "ParentResult": "taskq.broker.records",
     "WorkflowInfo": "taskq.broker.records",
+    "AttemptEnded": "taskq.broker.records",
+    "OutputDropped": "taskq.broker.records",
+    "OutputText": "taskq.broker.records",
     "Abort": "taskq.retry",
     "Retry": "taskq.retry",
     "RetryPolicy": "taskq.retry",
@@ -77,6 +81,7 @@ __all__ = [
     "AsyncClient",
     "AsyncJobHandle",
     "AsyncWorkflowHandle",
+    "AttemptEnded",
     "Client",
     "DeclaredJob",
     "Flow",
@@ -86,6 +91,8 @@ __all__ = [
     "JobQuery",
     "JobState",
     "NamedCall",
+    "OutputDropped",
+    "OutputText",
     "ParentResult",
     "Retry",
     "RetryPolicy",
@@ -120,7 +127,15 @@ if TYPE_CHECKING:
     )
     from taskq.broker.client.declared import DeclaredJob, default_client, job, set_default_client
     from taskq.broker.client.flows import Flow, group, step
-    from taskq.broker.records import Job, JobState, ParentResult, WorkflowInfo
+    from taskq.broker.records import (
+        AttemptEnded,
+        Job,
+        JobState,
+        OutputDropped,
+        OutputText,
+        ParentResult,
+        WorkflowInfo,
+    )
     from taskq.job_context import JobContext, current_job
     from taskq.retry import Abort, Retry, RetryPolicy
 

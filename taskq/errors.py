@@ -71,6 +71,10 @@ class JobNotFound(TaskqError, LookupError):
     """No job has that id (it may have been pruned)."""
 
 
+class AttemptNotFound(TaskqError, LookupError):
+    """The job has no attempt of that number (none has started yet, or it never had that many)."""
+
+
 class WorkflowNotFound(TaskqError, LookupError):
     """No workflow with that id."""
 

@@ -190,10 +190,13 @@ class Execution(msgspec.Struct, frozen=True):
     peak_rss_bytes: int | None
     cpu_seconds: float | None
     log_tail: str | None
+    """The end of its output (stdout, stderr, logging), read from the output it stored."""
     error: dict[str, Any] | None
     claimed_at: float | None = None
     """When the attempt was claimed; ``started_at`` is when its code started
     (the claim, until the attempt reports), ``finished_at`` when it ended."""
+    output_bytes: int = 0
+    """How much output it wrote (so far), the part not kept included."""
 
 
 class AttemptReport(msgspec.Struct, frozen=True):
@@ -204,7 +207,6 @@ class AttemptReport(msgspec.Struct, frozen=True):
     signal: int | None = None
     peak_rss_bytes: int | None = None
     cpu_seconds: float | None = None
-    log_tail: str | None = None
     waited_seconds: float | None = None
     """From the claim to the start of the job's code: a job claimed ahead waits for a slot."""
     ran_seconds: float | None = None
@@ -307,3 +309,48 @@ class Relatives(msgspec.Struct, frozen=True):
 
     parents: tuple[tuple[int, JobState], ...]
     children: tuple[tuple[int, JobState], ...]
+
+
+# -- live output ---------------------------------------------------------------------
+#
+# What a reader of a job's output is handed, piece by piece (``Client.output``).
+# Positions are bytes of all that one attempt wrote to stdout and stderr, dropped
+# output included, so a reader resumes from ``end`` of the last piece it kept.
+
+
+class OutputText(msgspec.Struct, frozen=True, tag="text"):
+    """Output of an attempt: bytes ``start`` to ``end``, as text."""
+
+    attempt: int
+    start: int
+    end: int
+    text: str
+
+
+class OutputDropped(msgspec.Struct, frozen=True, tag="dropped"):
+    """Output of an attempt that is not kept: bytes ``start`` to ``end``.
+
+    The oldest output past the attempt's cap, or more than its worker sends
+    in one write while the job prints fast.
+    """
+
+    attempt: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+class AttemptEnded(msgspec.Struct, frozen=True, tag="attempt_ended"):
+    """An attempt is over and all its output was read; or, with ``attempt`` None, the job
+    ended without one. ``job_state`` is its job's state then: a follow ends at a finished one."""
+
+    attempt: int | None
+    outcome: str | None
+    error: dict[str, Any] | None
+    job_state: JobState
+
+
+OutputEvent = OutputText | OutputDropped | AttemptEnded

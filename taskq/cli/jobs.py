@@ -1,15 +1,14 @@
-"""Commands about jobs: submit, status, result, cancel, retry, logs, jobs."""
+"""Commands about jobs: submit, status, result, cancel, retry, jobs."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import signal
 from collections.abc import Sequence
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
-from taskq.broker.records import Execution, JobState
+from taskq.broker.records import JobState
 from taskq.cli import command, connection, job_options, output, payloads, values, workflows
 
 # What ``cancel`` and ``retry`` say of a job they moved.
@@ -18,9 +17,6 @@ _MOVES = {
     "cancel_requested": "running; asked to stop at its worker's next heartbeat",
     "requeued": "queued again",
 }
-
-# A job claimed ahead of a free slot waits for one: worth a word once it is noticeable.
-_WAIT_WORTH_SAYING_SECONDS = 0.1
 
 
 def add_commands(commands: command.Commands) -> None:
@@ -94,15 +90,6 @@ def add_commands(commands: command.Commands) -> None:
         commands, "retry", cmd_retry, help="queue failed, dead or cancelled jobs again", json=True
     )
     retry.add_argument("ids", type=int, nargs="+", metavar="ID", help="job ids")
-
-    logs = command.add(
-        commands,
-        "logs",
-        cmd_logs,
-        help="a job's attempts: worker, times, outcome, exit, memory, CPU, error, log tail",
-        json=True,
-    )
-    logs.add_argument("id", type=int, help="job id")
 
     jobs = command.add(commands, "jobs", cmd_jobs, help="list jobs, newest first", json=True)
     jobs.add_argument("--state", choices=[state.value for state in JobState])
@@ -267,60 +254,6 @@ def cmd_retry(args: argparse.Namespace) -> int:
         moved = {job_id: "requeued" for job_id in requeued}
         unchanged = "is {state}; only failed, dead or cancelled jobs are retried"
         return _report_moves(client, args.ids, moved, unchanged, args.json)
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client:
-        job = client.get(args.id)
-        attempts = client.executions(args.id)
-    if args.json:
-        output.print_json(attempts)
-        return command.EXIT_OK
-    if not attempts:
-        print(f"job {job.id} is {job.state.value} and has no attempts yet")
-        return command.EXIT_OK
-    for index, attempt in enumerate(attempts):
-        if index:
-            print()
-        _print_attempt(attempt, job.max_attempts)
-    return command.EXIT_OK
-
-
-def _print_attempt(attempt: Execution, max_attempts: int) -> None:
-    took = attempt.finished_at - attempt.started_at if attempt.finished_at is not None else None
-    ended = output.local_time(attempt.finished_at) if attempt.finished_at else "still running"
-    print(
-        f"attempt {attempt.attempt} of {max_attempts}  {attempt.outcome or 'running'}  "
-        f"worker {attempt.worker_id}"
-    )
-    facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
-    if took is not None:
-        facts.append(f"took {output.duration(took)}")
-    waited = attempt.started_at - attempt.claimed_at if attempt.claimed_at is not None else 0.0
-    if attempt.finished_at is not None and waited >= _WAIT_WORTH_SAYING_SECONDS:
-        facts.append(f"waited {output.duration(waited)} for a slot after its claim")
-    if attempt.exit_code is not None:
-        facts.append(f"exit code {attempt.exit_code}")
-    if attempt.signal is not None:
-        facts.append(f"signal {_signal_name(attempt.signal)}")
-    if attempt.peak_rss_bytes is not None:
-        facts.append(f"peak memory {output.size(attempt.peak_rss_bytes)}")
-    if attempt.cpu_seconds is not None:
-        facts.append(f"CPU {output.duration(attempt.cpu_seconds)}")
-    print("  " + ", ".join(facts))
-    if attempt.error:
-        print(f"  error: {output.error_line(attempt.error)}")
-    if attempt.log_tail:
-        print("  log tail:")
-        for line in attempt.log_tail.rstrip("\n").splitlines():
-            print(f"    {line}")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return f"{signal.Signals(number).name} ({number})"
-    except ValueError:
-        return str(number)
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:

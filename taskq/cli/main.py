@@ -20,6 +20,7 @@ from taskq.cli import (
     dev,
     functions,
     jobs,
+    logs,
     queue_defaults,
     queues,
     schedules,
@@ -43,6 +44,7 @@ def build_parser() -> command.Parser:
     )
     demo.add_commands(commands)
     jobs.add_commands(commands)
+    logs.add_commands(commands)
     functions.add_commands(commands)
     queues.add_commands(commands)
     queue_defaults.add_commands(commands)

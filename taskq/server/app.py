@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
-from taskq.server import fleet, functions, health, jobs, workflows
+from taskq.server import fleet, functions, health, jobs, output, workflows
 from taskq.server.auth import Tokens
 from taskq.server.endpoint import Endpoint, guarded
 from taskq.server.metrics import ServerMetrics
@@ -21,6 +21,7 @@ from taskq.server.problems import http_problem, json_response
 
 ENDPOINTS: list[Endpoint] = [
     *jobs.ENDPOINTS,
+    *output.ENDPOINTS,
     *workflows.ENDPOINTS,
     *fleet.ENDPOINTS,
     *functions.ENDPOINTS,

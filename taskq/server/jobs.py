@@ -57,7 +57,8 @@ class JobResult(msgspec.Struct, frozen=True):
     error: dict[str, Any] | None
 
 
-def _job_id(request: Request) -> int:
+def job_id_in_path(request: Request) -> int:
+    """The job id of a path such as /jobs/{job_id}; JobNotFound for one no job can have."""
     text = request.path_params["job_id"]
     try:
         job_id = int(text)
@@ -86,7 +87,7 @@ async def submit(request: Request, caller: Caller) -> Response:
 
 
 async def get(request: Request, caller: Caller) -> Response:
-    return json_response(await client_of(request).get(_job_id(request)))
+    return json_response(await client_of(request).get(job_id_in_path(request)))
 
 
 async def result(request: Request, caller: Caller) -> Response:
@@ -95,7 +96,7 @@ async def result(request: Request, caller: Caller) -> Response:
     bodies.only_known(params, {"timeout"})
     wait = bodies.number(params, "timeout", default=0.0, high=MAX_WAIT_SECONDS)
     client = client_of(request)
-    job_id = _job_id(request)
+    job_id = job_id_in_path(request)
     try:
         job = await client.wait(job_id, timeout=wait)
     except errors.ResultTimeout:
@@ -106,7 +107,7 @@ async def result(request: Request, caller: Caller) -> Response:
 
 async def executions(request: Request, caller: Caller) -> Response:
     client = client_of(request)
-    job_id = _job_id(request)
+    job_id = job_id_in_path(request)
     found = await client.executions(job_id)
     if not found:
         await client.get(job_id)  # JobNotFound for an unknown id, not an empty list
@@ -143,7 +144,7 @@ async def listing(request: Request, caller: Caller) -> Response:
 async def cancel(request: Request, caller: Caller) -> Response:
     """Cancel: a queued job at once, a running one at its worker's next heartbeat."""
     client = client_of(request)
-    job_id = _job_id(request)
+    job_id = job_id_in_path(request)
     done = await client.cancel(job_id)
     job = await client.get(job_id)
     if not done.cancelled and not done.requested:
@@ -154,7 +155,7 @@ async def cancel(request: Request, caller: Caller) -> Response:
 async def retry(request: Request, caller: Caller) -> Response:
     """Queue a failed, dead or cancelled job again."""
     client = client_of(request)
-    job_id = _job_id(request)
+    job_id = job_id_in_path(request)
     moved = await client.retry(job_id)
     job = await client.get(job_id)
     if not moved and job.state not in _RETRYABLE:

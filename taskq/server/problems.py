@@ -74,6 +74,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (errors.InvalidJob, 422),
     (errors.ConfigError, 422),
     (errors.JobNotFound, 404),
+    (errors.AttemptNotFound, 404),
     (errors.WorkflowNotFound, 404),
     (errors.QueueNotFound, 404),
     (ScheduleNotFound, 404),

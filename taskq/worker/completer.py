@@ -39,7 +39,13 @@ class Completer:
         # (or as near as the slot can tell); before that it waited from its claim.
         waited = max(time.monotonic() - outcome.wall_seconds - running.claimed, 0.0)
         report = report_of(
-            running.job, stopped, outcome, running.checkpoint_json, running.progress, waited
+            running.job,
+            stopped,
+            outcome,
+            running.checkpoint_json,
+            running.progress,
+            waited,
+            running.unsent_output(),
         )
         verdict = self._acks.submit(report)
         verdict.add_done_callback(

@@ -24,6 +24,7 @@ from taskq.job_context import JobUpdate
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
+from taskq.worker.output_flusher import OutputFlusher
 from taskq.worker.parent_results import with_parents_file
 from taskq.worker.prefetch import HAND_BACK_SECONDS
 from taskq.worker.progress_forwarding import forward_progress
@@ -53,6 +54,7 @@ class Executor:
         sandboxes: SlotSandboxes,
         preparer: JobPreparer,
         completer: Completer,
+        output: OutputFlusher,
         autoscaler: Autoscaler | None,
         events: EventLog,
         draining: anyio.Event,
@@ -64,6 +66,7 @@ class Executor:
         self._sandboxes = sandboxes
         self._preparer = preparer
         self._completer = completer
+        self._output = output
         self._autoscaler = autoscaler
         self._events = events
         self._draining = draining
@@ -242,7 +245,12 @@ class Executor:
             running.progress_changed.set()
 
         try:
-            return await sandbox.start(request, cancel=running.cancel, on_progress=on_progress)
+            return await sandbox.start(
+                request,
+                cancel=running.cancel,
+                on_progress=on_progress,
+                on_output=self._output.collector(running),
+            )
         except BaseException:
             self._slots.left_slot()
             running.drop_parents_file()

@@ -24,6 +24,7 @@ from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
+from taskq.worker.output_flusher import OutputFlusher
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.publishing import Publisher
 from taskq.worker.runtime import Worker, new_worker_id
@@ -121,6 +122,7 @@ def build_worker(
         slack=slots.held_jobs_slack,
     )
     completer = Completer(acks=acks, slots=slots, events=events)
+    output = OutputFlusher(run, slots, outage, keep_bytes=settings.output_keep_bytes)
     executor = Executor(
         run,
         worker_id=worker_id,
@@ -129,6 +131,7 @@ def build_worker(
         sandboxes=sandboxes,
         preparer=preparer,
         completer=completer,
+        output=output,
         autoscaler=autoscaler,
         events=events,
         draining=draining,
@@ -164,4 +167,5 @@ def build_worker(
         executor=executor,
         claimer=claimer,
         publisher=publisher,
+        output=output,
     )

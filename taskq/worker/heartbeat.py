@@ -24,6 +24,7 @@ from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run
+from taskq.worker.waiting import first_of
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,7 @@ class Heartbeat:
             await self._beat()
             self.check_leases()
             with anyio.move_on_after(self._holder.settings.heartbeat_seconds):
-                async with anyio.create_task_group() as waits:
-
-                    async def until(event: anyio.Event) -> None:
-                        await event.wait()
-                        waits.cancel_scope.cancel()
-
-                    waits.start_soon(until, stopped)
-                    waits.start_soon(until, self._beat_now)
+                await first_of(stopped, self._beat_now)
             if self._beat_now.is_set():
                 self._beat_now = anyio.Event()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from taskq.broker.ops.leases import Report, ReportKind
+from taskq.broker.ops.output import AttemptOutput
 from taskq.broker.records import AttemptReport, ClaimedJob
 from taskq.job_context import JobUpdate
 from taskq.retry import DEFAULT_RETRY, Retry, RetryPolicy, exception_name, parse_retry
@@ -25,6 +26,7 @@ def report_of(
     checkpoint_json: str | None = None,
     progress: JobUpdate | None = None,
     waited_seconds: float | None = None,
+    output: AttemptOutput | None = None,
 ) -> Report:
     """What to tell the store about one attempt (``stopped``: why we killed it, if we did).
 
@@ -36,14 +38,17 @@ def report_of(
     ended. The attempt's record says ``released`` for a job handed back by a
     drain, or handed back unstarted for another worker. ``waited_seconds``
     is the time from the claim to the job's start; the outcome's wall time is
-    its run.
+    its run. ``output`` is what the attempt wrote that the store does not have
+    yet: it goes with the report, fenced by the same lease.
     """
     report = _judged(job, stopped, outcome, checkpoint_json, waited_seconds)
-    if progress is None:
-        return report
-    return msgspec.structs.replace(
-        report, progress=progress.fraction, progress_message=progress.message
-    )
+    if progress is not None:
+        report = msgspec.structs.replace(
+            report, progress=progress.fraction, progress_message=progress.message
+        )
+    if output is not None:
+        report = msgspec.structs.replace(report, output=output)
+    return report
 
 
 def _judged(
@@ -60,7 +65,6 @@ def _judged(
         signal=outcome.signal,
         peak_rss_bytes=outcome.peak_rss_bytes or None,
         cpu_seconds=outcome.cpu_seconds,
-        log_tail=outcome.log_tail or None,
         waited_seconds=waited_seconds,
         ran_seconds=outcome.wall_seconds,
     )

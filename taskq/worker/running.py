@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from taskq.broker.ops.output import AttemptOutput
 from taskq.broker.records import ClaimedJob, Lease
 from taskq.job_context import JobUpdate
+from taskq.worker.held_output import HeldOutput
 from taskq.worker.sandbox.stopping import StopRequest
 
 
@@ -45,6 +47,12 @@ class RunningJob:
     queued: bool = False  # handed to a pool child behind another job: claimed ahead, in effect
     parents_file: str | None = None
     """Where its parents' outcomes were written for its child, until the job ends."""
+    output: HeldOutput | None = None
+    """What it wrote that the store does not have yet; None until it writes anything."""
+
+    def unsent_output(self) -> AttemptOutput | None:
+        """All of its output the store does not have yet, for its report to carry: it has ended."""
+        return None if self.output is None else self.output.take(final=True)
 
     def drop_parents_file(self) -> None:
         """Delete the file of its parents' outcomes, if it has one: its child is done with it."""

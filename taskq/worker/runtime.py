@@ -5,10 +5,11 @@ module: ``claimer`` (the claim loop) with ``claim_requests`` (claims, alone
 or riding with reports), ``executor`` (the slots that run jobs in sandboxes,
 and the hand-back of jobs claimed ahead that no slot started in time),
 ``completer`` (reports and their verdicts) over ``acks`` (the batches),
-``heartbeat`` (leases), ``autoscale`` (slots that follow the backlog) and
-``store_outage``. One anyio task group holds their loops. Draining stops
-claims, hands back jobs claimed ahead, gives running jobs a grace period,
-then stops them and hands them back without using up an attempt.
+``heartbeat`` (leases), ``output_flusher`` (the jobs' output, as it comes),
+``autoscale`` (slots that follow the backlog) and ``store_outage``. One
+anyio task group holds their loops. Draining stops claims, hands back
+jobs claimed ahead, gives running jobs a grace period, then stops them and
+hands them back without using up an attempt.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from taskq.worker.cpus import format_cpu_list
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
 from taskq.worker.heartbeat import Heartbeat
+from taskq.worker.output_flusher import OutputFlusher
 from taskq.worker.publishing import Publisher
 from taskq.worker.running import StopReason
 from taskq.worker.sandbox import cgroups
@@ -79,6 +81,7 @@ class Worker:
     claims: ClaimRequests
     executor: Executor
     claimer: Claimer
+    output: OutputFlusher
     publisher: Publisher | None = None
     """The declared jobs it serves; written again later when the write at start failed."""
 
@@ -109,6 +112,7 @@ class Worker:
                 loops.start_soon(self.heartbeat.run, self.stopped)
                 loops.start_soon(self.acks.run, self.stopped)
                 loops.start_soon(self.executor.hand_back_overdue, self.stopped)
+                loops.start_soon(self.output.run, self.stopped)
                 if self.maintainer is not None:
                     loops.start_soon(partial(self.maintainer.run_forever, stop=self.stopped))
                 if self.publisher is not None and self.publisher.pending:

@@ -45,6 +45,8 @@ Seconds = Annotated[
 
 # Settings a flag or the file may give as one comma-separated string.
 _NAME_LISTS = ("queues", "labels", "modules", "env_passthrough")
+# Settings written as sizes ("6GiB") in a config file or a flag.
+_SIZES = ("memory_budget", "output_keep_bytes")
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,15 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             metavar="SIZE",
         ),
     ] = None
+    # Bytes of each attempt's output the store keeps (a size, "4MiB"): past it
+    # the oldest go, and a reader is told how much (see taskq.broker.ops.output).
+    output_keep_bytes: Annotated[
+        Annotated[int, Meta(ge=1)],
+        Flag(
+            "most output the store keeps of each attempt, as in 4MiB (the oldest goes first)",
+            metavar="SIZE",
+        ),
+    ] = 4 * 2**20
     # Most jobs claimed beyond the free slots while jobs are short (see
     # taskq.worker.prefetch); None: 256, or four times the concurrency if more; 0: never.
     prefetch: Annotated[
@@ -297,11 +308,12 @@ def settings_from(
                 "worker: give concurrency (a fixed number of slots) or autoscale, not both"
             )
         values["autoscale"] = _min_and_max(values["autoscale"])
-    if isinstance(values.get("memory_budget"), str):
-        try:
-            values["memory_budget"] = parse_size("memory_budget", values["memory_budget"])
-        except LimitsInvalid as exc:
-            raise errors.ConfigError(f"worker: {exc}") from exc
+    for key in _SIZES:
+        if isinstance(values.get(key), str):
+            try:
+                values[key] = parse_size(key, values[key])
+            except LimitsInvalid as exc:
+                raise errors.ConfigError(f"worker: {exc}") from exc
     for key in _NAME_LISTS:
         if isinstance(values.get(key), str):
             values[key] = [part.strip() for part in values[key].split(",") if part.strip()]

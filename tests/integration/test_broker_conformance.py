@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import msgspec
 import pytest
 
 from taskq import errors
@@ -38,6 +39,7 @@ from taskq.broker.ops.leases import (
     job_report,
 )
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired, worker_mark_lost
+from taskq.broker.ops.output import AttemptOutput, OutputChunk
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import (
     job_counts,
@@ -271,13 +273,12 @@ def test_heartbeat_extends_leases_from_the_store_clock(run: Any, queue: str) -> 
 def test_complete_stores_the_result_and_the_attempt(run: Any, queue: str) -> None:
     [job_id] = _enqueue(run, queue)
     [claimed] = _claim(run, queue)
-    report = AttemptReport(
-        "succeeded", exit_code=0, peak_rss_bytes=1234, cpu_seconds=0.5, log_tail="done"
+    report = AttemptReport("succeeded", exit_code=0, peak_rss_bytes=1234, cpu_seconds=0.5)
+    output = AttemptOutput(claimed.lease, (OutputChunk(0, 4, "done"),), keep_bytes=1000)
+    with_output = msgspec.structs.replace(
+        completed(claimed.lease, {"words": 2}, report), output=output
     )
-    assert (
-        run(report_one(completed(claimed.lease, {"words": 2}, report), now=T0 + 3))
-        is Fenced.ACCEPTED
-    )
+    assert run(report_one(with_output, now=T0 + 3)) is Fenced.ACCEPTED
     job = run(job_get(job_id))
     assert (job.state, job.result, job.finished_at) == (
         JobState.SUCCEEDED,

@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_list
-from taskq.broker.ops.leases import Backoff, job_heartbeat
+from taskq.broker.ops.leases import Backoff, Report, job_heartbeat
 from taskq.broker.ops.maintenance import worker_mark_lost
+from taskq.broker.ops.output import AttemptOutput, OutputChunk
 from taskq.broker.ops.queues import queue_set_paused
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import AttemptReport, ClaimedJob, JobSpec, JobState
@@ -112,10 +115,10 @@ def seed(store: Store, base: float = BASE) -> Seeded:
                 exit_code=0,
                 peak_rss_bytes=(180 + job.lease.job_id) << 20,
                 cpu_seconds=9.5,
-                log_tail=f"loaded {job.payload['args'][0]}\nresized to 800 px\n",
             )
             result = {"width": 800, "bytes": 48_213 + job.lease.job_id}
-            run(report_one(completed(job.lease, result, report), now=done))
+            printed = f"loaded {job.payload['args'][0]}\nresized to 800 px\n"
+            run(report_one(_printed(completed(job.lease, result, report), printed), now=done))
 
     # Sims: one fails and will retry, one fails for good, one is dead after its only try.
     # Every attempt ends mid-minute, well clear of the minute boundaries by which
@@ -172,13 +175,20 @@ def _fail(
         exit_code=1,
         peak_rss_bytes=96 << 20,
         cpu_seconds=31.2,
-        log_tail="step 6000\nstep 6100\n",
     )
-    op = report_one(
-        failed(job.lease, error, report, retryable=retryable), backoff=NO_JITTER, now=now
+    printed = _printed(
+        failed(job.lease, error, report, retryable=retryable), "step 6000\nstep 6100\n"
     )
+    op = report_one(printed, backoff=NO_JITTER, now=now)
     plan.run(store, op)
 
 
 def _ids(store: Store, state: JobState, queue: str | None = None) -> list[int]:
     return [job.id for job in plan.run(store, job_list(state=state, queue=queue, limit=1000))]
+
+
+def _printed(report: Report, text: str) -> Report:
+    """``report`` carrying ``text`` as its attempt's output, as a worker's last chunk."""
+    chunk = OutputChunk(0, len(text.encode()), text)
+    output = AttemptOutput(report.lease, (chunk,), keep_bytes=1 << 20)
+    return msgspec.structs.replace(report, output=output)

@@ -17,8 +17,10 @@ import anyio
 import pytest
 
 from taskq.broker.client.client import AsyncClient, Client
-from taskq.broker.client.operations import JobQuery, Operation
+from taskq.broker.client.faces import Operation, Paged
+from taskq.broker.client.operations import JobQuery
 from taskq.broker.ops.jobs import job_list
+from taskq.broker.records import AttemptEnded, JobState, OutputEvent
 
 # The async spelling of the lifecycle's names; every other name is the same in both.
 _ASYNC_NAME = {"close": "aclose", "__enter__": "__aenter__", "__exit__": "__aexit__"}
@@ -50,7 +52,7 @@ def test_both_clients_have_the_same_public_names() -> None:
 def test_each_method_has_the_same_signature_in_both(name: str) -> None:
     blocking = inspect.getattr_static(Client, name)
     awaiting = inspect.getattr_static(AsyncClient, _ASYNC_NAME.get(name, name))
-    if isinstance(blocking, Operation):
+    if isinstance(blocking, Operation | Paged):
         assert awaiting is blocking  # one declaration, read by both
         return
     if not callable(blocking) or awaiting is blocking:
@@ -87,3 +89,20 @@ def test_an_operation_reads_as_a_method_of_each_kind(tmp_path: Path) -> None:
             assert await awaiting.schema_version() > 0
 
     anyio.run(check)
+
+
+def test_a_paged_request_reads_as_an_iterator_of_each_kind(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'taskq.db'}"
+    with Client(url) as client:
+        job_id = client.submit("tests.support.jobs:echo", 1, unchecked=True).id
+        client.cancel(job_id)
+        assert list(client.output(job_id)) == [ENDED_UNRUN]
+
+    async def read_async() -> list[OutputEvent]:
+        async with AsyncClient(url) as client:
+            return [event async for event in client.output(job_id)]
+
+    assert anyio.run(read_async) == [ENDED_UNRUN]
+
+
+ENDED_UNRUN = AttemptEnded(None, None, None, JobState.CANCELLED)

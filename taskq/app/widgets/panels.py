@@ -106,7 +106,11 @@ _SHOWN_ELSEWHERE = frozenset({"type", "message", "traceback", "status"})
 
 
 class AttemptOutput(Static):
-    """Error (with its traceback) and log tail of one execution; empty until the job has one."""
+    """Error (with its traceback) and log tail of one execution; empty until the job has one.
+
+    The tail is read from the output the attempt stores as it runs, so a
+    running attempt's grows with each poll: the view tails it live.
+    """
 
     def show(self, execution: Execution | None) -> None:
         """Draw ``execution``'s output, or say there is none yet."""
@@ -126,7 +130,8 @@ class AttemptOutput(Static):
             for key, value in extra.items():
                 parts.append(Text(f"{key}: {formatting.compact_json(value)}", style="dim"))
         if execution.log_tail:
-            parts.append(Text("── output (tail) ──", style="bold"))
+            live = execution.finished_at is None
+            parts.append(Text(f"── output ({'live' if live else 'tail'}) ──", style="bold"))
             parts.append(Text(execution.log_tail.rstrip()))
         if not parts:
             running = execution.finished_at is None

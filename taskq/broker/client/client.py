@@ -22,8 +22,9 @@ import anyio.to_thread
 
 from taskq import errors
 from taskq.broker.client.declarations import NamedCall
+from taskq.broker.client.faces import Awaiting, Blocking
 from taskq.broker.client.flows import Flow, group, step
-from taskq.broker.client.operations import Awaiting, Blocking, JobQuery, Operations
+from taskq.broker.client.operations import JobQuery, Operations
 from taskq.broker.client.specs import (
     Calls,
     JobRef,

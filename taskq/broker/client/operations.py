@@ -1,33 +1,32 @@
 """Every request of a client but submit, declared once: its signature, its docstring, its plan.
 
 Each method of :class:`Operations` is decorated with :class:`Operation` and
-returns the plan of its request. Read from a :class:`Blocking` client (
+returns the plan of its request (or with :class:`Paged`, and returns its
+pages). Read from a :class:`Blocking` client (
 :class:`taskq.broker.client.client.Client`) it is a method that runs the plan
 and returns its answer; from an :class:`Awaiting` one
 (:class:`taskq.broker.client.client.AsyncClient`) a coroutine method that
-awaits it. So the two clients ask the same, with the same parameters, by
-construction; they differ only in how they wait.
+awaits it (see :mod:`taskq.broker.client.faces`). So the two clients ask the
+same, with the same parameters, by construction; they differ only in how
+they wait.
 """
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
-import functools
 import time
-import types
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+from collections.abc import Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
-import anyio
 import msgspec
 
 from taskq import errors
 from taskq.broker import schedule_timing
-from taskq.broker.client import group_commit
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.group_commit import GroupOp, Signal
+from taskq.broker.client.faces import Operation, Paged
+from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.ops.functions import DeclaredFunction, function_list, queue_served_list
 from taskq.broker.ops.jobs import (
     CancelResult,
@@ -44,6 +43,7 @@ from taskq.broker.ops.jobs import (
 )
 from taskq.broker.ops.maintenance import Pruner
 from taskq.broker.ops.migrations import schema_version
+from taskq.broker.ops.output import OutputReader
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import (
     KEEP,
@@ -89,62 +89,6 @@ from taskq.retry import RetryPolicy
 
 T = TypeVar("T")
 P = ParamSpec("P")
-
-
-class Blocking(ClientBase):
-    """A client whose callers block until each request is answered."""
-
-    def _run(self, op: GroupOp[T]) -> T:
-        return group_commit.run(self.store, op)
-
-
-class Awaiting(ClientBase):
-    """A client whose callers await each request's answer."""
-
-    async def _run(self, op: GroupOp[T]) -> T:
-        return await group_commit.run_async(self.store, op)
-
-    def _new_signal(self) -> Signal:
-        return anyio.Event()
-
-
-class Operation(Generic[P, T]):
-    """A request declared once, by the method that builds its plan.
-
-    On a :class:`Blocking` client it reads as a method returning the plan's
-    answer, on an :class:`Awaiting` one as a coroutine method; each keeps the
-    declaration's name, parameters and docstring.
-    """
-
-    def __init__(self, plan: Callable[Concatenate[Any, P], GroupOp[T]]) -> None:
-        self.plan = plan
-        self.__doc__ = plan.__doc__
-
-        @functools.wraps(plan)
-        def blocking(client: Blocking, /, *args: Any, **kwargs: Any) -> Any:
-            return client._run(plan(client, *args, **kwargs))
-
-        @functools.wraps(plan)
-        async def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> Any:
-            return await client._run(plan(client, *args, **kwargs))
-
-        self._blocking = blocking
-        self._awaiting = awaiting
-
-    @overload
-    def __get__(self, client: None, owner: type[Any]) -> Self: ...
-    @overload
-    def __get__(self, client: Blocking, owner: type[Any]) -> Callable[P, T]: ...
-    @overload
-    def __get__(
-        self, client: Awaiting, owner: type[Any]
-    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
-    def __get__(self, client: ClientBase | None, owner: type[Any]) -> Any:
-        if client is None:
-            return self
-        if isinstance(client, Awaiting):
-            return types.MethodType(self._awaiting, client)
-        return types.MethodType(self._blocking, client)
 
 
 class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -193,6 +137,32 @@ class Operations(ClientBase):
     def executions(self, job_id: int) -> GroupOp[builtins.list[Execution]]:
         """Every attempt at a job, oldest first."""
         return execution_list(job_id=job_id)
+
+    @Paged
+    def output(
+        self,
+        job_id: int,
+        *,
+        attempt: int | None = None,
+        start: int = 0,
+        follow: bool = False,
+        poll_seconds: float = 0.25,
+    ) -> OutputReader:
+        """The job's output (stdout, stderr and logging), piece by piece as it is stored.
+
+        Yields :class:`taskq.OutputText` pieces, an :class:`taskq.OutputDropped`
+        where output was not kept (the oldest past the attempt's cap), and an
+        :class:`taskq.AttemptEnded` once an attempt is over and all its output
+        was read. ``attempt``: the number of the attempt to begin with (the
+        latest by default); ``start``: the byte of its output to begin at (to
+        resume, a piece's ``attempt`` and ``end``). Not following, it yields
+        what that attempt has stored now; following, it waits for more
+        (polling every ``poll_seconds`` at most) and goes on to each later
+        attempt as it starts, until the job ends.
+        """
+        return OutputReader(
+            job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
+        )
 
     @Operation
     def worker_executions(

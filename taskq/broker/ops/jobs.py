@@ -10,7 +10,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.ops import dependencies, queries
+from taskq.broker.ops import dependencies, output, queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import Execution, Job, JobState, PayloadKind
@@ -208,10 +208,22 @@ def _execution(row: Row) -> Execution:
         signal=row["signal"],
         peak_rss_bytes=row["peak_rss_bytes"],
         cpu_seconds=row["cpu_seconds"],
-        log_tail=row["log_tail"],
+        log_tail=_log_tail(row),
         error=from_json(row["error"]),
         claimed_at=row["claimed_at"],
+        output_bytes=int(row["output_bytes"]),
     )
+
+
+def _log_tail(row: Row) -> str | None:
+    """The end of the attempt's stored output; an attempt from before live output has its
+    reported tail instead."""
+    tail = row["output_tail"]
+    if not tail:
+        reported: str | None = row["log_tail"]
+        return reported
+    # The first chunk may begin before the tail does: cut there, mid-character or not.
+    return str(tail).encode()[-output.ATTEMPT_TAIL_BYTES :].decode(errors="replace")
 
 
 def execution_list(
@@ -222,11 +234,16 @@ def execution_list(
     limit: int = 50,
 ) -> Op[list[Execution]]:
     """The attempts of one job (oldest first), or of one worker (newest first, paged)."""
+    tail: dict[str, SqlValue] = {
+        "tail_bytes": output.ATTEMPT_TAIL_BYTES,
+        "most_chunk_bytes": output.MOST_CHUNK_BYTES,
+    }
+    params: dict[str, SqlValue]
     if job_id is not None:
-        statement = Statement(queries.query("execution_list_by_job"), {"job_id": int(job_id)})
+        name, params = "execution_list_by_job", {"job_id": int(job_id)}
     elif worker_id is not None:
-        statement = Statement(
-            queries.query("execution_list_by_worker"),
+        name, params = (
+            "execution_list_by_worker",
             {
                 "worker_id": worker_id,
                 "before": int(before) if before is not None else KEYSET_START,
@@ -235,7 +252,8 @@ def execution_list(
         )
     else:
         raise ValueError("execution_list needs a job_id or a worker_id")
-    rows = yield Read(statement)
+    sql = queries.query(name).format(output_tail=queries.query("execution_output_tail"))
+    rows = yield Read(Statement(sql, {**params, **tail}))
     return [_execution(row) for row in rows]
 
 

@@ -22,6 +22,7 @@ from taskq import errors, fast_json
 from taskq.broker.ops import claims, dependencies, queries, workflows
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.leader import LeaderRenewal
+from taskq.broker.ops.output import AttemptOutput, output_statements
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import (
     AttemptReport,
@@ -178,6 +179,9 @@ class Report(msgspec.Struct, frozen=True):
     spawn: WorkflowSubmission | None = None
     """Jobs a completed attempt adds to its job's workflow (a fan-out), written with the
     report only if it is accepted: see :func:`taskq.broker.ops.workflows.spawn_statements`."""
+    output: AttemptOutput | None = None
+    """What the attempt wrote that its worker has not stored yet, stored ahead of the
+    report and fenced by the same lease (see :mod:`taskq.broker.ops.output`)."""
 
 
 # The statements that record each kind of report.
@@ -234,7 +238,6 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "signal": attempt.signal,
                 "peak_rss_bytes": attempt.peak_rss_bytes,
                 "cpu_seconds": attempt.cpu_seconds,
-                "log_tail": attempt.log_tail,
                 "error": error,
             }
         )
@@ -329,6 +332,7 @@ def _report_and_claim(
                     batch += yield from workflows.spawn_statements(
                         report.lease.job_id, report.lease.token, report.spawn
                     )
+            batch += output_statements([r.output for r in pending if r.output is not None])
             reporting = _report_statements(pending, backoff)
             job_updates = range(len(batch) + 1, len(batch) + len(reporting))
             # An end settles the jobs waiting on it (dependencies.settle_statements).

@@ -129,21 +129,28 @@ def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[li
 def job_prune(
     *, retention_seconds: float, limit: int = 10_000, now: float | None = None
 ) -> Op[int]:
-    """Delete finished jobs (and their executions) older than the retention; return how many.
+    """Delete finished jobs (their attempts and output too) older than the retention; how many.
 
     A job some child of which has not finished is kept (the child has yet to
     read its result), and a workflow goes with its last job.
     """
     params = {"retention_seconds": float(retention_seconds), "limit": int(limit)}
-    # The deletes name the same jobs: their attempts, their edges to their
-    # parents and their workflows if nothing else is left of them, then them.
+    # The deletes name the same jobs: their attempts' output, their attempts,
+    # their edges to their parents and their workflows if nothing else is
+    # left of them, then them.
     prunable = queries.query("job_prunable")
     results = yield Write(
         [
             clock_tick(now),
             *(
                 Statement(queries.query(name).format(job_prunable=prunable), params)
-                for name in ("execution_prune", "job_parents_prune", "workflow_prune", "job_prune")
+                for name in (
+                    "output_prune",
+                    "execution_prune",
+                    "job_parents_prune",
+                    "workflow_prune",
+                    "job_prune",
+                )
             ),
             Statement(
                 queries.query("worker_prune"), {"retention_seconds": float(retention_seconds)}
@@ -151,7 +158,7 @@ def job_prune(
         ],
         idempotent=True,
     )
-    return len(results[4].rows)
+    return len(results[5].rows)
 
 
 # -- services ---------------------------------------------------------------------

@@ -145,5 +145,7 @@ class OutputPipes:
         if job is None:
             return  # written before any job, by a thread a job left behind: nobody's output
         job.output.feed(data)
+        if job.on_output is not None:
+            job.on_output(data)
         if job.output.total_bytes > job.limits.output_bytes:
             job.end(EndReason.OUTPUT_LIMIT)

@@ -128,9 +128,12 @@ class PoolChild:
         *,
         stop: StopRequest | None,
         on_progress: Callable[[JobUpdate], None] | None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> Supervised:
         """Send ``request`` and wait until the job is over; see ``Sandbox.run``."""
-        return await self.finish(self.submit(request, stop=stop, on_progress=on_progress))
+        return await self.finish(
+            self.submit(request, stop=stop, on_progress=on_progress, on_output=on_output)
+        )
 
     def submit(
         self,
@@ -138,12 +141,13 @@ class PoolChild:
         *,
         stop: StopRequest | None,
         on_progress: Callable[[JobUpdate], None] | None,
+        on_output: Callable[[bytes], None] | None = None,
     ) -> PoolJob:
         """Send ``request`` to the child, behind any jobs it has; ``finish`` waits for it.
 
         The frame goes out at the end of this pass of the event loop, with any
         others sent meanwhile. Setting ``stop`` ends the job ``CANCELLED`` (a
-        queued one is withdrawn).
+        queued one is withdrawn). ``on_output`` is handed the job's output as it is read.
         """
         # State the loop's callbacks change, so the caller's check still holds.
         if not self.accepting():
@@ -161,6 +165,7 @@ class PoolChild:
             stdout=None
             if self._child.stdout_fd is None
             else OutputTail(request.limits.result_bytes),
+            on_output=on_output,
         )
         self._next_seq += 1
         message = request.to_message(previous=self._last_request)

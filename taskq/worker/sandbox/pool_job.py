@@ -26,6 +26,8 @@ class PoolJob:
     """Sent behind another job: the child marks its start in the output."""
     stdout: OutputTail | None = None
     """A command's stdout apart (an exec child's): its end, as much as its result may hold."""
+    on_output: Callable[[bytes], None] | None = None
+    """Called with each piece of its output as it is read (stdout and stderr as one)."""
     report: protocol.ChildReport | None = None
     protocol_error: str = ""
     progress_error: BaseException | None = None

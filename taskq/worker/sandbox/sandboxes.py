@@ -71,6 +71,7 @@ from taskq.worker.sandbox.stopping import StopRequest
 from taskq.worker.sandbox.supervision import EndReason
 
 ProgressCallback = Callable[[JobUpdate], None]
+OutputCallback = Callable[[bytes], None]
 
 # Outcomes after which a pool child is known to be alive and sound.
 _POOL_CHILD_SURVIVES = {Status.SUCCEEDED, Status.ERROR, Status.RESULT_INVALID}
@@ -88,6 +89,7 @@ class StartedJob:
     in_child: tuple[PoolChild, PoolJob] | None = None
     handed_back: int = 0
     """How many pool children handed it back unstarted."""
+    on_output: OutputCallback | None = None
 
 
 class Sandbox:
@@ -117,6 +119,7 @@ class Sandbox:
         *,
         cancel: StopRequest | None = None,
         on_progress: ProgressCallback | None = None,
+        on_output: OutputCallback | None = None,
     ) -> Outcome:
         """Run ``payload`` within ``limits`` (lowered to the worker's maximums).
 
@@ -125,11 +128,16 @@ class Sandbox:
         the job's processes are dead. ``on_progress`` is called in the event
         loop's thread with the job's ``progress.report`` calls; if it
         raises, the job is killed and the exception propagates.
+        ``on_output``, in the same thread, with each piece of the job's
+        output (stdout and stderr) as it is read.
         """
         request = self._preparer.request(payload, limits)
         if isinstance(request, Outcome):
             return request
-        return await self.finish(await self.start(request, cancel=cancel, on_progress=on_progress))
+        started = await self.start(
+            request, cancel=cancel, on_progress=on_progress, on_output=on_output
+        )
+        return await self.finish(started)
 
     async def start(
         self,
@@ -137,13 +145,14 @@ class Sandbox:
         *,
         cancel: StopRequest | None = None,
         on_progress: ProgressCallback | None = None,
+        on_output: OutputCallback | None = None,
     ) -> StartedJob:
         """Hand the job over, behind those started before; ``finish`` waits for it.
 
         ``run`` is ``start`` then ``finish`` (see there); jobs are finished in
         the order they were started.
         """
-        started = StartedJob(request, cancel, on_progress)
+        started = StartedJob(request, cancel, on_progress, on_output=on_output)
         if self._deadline is not None and self._deadline.expired():
             started.ended = lease_expired_before_start()
         else:
@@ -163,7 +172,10 @@ class Sandbox:
             child = await PoolChild.spawn_for_one(request, self._setup)
         try:
             supervised = await child.run(
-                request, stop=started.cancel, on_progress=started.on_progress
+                request,
+                stop=started.cancel,
+                on_progress=started.on_progress,
+                on_output=started.on_output,
             )
         finally:
             await child.aclose()
@@ -225,7 +237,12 @@ class PoolSandbox(Sandbox):
         if not isinstance(request.payload, ShellPayload):
             child = await self._ready_child()
             self._jobs_in_child += 1
-            job = child.submit(request, stop=started.cancel, on_progress=started.on_progress)
+            job = child.submit(
+                request,
+                stop=started.cancel,
+                on_progress=started.on_progress,
+                on_output=started.on_output,
+            )
             started.in_child = (child, job)
 
     async def finish(self, started: StartedJob) -> Outcome:
@@ -252,10 +269,18 @@ class PoolSandbox(Sandbox):
                 # is the job itself writing ``withdrawn`` on the channel, to be run
                 # again and again. A child of its own refuses that message.
                 return await super().finish(
-                    StartedJob(started.request, started.cancel, started.on_progress)
+                    StartedJob(
+                        started.request,
+                        started.cancel,
+                        started.on_progress,
+                        on_output=started.on_output,
+                    )
                 )
             again = await self.start(
-                started.request, cancel=started.cancel, on_progress=started.on_progress
+                started.request,
+                cancel=started.cancel,
+                on_progress=started.on_progress,
+                on_output=started.on_output,
             )
             again.handed_back = started.handed_back + 1
             return await self.finish(again)

@@ -119,12 +119,28 @@ CREATE TABLE executions (
     cpu_seconds REAL,
     log_tail TEXT,
     error TEXT,
-    claimed_at REAL
+    claimed_at REAL,
+    -- Where the attempt's output ends so far, dropped bytes included (see job_output).
+    output_bytes INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE INDEX executions_job ON executions (job_id, id);
 CREATE INDEX executions_worker ON executions (worker_id, id);
 CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at IS NOT NULL;
+
+-- What each attempt writes to stdout and stderr (its logging records
+-- included), in the chunks its worker sent while it ran: at_byte is where a
+-- chunk starts among all the bytes the attempt wrote, size how many of them
+-- it holds, data their text (bytes that are not UTF-8 replaced). A gap before
+-- or between chunks is output dropped: the oldest past the attempt's cap, or
+-- more than its worker would send in one write. Pruned with its attempt.
+CREATE TABLE job_output (
+    execution_id INTEGER NOT NULL,
+    at_byte INTEGER NOT NULL CHECK (at_byte >= 0),
+    size INTEGER NOT NULL CHECK (size > 0),
+    data TEXT NOT NULL,
+    UNIQUE (execution_id, at_byte)
+);
 
 CREATE TABLE workers (
     id TEXT PRIMARY KEY,

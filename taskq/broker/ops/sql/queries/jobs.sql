@@ -106,11 +106,26 @@ WHERE finished_at >= COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0) - 
 GROUP BY minutes_ago, outcome
 
 -- name: execution_list_by_job
-SELECT * FROM executions WHERE job_id = :job_id ORDER BY id
+SELECT *, {output_tail} FROM executions WHERE job_id = :job_id ORDER BY id
 
 -- name: execution_list_by_worker
-SELECT * FROM executions WHERE worker_id = :worker_id AND id < :before
+SELECT *, {output_tail} FROM executions WHERE worker_id = :worker_id AND id < :before
 ORDER BY id DESC LIMIT :limit
+
+-- name: execution_output_tail
+-- An attempt's log tail, in place of {output_tail}: the chunks of its stored
+-- output (ops/output.py) that hold its last :tail_bytes (a chunk is at most
+-- :most_chunk_bytes long), the reader trimming the first. The same record a
+-- follower reads, not a copy of it.
+(
+    SELECT group_concat(data, '') FROM (
+        SELECT data FROM job_output
+        WHERE execution_id = executions.id
+            AND at_byte > executions.output_bytes - :tail_bytes - :most_chunk_bytes
+            AND at_byte + size > executions.output_bytes - :tail_bytes
+        ORDER BY at_byte
+    )
+) AS output_tail
 
 -- name: execution_seconds_histogram
 -- Finished attempts' run time by outcome (kind 'run'), and started jobs' pickup

@@ -40,7 +40,6 @@ UPDATE executions SET
     signal = report.value ->> '$.signal',
     peak_rss_bytes = report.value ->> '$.peak_rss_bytes',
     cpu_seconds = report.value ->> '$.cpu_seconds',
-    log_tail = report.value ->> '$.log_tail',
     error = report.value ->> '$.error'
 FROM json_each(:reports) AS report
 WHERE executions.lease_token = report.value ->> '$.lease_token'

@@ -54,6 +54,11 @@ WHERE state IN ('active', 'draining')
     AND heartbeat_at < (SELECT now FROM taskq_clock) - :grace_seconds
 RETURNING id
 
+-- name: output_prune
+-- The output of a pruned job's attempts, which goes with them.
+DELETE FROM job_output
+WHERE execution_id IN (SELECT id FROM executions WHERE job_id IN ({job_prunable}))
+
 -- name: execution_prune
 DELETE FROM executions WHERE job_id IN ({job_prunable})
 

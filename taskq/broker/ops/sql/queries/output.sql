@@ -1,0 +1,73 @@
+-- Live output of running attempts, and reading it back (taskq/broker/ops/output.py).
+
+-- Chunks arrive as one JSON array, each row fenced by its own lease: its
+-- attempt is the execution of that lease token, and only while the job still
+-- runs under it. A chunk already stored (a write sent again after an unknown
+-- outcome, or sent by a flush and then again with the attempt's report) is
+-- ignored.
+-- name: output_append
+INSERT OR IGNORE INTO job_output (execution_id, at_byte, size, data)
+SELECT executions.id, chunk.value ->> '$.at', chunk.value ->> '$.size', chunk.value ->> '$.data'
+FROM json_each(:chunks) AS chunk
+JOIN executions ON executions.lease_token = chunk.value ->> '$.token'
+JOIN jobs ON jobs.id = executions.job_id
+    AND jobs.lease_token = executions.lease_token AND jobs.state = 'running'
+
+-- Where each attempt's output ends now, fenced as the chunks are.
+-- name: output_account
+UPDATE executions SET output_bytes = MAX(output_bytes, attempt.value ->> '$.end')
+FROM json_each(:attempts) AS attempt
+WHERE executions.lease_token = attempt.value ->> '$.token'
+    AND EXISTS (
+        SELECT 1 FROM jobs
+        WHERE jobs.id = executions.job_id
+            AND jobs.lease_token = executions.lease_token AND jobs.state = 'running'
+    )
+
+-- Each attempt keeps its last 'keep' bytes at most: a chunk that starts
+-- before them goes whole.
+-- name: output_trim
+DELETE FROM job_output
+WHERE rowid IN (
+    SELECT job_output.rowid
+    FROM json_each(:attempts) AS attempt
+    JOIN executions ON executions.lease_token = attempt.value ->> '$.token'
+    JOIN job_output ON job_output.execution_id = executions.id
+        AND job_output.at_byte < executions.output_bytes - (attempt.value ->> '$.keep')
+)
+
+-- An attempt to read the output of, with its job's state; {attempt_id} is
+-- one of the three blocks after this. No row: no such job; a row with no
+-- execution id: no such attempt (yet).
+-- name: output_attempt
+SELECT
+    jobs.state AS job_state, jobs.error AS job_error,
+    executions.id, executions.attempt, executions.finished_at, executions.outcome,
+    executions.error, executions.output_bytes
+FROM jobs
+LEFT JOIN executions ON executions.id = ({attempt_id})
+WHERE jobs.id = :job_id
+
+-- The attempt numbered :attempt (the latest of that number: a release
+-- repeats it), or with :attempt NULL the latest.
+-- name: output_attempt_numbered
+SELECT id FROM executions
+WHERE job_id = jobs.id AND (:attempt IS NULL OR attempt = :attempt)
+ORDER BY id DESC LIMIT 1
+
+-- The attempt after execution :after_id, for a follower that read that one to its end.
+-- name: output_attempt_after
+SELECT id FROM executions WHERE job_id = jobs.id AND id > :after_id ORDER BY id LIMIT 1
+
+-- The attempt a follower reads, as it is now.
+-- name: output_attempt_same
+SELECT id FROM executions WHERE id = :execution_id AND job_id = jobs.id
+
+-- The chunks of an attempt from byte :after on, oldest first: the one that
+-- holds byte :after too (a chunk is at most :most_chunk_bytes long).
+-- name: output_chunks
+SELECT at_byte, size, data FROM job_output
+WHERE execution_id = :execution_id
+    AND at_byte > :after - :most_chunk_bytes AND at_byte + size > :after
+ORDER BY at_byte
+LIMIT :limit

@@ -1,0 +1,170 @@
+"""``taskq logs``: a job's attempts, or its output, followed live as ``tail -f`` would.
+
+``taskq logs ID`` tells each attempt (worker, times, outcome, error, the end
+of its output); ``--attempt N`` prints that attempt's output as stored; and
+``-f`` follows the output as the job writes it, from any machine that
+reaches the store, until the job ends, then tells how it ended. The job's
+output goes to stdout as it was written; taskq's own notes (output dropped,
+an attempt's end) go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+import msgspec
+
+from taskq.broker.records import (
+    FINISHED_STATES,
+    AttemptEnded,
+    Execution,
+    JobState,
+    OutputDropped,
+    OutputEvent,
+    OutputText,
+)
+from taskq.cli import command, connection, output, values
+
+# A job claimed ahead of a free slot waits for one: worth a word once it is noticeable.
+_WAIT_WORTH_SAYING_SECONDS = 0.1
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register ``taskq logs``."""
+    logs = command.add(
+        commands,
+        "logs",
+        cmd_logs,
+        help="a job's attempts (worker, times, outcome, error, log tail), or its output; "
+        "-f follows it live",
+        description="Tell a job's attempts: worker, times, outcome, exit, memory, CPU, error "
+        "and the end of each one's output. With --attempt, print that attempt's output; "
+        "with -f, follow the output as the job writes it until the job ends, then tell "
+        "how it ended (exit 0 when it succeeded, 1 otherwise).\n\n"
+        "  taskq logs 42                # every attempt, with the end of its output\n"
+        "  taskq logs -f 42             # the latest attempt's output, live, then the next\n"
+        "  taskq logs 42 --attempt 1    # the first attempt's output, as stored",
+        json=True,
+    )
+    logs.add_argument("id", type=int, help="job id")
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="print the output as it comes until the job ends (Ctrl-C stops following)",
+    )
+    logs.add_argument(
+        "--attempt",
+        type=values.count,
+        metavar="N",
+        help="this attempt's output (with -f: from this attempt on; default: the latest)",
+    )
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    if args.follow or args.attempt is not None:
+        return _print_output(args)
+    with connection.client(args, read_only=True) as client:
+        job = client.get(args.id)
+        attempts = client.executions(args.id)
+    if args.json:
+        output.print_json(attempts)
+        return command.EXIT_OK
+    if not attempts:
+        print(f"job {job.id} is {job.state.value} and has no attempts yet")
+        return command.EXIT_OK
+    for index, attempt in enumerate(attempts):
+        if index:
+            print()
+        _print_attempt(attempt, job.max_attempts)
+    return command.EXIT_OK
+
+
+def _print_attempt(attempt: Execution, max_attempts: int) -> None:
+    took = attempt.finished_at - attempt.started_at if attempt.finished_at is not None else None
+    ended = output.local_time(attempt.finished_at) if attempt.finished_at else "still running"
+    print(
+        f"attempt {attempt.attempt} of {max_attempts}  {attempt.outcome or 'running'}  "
+        f"worker {attempt.worker_id}"
+    )
+    facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
+    if took is not None:
+        facts.append(f"took {output.duration(took)}")
+    waited = attempt.started_at - attempt.claimed_at if attempt.claimed_at is not None else 0.0
+    if attempt.finished_at is not None and waited >= _WAIT_WORTH_SAYING_SECONDS:
+        facts.append(f"waited {output.duration(waited)} for a slot after its claim")
+    if attempt.exit_code is not None:
+        facts.append(f"exit code {attempt.exit_code}")
+    if attempt.signal is not None:
+        facts.append(f"signal {_signal_name(attempt.signal)}")
+    if attempt.peak_rss_bytes is not None:
+        facts.append(f"peak memory {output.size(attempt.peak_rss_bytes)}")
+    if attempt.cpu_seconds is not None:
+        facts.append(f"CPU {output.duration(attempt.cpu_seconds)}")
+    print("  " + ", ".join(facts))
+    if attempt.error:
+        print(f"  error: {output.error_line(attempt.error)}")
+    if attempt.log_tail:
+        print("  log tail:")
+        for line in attempt.log_tail.rstrip("\n").splitlines():
+            print(f"    {line}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} ({number})"
+    except ValueError:
+        return str(number)
+
+
+def _print_output(args: argparse.Namespace) -> int:
+    """Print the job's output as stored (following it with ``-f``); the exit code."""
+    with connection.client(args, read_only=True) as client:
+        printer = _OutputPrinter(as_json=args.json)
+        for event in client.output(args.id, attempt=args.attempt, follow=args.follow):
+            printer.show(event)
+    return printer.exit_code
+
+
+class _OutputPrinter:
+    """Prints output pieces as they come: text to stdout, taskq's notes to stderr."""
+
+    def __init__(self, *, as_json: bool) -> None:
+        self._as_json = as_json
+        self._line_open = False  # the text printed last did not end its line
+        self.exit_code = command.EXIT_OK
+
+    def show(self, event: OutputEvent) -> None:
+        if self._as_json:
+            # One JSON object a line, as they come: a reader need not wait for the end.
+            sys.stdout.write(msgspec.json.encode(event).decode() + "\n")
+        elif isinstance(event, OutputText):
+            sys.stdout.write(event.text)
+            self._line_open = not event.text.endswith("\n")
+        elif isinstance(event, OutputDropped):
+            self._note(f"[taskq: {output.size(event.size)} of output dropped]")
+        else:
+            self._note(_ending(event))
+        sys.stdout.flush()
+        if isinstance(event, AttemptEnded) and event.job_state in FINISHED_STATES:
+            failed = event.job_state is not JobState.SUCCEEDED
+            self.exit_code = command.EXIT_ERROR if failed else command.EXIT_OK
+
+    def _note(self, text: str) -> None:
+        if self._line_open:
+            sys.stdout.write("\n")
+            self._line_open = False
+        sys.stdout.flush()
+        output.warn(text)
+
+
+def _ending(event: AttemptEnded) -> str:
+    """How an attempt (or the job) ended, as one line."""
+    error = output.error_line(event.error)
+    said = f": {error}" if error else ""
+    if event.attempt is None:
+        return f"[taskq: the job is {event.job_state}{said}]"
+    ended = f"attempt {event.attempt} ended {event.outcome}{said}"
+    return f"[taskq: {ended}; the job is {event.job_state}]"

@@ -1,0 +1,96 @@
+"""A job's output over HTTP: what is stored now as JSON, or followed live as Server-Sent Events.
+
+``GET /jobs/{id}/output`` answers the pieces the latest attempt (or
+``?attempt=N``) has stored, from byte ``?offset=`` on. With ``?follow=true``
+it streams them as ``text/event-stream`` until the job ends: each event's
+type is the piece's (``text``, ``dropped``, ``attempt_ended``), its data the
+piece as JSON, and its id ``ATTEMPT:END``, so that a client that lost the
+stream resumes where it was by sending that id back as ``Last-Event-ID``
+(browsers' ``EventSource`` does so by itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from taskq.broker.client.client import AsyncClient
+from taskq.broker.records import AttemptEnded, OutputEvent
+from taskq.server import bodies
+from taskq.server.auth import Caller
+from taskq.server.endpoint import Endpoint, client_of
+from taskq.server.jobs import job_id_in_path
+from taskq.server.problems import BadRequest, json_response
+
+# Tells proxies (nginx) to pass each event on at once rather than buffer the stream.
+_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_MOST_ATTEMPTS = 1_000_000
+
+
+class OutputPage(msgspec.Struct, frozen=True):
+    """The pieces of an attempt's output stored now, in order."""
+
+    events: list[OutputEvent]
+
+
+def _position(request: Request) -> tuple[int | None, int]:
+    """Where to begin: the attempt and byte of ``Last-Event-ID``, else of the query."""
+    resumed = request.headers.get("last-event-id")
+    if resumed:
+        number, _, byte = resumed.partition(":")
+        if not (number.isdigit() and byte.isdigit() and int(number) >= 1):
+            raise BadRequest(
+                f"Last-Event-ID must be ATTEMPT:OFFSET, as the events' ids, not {resumed!r}"
+            )
+        return int(number), int(byte)
+    params = request.query_params
+    attempt = None
+    if "attempt" in params:
+        attempt = bodies.integer(params, "attempt", low=1, high=_MOST_ATTEMPTS)
+    return attempt, bodies.integer(params, "offset") if "offset" in params else 0
+
+
+async def output(request: Request, caller: Caller) -> Response:
+    params = request.query_params
+    bodies.only_known(params, {"attempt", "offset", "follow"})
+    follow = params.get("follow", "false").lower()
+    if follow not in ("true", "false"):
+        raise BadRequest(f"query parameter follow must be true or false, got {follow!r}")
+    client = client_of(request)
+    job_id = job_id_in_path(request)
+    attempt, offset = _position(request)
+    if follow == "false":
+        events = [event async for event in client.output(job_id, attempt=attempt, start=offset)]
+        return json_response(OutputPage(events))
+    await client.get(job_id)  # JobNotFound as a problem, before the stream starts
+    stream = _events(client, job_id, attempt, offset)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+
+async def _events(
+    client: AsyncClient, job_id: int, attempt: int | None, offset: int
+) -> AsyncIterator[bytes]:
+    last_id = ""
+    async for event in client.output(job_id, attempt=attempt, start=offset, follow=True):
+        if not isinstance(event, AttemptEnded):
+            last_id = f"{event.attempt}:{event.end}"
+        kind = type(event).__struct_config__.tag
+        data = msgspec.json.encode(event).decode()
+        identity = f"id: {last_id}\n" if last_id else ""
+        yield f"event: {kind}\n{identity}data: {data}\n\n".encode()
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/jobs/{job_id}/output",
+        output,
+        "read",
+        "A job's output (stdout, stderr, logging) from ?attempt= and ?offset=; with "
+        "?follow=true, Server-Sent Events until the job ends (resumed by Last-Event-ID)",
+        answer=OutputPage,
+    ),
+]

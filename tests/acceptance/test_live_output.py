@@ -1,0 +1,143 @@
+"""A running job's output followed live through the store, by ``taskq logs -f`` and the client.
+
+Real ``taskq-worker`` processes on each store kind; the tests keep apart by
+queue on the shared rqlite cluster.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import taskq
+from taskq.broker.records import AttemptEnded, JobState, OutputDropped, OutputText
+from taskq.dev.processes import wait_until
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
+from tests.support.worker_process import REPO, WorkerFleet
+
+JOBS = "tests.support.output_jobs"
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"out-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def client(store_url: str) -> Iterator[taskq.Client]:
+    with taskq.Client(store_url, submitter="acceptance") as opened:
+        yield opened
+
+
+def _stored_text(client: taskq.Client, job_id: int, attempt: int) -> str:
+    """What the attempt's output holds now ("" before it starts)."""
+    try:
+        events = list(client.output(job_id, attempt=attempt))
+    except taskq.errors.AttemptNotFound:
+        return ""
+    return "".join(event.text for event in events if isinstance(event, OutputText))
+
+
+def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
+    workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str, tmp_path: Path
+) -> None:
+    workers.start(store_url, worker={"queues": [queue]})
+    release = tmp_path / "release"
+    handle = client.submit(
+        f"{JOBS}:print_until_released",
+        "hello from the lab",
+        str(release),
+        queue=queue,
+        unchecked=True,
+    )
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(handle.id)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert follower.stdout is not None
+        # The job waits for the release file: the line must come while it runs.
+        assert follower.stdout.readline() == "hello from the lab\n"
+        assert client.get(handle.id).state is JobState.RUNNING
+        release.touch()
+        out, err = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+    assert follower.returncode == 0, err
+    # The job's logging record, on its stderr, is output too.
+    assert "released by the test" in out, out
+    assert err.strip().endswith("[taskq: attempt 1 ended succeeded; the job is succeeded]"), err
+
+
+def test_output_survives_a_worker_kill_up_to_its_last_chunk(
+    workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str
+) -> None:
+    first = workers.start(store_url, tag="first", worker={"queues": [queue]})
+    handle = client.submit(
+        f"{JOBS}:count_then_hang_on_first_attempt",
+        50,
+        queue=queue,
+        max_attempts=2,
+        unchecked=True,
+    )
+    everything = "".join(f"line {n}\n" for n in range(50))
+    assert wait_until(lambda: _stored_text(client, handle.id, 1) == everything, timeout=30)
+    first.send_signal(signal.SIGKILL)
+    assert first.wait(10) == -signal.SIGKILL
+    workers.start(store_url, tag="second", worker={"queues": [queue]})
+    job = client.wait(handle.id, timeout=60)
+    assert job.state is JobState.SUCCEEDED, job
+    killed, rerun = client.executions(handle.id)
+    assert (killed.outcome, killed.log_tail) == ("lease_expired", everything)
+    assert rerun.log_tail == everything
+    events = list(client.output(handle.id, attempt=1))
+    assert events[-1] == AttemptEnded(1, "lease_expired", None, JobState.SUCCEEDED)
+
+
+def test_a_gigabyte_printer_keeps_within_the_cap_and_the_write_bound(
+    workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str
+) -> None:
+    keep = 1 << 20
+    workers.start(
+        store_url,
+        worker={"queues": [queue], "output_keep_bytes": "1MiB"},
+        max_limits={"output_bytes": "2GiB", "cpu_seconds": 120, "wall_seconds": 300},
+    )
+    total = 1_000_000_000
+    handle = client.submit(
+        f"{JOBS}:print_bytes",
+        total,
+        queue=queue,
+        max_attempts=1,
+        unchecked=True,
+        limits={"output_bytes": "2GiB", "cpu_seconds": 120},
+        timeout=300,
+    )
+    job = client.wait(handle.id, timeout=300)
+    # One attempt: its heartbeats kept its lease all along.
+    assert (job.state, job.attempts) == (JobState.SUCCEEDED, 1), job
+    [execution] = client.executions(handle.id)
+    assert execution.output_bytes == total
+    events = list(client.output(handle.id))
+    texts = [event for event in events if isinstance(event, OutputText)]
+    kept = sum(event.end - event.start for event in texts)
+    assert 0 < kept <= keep
+    assert events[0] == OutputDropped(1, 0, texts[0].start)
+    assert texts[-1].text.endswith(f"{9_999:099d}\n")

@@ -1,0 +1,156 @@
+"""Live output in the store, on both stores: chunks written under a lease, capped, read back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from taskq import errors
+from taskq.broker.client.client import call_spec
+from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.jobs import execution_list
+from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
+from taskq.broker.ops.output import (
+    AttemptOutput,
+    OutputChunk,
+    OutputReader,
+    output_append,
+)
+from taskq.broker.ops.plan import Op
+from taskq.broker.records import (
+    AttemptEnded,
+    ClaimedJob,
+    JobState,
+    OutputDropped,
+    OutputEvent,
+    OutputText,
+)
+from taskq.broker.stores.store import Statement, Store
+from tests.support.reports import completed, report_one
+
+T0 = 1_800_000_000.0
+LEASE = 30.0
+Run = Callable[[Op[Any]], Any]
+
+
+@pytest.fixture
+def run(store: Store) -> Run:
+    def carry_out(op: Op[Any]) -> Any:
+        return plan.run(store, op)
+
+    return carry_out
+
+
+def _claimed(run: Run, max_attempts: int = 1) -> ClaimedJob:
+    queue = f"q-{uuid.uuid4().hex[:10]}"
+    spec = call_spec("tests.support.jobs:echo", [1], queue=queue, max_attempts=max_attempts)
+    run(job_enqueue([spec], now=T0))
+    claimed: list[ClaimedJob] = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0))
+    return claimed[0]
+
+
+def _chunks(start: int, *texts: str) -> tuple[OutputChunk, ...]:
+    chunks = []
+    for text in texts:
+        chunks.append(OutputChunk(start, len(text.encode()), text))
+        start += len(text.encode())
+    return tuple(chunks)
+
+
+def _read_all(run: Run, reader: OutputReader) -> list[OutputEvent]:
+    events: list[OutputEvent] = []
+    while (page := reader.next_page()) is not None:
+        events += run(page)
+    return events
+
+
+def _text(events: list[OutputEvent]) -> str:
+    return "".join(event.text for event in events if isinstance(event, OutputText))
+
+
+def test_chunks_written_under_a_lease_read_back_in_order(run: Run) -> None:
+    job = _claimed(run)
+    keep = 1 << 20
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "one\n", "two\n"), keep)]))
+    # The same chunks again (a resend after an unknown outcome), then more.
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "one\n", "two\n", "three\n"), keep)]))
+    events = _read_all(run, OutputReader(job.lease.job_id))
+    assert _text(events) == "one\ntwo\nthree\n"
+    assert events[-1] == OutputText(1, 8, 14, "three\n")  # still running: no end yet
+
+
+def test_a_lease_that_moved_on_writes_nothing(run: Run) -> None:
+    job = _claimed(run, max_attempts=2)
+    run(job_requeue_expired(now=T0 + LEASE + 1))
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "zombie\n"), 1 << 20)]))
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    assert (execution.output_bytes, execution.log_tail) == (0, None)
+    assert _read_all(run, OutputReader(job.lease.job_id, attempt=1)) == [
+        AttemptEnded(1, "lease_expired", None, JobState.QUEUED)
+    ]
+
+
+def test_the_cap_drops_the_oldest_output_and_says_how_much(run: Run) -> None:
+    job = _claimed(run)
+    lines = [f"line {n:04}\n" for n in range(100)]  # 10 bytes each
+    for n in range(0, 100, 10):
+        chunks = _chunks(n * 10, *lines[n : n + 10])
+        run(output_append([AttemptOutput(job.lease, chunks, keep_bytes=250)]))
+    events = _read_all(run, OutputReader(job.lease.job_id))
+    # The last 250 bytes kept, whole chunks: lines 75 to 99; the 750 before them dropped.
+    assert events[0] == OutputDropped(1, 0, 750)
+    assert _text(events) == "".join(lines[75:])
+
+
+def test_the_report_carries_the_last_chunks_and_the_tail_is_read_from_them(run: Run) -> None:
+    job = _claimed(run)
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "working\n"), 1 << 20)]))
+    last = AttemptOutput(job.lease, _chunks(8, "done ✓\n"), 1 << 20)
+    report = msgspec.structs.replace(completed(job.lease, 1), output=last)
+    run(report_one(report, now=T0 + 2))
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    assert (execution.log_tail, execution.output_bytes) == ("working\ndone ✓\n", 17)
+    events = _read_all(run, OutputReader(job.lease.job_id, follow=True))
+    assert _text(events) == "working\ndone ✓\n"
+    assert events[-1] == AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
+
+
+def test_a_reader_resumes_from_a_byte_inside_a_chunk(run: Run) -> None:
+    job = _claimed(run)
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "abcdef\n", "ghi\n"), 1 << 20)]))
+    events = _read_all(run, OutputReader(job.lease.job_id, attempt=1, start=3))
+    assert events == [OutputText(1, 3, 7, "def\n"), OutputText(1, 7, 11, "ghi\n")]
+
+
+def test_output_is_pruned_with_its_attempt(run: Run, store: Store) -> None:
+    job = _claimed(run)
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "bye\n"), 1 << 20)]))
+    run(report_one(completed(job.lease, 1), now=T0 + 1))
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    count = Statement(
+        "SELECT count(*) AS n FROM job_output WHERE execution_id = :id", {"id": execution.id}
+    )
+    assert store.query(count)[0]["n"] == 1
+    run(job_prune(retention_seconds=1, now=T0 + 10))
+    assert store.query(count)[0]["n"] == 0
+    with pytest.raises(errors.JobNotFound):
+        _read_all(run, OutputReader(job.lease.job_id))
+
+
+def test_bad_positions_are_refused_before_any_read() -> None:
+    with pytest.raises(ValueError, match="numbered from 1"):
+        OutputReader(1, attempt=0)
+    with pytest.raises(ValueError, match="byte count"):
+        OutputReader(1, start=-1)
+
+
+def test_an_attempt_that_never_was_is_an_error(run: Run) -> None:
+    job = _claimed(run)
+    with pytest.raises(errors.AttemptNotFound):
+        _read_all(run, OutputReader(job.lease.job_id, attempt=2))
