@@ -173,6 +173,9 @@ class ClaimedJob(msgspec.Struct, frozen=True):
     """What an earlier attempt saved (JSON text), for this one to resume from."""
     parent_count: int = 0
     """How many parents the job has: with any, ``job_parent_results`` tells how they ended."""
+    has_children: bool = False
+    """Other jobs named the job as a parent when it was claimed: its report may release them.
+    (A job named later, while it runs, reports as any other: in bounded time, not at once.)"""
 
 
 class Execution(msgspec.Struct, frozen=True):

@@ -47,7 +47,9 @@ class Completer:
             waited,
             running.unsent_output(),
         )
-        verdict = self._acks.submit(report)
+        # Its children (or the jobs it spawns) may start only once this report is in.
+        urgent = running.job.has_children or report.spawn is not None
+        verdict = self._acks.submit(report, urgent=urgent)
         verdict.add_done_callback(
             partial(
                 self._answered, running=running, report=report, stopped=stopped, outcome=outcome

@@ -117,14 +117,16 @@ def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
     assert _states(run, [first, second, third]) == [JobState.QUEUED, *[JobState.WAITING] * 2]
     claimed = _claim(run, queue)
     assert list(claimed) == [first], "a waiting job was claimable"
-    assert claimed[first].parent_count == 0
+    assert (claimed[first].parent_count, claimed[first].has_children) == (0, True)
     _complete(run, claimed[first], "one")
     claimed = _claim(run, queue)
     assert list(claimed) == [second]
-    assert claimed[second].parent_count == 1
+    assert (claimed[second].parent_count, claimed[second].has_children) == (1, True)
     assert _states(run, [third]) == [JobState.WAITING]
     _complete(run, claimed[second], "two")
-    assert list(_claim(run, queue)) == [third]
+    claimed = _claim(run, queue)
+    assert list(claimed) == [third]
+    assert not claimed[third].has_children  # its report need not hurry: it frees no job
     [result] = run(job_parent_results(third))
     assert (result.position, result.job_id, result.state, result.result) == (
         0,

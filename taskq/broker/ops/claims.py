@@ -63,6 +63,7 @@ def _claimed(row: Row) -> ClaimedJob:
         retry=from_json(row["retry"]),
         checkpoint_json=row["checkpoint"],
         parent_count=int(row["parent_count"]),
+        has_children=bool(row["has_children"]),
     )
 
 

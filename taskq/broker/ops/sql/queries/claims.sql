@@ -22,7 +22,7 @@ WHERE id IN (
     LIMIT :limit
 )
 -- RETURNING stays on one line: rqlite recognises it by the text 'returning '.
-RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count
+RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count, has_children
 
 -- name: job_claim_candidates
 -- Each queue gives at most what its limits leave: max_running minus the jobs
@@ -108,7 +108,7 @@ WHERE state = 'running' AND worker_id = :worker_id
 
 -- name: job_claimed_by_token
 SELECT id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until,
-    retry, checkpoint, parent_count
+    retry, checkpoint, parent_count, has_children
 FROM jobs
 WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
