@@ -18,10 +18,10 @@ import pytest
 from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
-from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.claims import ClaimRequest, job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_get, job_list, job_retry
-from taskq.broker.ops.leases import Report, job_report
+from taskq.broker.ops.leases import Report, job_report, job_report_claim
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import (
@@ -110,6 +110,31 @@ def _row_count(store: Store, sql: str, **params: Any) -> int:
 
 
 # -- release ------------------------------------------------------------------------
+
+
+def test_a_report_tells_where_it_left_released_jobs_its_claim_did_not_take(
+    run: Run, queue: str
+) -> None:
+    other = f"{queue}-other"
+    submission = WorkflowSubmission(
+        jobs=(_spec(queue, "parent"), _spec(queue, "same"), _spec(other, "other")),
+        parents=((), (0,), (0,)),
+    )
+    parent, same, released = run(workflow_submit(submission, now=T0)).job_ids
+    (job,) = _claim(run, queue).values()
+    claim = ClaimRequest("w1", (queue,), limit=5, lease_seconds=LEASE)
+    answer = run(job_report_claim([completed(job.lease, "done")], claim, now=T0))
+    assert answer.fenced == [Fenced.ACCEPTED]
+    # The child in the reporter's queue was claimed by the same write: only the other's
+    # queue has a job left for idle workers (the hint a worker sends on a cluster).
+    assert [claimed.lease.job_id for claimed in answer.claimed] == [same]
+    assert answer.freed_queues == {other}
+    assert _states(run, [parent, released]) == [JobState.SUCCEEDED, JobState.QUEUED]
+    # A report that releases nothing leaves no queue.
+    (last,) = answer.claimed
+    assert run(job_report_claim([completed(last.lease, "done")], None, now=T0)).freed_queues == (
+        frozenset()
+    )
 
 
 def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
