@@ -43,20 +43,29 @@ class ClaimRequests:
         self._heartbeat = heartbeat
         self._draining = draining
         self._hints = hints
+        # Jobs whose reports are in flight with a claim (see ``send_reports``).
+        self._leaving_in_flight = 0
         self.last_claimed = float("-inf")
         """When the last job came (monotonic): an idle worker looks again sooner for a while."""
 
     async def send_reports(self, reports: list[Report]) -> list[Fenced]:
         """Acknowledge, and claim in the same request for the slots these reports free."""
         leaving = sum(1 for report in reports if report.lease.job_id in self._holder.slots.held)
-        free = self._holder.slots.to_claim() + leaving
+        # The jobs of a batch in flight are still held, and their slots already promised
+        # to its claim: a batch sent beside it (an urgent one, see ``acks``) counts them
+        # once, or it would claim nothing, not even for the job its report releases.
+        free = self._holder.slots.to_claim() + leaving + self._leaving_in_flight
         if self._draining.is_set() or free <= 0:
             answer: ReportAnswer = await self._holder.run(job_report_claim(reports, None))
             await self._hint(answer)
             return answer.fenced
         sent_at = time.monotonic()
-        with self._holder.slots.promised(free):
-            verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+        self._leaving_in_flight += leaving
+        try:
+            with self._holder.slots.promised(free):
+                verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+        finally:
+            self._leaving_in_flight -= leaving
         self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
 
