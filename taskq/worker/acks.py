@@ -81,13 +81,15 @@ class AckBatcher:
         # while ``run`` runs, where such a batch is sent.
         self._in_flight = 0
         self._beside_in_flight = False
+        # Urgent reports in the queue: counted, as this is asked on every submit.
+        self._urgent_waiting = 0
         self._sends: anyio.abc.TaskGroup | None = None
 
     def _batch_is_ready(self) -> bool:
         waiting = len(self._queue)
         if waiting >= self._max_batch or self._still_running() <= 0:
             return True
-        if any(pending.urgent for pending in self._queue):
+        if self._urgent_waiting:
             return True
         slack = self._slack()
         return slack is not None and slack <= 0
@@ -109,6 +111,7 @@ class AckBatcher:
         # A bare future, not an anyio Event: it is one per job, and it is cheaper.
         pending = _Pending(report, asyncio.get_running_loop().create_future(), urgent)
         self._queue.append(pending)
+        self._urgent_waiting += urgent
         if urgent and self._in_flight and not self._beside_in_flight and self._sends is not None:
             # Reports are fenced one by one and each claim keeps its own slots
             # (``Slots.promised``), so two batches in flight are as safe as one.
@@ -149,6 +152,8 @@ class AckBatcher:
 
     def _take_batch(self) -> list[_Pending]:
         batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+        # What is left past max_batch (rarely anything): counted again.
+        self._urgent_waiting = sum(pending.urgent for pending in self._queue)
         return batch
 
     async def _send_beside(self, batch: list[_Pending]) -> None:
