@@ -18,7 +18,12 @@ import pytest
 from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
-from taskq.broker.ops.claims import ClaimRequest, job_claim
+from taskq.broker.ops.claims import (
+    FIRST_PARENTS_BYTES,
+    FIRST_PARENTS_COUNT,
+    ClaimRequest,
+    job_claim,
+)
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_get, job_list, job_retry
 from taskq.broker.ops.leases import Report, job_report, job_report_claim
@@ -143,6 +148,7 @@ def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
     claimed = _claim(run, queue)
     assert list(claimed) == [first], "a waiting job was claimable"
     assert (claimed[first].parent_count, claimed[first].has_children) == (0, True)
+    assert claimed[first].first_parents is None
     _complete(run, claimed[first], "one")
     claimed = _claim(run, queue)
     assert list(claimed) == [second]
@@ -159,6 +165,7 @@ def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
         JobState.SUCCEEDED,
         "two",
     )
+    assert claimed[third].first_parents == (result,), "the claim hands over what the read gives"
 
 
 def test_a_fan_in_of_ten_thousand_is_released_by_the_last_report(
@@ -184,7 +191,13 @@ def test_a_fan_in_of_ten_thousand_is_released_by_the_last_report(
     assert (fan_in_row.state, fan_in_row.parents_left) == (JobState.WAITING, 1)
     _complete(run, claimed[parents[-1]], parents[-1])
     assert _states(run, [fan_in]) == [JobState.QUEUED]
-    assert list(_claim(run, queue)) == [fan_in]
+    [claimed_fan_in] = _claim(run, queue).values()
+    assert claimed_fan_in.lease.job_id == fan_in
+    first = claimed_fan_in.first_parents
+    assert first is not None
+    assert [(r.position, r.job_id, r.result) for r in first] == [
+        (position, job_id, job_id) for position, job_id in enumerate(parents[:FIRST_PARENTS_COUNT])
+    ], "the claim hands over only the first parents of a wide fan-in"
     seen: list[int] = []
     position = -1
     while page := run(job_parent_results(fan_in, after_position=position, limit=1000)):
@@ -296,12 +309,30 @@ def test_a_run_anyway_child_runs_after_a_failed_parent(run: Run, queue: str) -> 
     _fail(run, claimed[first])
     assert _states(run, [child]) == [JobState.WAITING], "it waits for its other parent"
     _complete(run, claimed[second], "fine")
-    assert list(_claim(run, queue)) == [child]
+    [claimed_child] = _claim(run, queue).values()
+    assert claimed_child.lease.job_id == child
     results = run(job_parent_results(child))
     assert [(r.state, r.error, r.result) for r in results] == [
         (JobState.FAILED, BOOM, None),
         (JobState.SUCCEEDED, None, "fine"),
     ]
+    assert claimed_child.first_parents == tuple(results)
+
+
+def test_a_claim_hands_over_parents_results_only_up_to_its_byte_budget(
+    run: Run, queue: str
+) -> None:
+    first, second, third, child = _submit(run, queue, [(), (), (), (0, 1, 2)])
+    claimed = _claim(run, queue)
+    half = "x" * (FIRST_PARENTS_BYTES // 2)
+    for job_id, result in ((first, "small"), (second, half), (third, half)):
+        _complete(run, claimed[job_id], result)
+    [claimed_child] = _claim(run, queue).values()
+    assert claimed_child.lease.job_id == child
+    handed_over = claimed_child.first_parents
+    assert handed_over is not None
+    assert [r.job_id for r in handed_over] == [first, second], "the third would pass the budget"
+    assert [r.result for r in handed_over] == ["small", half]
 
 
 def test_retrying_the_failed_parent_revives_what_it_cancelled(run: Run, queue: str) -> None:
