@@ -55,6 +55,13 @@ class ClaimRequests:
         # to its claim: a batch sent beside it (an urgent one, see ``acks``) counts them
         # once, or it would claim nothing, not even for the job its report releases.
         free = self._holder.slots.to_claim() + leaving + self._leaving_in_flight
+        if self._may_release_jobs(reports):
+            # Claims ahead may have promised every slot to a claim sent before
+            # this write could release anything: one more, for a job it frees in
+            # this worker's queues, saves that job a write (a hint and a claim
+            # of its own). Held beyond the slots, it is handed back if none
+            # frees in time (``Executor.hand_back_overdue``), as any job claimed ahead.
+            free = max(free, 1)
         if self._draining.is_set() or free <= 0:
             answer: ReportAnswer = await self._holder.run(job_report_claim(reports, None))
             await self._hint(answer)
@@ -68,6 +75,17 @@ class ClaimRequests:
             self._leaving_in_flight -= leaving
         self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
+
+    def _may_release_jobs(self, reports: list[Report]) -> bool:
+        """Whether one of ``reports`` may queue other jobs: a spawn, or a job with children."""
+        held = self._holder.slots.held
+        for report in reports:
+            if report.spawn is not None:
+                return True
+            running = held.get(report.lease.job_id)
+            if running is not None and running.job.has_children:
+                return True
+        return False
 
     async def report_and_claim(
         self, reports: list[Report], free: int, sent_at: float
