@@ -10,7 +10,10 @@ Part 3 of ``python -m bench.workflows`` (see its docstring). Two real
 worker that reports the last parent may claim the fan-in in that report's
 own write. ``other worker``: the parents in ``bench-wf-parents`` (worker 1
 only), the fan-in in ``bench-wf-other`` (worker 2 only), which must learn
-of the release from the store while it sits idle.
+of the release from the store while it sits idle. ``chain``: one parent and
+its child in ``bench-wf-same``, the release without the 49 other reports
+the workers handle as a wide fan-in's last parent ends: what the release
+itself costs, beside the pickup.
 
 The delay is the fan-in's first line minus the latest of its parents' last
 lines, each ``time.monotonic()`` read inside the job. Runs and pickups go in
@@ -72,6 +75,7 @@ class FanInFigures:
 
     same_queue: list[FanInRun] = field(default_factory=list)
     other_worker: list[FanInRun] = field(default_factory=list)
+    chain: list[FanInRun] = field(default_factory=list)
     pickup: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -94,23 +98,26 @@ class FanInFigures:
             "pickup": stats(self.pickup),
             "same_queue": variant(self.same_queue),
             "other_worker": variant(self.other_worker),
+            "chain": variant(self.chain),
         }
 
 
-def fan_in_delay(client: Client, parents_queue: str, fan_in_queue: str) -> FanInRun:
-    """One workflow of PARENTS parents and a fan-in, from the last parent's end to its start."""
+def fan_in_delay(
+    client: Client, parents_queue: str, fan_in_queue: str, parents: int = PARENTS
+) -> FanInRun:
+    """One workflow of ``parents`` parents and a fan-in, from the last parent's end to its start."""
     # Plain functions of bench.jobs, which no worker declares: submitted unchecked.
     flow = group(
         *[
             step("bench.jobs:ended", number, queue=parents_queue, unchecked=True)
-            for number in range(PARENTS)
+            for number in range(parents)
         ]
     ).then(step("bench.jobs:began", "fan-in", queue=fan_in_queue, unchecked=True))
     handle = client.submit_workflow(flow, name="bench-fan-in")
     handles = handle.jobs()
     began_monotonic, began_wall = handles[-1].result(timeout=60.0)
-    parents = [client.get(job.id) for job in handles[:-1]]
-    last = max(parents, key=lambda job: float(job.result[0]))
+    ended = [client.get(job.id) for job in handles[:-1]]
+    last = max(ended, key=lambda job: float(job.result[0]))
     ended_monotonic, ended_wall = last.result
     fan_in_job = client.get(handles[-1].id)
     reported = float(last.finished_at or math.nan)
@@ -157,4 +164,6 @@ def measure(
                 figures.same_queue.append(fan_in_delay(client, SAME, SAME))
                 time.sleep(GAP_SECONDS)
                 figures.other_worker.append(fan_in_delay(client, PARENTS_ONLY, OTHER))
+                time.sleep(GAP_SECONDS)
+                figures.chain.append(fan_in_delay(client, SAME, SAME, parents=1))
     return figures

@@ -25,7 +25,8 @@
    its own served by the same workers (``same queue``: the worker that
    reports the last parent may claim it in that report's write), and, in a
    second variant, in a queue only the other worker serves (``other
-   worker``: it has to learn of the release from the store).
+   worker``: it has to learn of the release from the store). A third, a
+   chain of one parent and its child, shows the release alone.
 """
 
 from __future__ import annotations
@@ -254,6 +255,7 @@ def _report(name: str, figures: dict[str, Any]) -> None:
             ("pickup", "plain pickup (submit to start)"),
             ("same_queue", "fan-in, same queue"),
             ("other_worker", "fan-in, other worker's queue"),
+            ("chain", "chain of one parent, same queue"),
         ):
             row = fig[key]
             print(

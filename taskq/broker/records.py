@@ -173,6 +173,12 @@ class ClaimedJob(msgspec.Struct, frozen=True):
     """What an earlier attempt saved (JSON text), for this one to resume from."""
     parent_count: int = 0
     """How many parents the job has: with any, ``job_parent_results`` tells how they ended."""
+    has_children: bool = False
+    """Other jobs named the job as a parent when it was claimed: its report may release them.
+    (A job named later, while it runs, reports as any other: in bounded time, not at once.)"""
+    first_parents: tuple[ParentResult, ...] | None = None
+    """How its first parents ended, handed over with the claim (all of them when there are
+    ``parent_count``; fewer when they were many or large: ``job_parent_results`` has the rest)."""
 
 
 class Execution(msgspec.Struct, frozen=True):

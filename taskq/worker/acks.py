@@ -2,6 +2,10 @@
 
 While the worker holds jobs claimed ahead, a batch waits longer: until those
 jobs would last only one more round trip (see ``taskq.worker.prefetch``).
+A report that may free other jobs (see ``Completer``: the last of the
+worker's jobs with children, or a spawn) waits for no company: its batch
+goes at once, beside the batch in flight if there is one, since every ms it
+waits is a ms the jobs it frees wait too.
 
 Each finished job's report is handed over with a future for its own verdict;
 the batcher sends what has gathered as one fenced ``job_report``. A store outage
@@ -19,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
+import anyio.abc
 
 from taskq import errors
 from taskq.broker.ops.leases import Report
@@ -33,6 +38,7 @@ Send = Callable[[list[Report]], Awaitable[list[Fenced]]]
 class _Pending:
     report: Report
     verdict: asyncio.Future[Fenced]
+    urgent: bool
 
 
 class AckBatcher:
@@ -70,10 +76,20 @@ class AckBatcher:
         self._slack = slack
         self._queue: list[_Pending] = []
         self._wake = anyio.Event()
+        # Batches being sent; whether one of them is an urgent one sent beside the
+        # others (one at most: in an outage each would retry on its own); and
+        # while ``run`` runs, where such a batch is sent.
+        self._in_flight = 0
+        self._beside_in_flight = False
+        # Urgent reports in the queue: counted, as this is asked on every submit.
+        self._urgent_waiting = 0
+        self._sends: anyio.abc.TaskGroup | None = None
 
     def _batch_is_ready(self) -> bool:
         waiting = len(self._queue)
         if waiting >= self._max_batch or self._still_running() <= 0:
+            return True
+        if self._urgent_waiting:
             return True
         slack = self._slack()
         return slack is not None and slack <= 0
@@ -86,17 +102,35 @@ class AckBatcher:
         """
         return bool(self._queue)
 
-    def submit(self, report: Report) -> asyncio.Future[Fenced]:
-        """Queue ``report``; the future gets the store's verdict on it."""
+    def submit(self, report: Report, *, urgent: bool = False) -> asyncio.Future[Fenced]:
+        """Queue ``report``; the future gets the store's verdict on it.
+
+        ``urgent``: the report may free other jobs, and goes at once with
+        whatever has gathered, even while another batch is in flight.
+        """
         # A bare future, not an anyio Event: it is one per job, and it is cheaper.
-        pending = _Pending(report, asyncio.get_running_loop().create_future())
+        pending = _Pending(report, asyncio.get_running_loop().create_future(), urgent)
         self._queue.append(pending)
-        if len(self._queue) == 1 or self._batch_is_ready():
+        self._urgent_waiting += urgent
+        if urgent and self._in_flight and not self._beside_in_flight and self._sends is not None:
+            # Reports are fenced one by one and each claim keeps its own slots
+            # (``Slots.promised``), so two batches in flight are as safe as one.
+            self._beside_in_flight = True
+            self._sends.start_soon(self._send_beside, self._take_batch())
+        elif len(self._queue) == 1 or self._batch_is_ready():
             self._wake.set()
         return pending.verdict
 
     async def run(self, stop: anyio.Event) -> None:
         """Send batches until ``stop`` is set and nothing is left to send."""
+        async with anyio.create_task_group() as sends:
+            self._sends = sends
+            try:
+                await self._run(stop)
+            finally:
+                self._sends = None
+
+    async def _run(self, stop: anyio.Event) -> None:
         while True:
             if not self._queue:
                 if stop.is_set():
@@ -113,11 +147,30 @@ class AckBatcher:
                 self._wake = anyio.Event()
                 with anyio.move_on_after(wait):
                     await self._wake.wait()
-            batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+            if self._queue:  # an urgent report may have taken them while this waited
+                await self._send_batch(self._take_batch())
+
+    def _take_batch(self) -> list[_Pending]:
+        batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+        # What is left past max_batch (rarely anything): counted again.
+        self._urgent_waiting = sum(pending.urgent for pending in self._queue)
+        return batch
+
+    async def _send_beside(self, batch: list[_Pending]) -> None:
+        try:
+            await self._send_batch(batch)
+        finally:
+            self._beside_in_flight = False
+
+    async def _send_batch(self, batch: list[_Pending]) -> None:
+        self._in_flight += 1
+        try:
             verdicts = await self._send_until_known([pending.report for pending in batch])
-            for pending, verdict in zip(batch, verdicts, strict=True):
-                if not pending.verdict.done():  # done: its job's task was cancelled
-                    pending.verdict.set_result(verdict)
+        finally:
+            self._in_flight -= 1
+        for pending, verdict in zip(batch, verdicts, strict=True):
+            if not pending.verdict.done():  # done: its job's task was cancelled
+                pending.verdict.set_result(verdict)
 
     async def _send_until_known(self, reports: list[Report]) -> list[Fenced]:
         delay = 0.05

@@ -6,6 +6,11 @@ flight. While busy, most claims go with the acknowledgements of finished
 jobs, for the slots those jobs free: one atomic write
 (``job_report_and_claim``) where a claim of its own would be a second. The
 jobs a claim brings are held (``Slots.hold``) until their reports are answered.
+
+A report that releases jobs waiting on it, or spawns jobs, leaves work that
+this worker's claim may not take. On a cluster, where idle workers hear of
+new jobs only by a hint (``taskq.broker.stores.wake_hints``), the worker
+sends the workers of those queues the hint a submitting client sends.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import time
 
 import anyio
 
+from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.claims import ClaimRequest, job_backlog
-from taskq.broker.ops.leases import Report, job_report, job_report_and_claim
+from taskq.broker.ops.leases import Report, ReportAnswer, job_report_claim
 from taskq.broker.records import Fenced
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
@@ -24,25 +30,62 @@ from taskq.worker.running import RunningJob
 class ClaimRequests:
     """Claims for a worker's free slots, and holds the jobs that come."""
 
-    def __init__(self, holder: LeaseHolder, *, heartbeat: Heartbeat, draining: anyio.Event) -> None:
+    def __init__(
+        self,
+        holder: LeaseHolder,
+        *,
+        heartbeat: Heartbeat,
+        draining: anyio.Event,
+        hints: WakeSender | None = None,
+    ) -> None:
+        """``hints``: on a cluster, how to tell idle workers of jobs a report left them."""
         self._holder = holder
         self._heartbeat = heartbeat
         self._draining = draining
+        self._hints = hints
+        # Jobs whose reports are in flight with a claim (see ``send_reports``).
+        self._leaving_in_flight = 0
         self.last_claimed = float("-inf")
         """When the last job came (monotonic): an idle worker looks again sooner for a while."""
 
     async def send_reports(self, reports: list[Report]) -> list[Fenced]:
         """Acknowledge, and claim in the same request for the slots these reports free."""
         leaving = sum(1 for report in reports if report.lease.job_id in self._holder.slots.held)
-        free = self._holder.slots.to_claim() + leaving
+        # The jobs of a batch in flight are still held, and their slots already promised
+        # to its claim: a batch sent beside it (an urgent one, see ``acks``) counts them
+        # once, or it would claim nothing, not even for the job its report releases.
+        free = self._holder.slots.to_claim() + leaving + self._leaving_in_flight
+        if self._may_release_jobs(reports):
+            # Claims ahead may have promised every slot to a claim sent before
+            # this write could release anything: one more, for a job it frees in
+            # this worker's queues, saves that job a write (a hint and a claim
+            # of its own). Held beyond the slots, it is handed back if none
+            # frees in time (``Executor.hand_back_overdue``), as any job claimed ahead.
+            free = max(free, 1)
         if self._draining.is_set() or free <= 0:
-            verdicts: list[Fenced] = await self._holder.run(job_report(reports))
-            return verdicts
+            answer: ReportAnswer = await self._holder.run(job_report_claim(reports, None))
+            await self._hint(answer)
+            return answer.fenced
         sent_at = time.monotonic()
-        with self._holder.slots.promised(free):
-            verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+        self._leaving_in_flight += leaving
+        try:
+            with self._holder.slots.promised(free):
+                verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+        finally:
+            self._leaving_in_flight -= leaving
         self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
+
+    def _may_release_jobs(self, reports: list[Report]) -> bool:
+        """Whether one of ``reports`` may queue other jobs: a spawn, or a job with children."""
+        held = self._holder.slots.held
+        for report in reports:
+            if report.spawn is not None:
+                return True
+            running = held.get(report.lease.job_id)
+            if running is not None and running.job.has_children:
+                return True
+        return False
 
     async def report_and_claim(
         self, reports: list[Report], free: int, sent_at: float
@@ -53,10 +96,10 @@ class ClaimRequests:
         lease runs from no sooner. Returns the reports' verdicts and how
         many jobs came.
         """
-        verdicts, claimed = await self._holder.run(
-            job_report_and_claim(reports, self._claim_request(free))
+        answer: ReportAnswer = await self._holder.run(
+            job_report_claim(reports, self._claim_request(free))
         )
-        for job in claimed:
+        for job in answer.claimed:
             running = RunningJob(job, renewed_at=sent_at)
             self._holder.slots.hold(running)
             if self._holder.deadline.expired():
@@ -66,7 +109,16 @@ class ClaimRequests:
             else:
                 self._holder.deadline.claimed(sent_at)
             self.last_claimed = running.started
-        return verdicts, len(claimed)
+        await self._hint(answer)
+        return answer.fenced, len(answer.claimed)
+
+    async def _hint(self, answer: ReportAnswer) -> None:
+        """Wake the idle workers of the queues where the write left jobs this one did not take.
+
+        After the jobs claimed are held, so that the slots start them meanwhile.
+        """
+        if self._hints is not None and answer.freed_queues:
+            await self._holder.run(self._hints.after_submit(answer.freed_queues))
 
     async def backlog(self, limit: int) -> int:
         """How many jobs a claim of this worker's would take now, counted up to ``limit``."""

@@ -47,11 +47,30 @@ class Completer:
             waited,
             running.unsent_output(),
         )
-        verdict = self._acks.submit(report)
+        verdict = self._acks.submit(report, urgent=self._may_free_jobs(running, report))
         verdict.add_done_callback(
             partial(
                 self._answered, running=running, report=report, stopped=stopped, outcome=outcome
             )
+        )
+
+    def _may_free_jobs(self, running: RunningJob, report: Report) -> bool:
+        """Whether the report should go at once: the jobs it may free wait for it.
+
+        A spawn always. The end of a job with children only when the worker
+        holds no other such job yet to report: the parents of a fan-in all
+        have children, but only the last one's report releases it, and a
+        report each would cost a wide fan-in its batching (on a cluster,
+        a write each). A job's last parent is the last of its worker's.
+        """
+        if report.spawn is not None:
+            return True
+        if not running.job.has_children:
+            return False
+        return not any(
+            held.job.has_children and not held.reporting
+            for held in self._slots.held.values()
+            if held is not running
         )
 
     def _answered(

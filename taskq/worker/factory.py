@@ -14,8 +14,10 @@ import os
 
 import anyio
 
+from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.maintenance import Maintainer
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.wake_hints import HintedStore, hint_address
 from taskq.worker.acks import AckBatcher
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.claim_requests import ClaimRequests
@@ -111,7 +113,10 @@ def build_worker(
         if settings.autoscale is not None
         else None
     )
-    claims = ClaimRequests(holder, heartbeat=heartbeat, draining=draining)
+    # On a cluster, jobs a report releases or spawns are hinted to idle workers as a
+    # submit's are; the worker's own socket (opened here, registered at start) is skipped.
+    hints = WakeSender(skip=hint_address(store)) if isinstance(store, HintedStore) else None
+    claims = ClaimRequests(holder, heartbeat=heartbeat, draining=draining, hints=hints)
     acks = AckBatcher(
         claims.send_reports,
         give_up_after=2 * settings.lease_seconds,

@@ -18,7 +18,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.ops.workflows import job_parent_results
-from taskq.broker.records import ParentResult
+from taskq.broker.records import ClaimedJob, ParentResult
 from taskq.worker.running import RunningJob
 from taskq.worker.sandbox import parents_file
 from taskq.worker.sandbox.outcome import Outcome, Status, error_info
@@ -49,6 +49,14 @@ class ParentsFile:
         if self.complete:
             self._file.close()
 
+    def add_first(self, parents: list[ParentResult], parent_count: int) -> None:
+        """Write the outcomes that came with the claim: complete if they are all of them."""
+        self._file.write(parents_file.encode(parents))
+        self.after_position = parents[-1].position
+        self.complete = len(parents) >= parent_count
+        if self.complete:
+            self._file.close()
+
     def remove(self) -> None:
         """Close and delete the file (the job has ended, or will not start)."""
         self._file.close()
@@ -56,10 +64,19 @@ class ParentsFile:
             os.unlink(self.path)
 
 
-async def write_parents_file(run: Run, job_id: int) -> str:
-    """Read how the job's parents ended into a new file; its path, for the job's child."""
+async def write_parents_file(run: Run, job: ClaimedJob) -> str:
+    """Write how the job's parents ended into a new file; its path, for the job's child.
+
+    The first of them came with the claim (``ClaimedJob.first_parents``): a
+    fan-in of a few parents starts without a read of its own. The rest, if
+    any, are read a page at a time.
+    """
+    job_id = job.lease.job_id
     written = ParentsFile(job_id)
     try:
+        if job.first_parents:
+            # At most FIRST_PARENTS_BYTES into the page cache: cheaper here than a thread's hop.
+            written.add_first(list(job.first_parents), job.parent_count)
         while not written.complete:
             page = await run(
                 job_parent_results(job_id, after_position=written.after_position, limit=PAGE)
@@ -79,9 +96,8 @@ async def with_parents_file(
     A store or disk that fails to give them fails the attempt, as any error
     before the job's code would: retried by its policy.
     """
-    job_id = running.job.lease.job_id
     try:
-        path = await write_parents_file(run, job_id)
+        path = await write_parents_file(run, running.job)
     except (errors.TaskqError, OSError) as exc:
         return Outcome(
             Status.ERROR,

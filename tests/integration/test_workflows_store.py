@@ -18,10 +18,15 @@ import pytest
 from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
-from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.claims import (
+    FIRST_PARENTS_BYTES,
+    FIRST_PARENTS_COUNT,
+    ClaimRequest,
+    job_claim,
+)
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_get, job_list, job_retry
-from taskq.broker.ops.leases import Report, job_report
+from taskq.broker.ops.leases import Report, job_report, job_report_claim
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import (
@@ -112,19 +117,47 @@ def _row_count(store: Store, sql: str, **params: Any) -> int:
 # -- release ------------------------------------------------------------------------
 
 
+def test_a_report_tells_where_it_left_released_jobs_its_claim_did_not_take(
+    run: Run, queue: str
+) -> None:
+    other = f"{queue}-other"
+    submission = WorkflowSubmission(
+        jobs=(_spec(queue, "parent"), _spec(queue, "same"), _spec(other, "other")),
+        parents=((), (0,), (0,)),
+    )
+    parent, same, released = run(workflow_submit(submission, now=T0)).job_ids
+    (job,) = _claim(run, queue).values()
+    claim = ClaimRequest("w1", (queue,), limit=5, lease_seconds=LEASE)
+    answer = run(job_report_claim([completed(job.lease, "done")], claim, now=T0))
+    assert answer.fenced == [Fenced.ACCEPTED]
+    # The child in the reporter's queue was claimed by the same write: only the other's
+    # queue has a job left for idle workers (the hint a worker sends on a cluster).
+    assert [claimed.lease.job_id for claimed in answer.claimed] == [same]
+    assert answer.freed_queues == {other}
+    assert _states(run, [parent, released]) == [JobState.SUCCEEDED, JobState.QUEUED]
+    # A report that releases nothing leaves no queue.
+    (last,) = answer.claimed
+    assert run(job_report_claim([completed(last.lease, "done")], None, now=T0)).freed_queues == (
+        frozenset()
+    )
+
+
 def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
     first, second, third = _submit(run, queue, [(), (0,), (1,)])
     assert _states(run, [first, second, third]) == [JobState.QUEUED, *[JobState.WAITING] * 2]
     claimed = _claim(run, queue)
     assert list(claimed) == [first], "a waiting job was claimable"
-    assert claimed[first].parent_count == 0
+    assert (claimed[first].parent_count, claimed[first].has_children) == (0, True)
+    assert claimed[first].first_parents is None
     _complete(run, claimed[first], "one")
     claimed = _claim(run, queue)
     assert list(claimed) == [second]
-    assert claimed[second].parent_count == 1
+    assert (claimed[second].parent_count, claimed[second].has_children) == (1, True)
     assert _states(run, [third]) == [JobState.WAITING]
     _complete(run, claimed[second], "two")
-    assert list(_claim(run, queue)) == [third]
+    claimed = _claim(run, queue)
+    assert list(claimed) == [third]
+    assert not claimed[third].has_children  # its report need not hurry: it frees no job
     [result] = run(job_parent_results(third))
     assert (result.position, result.job_id, result.state, result.result) == (
         0,
@@ -132,6 +165,7 @@ def test_a_chain_runs_one_job_after_the_other(run: Run, queue: str) -> None:
         JobState.SUCCEEDED,
         "two",
     )
+    assert claimed[third].first_parents == (result,), "the claim hands over what the read gives"
 
 
 def test_a_fan_in_of_ten_thousand_is_released_by_the_last_report(
@@ -157,7 +191,13 @@ def test_a_fan_in_of_ten_thousand_is_released_by_the_last_report(
     assert (fan_in_row.state, fan_in_row.parents_left) == (JobState.WAITING, 1)
     _complete(run, claimed[parents[-1]], parents[-1])
     assert _states(run, [fan_in]) == [JobState.QUEUED]
-    assert list(_claim(run, queue)) == [fan_in]
+    [claimed_fan_in] = _claim(run, queue).values()
+    assert claimed_fan_in.lease.job_id == fan_in
+    first = claimed_fan_in.first_parents
+    assert first is not None
+    assert [(r.position, r.job_id, r.result) for r in first] == [
+        (position, job_id, job_id) for position, job_id in enumerate(parents[:FIRST_PARENTS_COUNT])
+    ], "the claim hands over only the first parents of a wide fan-in"
     seen: list[int] = []
     position = -1
     while page := run(job_parent_results(fan_in, after_position=position, limit=1000)):
@@ -269,12 +309,30 @@ def test_a_run_anyway_child_runs_after_a_failed_parent(run: Run, queue: str) -> 
     _fail(run, claimed[first])
     assert _states(run, [child]) == [JobState.WAITING], "it waits for its other parent"
     _complete(run, claimed[second], "fine")
-    assert list(_claim(run, queue)) == [child]
+    [claimed_child] = _claim(run, queue).values()
+    assert claimed_child.lease.job_id == child
     results = run(job_parent_results(child))
     assert [(r.state, r.error, r.result) for r in results] == [
         (JobState.FAILED, BOOM, None),
         (JobState.SUCCEEDED, None, "fine"),
     ]
+    assert claimed_child.first_parents == tuple(results)
+
+
+def test_a_claim_hands_over_parents_results_only_up_to_its_byte_budget(
+    run: Run, queue: str
+) -> None:
+    first, second, third, child = _submit(run, queue, [(), (), (), (0, 1, 2)])
+    claimed = _claim(run, queue)
+    half = "x" * (FIRST_PARENTS_BYTES // 2)
+    for job_id, result in ((first, "small"), (second, half), (third, half)):
+        _complete(run, claimed[job_id], result)
+    [claimed_child] = _claim(run, queue).values()
+    assert claimed_child.lease.job_id == child
+    handed_over = claimed_child.first_parents
+    assert handed_over is not None
+    assert [r.job_id for r in handed_over] == [first, second], "the third would pass the budget"
+    assert [r.result for r in handed_over] == ["small", half]
 
 
 def test_retrying_the_failed_parent_revives_what_it_cancelled(run: Run, queue: str) -> None:

@@ -25,7 +25,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
 
 
 def _plan(store: SqliteStore, name: str) -> list[str]:
-    return _plan_of(store, queries.query(name))
+    sql = queries.query(name)
+    if "{first_parents}" in sql:
+        sql = sql.format(first_parents=queries.query("job_claim_first_parents"))
+    return _plan_of(store, sql)
 
 
 def _plan_of(store: SqliteStore, sql: str) -> list[str]:
@@ -48,6 +51,13 @@ def test_reports_find_their_jobs_by_id(store: SqliteStore, name: str) -> None:
 def test_one_workers_running_jobs_are_found_by_worker(store: SqliteStore, name: str) -> None:
     plan = _plan(store, name)
     assert any("jobs USING INDEX jobs_running_worker (worker_id=?)" in step for step in plan), plan
+
+
+def test_a_claim_reads_the_first_parents_of_each_job_by_its_edges(store: SqliteStore) -> None:
+    """What a claim hands over of a fan-in's parents costs their rows, not a scan of edges."""
+    plan = _plan(store, "job_claimed_by_token")
+    assert any("edge USING PRIMARY KEY (child_id=?)" in step for step in plan), plan
+    assert any("parent USING INTEGER PRIMARY KEY (rowid=?)" in step for step in plan), plan
 
 
 @pytest.mark.parametrize("name", ["job_requeue_expired", "execution_expire"])

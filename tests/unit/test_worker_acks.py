@@ -66,3 +66,65 @@ async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -
             assert sent.batches == [[1]]
             assert await verdict is Fenced.ACCEPTED
             stop.set()
+
+
+async def test_a_report_that_frees_other_jobs_goes_at_once_with_those_gathered() -> None:
+    sent = Sent()
+    # Held for 10 s as plain reports would be, with jobs claimed ahead.
+    batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: 10.0)
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
+            for _ in range(20):
+                await anyio.sleep(0)
+            assert sent.batches == []  # plain reports still wait for company
+            changed = sent.changed
+            verdicts.append(batcher.submit(report(3), urgent=True))
+            await changed.wait()
+            assert sent.batches == [[1, 2, 3]]
+            assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
+            # Plain reports after it wait as before.
+            batcher.submit(report(4))
+            for _ in range(20):
+                await anyio.sleep(0)
+            assert sent.batches == [[1, 2, 3]]
+            changed = sent.changed
+            batcher.submit(report(5), urgent=True)
+            await changed.wait()
+            assert sent.batches == [[1, 2, 3], [4, 5]]
+            stop.set()
+
+
+async def test_an_urgent_report_goes_beside_a_batch_in_flight_and_plain_ones_do_not() -> None:
+    answer = anyio.Event()
+    batches: list[list[int]] = []
+    sent_one = anyio.Event()
+
+    async def send(reports: list[Report]) -> list[Fenced]:
+        batches.append([r.lease.job_id for r in reports])
+        sent_one.set()
+        if reports[0].lease.job_id == 1:
+            await answer.wait()  # the first batch stays in flight
+        return [Fenced.ACCEPTED] * len(reports)
+
+    batcher = AckBatcher(send, give_up_after=60.0, max_delay=0.0)
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            first = batcher.submit(report(1))
+            await sent_one.wait()
+            plain = batcher.submit(report(2))
+            for _ in range(20):
+                await anyio.sleep(0)
+            assert batches == [[1]]  # a plain report waits for the answer in flight
+            urgent = batcher.submit(report(3), urgent=True)
+            assert await urgent is Fenced.ACCEPTED
+            assert batches == [[1], [2, 3]]
+            assert await plain is Fenced.ACCEPTED
+            assert not first.done()
+            answer.set()
+            assert await first is Fenced.ACCEPTED
+            stop.set()

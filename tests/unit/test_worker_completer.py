@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import AsyncIterator
@@ -135,3 +136,46 @@ async def test_a_lease_that_expired_hands_the_job_back(reporting: Reporting) -> 
     (report,) = reporting.store.reports
     assert (report.kind, report.attempt.outcome) == (ReportKind.RELEASE, "lease_expired")
     assert line["stopped"] == StopReason.LEASE_GONE
+
+
+class UrgencyRecorder:
+    """A batcher that records which reports were marked urgent, and answers none."""
+
+    def __init__(self) -> None:
+        self.urgent: dict[int, bool] = {}
+
+    def submit(self, report: Report, *, urgent: bool = False) -> asyncio.Future[Fenced]:
+        self.urgent[report.lease.job_id] = urgent
+        return asyncio.get_running_loop().create_future()
+
+
+async def test_only_the_last_report_of_jobs_with_children_the_worker_holds_is_urgent() -> None:
+    recorder = UrgencyRecorder()
+    slots = Slots(4, Prefetch(slots=4, most=0))
+    completer = Completer(acks=recorder, slots=slots, events=EventLog(io.StringIO()))  # type: ignore[arg-type]
+
+    def held(job_id: int, *, has_children: bool) -> RunningJob:
+        job = ClaimedJob(
+            Lease(job_id, "t"),
+            PayloadKind.CALL,
+            {},
+            "q",
+            1,
+            3,
+            None,
+            {},
+            0.0,
+            has_children=has_children,
+        )
+        running = RunningJob(job, renewed_at=0.0)
+        slots.hold(running)
+        return running
+
+    first, second = held(1, has_children=True), held(2, has_children=True)
+    plain = held(3, has_children=False)
+    done = Outcome(Status.SUCCEEDED, result_json="null")
+    # A fan-in's parents all have children; only the last one's report releases it.
+    completer.report(first, done)  # another is yet to report: it waits for company
+    completer.report(plain, done)  # no children: batched as ever
+    completer.report(second, done)  # the worker's last job with children: at once
+    assert recorder.urgent == {1: False, 3: False, 2: True}

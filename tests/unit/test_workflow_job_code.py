@@ -199,6 +199,35 @@ async def test_parents_that_cannot_be_read_fail_the_attempt_and_leave_no_file(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("handed_over", [PAGE + 1, 3])
+async def test_the_parents_handed_over_with_the_claim_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handed_over: int
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    request = PREPARER.request(CallPayload(f"{JOBS}:total", []), LIMITS, JobIdentity(id=7))
+    assert not isinstance(request, Outcome)
+    parents = [ParentResult(i, 100 + i, JobState.SUCCEEDED, i) for i in range(PAGE + 1)]
+    job = msgspec.structs.replace(_claimed(7), first_parents=tuple(parents[:handed_over]))
+    running = RunningJob(job=job, renewed_at=0.0)
+    monkeypatch.setattr(
+        parent_results,
+        "job_parent_results",
+        lambda job_id, *, after_position, limit: after_position,
+    )
+    asked: list[int] = []
+
+    async def store(after_position: int) -> list[ParentResult]:
+        asked.append(after_position)
+        return parents[after_position + 1 :][:PAGE]
+
+    prepared = await with_parents_file(request, running, store)
+    assert not isinstance(prepared, Outcome)
+    assert asked == ([] if handed_over == len(parents) else [handed_over - 1])
+    assert list(parents_file.read(str(running.parents_file))) == parents
+    running.drop_parents_file()
+
+
 def _claimed(job_id: int) -> ClaimedJob:
     return ClaimedJob(
         lease=Lease(job_id, "token"),

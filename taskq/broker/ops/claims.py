@@ -17,9 +17,9 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.ops import queries
-from taskq.broker.ops.common import clock_tick, from_json
+from taskq.broker.ops.common import clock_tick, from_json, parent_result
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import ClaimedJob, Lease, PayloadKind
+from taskq.broker.records import ClaimedJob, Lease, ParentResult, PayloadKind
 from taskq.broker.stores.store import Consistency, Row, Statement
 
 
@@ -45,8 +45,28 @@ def _candidates_sql(queue_count: int, now: str) -> str:
     return "\nUNION ALL\n".join(branch.format(n=index, now=now) for index in range(queue_count))
 
 
+FIRST_PARENTS_COUNT = 64
+"""At most how many parents' outcomes a claim hands over with a job (see ``first_parents``)."""
+FIRST_PARENTS_BYTES = 256 * 1024
+"""And at most how many bytes of their results and errors."""
+_FIRST_PARENTS_PARAMS = {
+    "first_parents_count": FIRST_PARENTS_COUNT,
+    "first_parents_bytes": FIRST_PARENTS_BYTES,
+}
+
+
 def _claim_sql(queue_count: int) -> str:
-    return queries.query("job_claim").format(candidates=_candidates_sql(queue_count, _STORE_NOW))
+    return queries.query("job_claim").format(
+        candidates=_candidates_sql(queue_count, _STORE_NOW),
+        first_parents=queries.query("job_claim_first_parents"),
+    )
+
+
+def _first_parents(text: str | None) -> tuple[ParentResult, ...] | None:
+    """The parents' outcomes a claim returned with a job (None for a job without parents)."""
+    if text is None:
+        return None
+    return tuple(parent_result(*item) for item in json.loads(text))
 
 
 def _claimed(row: Row) -> ClaimedJob:
@@ -63,6 +83,8 @@ def _claimed(row: Row) -> ClaimedJob:
         retry=from_json(row["retry"]),
         checkpoint_json=row["checkpoint"],
         parent_count=int(row["parent_count"]),
+        has_children=bool(row["has_children"]),
+        first_parents=_first_parents(row.get("first_parents")),
     )
 
 
@@ -75,6 +97,7 @@ def claim_statements(request: ClaimRequest, claim_token: str) -> list[Statement]
         "lease_seconds": float(request.lease_seconds),
         "labels": json.dumps(sorted(set(request.labels))),
         "limit": int(request.limit),
+        **_FIRST_PARENTS_PARAMS,
     }
     params.update({f"queue_{index}": queue for index, queue in enumerate(queues)})
     token_params = {"worker_id": request.worker_id, "claim_token": claim_token}
@@ -96,8 +119,10 @@ def claimed_by_token(request: ClaimRequest, claim_token: str) -> Op[list[Claimed
     """What a claim whose outcome is unknown did claim (nothing, if it was not applied)."""
     rows = yield Read(
         Statement(
-            queries.query("job_claimed_by_token"),
-            {"worker_id": request.worker_id, "claim_token": claim_token},
+            queries.query("job_claimed_by_token").format(
+                first_parents=queries.query("job_claim_first_parents")
+            ),
+            {"worker_id": request.worker_id, "claim_token": claim_token, **_FIRST_PARENTS_PARAMS},
         ),
         Consistency.LINEARIZABLE,
     )

@@ -9,6 +9,7 @@ from typing import Any
 from taskq import errors, fast_json
 from taskq.broker.ops import queries
 from taskq.broker.ops.plan import Op, Read
+from taskq.broker.records import JobState, ParentResult
 from taskq.broker.stores.store import Consistency, Statement
 
 KEYSET_START = 2**62
@@ -37,6 +38,17 @@ def to_json(value: Any, what: str, *, decoded: bool = False, field: str | None =
 def from_json(text: Any) -> Any:
     """A JSON column's value; one the store already decoded passes through."""
     return fast_json.loads(text) if isinstance(text, str) else text
+
+
+def parent_result(position: Any, job_id: Any, state: Any, result: Any, error: Any) -> ParentResult:
+    """How a parent ended, from its stored columns (result and error as JSON text)."""
+    return ParentResult(
+        position=int(position),
+        job_id=int(job_id),
+        state=JobState(state),
+        result=from_json(result),
+        error=from_json(error),
+    )
 
 
 def ids_param(ids: Sequence[int]) -> str:

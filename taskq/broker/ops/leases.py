@@ -32,7 +32,7 @@ from taskq.broker.records import (
     Lease,
     WorkflowSubmission,
 )
-from taskq.broker.stores.store import Consistency, SqlValue, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
 # -- heartbeats -------------------------------------------------------------------
 
@@ -277,6 +277,18 @@ def _progress_fields(report: Report) -> dict[str, Any]:
     }
 
 
+class ReportAnswer(msgspec.Struct, frozen=True):
+    """What one request of reports (and maybe a claim) did: :func:`job_report_claim`'s answer."""
+
+    fenced: list[Fenced]
+    """Each report's verdict, in the order sent."""
+    claimed: list[ClaimedJob]
+    """The jobs the claim took (none without a claim)."""
+    freed_queues: frozenset[str] = frozenset()
+    """The queues where the write left jobs ready that its own claim did not take: released
+    by the reports' ends, or spawned by them. Idle workers of these queues have work."""
+
+
 def job_report(
     reports: Sequence[Report], *, backoff: Backoff = DEFAULT_BACKOFF, now: float | None = None
 ) -> Op[list[Fenced]]:
@@ -288,8 +300,8 @@ def job_report(
     its token was recorded; one still running under its token is sent again;
     any other lost its lease.
     """
-    fenced, _ = yield from _report_and_claim(reports, None, backoff, now)
-    return fenced
+    answer = yield from job_report_claim(reports, None, backoff=backoff, now=now)
+    return answer.fenced
 
 
 def job_report_and_claim(
@@ -305,26 +317,37 @@ def job_report_and_claim(
     then commits once per batch of finished jobs instead of twice (on the
     embedded store, one fsync instead of two).
     """
-    return (yield from _report_and_claim(reports, claim, backoff, now))
+    answer = yield from job_report_claim(reports, claim, backoff=backoff, now=now)
+    return answer.fenced, answer.claimed
 
 
-def _report_and_claim(
+def job_report_claim(
     reports: Sequence[Report],
     claim: claims.ClaimRequest | None,
-    backoff: Backoff,
-    now: float | None,
-) -> Op[tuple[list[Fenced], list[ClaimedJob]]]:
+    *,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    now: float | None = None,
+) -> Op[ReportAnswer]:
+    """:func:`job_report_and_claim` (with no claim when ``claim`` is None), and where the
+    write left jobs ready for other workers (``ReportAnswer.freed_queues``).
+
+    Those are known only from a write whose outcome is known: after an unknown
+    one the queues are left out, and the jobs are found by polling.
+    """
     pending = list(reports)
     fenced: dict[Lease, Fenced] = {}
     claimed: list[ClaimedJob] = []
+    freed: set[str] = set()
     if claim is not None and (claim.limit < 1 or not claim.queues):
         claim = None
     for _ in range(3):
         if not pending and claim is None:
             break
         batch = [clock_tick(now)]
-        # Indexes of the statements whose rows name the jobs that took their report.
+        # Indexes of the statements whose rows name the jobs that took their report,
+        # and of the release (dependencies.settle_statements ends with it).
         job_updates: range = range(0)
+        release_at = None
         if pending:
             # Fan-outs first: each is fenced by its job's lease, as the report after it.
             for report in pending:
@@ -337,6 +360,7 @@ def _report_and_claim(
             job_updates = range(len(batch) + 1, len(batch) + len(reporting))
             # An end settles the jobs waiting on it (dependencies.settle_statements).
             batch += [*reporting, *dependencies.settle_statements()]
+            release_at = len(batch) - 1
         claim_token = secrets.token_hex(8)
         claim_at = len(batch)
         if claim is not None:
@@ -363,12 +387,38 @@ def _report_and_claim(
             )
         if claim is not None:
             claimed = claims.claimed_rows(results[claim_at].rows)
+        if release_at is not None:
+            freed |= _freed_queues(pending, fenced, results[release_at].rows, claimed)
         pending, claim = [], None
     if pending:
         raise errors.OutcomeUnknown(
             f"reports on jobs {[report.lease.job_id for report in pending]} could not be confirmed"
         )
-    return [fenced[report.lease] for report in reports], claimed
+    return ReportAnswer(
+        fenced=[fenced[report.lease] for report in reports],
+        claimed=claimed,
+        freed_queues=frozenset(freed),
+    )
+
+
+def _freed_queues(
+    sent: Sequence[Report],
+    fenced: dict[Lease, Fenced],
+    released: Sequence[Row],
+    claimed: Sequence[ClaimedJob],
+) -> set[str]:
+    """The queues of the jobs a report write released or spawned and did not claim itself.
+
+    A spawn's jobs count whether they wait or not, as a submit's do for the
+    client's hint: the write does not say which it queued, and a hint is only
+    a hint.
+    """
+    taken = {job.lease.job_id for job in claimed}
+    queues = {str(row["queue"]) for row in released if int(row["id"]) not in taken}
+    for report in sent:
+        if report.spawn is not None and fenced.get(report.lease) is Fenced.ACCEPTED:
+            queues.update(spec.queue for spec in report.spawn.jobs)
+    return queues
 
 
 def _unsettled(pending: list[Report], fenced: dict[Lease, Fenced]) -> Op[list[Report]]:

@@ -13,15 +13,23 @@ WakeTarget: TypeAlias = tuple[tuple[str, int], frozenset[str]]
 """A worker's hint socket as (host, port), with the queues it serves."""
 
 
+def socket_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[host]:port`` for IPv6), as a worker registers it, for a socket.
+
+    Raises ValueError when it is not one.
+    """
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
 def worker_wake_targets() -> Op[list[WakeTarget]]:
     """The active workers' hint sockets, as any node's copy has them; bad rows are skipped."""
     rows = yield Read(Statement(queries.query("worker_wake_addresses")), Consistency.NONE)
     targets = []
     for row in rows:
-        host, _, port = str(row["wake_address"]).rpartition(":")
         try:
             served = frozenset(str(queue) for queue in json.loads(row["queues"]))
-            targets.append(((host.strip("[]"), int(port)), served))
+            targets.append((socket_address(str(row["wake_address"])), served))
         except (ValueError, TypeError):
             continue
     return targets

@@ -20,7 +20,7 @@ from typing import Any
 from taskq import errors, fast_json
 from taskq.broker import job_validation
 from taskq.broker.ops import dependencies, queries
-from taskq.broker.ops.common import from_json
+from taskq.broker.ops.common import parent_result
 from taskq.broker.ops.enqueue import (
     MAX_PAYLOAD_BYTES,
     PositionalKeys,
@@ -335,13 +335,7 @@ def job_parent_results(
         Consistency.WEAK,
     )
     return [
-        ParentResult(
-            position=int(row["position"]),
-            job_id=int(row["id"]),
-            state=JobState(row["state"]),
-            result=from_json(row["result"]),
-            error=from_json(row["error"]),
-        )
+        parent_result(row["position"], row["id"], row["state"], row["result"], row["error"])
         for row in rows
     ]
 

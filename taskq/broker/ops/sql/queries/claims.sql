@@ -22,7 +22,7 @@ WHERE id IN (
     LIMIT :limit
 )
 -- RETURNING stays on one line: rqlite recognises it by the text 'returning '.
-RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count
+RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count, has_children, {first_parents}
 
 -- name: job_claim_candidates
 -- Each queue gives at most what its limits leave: max_running minus the jobs
@@ -108,8 +108,20 @@ WHERE state = 'running' AND worker_id = :worker_id
 
 -- name: job_claimed_by_token
 SELECT id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until,
-    retry, checkpoint, parent_count
+    retry, checkpoint, parent_count, has_children, {first_parents}
 FROM jobs
 WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
 ORDER BY priority DESC, run_at, id
+
+-- name: job_claim_first_parents
+-- In place of {first_parents} in what a claim returns: for a job with parents,
+-- how its first ones ended, as a JSON array of [position, id, state, result,
+-- error] (result and error as the JSON text they are stored as), so that a
+-- fan-in starts without a read of its own. At most :first_parents_count of
+-- them, and only while their results and errors add up to at most
+-- :first_parents_bytes: a claim never carries a large page. The worker reads
+-- the rest, if any, by job_parent_results (workflows.sql); it knows there are
+-- more when fewer came than parent_count says. NULL for a job without parents,
+-- for which nothing here is evaluated.
+CASE WHEN parent_count > 0 THEN (SELECT json_group_array(json_array(first.position, first.id, first.state, first.result, first.error)) FROM (SELECT edge.position, parent.id, parent.state, parent.result, parent.error, sum(coalesce(length(parent.result), 0) + coalesce(length(parent.error), 0)) OVER (ORDER BY edge.position) AS bytes_so_far FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id WHERE edge.child_id = jobs.id ORDER BY edge.position LIMIT :first_parents_count) AS first WHERE first.bytes_so_far <= :first_parents_bytes ORDER BY first.position) END AS first_parents

@@ -158,10 +158,14 @@ WHERE jobs.id = cause.id
 -- name: job_release_ready
 -- Waiting jobs whose parents have all ended, and which a failed parent did
 -- not doom, are queued: due now, or later if they were submitted with a delay.
+-- Each is returned, so that a worker whose report released it can tell the
+-- idle workers of its queue on a cluster (taskq/worker/claim_requests.py);
+-- the time comes from the clock row, so rqlite keeps the rows.
 UPDATE jobs INDEXED BY jobs_releasable SET
     state = 'queued',
     run_at = max(run_at, (SELECT now FROM taskq_clock))
 WHERE state = 'waiting' AND parents_left = 0 AND (parents_failed = 0 OR run_anyway = 1)
+RETURNING id, queue
 
 -- name: job_revive
 -- The jobs a parent's failure cancelled wait again once that parent waits or
