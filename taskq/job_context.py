@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import msgspec
@@ -42,6 +42,32 @@ class JobUpdate(msgspec.Struct, frozen=True):
     checkpoint_json: str | None = None
 
 
+class NamedStep(msgspec.Struct, frozen=True):
+    """A spawned job given by name (``taskq.step("pkg.mod:f", ...)``, not unchecked).
+
+    The child has no store, so the job goes as written; the worker resolves
+    it as its workers declare it before the spawn is written. ``position``:
+    the job's in the spawn; ``where``: the step, to name it when refused;
+    ``options``: the names of the options the step was given, which win over
+    the declared ones (their values are the job's own fields, ``kwargs`` its
+    payload's).
+    """
+
+    position: int
+    where: str
+    options: tuple[str, ...] = ()
+
+
+class _Call(Protocol):
+    """A step's call by name as a flow keeps it (``taskq.broker.client.declarations.NamedCall``)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+
+
 class Spawnable(Protocol):
     """What :meth:`JobContext.spawn` takes: a flow (``taskq.Flow``) of jobs not yet submitted."""
 
@@ -49,6 +75,10 @@ class Spawnable(Protocol):
 
     def submission(self) -> msgspec.Struct:
         """The flow as one request (a ``WorkflowSubmission``), its jobs checked."""
+        ...
+
+    def by_name(self) -> Mapping[int, _Call]:
+        """The steps given by name, by their positions in the submission."""
         ...
 
 
@@ -76,6 +106,7 @@ class JobContext:
         """How many parents the job has (the jobs it ran after)."""
         self._parents = parents
         self._spawned: msgspec.Struct | None = None
+        self._spawned_by_name: tuple[NamedStep, ...] = ()
         self._send = send
         self._lock = threading.Lock()
         self._update = JobUpdate(0.0, "", checkpoint_json)
@@ -139,14 +170,20 @@ class JobContext:
         success; an attempt that fails spawns nothing, and its retry spawns
         anew. Once per attempt (spawn a ``taskq.group`` of several flows);
         at most :data:`MAX_SPAWN_JOBS` jobs and :data:`MAX_SPAWN_BYTES` of JSON.
-        An empty flow spawns nothing.
+        An empty flow spawns nothing. Its steps by name are resolved by the
+        worker as their workers declare them, before the spawn is written: a
+        name no worker declares fails the attempt, and nothing is spawned.
         """
         if not len(flow):
             return
         if len(flow) > MAX_SPAWN_JOBS:
             raise ValueError(f"a job spawns at most {MAX_SPAWN_JOBS} jobs, not {len(flow)}")
         submission = flow.submission()
-        size = len(msgspec.json.encode(submission))
+        by_name = tuple(
+            NamedStep(position, call.where, tuple(call.options))
+            for position, call in flow.by_name().items()
+        )
+        size = len(msgspec.json.encode(submission)) + len(msgspec.json.encode(by_name))
         if size > MAX_SPAWN_BYTES:
             raise ValueError(
                 f"a spawn is at most {MAX_SPAWN_BYTES} bytes of JSON, this is {size}: "
@@ -158,11 +195,17 @@ class JobContext:
                     "a job spawns once per attempt: spawn one taskq.group(...) of every flow"
                 )
             self._spawned = submission
+            self._spawned_by_name = by_name
 
     @property
     def spawned(self) -> msgspec.Struct | None:
         """What :meth:`spawn` was given, as a ``WorkflowSubmission``; None: nothing."""
         return self._spawned
+
+    @property
+    def spawned_by_name(self) -> tuple[NamedStep, ...]:
+        """Which of the spawned jobs were given by name, for whoever writes them to resolve."""
+        return self._spawned_by_name
 
     def close(self) -> None:
         """Carry nothing more: the job is over (a thread it left behind may still call)."""

@@ -22,8 +22,10 @@ store's clock to each one's time, so a test of retries never sleeps.
 
 A workflow runs the same way: a job whose parents have ended is due, reads
 their results with ``parent_results()``, and what it spawns is written with
-its success, to run next. To test one job's code alone, ``as_job`` runs a
-block as that job would run, with the parents' results you give::
+its success, to run next (its steps by name resolved as a worker resolves
+them: a name no worker declares fails the job, spawning nothing). To test
+one job's code alone, ``as_job`` runs a block as that job would run, with
+the parents' results you give::
 
     with taskq.testing.as_job(parent_results=[4, 9]) as job:
         assert build_index() == {"count": 2}
@@ -42,7 +44,7 @@ from typing import Any
 
 import msgspec
 
-from taskq import job_context
+from taskq import errors, job_context
 from taskq.broker.client import declared
 from taskq.broker.client.client import Client
 from taskq.broker.limits import Limits
@@ -56,6 +58,7 @@ from taskq.broker.ops.workflows import job_parent_results
 from taskq.broker.records import ClaimedJob, JobState, ParentResult
 from taskq.broker.stores.store import Store
 from taskq.job_context import JobContext, JobUpdate
+from taskq.worker import spawn_names
 from taskq.worker.parent_results import PAGE, ParentsFile
 from taskq.worker.reports import report_of
 from taskq.worker.sandbox import child, judging, protocol
@@ -118,11 +121,24 @@ def run_due(client: Client, *, delayed: bool = False, max_jobs: int = 10_000) ->
             break
         [job] = claimed
         outcome, checkpoint_json = _run_inline(job, client.store)
+        if outcome.spawn_by_name:
+            outcome = _with_spawn_resolved(outcome, client)
         report = report_of(job, None, outcome, checkpoint_json)
         # At the claim's time: the store's clock must not run back past the job's start.
         plan.run(client.store, job_report([report], now=now))
         ran.append(job.lease.job_id)
     return ran
+
+
+def _with_spawn_resolved(outcome: Outcome, client: Client) -> Outcome:
+    """The steps by name of ``outcome``'s spawn resolved as a worker resolves them; or the
+    attempt failed for good, spawning nothing, when one is refused."""
+    assert outcome.spawn is not None, "only a spawn has steps by name"
+    steps = spawn_names.resolve_spawn(outcome.spawn, outcome.spawn_by_name, client.declarations)
+    try:
+        return spawn_names.with_spawn(outcome, plan.run(client.store, steps))
+    except errors.InvalidJob as exc:
+        return spawn_names.refused(outcome, exc)
 
 
 def _run_inline(job: ClaimedJob, store: Store) -> tuple[Outcome, str | None]:

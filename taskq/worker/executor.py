@@ -35,6 +35,7 @@ from taskq.worker.sandbox.sandboxes import Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
+from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_runner import Run
 
 # A slot's jobs handed to its sandbox, with what the sandbox made of each.
@@ -54,6 +55,7 @@ class Executor:
         sandboxes: SlotSandboxes,
         preparer: JobPreparer,
         completer: Completer,
+        spawn_names: SpawnNames,
         output: OutputFlusher,
         autoscaler: Autoscaler | None,
         events: EventLog,
@@ -66,6 +68,7 @@ class Executor:
         self._sandboxes = sandboxes
         self._preparer = preparer
         self._completer = completer
+        self._spawn_names = spawn_names
         self._output = output
         self._autoscaler = autoscaler
         self._events = events
@@ -273,4 +276,8 @@ class Executor:
         # A stopped job's time says nothing of the others.
         if running.stopped_because is None and outcome.wall_seconds > 0:
             self._slots.prefetch.job_ran(outcome.wall_seconds)
+        if outcome.spawn_by_name:
+            # Its child has no store: the steps it spawned by name are resolved here,
+            # before its report is made (see spawn_names). Every other outcome goes as it is.
+            outcome = await self._spawn_names.resolved(outcome)
         return outcome

@@ -39,6 +39,7 @@ from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
+from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import store_runner
 
@@ -136,6 +137,7 @@ def build_worker(
         sandboxes=sandboxes,
         preparer=preparer,
         completer=completer,
+        spawn_names=SpawnNames(run),
         output=output,
         autoscaler=autoscaler,
         events=events,

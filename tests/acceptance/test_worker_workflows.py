@@ -4,7 +4,8 @@ A map over inputs then a fan-in that sums its parents' results (more
 parents than one page of the worker's reads, where the children are cheap
 enough to run that many); a chain whose every link reads the one before; a
 job that spawns K children and a fan-in over them at run time, whose result
-proves it saw all K. Each test waits on results with bounded timeouts.
+proves it saw all K; a spawn by name, resolved by the worker as declared, or
+refused. Each test waits on results with bounded timeouts.
 """
 
 from __future__ import annotations
@@ -16,15 +17,24 @@ from pathlib import Path
 import pytest
 
 import taskq
+from taskq import errors
 from taskq.broker.records import JobState
 from taskq.worker.parent_results import PAGE
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet
-from tests.support.workflow_jobs import add, plus_parent, spawn_squares, square, total
+from tests.support.workflow_jobs import (
+    add,
+    plus_parent,
+    spawn_by_name,
+    spawn_squares,
+    square,
+    total,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
 WAIT = 120
+JOBS = "tests.support.workflow_jobs"
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -111,3 +121,29 @@ def test_a_job_spawns_children_and_a_fan_in_that_sees_them_all(
         "in_order": True,
         "parent_count": k,
     }
+
+
+def test_a_spawn_by_name_is_written_as_declared_or_fails_the_job(
+    client: taskq.Client, workers: WorkerFleet, store_url: str
+) -> None:
+    queue = f"flows-{uuid.uuid4().hex[:8]}"
+    # The worker publishes the jobs of workflow_jobs: cube, with 4 attempts and 60 s.
+    modules = ["tests.support", JOBS]
+    workers.start(store_url, worker={"queues": [queue], "concurrency": 2, "modules": modules})
+    spawner = spawn_by_name.options(queue=queue)
+    pipeline = client.submit_workflow(spawner.step(f"{JOBS}:cube", [3], {"queue": queue}))
+    assert pipeline.result(timeout=WAIT) == "spawned"
+    info = pipeline.wait(timeout=WAIT)
+    assert info.counts.get(JobState.SUCCEEDED) == 3, info
+    jobs = client.list(taskq.JobQuery(workflow_id=pipeline.id, limit=5))
+    [cube] = [job for job in jobs if job.payload["target"] == f"{JOBS}:cube"]
+    assert (cube.queue, cube.max_attempts, cube.timeout, cube.result) == (queue, 4, 60.0, 27)
+
+    refused = client.submit_workflow(spawner.step(f"{JOBS}:cubes", [3], {"queue": queue}))
+    with pytest.raises(errors.JobFailed):
+        refused.result(timeout=WAIT)
+    [job] = client.list(taskq.JobQuery(workflow_id=refused.id, limit=5))
+    assert job.state is JobState.FAILED
+    assert job.error is not None
+    assert job.error["type"] == "taskq.errors.UnknownFunction"
+    assert f"did you mean {JOBS}:cube " in job.error["message"]

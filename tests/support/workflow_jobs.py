@@ -79,3 +79,18 @@ def spawn_then_fail(k: int) -> None:
     taskq.current_job().spawn(_squares_then_total(k))
     if taskq.current_job().attempt == 1:
         raise RuntimeError("first attempt fails after spawning")
+
+
+@taskq.job(queue="flows", max_attempts=4, timeout=60)
+def cube(x: int) -> int:
+    """Declared with attempts and a timeout of its own, for a spawn by name to take."""
+    return x * x * x
+
+
+@taskq.job(queue="flows", max_attempts=1)
+def spawn_by_name(target: str, args: list[Any], options: dict[str, Any]) -> str:
+    """Spawns a step of ``target`` by name, with ``options``, beside a declared square on
+    the running job's own queue."""
+    beside = square.options(queue=taskq.current_job().queue).step(2)
+    taskq.current_job().spawn(taskq.group(beside, taskq.step(target, *args, **options)))
+    return "spawned"

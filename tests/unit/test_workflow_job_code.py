@@ -26,7 +26,7 @@ from taskq.broker.records import (
     PayloadKind,
     WorkflowSubmission,
 )
-from taskq.job_context import MAX_SPAWN_JOBS, JobContext
+from taskq.job_context import MAX_SPAWN_JOBS, JobContext, NamedStep
 from taskq.worker import parent_results
 from taskq.worker.parent_results import PAGE, with_parents_file
 from taskq.worker.running import RunningJob
@@ -109,9 +109,28 @@ async def test_a_spawn_comes_back_with_the_success_and_only_with_it(sandbox: San
     assert outcome.spawn.parents == ((), (), (), (0, 1, 2))
     assert [job.payload["args"] for job in outcome.spawn.jobs] == [[0], [1], [2], []]
     assert outcome.spawn.workflow_id is None
+    assert outcome.spawn_by_name == ()  # declared jobs' steps: nothing for the worker to resolve
     failed = await run(sandbox, "spawn_then_fail", 2)
     assert failed.status is Status.ERROR
     assert failed.spawn is None
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_spawn_says_which_steps_were_given_by_name_and_their_options(
+    sandbox: Sandbox,
+) -> None:
+    outcome = await run(sandbox, "spawn_by_name", f"{JOBS}:cube", [3], {"priority": 2})
+    assert outcome.status is Status.SUCCEEDED, outcome.error
+    assert outcome.spawn is not None
+    assert [job.payload["target"] for job in outcome.spawn.jobs] == [
+        f"{JOBS}:square",
+        f"{JOBS}:cube",
+    ]
+    assert outcome.spawn_by_name == (NamedStep(1, "step cube(3)", ("priority",)),)
+    unchecked = await run(sandbox, "spawn_by_name", f"{JOBS}:cube", [3], {"unchecked": True})
+    assert unchecked.spawn is not None
+    assert unchecked.spawn_by_name == ()
 
 
 def test_as_job_gives_the_parents_and_keeps_the_spawn() -> None:
@@ -147,6 +166,25 @@ def test_a_child_cannot_spawn_into_another_workflow_or_with_a_failure() -> None:
         {**body, "spawn": {**spawned, "jobs": []}},
         {**body, "spawn": {"jobs": "no"}},
         {**body, "status": "error", "error": {"type": "E", "message": "", "traceback": ""}},
+    ):
+        with pytest.raises(protocol.ProtocolError, match="spawn"):
+            protocol.parse_report(bad)
+
+
+def test_a_spawn_s_steps_by_name_must_each_name_a_call_of_it() -> None:
+    flow = taskq.group(square.step(1), taskq.step(f"{JOBS}:cube", 2, queue="q"))
+    spawned = msgspec.to_builtins(flow.submission())
+    step = {"position": 1, "where": "step cube(2)", "options": ["queue"]}
+    body = {"status": "succeeded", "result_json": "1", "spawn": spawned, "spawn_by_name": [step]}
+    assert protocol.parse_report(body).spawn_by_name == (NamedStep(1, "step cube(2)", ("queue",)),)
+    python_exec = msgspec.to_builtins(taskq.python_exec_spec("def f(): pass", "f"))
+    for bad in (
+        {**body, "spawn": None},
+        {**body, "spawn_by_name": [{**step, "position": 2}]},
+        {**body, "spawn_by_name": [step, step]},
+        {**body, "spawn_by_name": [{**step, "options": ["payload"]}]},
+        {**body, "spawn_by_name": [{**step, "position": "1"}]},
+        {**body, "spawn": {**spawned, "jobs": [spawned["jobs"][0], python_exec]}},
     ):
         with pytest.raises(protocol.ProtocolError, match="spawn"):
             protocol.parse_report(bad)

@@ -280,6 +280,8 @@ def run_job(
         if context.spawned is not None and body["status"] == outcome.Status.SUCCEEDED.value:
             # Written only with the success it came with.
             body["spawn"] = msgspec.to_builtins(context.spawned)
+            if context.spawned_by_name:
+                body["spawn_by_name"] = msgspec.to_builtins(context.spawned_by_name)
         return body
     except MemoryError:
         return _OUT_OF_MEMORY

@@ -72,6 +72,7 @@ def decide_outcome(supervised: Supervised, *, kind: Kind, limits: Limits) -> Out
         wall_seconds=supervised.wall_seconds,
         log_tail=supervised.log_tail,
         spawn=report.spawn if report is not None and reported_success else None,
+        spawn_by_name=report.spawn_by_name if report is not None and reported_success else (),
         # The job's own word on retrying counts only where its report decided the status.
         **(_retry_verdict(report) if report is not None and status is report.status else {}),
     )

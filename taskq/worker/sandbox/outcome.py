@@ -9,6 +9,7 @@ import msgspec
 
 from taskq import fast_json
 from taskq.broker.records import WorkflowSubmission
+from taskq.job_context import NamedStep
 from taskq.worker.sandbox.json_value import JsonValue
 
 
@@ -78,6 +79,8 @@ class Outcome(msgspec.Struct, frozen=True):
     """``abort`` (``taskq.Abort``) or ``permanent`` (it cannot run as asked): no retry."""
     spawn: WorkflowSubmission | None = None
     """The jobs a successful job spawned into its workflow, to write with its result."""
+    spawn_by_name: tuple[NamedStep, ...] = ()
+    """Which of them it gave by name: the worker resolves them before its report is made."""
 
     @property
     def result(self) -> JsonValue:

@@ -39,8 +39,8 @@ import msgspec
 from taskq import errors, fast_json
 from taskq.broker import limits
 from taskq.broker.records import WorkflowSubmission
-from taskq.job_context import MAX_CHECKPOINT_BYTES, MAX_SPAWN_BYTES, MAX_SPAWN_JOBS, JobUpdate
-from taskq.worker.sandbox import outcome, payloads
+from taskq.job_context import MAX_CHECKPOINT_BYTES, MAX_SPAWN_BYTES, JobUpdate, NamedStep
+from taskq.worker.sandbox import outcome, payloads, spawn_message
 
 _T = TypeVar("_T")
 _LENGTH = struct.Struct(">I")
@@ -215,6 +215,8 @@ class ChildReport(msgspec.Struct, frozen=True):
     (its function does not import, or the call does not fit it)."""
     spawn: WorkflowSubmission | None = None
     """The jobs a job that succeeded spawned into its workflow (``current_job().spawn``)."""
+    spawn_by_name: tuple[NamedStep, ...] = ()
+    """Which of them it gave by name, for the worker to resolve (``spawn_message``)."""
 
 
 _REPORTABLE = {
@@ -272,25 +274,17 @@ def parse_report(message: Mapping[str, Any]) -> ChildReport:
         tuple(lineage),
         None if retry_after is None else float(retry_after),
         give_up,
-        _spawn(message.get("spawn"), status),
+        *_spawn(message, status),
     )
 
 
-def _spawn(spawn: object, status: object) -> WorkflowSubmission | None:
-    """A result's spawned jobs: a workflow extension only a success carries, into its own job's."""
-    if spawn is None:
-        return None
+def _spawn(
+    message: Mapping[str, Any], status: object
+) -> tuple[WorkflowSubmission | None, tuple[NamedStep, ...]]:
     try:
-        submission = msgspec.convert(spawn, WorkflowSubmission)
-    except msgspec.ValidationError as exc:
-        raise ProtocolError(f"result has a malformed spawn: {exc}") from exc
-    if (
-        status != outcome.Status.SUCCEEDED
-        or submission.workflow_id is not None
-        or not 0 < len(submission.jobs) <= MAX_SPAWN_JOBS
-    ):
-        raise ProtocolError("result has a spawn no job could send")
-    return submission
+        return spawn_message.parse_spawn(message, status == outcome.Status.SUCCEEDED)
+    except spawn_message.MalformedSpawn as exc:
+        raise ProtocolError(str(exc)) from exc
 
 
 _GIVE_UPS = {"", "abort", "permanent"}

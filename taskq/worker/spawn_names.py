@@ -1,0 +1,120 @@
+"""A spawn's steps by name, resolved as their workers declare them before its report is made.
+
+A running job's child has no store: ``current_job().spawn(flow)`` sends the
+flow's jobs as written, and which of them were given by name
+(``taskq.step("pkg.mod:f", ...)``, not ``unchecked``) with the options given
+(``sandbox/spawn_message.py``). Before the attempt's report is made, the
+worker resolves those as ``client.submit_workflow`` resolves a workflow's
+(:meth:`~taskq.broker.client.declarations.DeclarationCache.spec_many`): the
+declared options of the newest version a live worker serves, the options
+given over them, the arguments bound to its published parameters.
+
+- A name no worker declares, or a call its parameters refuse, fails the
+  attempt for good (it would fail the same way again): the refusal names the
+  step, with the names close to it, and nothing is spawned.
+- A store that cannot be read fails the attempt as a store failure before
+  its job starts does (``parent_results.with_parents_file``): retried by the
+  job's policy while it has attempts left, its spawn with it.
+
+Only a report with steps by name comes here; every other one is made as it
+comes from the sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from taskq import errors
+from taskq.broker.client.declarations import DeclarationCache, NamedCall, named
+from taskq.broker.client.specs import validate_spec
+from taskq.broker.ops.plan import Op
+from taskq.broker.records import JobSpec, WorkflowSubmission
+from taskq.job_context import NamedStep
+from taskq.retry import exception_name
+from taskq.worker.sandbox.outcome import Outcome, Status, error_info
+from taskq.worker.store_runner import Run
+
+
+class SpawnNames:
+    """Resolves the steps by name of the spawns of a worker's jobs with the store's declarations."""
+
+    def __init__(self, run: Run, declarations: DeclarationCache | None = None) -> None:
+        self._run = run
+        self._declarations = declarations or DeclarationCache()
+
+    async def resolved(self, outcome: Outcome) -> Outcome:
+        """``outcome`` with its spawn's steps by name resolved; or failed, spawning nothing."""
+        assert outcome.spawn is not None, "only a spawn has steps by name"
+        try:
+            spawn = await self._run(
+                resolve_spawn(outcome.spawn, outcome.spawn_by_name, self._declarations)
+            )
+        except errors.InvalidJob as exc:
+            return refused(outcome, exc)
+        except errors.TaskqError as exc:
+            return failed(
+                outcome,
+                exception_name(type(exc)),
+                f"its spawn's steps by name could not be resolved, nothing was spawned: {exc}",
+            )
+        return with_spawn(outcome, spawn)
+
+
+def resolve_spawn(
+    spawn: WorkflowSubmission, steps: Sequence[NamedStep], declarations: DeclarationCache
+) -> Op[WorkflowSubmission]:
+    """``spawn`` with the jobs of ``steps`` as their declarations make them, all or none.
+
+    :class:`taskq.errors.InvalidJob` (``UnknownFunction`` for a name no worker
+    declares) names the first step refused.
+    """
+    calls = [_call(spawn.jobs[step.position], step) for step in steps]
+    resolved = yield from declarations.spec_many(calls)
+    jobs = list(spawn.jobs)
+    for step, job in zip(steps, resolved, strict=True):
+        try:
+            validate_spec(job)
+        except errors.InvalidJob as exc:
+            raise named(exc, step.where) from None
+        jobs[step.position] = job
+    return msgspec.structs.replace(spawn, jobs=tuple(jobs))
+
+
+def with_spawn(outcome: Outcome, spawn: WorkflowSubmission) -> Outcome:
+    """``outcome`` with its spawn resolved: nothing left to resolve."""
+    return msgspec.structs.replace(outcome, spawn=spawn, spawn_by_name=())
+
+
+def refused(outcome: Outcome, exc: errors.InvalidJob) -> Outcome:
+    """The attempt failed for good: a step by name of its spawn was refused."""
+    return failed(
+        outcome,
+        exception_name(type(exc)),
+        f"its spawn was refused, nothing was spawned: {exc}",
+        give_up="permanent",
+    )
+
+
+def failed(outcome: Outcome, type_name: str, message: str, give_up: str = "") -> Outcome:
+    """``outcome``'s attempt failed with this error: no result, nothing spawned."""
+    return msgspec.structs.replace(
+        outcome,
+        status=Status.ERROR,
+        result_json=None,
+        error=error_info(type_name, message),
+        lineage=(),
+        retry_after=None,
+        give_up=give_up,
+        spawn=None,
+        spawn_by_name=(),
+    )
+
+
+def _call(job: JobSpec, step: NamedStep) -> NamedCall:
+    """The call by name that made ``job``: its target and arguments, the options it was given."""
+    payload = job.payload
+    options = {name: getattr(job, name) for name in step.options if name != "kwargs"}
+    options["kwargs"] = payload["kwargs"]
+    return NamedCall(payload["target"], payload["args"], options, step.where)
