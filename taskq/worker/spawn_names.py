@@ -59,6 +59,15 @@ class SpawnNames:
                 exception_name(type(exc)),
                 f"its spawn's steps by name could not be resolved, nothing was spawned: {exc}",
             )
+        except (ValueError, TypeError, KeyError) as exc:
+            # A declaration stored malformed (no worker writes one, but a store is
+            # shared): the attempt fails for good, the slot lives on.
+            return failed(
+                outcome,
+                exception_name(type(exc)),
+                f"its spawn's steps by name could not be resolved, nothing was spawned: {exc}",
+                give_up="permanent",
+            )
         return with_spawn(outcome, spawn)
 
 

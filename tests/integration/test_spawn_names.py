@@ -126,6 +126,19 @@ async def test_a_store_that_cannot_be_read_fails_the_attempt_to_be_retried() -> 
     assert (report.kind, report.retryable) == (ReportKind.FAIL, True)
 
 
+@pytest.mark.anyio
+async def test_a_declaration_stored_malformed_fails_the_attempt_for_good() -> None:
+    async def malformed(op: Any) -> Any:
+        op.close()
+        raise ValueError("wrong parameter order")
+
+    outcome = _spawned(taskq.step(f"{JOBS}:cube", 2))
+    failed = await SpawnNames(malformed).resolved(outcome)
+    assert (failed.status, failed.spawn, failed.give_up) == (Status.ERROR, None, "permanent")
+    assert failed.error is not None
+    assert "could not be resolved, nothing was spawned: wrong parameter" in failed.error["message"]
+
+
 # -- inline, by taskq.testing: the same resolution, and what the store then holds ------------
 
 
