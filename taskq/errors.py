@@ -166,3 +166,15 @@ class ConstraintViolation(StatementError):
 
 class MigrationError(StoreError):
     """The store's schema could not be brought up to date."""
+
+
+class SchemaNewer(MigrationError):
+    """The store's schema is newer than this taskq knows; nothing was written. Upgrade taskq."""
+
+
+class BackupInvalid(TaskqError):
+    """A file given as a backup is not a taskq store this taskq can restore; nothing was written."""
+
+
+class StoreNotEmpty(TaskqError):
+    """A restore was asked into a store that already holds data; nothing was written."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from taskq import __version__, errors
 from taskq.cli import (
+    backups,
     cluster,
     command,
     demo,
@@ -50,6 +51,7 @@ def build_parser() -> command.Parser:
     queue_defaults.add_commands(commands)
     schedules.add_commands(commands)
     cluster.add_commands(commands)
+    backups.add_commands(commands)
     dev.add_commands(commands)
     serve.add_commands(commands)
     tokens.add_commands(commands)

@@ -579,7 +579,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         ["queues"], ["pause"], ["resume"], ["limit"], ["submit-limit"], ["workers"],
         ["cluster"], ["stats"], ["prune"], ["schedule"], ["schedule", "add"],
         ["schedule", "list"], ["schedule", "remove"], ["schedule", "pause"],
-        ["schedule", "resume"],
+        ["schedule", "resume"], ["backup"], ["restore"],
     ]  # fmt: skip
     for command in commands:
         with pytest.raises(SystemExit) as exited:

@@ -1,4 +1,3 @@
-import multiprocessing
 import sqlite3
 from pathlib import Path
 
@@ -53,47 +52,6 @@ def test_migrate_is_applied_once(tmp_path: Path) -> None:
     assert first == [m.version for m in load_migrations()]
     assert second == []
     store.close()
-
-
-def _migrate_in_child(
-    path: str,
-    barrier: "multiprocessing.synchronize.Barrier",
-    out: "multiprocessing.Queue[list[int] | str]",
-) -> None:
-    # Open the file only after the barrier: processes starting together race
-    # on creating it and switching it to WAL as well as on migrating it.
-    barrier.wait(timeout=30)
-    try:
-        store = SqliteStore(path)
-        out.put(migrate(store))
-        store.close()
-    except Exception as exc:
-        out.put(f"{type(exc).__name__}: {exc}")
-
-
-def test_concurrent_processes_apply_each_migration_once(tmp_path: Path) -> None:
-    path = str(tmp_path / "race.db")
-    context = multiprocessing.get_context("spawn")
-    workers = 6
-    barrier = context.Barrier(workers)
-    out: multiprocessing.Queue[list[int] | str] = context.Queue()
-    processes = [
-        context.Process(target=_migrate_in_child, args=(path, barrier, out)) for _ in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        applied = [out.get(timeout=60) for _ in processes]
-    finally:
-        for process in processes:
-            process.join(timeout=30)
-            if process.is_alive():
-                process.kill()
-    failures = [result for result in applied if isinstance(result, str)]
-    assert not failures
-    every_version = sorted(v for result in applied if not isinstance(result, str) for v in result)
-    assert every_version == [m.version for m in load_migrations()]
-    assert all(process.exitcode == 0 for process in processes)
 
 
 def test_store_newer_than_code_is_refused(tmp_path: Path) -> None:

@@ -107,7 +107,7 @@ def check(store: Store) -> None:
             f"{store.url} holds no taskq data yet: a command that only reads does not set it "
             "up; submit a job or start taskq-worker first"
         )
-    _refuse_newer(done, newest)
+    _refuse_newer(store, done, newest)
     if not done.issuperset(range(1, newest + 1)):
         raise errors.SchemaBehind(
             f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
@@ -115,11 +115,11 @@ def check(store: Store) -> None:
         )
 
 
-def _refuse_newer(done: set[int], newest: int) -> None:
+def _refuse_newer(store: Store, done: set[int], newest: int) -> None:
     if done and max(done) > newest:
-        raise errors.MigrationError(
-            f"the store's schema is at version {max(done)}, newer than this taskq "
-            f"knows ({newest}); upgrade taskq"
+        raise errors.SchemaNewer(
+            f"{store.url} has schema version {max(done)}, newer than this taskq knows "
+            f"({newest}): upgrade taskq to use it; nothing was changed"
         )
 
 
@@ -132,7 +132,7 @@ def migrate(store: Store) -> list[int]:
     migrations = load_migrations()
     store.execute([Statement(queries.query("migration_table_create"))], idempotent=True)
     done = applied_versions(store)
-    _refuse_newer(done, migrations[-1].version if migrations else 0)
+    _refuse_newer(store, done, migrations[-1].version if migrations else 0)
     applied: list[int] = []
     for migration in migrations:
         if migration.version in done:

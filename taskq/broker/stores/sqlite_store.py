@@ -230,6 +230,28 @@ class SqliteStore:
             )
         ]
 
+    def copy_to(self, destination: Path) -> None:
+        """Copy the store into the new file ``destination``, consistent while others write.
+
+        SQLite's online backup in a single step: one read transaction, so the
+        copy is the store as of one commit, while writers carry on in the WAL.
+        """
+        with self._lock:
+            try:
+                copy = sqlite3.connect(destination, isolation_level=None, timeout=0)
+            except sqlite3.Error as exc:
+                raise errors.StoreError(f"cannot create {destination}: {exc}") from exc
+            try:
+                self._while_locked(lambda: self._conn.backup(copy))
+            except sqlite3.Error as exc:
+                if _primary_code(exc) in _BUSY:
+                    raise self._wrap(exc, index=0, sql="") from exc
+                raise errors.StoreError(
+                    f"SQLite store {self.path}: copying it to {destination} failed: {exc}"
+                ) from exc
+            finally:
+                copy.close()
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -1,0 +1,92 @@
+"""``taskq backup`` and ``taskq restore``: a store into one SQLite file, and into a new store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from taskq import humanize
+from taskq.broker.client import backups
+from taskq.cli import command, connection
+
+_COMMANDS = (
+    (
+        "backup",
+        "copy the store, while workers go on, into a new SQLite file",
+        "Copy the store into FILE (a new SQLite file) as of one moment, while workers go on "
+        "writing: SQLite's online backup for a file, rqlite's /db/backup for a cluster. The "
+        "copy is checked before it takes the name FILE.",
+        "the backup file to make (must not exist)",
+    ),
+    (
+        "restore",
+        "restore a backup into a new store (a new file, or an empty cluster)",
+        "Check FILE (a taskq backup) and restore it into the store named by --store, which "
+        "must be new: a SQLite file that does not exist yet, or an rqlite cluster that holds "
+        "nothing. A store that holds anything is refused, unchanged.",
+        "a file made by 'taskq backup'",
+    ),
+)
+
+
+def add_commands(commands: command.Commands) -> None:
+    """Register ``backup`` and ``restore``."""
+    handlers = {"backup": cmd_backup, "restore": cmd_restore}
+    for name, summary, description, file_help in _COMMANDS:
+        parser = command.add(commands, name, handlers[name], help=summary, description=description)
+        parser.add_argument("file", metavar="FILE", help=file_help)
+        parser.add_argument(
+            "--json", action="store_true", help="print progress as JSON lines (one object a line)"
+        )
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    backups.backup(args.file, connection.store_url(args), on_progress=_printer(args.json))
+    return command.EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    backups.restore(args.file, connection.store_url(args), on_progress=_printer(args.json))
+    return command.EXIT_OK
+
+
+def _printer(as_json: bool) -> backups.Progress:
+    def show(event: dict[str, Any]) -> None:
+        if as_json:
+            print(json.dumps(event), flush=True)
+            return
+        line = _line(event)
+        if line:
+            print(line, flush=True)
+
+    return show
+
+
+def _line(event: dict[str, Any]) -> str:
+    kind = event["event"]
+    if kind == "backup_started":
+        return f"backing up {event['store']} into {event['file']}"
+    if kind == "restore_started":
+        return f"restoring {event['file']} into {event['store']}"
+    if kind == "restore_checked":
+        return f"checked: {_held(event)}"
+    if kind == "restore_loading":
+        return f"loading {humanize.size(event['bytes'])} into the cluster"
+    if kind == "backup_done":
+        return (
+            f"backed up: {event['file']}, {humanize.size(event['bytes'])}, {_held(event)}, "
+            f"in {event['seconds']:.1f} s"
+        )
+    if kind == "restore_done":
+        return f"restored: {event['store']}, {_held(event)}, in {event['seconds']:.1f} s"
+    return ""
+
+
+def _held(event: dict[str, Any]) -> str:
+    states = ", ".join(f"{state} {n}" for state, n in sorted(event["jobs_by_state"].items()))
+    return (
+        f"schema version {event['schema_version']}, {event['jobs']} job(s)"
+        + (f" ({states})" if states else "")
+        + f", {event['workers']} worker(s) registered"
+    )
