@@ -81,9 +81,12 @@ def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
     finally:
         follower.kill()
     assert follower.returncode == 0, err
-    # The job's logging record, on its stderr, is output too.
-    assert "released by the test" in out, out
+    # The job's INFO logging record, on its stderr, is output too: stored, and in the log tail.
+    record = " INFO lab.job: released by the test\n"
+    assert record in out, out
     assert err.strip().endswith("[taskq: attempt 1 ended succeeded; the job is succeeded]"), err
+    [execution] = client.executions(handle.id)
+    assert (execution.log_tail or "").endswith(record), execution
 
 
 def test_output_survives_a_worker_kill_up_to_its_last_chunk(
