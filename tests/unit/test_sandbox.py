@@ -261,6 +261,15 @@ async def test_runaway_output_is_stopped_and_its_tail_kept(sandbox: Sandbox) -> 
     assert numbers[-1] * len("line 0000000\n") > 64_000
 
 
+async def test_a_job_on_the_default_limits_may_print_many_megabytes(sandbox: Sandbox) -> None:
+    # The default output_bytes (1 GiB) is a guard against floods, not a cap on a long log.
+    assert Limits().output_bytes == 1 << 30
+    outcome = await sandbox.run(call("print_bytes", 16 << 20), LIMITS)
+    assert outcome.status is Status.SUCCEEDED, outcome
+    assert outcome.result >= 16 << 20
+    assert len(outcome.log_tail) <= LIMITS.log_tail_bytes
+
+
 async def test_result_that_is_not_json_is_invalid(sandbox: Sandbox) -> None:
     outcome = await sandbox.run(call("return_set"), LIMITS)
     assert outcome.status is Status.RESULT_INVALID
