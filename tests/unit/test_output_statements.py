@@ -27,6 +27,13 @@ def test_a_batch_of_many_attempts_is_one_statement_of_each_kind() -> None:
     assert len(chunks) == 50
 
 
+def test_a_reports_batch_stores_the_chunks_and_leaves_their_end_to_the_reports() -> None:
+    outputs = [_output(n, 0, f"job {n} says hello\n") for n in range(50)]
+    statements = output_statements(outputs, reported=True)
+    assert [statement.sql for statement in statements] == [queries.query("output_append")]
+    assert [output.end() for output in outputs[:2]] == [17, 17]
+
+
 def test_only_attempts_past_what_is_kept_are_trimmed() -> None:
     within = _output(1, 0, "short\n")
     past = _output(2, KEEP - 3, "crosses the cap\n")
