@@ -36,7 +36,9 @@ class Limits:
     runs from when the job is sent to its child, so it includes the start-up
     of a fresh child. ``log_tail_bytes``
     is how much of the end of stdout+stderr is kept; ``output_bytes`` is how
-    much the job may write in all before it is killed. ``processes`` caps the
+    much the job may write in all before it is killed (a guard against floods:
+    the store keeps only the end of the output and the worker holds a bounded
+    part of it, so a long job's steady log needs no room). ``processes`` caps the
     processes and threads of the job's whole tree where the worker has a
     cgroup pids controller (see ``taskq.worker.sandbox.cgroups``); where it has a
     memory controller, ``memory_bytes`` bounds the tree's resident memory too.
@@ -47,7 +49,7 @@ class Limits:
     wall_seconds: float = 3600.0
     open_files: int = 1024
     log_tail_bytes: int = 64 * _KIB
-    output_bytes: int = 64 * 64 * _KIB
+    output_bytes: int = 1024 * _KIB**2
     result_bytes: int = _KIB**2
     processes: int = 256
 

@@ -6,13 +6,16 @@ it streams them as ``text/event-stream`` until the job ends: each event's
 type is the piece's (``text``, ``dropped``, ``attempt_ended``), its data the
 piece as JSON, and its id ``ATTEMPT:END``, so that a client that lost the
 stream resumes where it was by sending that id back as ``Last-Event-ID``
-(browsers' ``EventSource`` does so by itself).
+(browsers' ``EventSource`` does so by itself). A quiet spell is broken by a
+comment line every ``KEEP_ALIVE_SECONDS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator
 
+import anyio
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -25,6 +28,14 @@ from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.jobs import job_id_in_path
 from taskq.server.problems import BadRequest, json_response
 
+KEEP_ALIVE_SECONDS = 15.0
+"""How long a followed stream may stay quiet before it sends a comment line.
+
+Proxies and load balancers close a connection idle for longer than their
+timeout (commonly 30 to 60 s), and a job may print nothing for hours: the
+comment, which ``EventSource`` ignores, keeps the stream open."""
+
+_KEEP_ALIVE = b": keep-alive\n\n"
 # Tells proxies (nginx) to pass each event on at once rather than buffer the stream.
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _MOST_ATTEMPTS = 1_000_000
@@ -66,13 +77,13 @@ async def output(request: Request, caller: Caller) -> Response:
         events = [event async for event in client.output(job_id, attempt=attempt, start=offset)]
         return json_response(OutputPage(events))
     await client.get(job_id)  # JobNotFound as a problem, before the stream starts
-    stream = _events(client, job_id, attempt, offset)
+    stream = kept_alive(_events(client, job_id, attempt, offset), KEEP_ALIVE_SECONDS)
     return StreamingResponse(stream, media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
 async def _events(
     client: AsyncClient, job_id: int, attempt: int | None, offset: int
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     last_id = ""
     async for event in client.output(job_id, attempt=attempt, start=offset, follow=True):
         if not isinstance(event, AttemptEnded):
@@ -81,6 +92,34 @@ async def _events(
         data = msgspec.json.encode(event).decode()
         identity = f"id: {last_id}\n" if last_id else ""
         yield f"event: {kind}\n{identity}data: {data}\n\n".encode()
+
+
+async def kept_alive(frames: AsyncGenerator[bytes], quiet_seconds: float) -> AsyncGenerator[bytes]:
+    """``frames`` as they come, and a comment line each time none came for ``quiet_seconds``."""
+    # The next frame is awaited in a task of its own: waiting for it with a
+    # timeout then never cancels the reader halfway through a page.
+    pending: asyncio.Task[bytes] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(frames))
+            done, _ = await asyncio.wait({pending}, timeout=quiet_seconds)
+            if not done:
+                yield _KEEP_ALIVE
+                continue
+            try:
+                frame = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield frame
+    finally:
+        # The follower went away (or the stream ended): stop reading for it.
+        with anyio.CancelScope(shield=True):
+            if pending is not None and not pending.done():
+                pending.cancel()
+                await asyncio.wait({pending})
+            await frames.aclose()
 
 
 ENDPOINTS = [

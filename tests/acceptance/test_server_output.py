@@ -79,7 +79,8 @@ def test_output_streams_as_events_and_resumes_from_an_offset(
         assert kinds[0] == "text"
         assert kinds[-1] == "attempt_ended"
         assert seen[-1][2]["job_state"] == "succeeded"
-        assert _text(seen).startswith("first line\nreleased by the test")
+        assert _text(seen).startswith("first line\n")
+        assert " INFO lab.job: released by the test\n" in _text(seen)
 
         # Resumed after the first piece, by its id: the rest, and nothing of it again.
         first_id = seen[0][1]
@@ -96,7 +97,9 @@ def test_output_streams_as_events_and_resumes_from_an_offset(
 
         stored = http.get(f"/jobs/{job_id}/output", params={"offset": 6}).json()["events"]
         assert stored[0]["start"] == 6
-        assert _text([("", "", event) for event in stored]).startswith("line\nreleased")
+        from_offset = _text([("", "", event) for event in stored])
+        assert from_offset.startswith("line\n")
+        assert from_offset.endswith(" INFO lab.job: released by the test\n")
         bad = http.get(f"/jobs/{job_id}/output", params={"follow": "maybe"})
         assert bad.status_code == 400
         missing = http.get(f"/jobs/{job_id}/output", params={"attempt": 5})

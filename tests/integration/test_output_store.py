@@ -121,6 +121,20 @@ def test_the_report_carries_the_last_chunks_and_the_tail_is_read_from_them(run: 
     assert events[-1] == AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
 
 
+def test_a_report_records_where_the_output_ends_with_or_without_the_last_chunks(
+    run: Run,
+) -> None:
+    only_in_report = _claimed(run)
+    last = AttemptOutput(only_in_report.lease, _chunks(0, "one line\n"), 1 << 20)
+    run(report_one(msgspec.structs.replace(completed(only_in_report.lease, 1), output=last)))
+    all_flushed = _claimed(run)
+    run(output_append([AttemptOutput(all_flushed.lease, _chunks(0, "flushed\n"), 1 << 20)]))
+    run(report_one(completed(all_flushed.lease, 1)))
+    for job, text in ((only_in_report, "one line\n"), (all_flushed, "flushed\n")):
+        [execution] = run(execution_list(job_id=job.lease.job_id))
+        assert (execution.output_bytes, execution.log_tail) == (len(text), text)
+
+
 def test_a_reader_resumes_from_a_byte_inside_a_chunk(run: Run) -> None:
     job = _claimed(run)
     run(output_append([AttemptOutput(job.lease, _chunks(0, "abcdef\n", "ghi\n"), 1 << 20)]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -34,6 +35,18 @@ def fail(message: str) -> None:
 def say_and_return(text: str) -> str:
     print(text)
     return text
+
+
+def log_info(message: str) -> int:
+    """Log ``message`` at INFO (its child's setup shows it); return the child's pid."""
+    logging.getLogger("lab.job").info(message)
+    return os.getpid()
+
+
+def log_in_own_format(message: str) -> None:
+    """Configure logging as a job that wants its own format does, then log ``message``."""
+    logging.basicConfig(force=True, format="mine: %(message)s", level=logging.INFO)
+    logging.getLogger("lab.job").info(message)
 
 
 def append_line(path: str, text: str) -> int:

@@ -14,12 +14,12 @@ _PATIENCE_SECONDS = 60.0
 
 
 def print_until_released(line: str, release_path: str) -> str:
-    """Print ``line``, then wait until ``release_path`` exists; say so and return."""
+    """Print ``line``, then wait until ``release_path`` exists; log so at INFO and return."""
     print(line)
     deadline = time.monotonic() + _PATIENCE_SECONDS
     while not os.path.exists(release_path) and time.monotonic() < deadline:
         time.sleep(0.02)
-    logging.getLogger("lab.job").warning("released by the test")
+    logging.getLogger("lab.job").info("released by the test")
     return "released"
 
 

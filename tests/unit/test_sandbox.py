@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -260,6 +261,15 @@ async def test_runaway_output_is_stopped_and_its_tail_kept(sandbox: Sandbox) -> 
     assert numbers[-1] * len("line 0000000\n") > 64_000
 
 
+async def test_a_job_on_the_default_limits_may_print_many_megabytes(sandbox: Sandbox) -> None:
+    # The default output_bytes (1 GiB) is a guard against floods, not a cap on a long log.
+    assert Limits().output_bytes == 1 << 30
+    outcome = await sandbox.run(call("print_bytes", 16 << 20), LIMITS)
+    assert outcome.status is Status.SUCCEEDED, outcome
+    assert outcome.result >= 16 << 20
+    assert len(outcome.log_tail) <= LIMITS.log_tail_bytes
+
+
 async def test_result_that_is_not_json_is_invalid(sandbox: Sandbox) -> None:
     outcome = await sandbox.run(call("return_set"), LIMITS)
     assert outcome.status is Status.RESULT_INVALID
@@ -427,6 +437,26 @@ async def test_pool_gives_each_job_its_own_output_and_usage(pool: PoolSandbox) -
     second = await pool.run(call("say_and_return", "second"), LIMITS)
     assert (first.log_tail, second.log_tail) == ("first\n", "second\n")
     assert second.cpu_seconds < 0.5  # not the child's start-up, nor the first job's
+
+
+async def test_a_jobs_info_records_reach_its_output_once_in_a_plain_format(
+    pool: PoolSandbox,
+) -> None:
+    first = await pool.run(call("log_info", "first record"), LIMITS)
+    second = await pool.run(call("log_info", "second record"), LIMITS)
+    assert first.result == second.result  # one child ran both: its setup is not repeated
+    for outcome, message in ((first, "first record"), (second, "second record")):
+        [line] = outcome.log_tail.splitlines()
+        # "2025-01-31 12:00:00,123 INFO lab.job: first record"
+        assert re.fullmatch(rf"\d{{4}}-\d\d-\d\d [\d:,]+ INFO lab\.job: {message}", line), line
+
+
+async def test_a_job_that_configures_logging_itself_gets_its_own_format(
+    sandbox: Sandbox,
+) -> None:
+    outcome = await sandbox.run(call("log_in_own_format", "hello"), LIMITS)
+    assert outcome.status is Status.SUCCEEDED, outcome
+    assert outcome.log_tail == "mine: hello\n"
 
 
 async def test_a_pool_job_is_charged_the_cpu_of_the_processes_it_waited_for(

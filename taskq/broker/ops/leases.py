@@ -239,6 +239,7 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "peak_rss_bytes": attempt.peak_rss_bytes,
                 "cpu_seconds": attempt.cpu_seconds,
                 "error": error,
+                "output_end": None if report.output is None else report.output.end(),
             }
         )
     statements = [
@@ -355,7 +356,8 @@ def job_report_claim(
                     batch += yield from workflows.spawn_statements(
                         report.lease.job_id, report.lease.token, report.spawn
                     )
-            batch += output_statements([r.output for r in pending if r.output is not None])
+            outputs = [r.output for r in pending if r.output is not None]
+            batch += output_statements(outputs, reported=True)
             reporting = _report_statements(pending, backoff)
             job_updates = range(len(batch) + 1, len(batch) + len(reporting))
             # An end settles the jobs waiting on it (dependencies.settle_statements).

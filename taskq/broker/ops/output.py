@@ -68,15 +68,25 @@ class AttemptOutput(msgspec.Struct, frozen=True):
     chunks: tuple[OutputChunk, ...]
     keep_bytes: int
 
+    def end(self) -> int | None:
+        """Where the attempt's output ends with these chunks (None: there are none)."""
+        return self.chunks[-1].end if self.chunks else None
+
 
 # -- writing --------------------------------------------------------------------------
 
 
-def output_statements(outputs: Sequence[AttemptOutput]) -> list[Statement]:
+def output_statements(
+    outputs: Sequence[AttemptOutput], *, reported: bool = False
+) -> list[Statement]:
     """The statements storing ``outputs``, each attempt's fenced by its lease; none if empty.
 
-    A report's batch carries them ahead of the report, whose statements end
-    the job's ``running`` state that fences them.
+    One statement of each kind for the whole batch, whatever the number of
+    attempts. A report's batch carries them ahead of the reports
+    (``reported``), whose statements end the job's ``running`` state that
+    fences them and record where each attempt's output ends
+    (:meth:`AttemptOutput.end`): then a job that prints costs the report
+    the rows of its chunks and nothing more.
     """
     chunks = [
         {"token": output.lease.token, "at": chunk.start, "size": chunk.size, "data": chunk.text}
@@ -85,18 +95,24 @@ def output_statements(outputs: Sequence[AttemptOutput]) -> list[Statement]:
     ]
     if not chunks:
         return []
-    attempts = fast_json.dumps_text(
-        [
-            {"token": output.lease.token, "end": output.chunks[-1].end, "keep": output.keep_bytes}
-            for output in outputs
-            if output.chunks
-        ]
-    )
-    return [
-        Statement(queries.query("output_append"), {"chunks": fast_json.dumps_text(chunks)}),
-        Statement(queries.query("output_account"), {"attempts": attempts}),
-        Statement(queries.query("output_trim"), {"attempts": attempts}),
+    ends: list[dict[str, Any]] = [
+        {"token": output.lease.token, "end": output.end(), "keep": output.keep_bytes}
+        for output in outputs
+        if output.chunks
     ]
+    statements = [
+        Statement(queries.query("output_append"), {"chunks": fast_json.dumps_text(chunks)})
+    ]
+    if not reported:
+        account = {"attempts": fast_json.dumps_text(ends)}
+        statements.append(Statement(queries.query("output_account"), account))
+    # An attempt's writes end further on each time: one that ends within what
+    # is kept has nothing to trim, as is so of nearly every job's output.
+    overflowing = [attempt for attempt in ends if attempt["end"] > attempt["keep"]]
+    if overflowing:
+        trim = {"attempts": fast_json.dumps_text(overflowing)}
+        statements.append(Statement(queries.query("output_trim"), trim))
+    return statements
 
 
 def output_append(outputs: Sequence[AttemptOutput]) -> Op[None]:

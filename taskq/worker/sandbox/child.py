@@ -19,6 +19,8 @@ socket and answers with ``progress`` and ``result`` messages (see
 
 ``-u`` keeps stdout and stderr unbuffered, so a job's last lines reach the
 log even when it dies without flushing.
+In ``once`` and ``pool`` modes the job's ``logging`` records from INFO up go
+to stderr (``job_logging``), set up once before the first job.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import msgspec
 from taskq import job_context, retry
 from taskq.broker.limits import Limits, parse_limits
 from taskq.worker.sandbox import (
+    job_logging,
     job_traceback,
     keeper,
     linux,
@@ -105,6 +108,9 @@ def main(argv: list[str] | None = None) -> None:
         cgroups=msgspec.json.decode(args.cgroups, type=CgroupPlan) if args.cgroups else None,
     )
     control = socket.socket(fileno=args.control_fd)
+    if args.mode != "exec":
+        # Once, before any job: a pool child's later jobs find it set up.
+        job_logging.send_records_to_stderr()
     if args.mode == "pool":
         _serve_pool(control, clock, args.ceiling, args.marker)
     elif args.mode == "once":

@@ -40,7 +40,10 @@ UPDATE executions SET
     signal = report.value ->> '$.signal',
     peak_rss_bytes = report.value ->> '$.peak_rss_bytes',
     cpu_seconds = report.value ->> '$.cpu_seconds',
-    error = report.value ->> '$.error'
+    error = report.value ->> '$.error',
+    -- Where its output ends, when the report brings the last of it (output_statements):
+    -- further on than any earlier write of the attempt.
+    output_bytes = COALESCE(report.value ->> '$.output_end', output_bytes)
 FROM json_each(:reports) AS report
 WHERE executions.lease_token = report.value ->> '$.lease_token'
     AND executions.finished_at IS NULL

@@ -13,7 +13,8 @@ JOIN executions ON executions.lease_token = chunk.value ->> '$.token'
 JOIN jobs ON jobs.id = executions.job_id
     AND jobs.lease_token = executions.lease_token AND jobs.state = 'running'
 
--- Where each attempt's output ends now, fenced as the chunks are.
+-- Where each attempt's output ends now, fenced as the chunks are. (A
+-- report's batch leaves it out: execution_finish records the end.)
 -- name: output_account
 UPDATE executions SET output_bytes = MAX(output_bytes, attempt.value ->> '$.end')
 FROM json_each(:attempts) AS attempt
@@ -25,7 +26,8 @@ WHERE executions.lease_token = attempt.value ->> '$.token'
     )
 
 -- Each attempt keeps its last 'keep' bytes at most: a chunk that starts
--- before them goes whole.
+-- before them goes whole. An attempt's writes end further on each time, so
+-- the 'end' this one brings is where its output ends.
 -- name: output_trim
 DELETE FROM job_output
 WHERE rowid IN (
@@ -33,7 +35,7 @@ WHERE rowid IN (
     FROM json_each(:attempts) AS attempt
     JOIN executions ON executions.lease_token = attempt.value ->> '$.token'
     JOIN job_output ON job_output.execution_id = executions.id
-        AND job_output.at_byte < executions.output_bytes - (attempt.value ->> '$.keep')
+        AND job_output.at_byte < (attempt.value ->> '$.end') - (attempt.value ->> '$.keep')
 )
 
 -- An attempt to read the output of, with its job's state; {attempt_id} is

@@ -1,0 +1,191 @@
+"""The async client, ``AsyncClient``, and the handles its submits return (see :mod:`.client`)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, ParamSpec, Protocol, Self, overload, runtime_checkable
+
+import anyio
+import anyio.to_thread
+
+from taskq.broker.client.faces import Awaiting
+from taskq.broker.client.flows import Flow
+from taskq.broker.client.handle_base import (
+    SubmittedFlow,
+    deadline_after,
+    end_results,
+    finished_result,
+    remaining_seconds,
+)
+from taskq.broker.client.operations import Operations
+from taskq.broker.client.specs import Calls, Target
+from taskq.broker.ops.jobs import CancelResult
+from taskq.broker.records import JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
+from taskq.broker.stores.store import NodeInfo
+
+P = ParamSpec("P")
+
+
+class AsyncJobHandle:
+    """A submitted job, for async code."""
+
+    def __init__(self, client: AsyncClient, job_id: int) -> None:
+        self.client = client
+        self.id = job_id
+
+    def __repr__(self) -> str:
+        return f"AsyncJobHandle(id={self.id})"
+
+    async def status(self) -> JobState:
+        """The job's state now."""
+        return (await self.client.get(self.id)).state
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
+        return finished_result(await self.client.wait(self.id, timeout=timeout))
+
+    async def cancel(self) -> CancelResult:
+        """Cancel the job (at once when queued, at the next heartbeat when running)."""
+        return await self.client.cancel(self.id)
+
+
+class AsyncWorkflowHandle(SubmittedFlow):
+    """A submitted workflow, for async code (see :class:`WorkflowHandle`)."""
+
+    def __init__(self, client: AsyncClient, submitted: SubmittedWorkflow, flow: Flow) -> None:
+        super().__init__(submitted, flow)
+        self.client = client
+
+    def jobs(self, part: Flow | None = None) -> list[AsyncJobHandle]:
+        """The handles of ``part``'s steps (a flow this one was built from), else of every job."""
+        return [AsyncJobHandle(self.client, job_id) for job_id in self._ids(part)]
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """Wait for the flow's last step; its result (see :meth:`WorkflowHandle.result`)."""
+        deadline = deadline_after(timeout)
+        ends = [
+            await self.client.wait(job_id, timeout=remaining_seconds(deadline))
+            for job_id in self._end_ids()
+        ]
+        return end_results(ends)
+
+    async def wait(self, timeout: float | None = None) -> WorkflowInfo:
+        """Wait until every job of the workflow has ended, spawned ones included."""
+        return await self.client.wait_workflow(self.id, timeout=timeout)
+
+    async def info(self) -> WorkflowInfo:
+        """The workflow now: its jobs' counts per state."""
+        return await self.client.workflow(self.id)
+
+    async def cancel(self) -> int:
+        """Cancel every unfinished job of the workflow; how many."""
+        return await self.client.cancel_workflow(self.id)
+
+    async def retry(self) -> int:
+        """Queue the workflow's failed, dead or cancelled jobs again; how many."""
+        return await self.client.retry_workflow(self.id)
+
+
+@runtime_checkable
+class AsyncNodes(Protocol):
+    """A store that can describe its nodes without blocking (rqlite)."""
+
+    async def nodes_async(self) -> list[NodeInfo]:
+        """Describe the members of the store."""
+        ...
+
+
+class AsyncClient(Awaiting, Operations):
+    """The same client for async code: each method as :class:`Client`'s, awaited."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
+
+    # -- jobs ---------------------------------------------------------------------
+
+    @overload
+    async def submit(self, target: str, /, *args: Any, **options: Any) -> AsyncJobHandle: ...
+    @overload
+    async def submit(
+        self, target: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> AsyncJobHandle: ...
+    async def submit(self, target: Target, /, *args: Any, **keywords: Any) -> AsyncJobHandle:
+        """Enqueue a call of ``target`` (see :meth:`Client.submit`)."""
+        return AsyncJobHandle(self, await self._run(self._submit_plan(target, args, keywords)))
+
+    async def submit_python(
+        self,
+        code: str,
+        function: str,
+        *args: Any,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> AsyncJobHandle:
+        """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
+        plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
+        return AsyncJobHandle(self, await self._run(plan))
+
+    async def submit_shell(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> AsyncJobHandle:
+        """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
+        plan = self._submit_shell_plan(command, cwd, env, options)
+        return AsyncJobHandle(self, await self._run(plan))
+
+    async def submit_spec(self, spec: JobSpec) -> AsyncJobHandle:
+        """Enqueue one job as described (build it with :func:`call_spec`)."""
+        return AsyncJobHandle(self, await self._run(self._submit_spec_plan(spec)))
+
+    @overload
+    async def submit_many(self, specs: Sequence[JobSpec], /) -> list[AsyncJobHandle]: ...
+    @overload
+    async def submit_many(
+        self, target: Target, calls: Calls, /, *, unchecked: bool = False
+    ) -> list[AsyncJobHandle]: ...
+    async def submit_many(
+        self,
+        jobs: Sequence[JobSpec] | Target,
+        calls: Calls | None = None,
+        /,
+        *,
+        unchecked: bool = False,
+    ) -> list[AsyncJobHandle]:
+        """Enqueue many jobs in one request: all or none (see :meth:`Client.submit_many`)."""
+        ids = await self._run(self._submit_calls_plan(jobs, calls, unchecked))
+        return [AsyncJobHandle(self, job_id) for job_id in ids]
+
+    async def submit_workflow(
+        self,
+        flow: Flow,
+        /,
+        *,
+        name: str = "",
+        idempotency_key: str | None = None,
+        submitter: str | None = None,
+    ) -> AsyncWorkflowHandle:
+        """Enqueue a whole workflow in one request (see :meth:`Client.submit_workflow`)."""
+        submitted = await self._run(
+            self._submit_workflow_plan(flow, name, idempotency_key, submitter)
+        )
+        return AsyncWorkflowHandle(self, submitted, flow)
+
+    async def nodes(self) -> builtins.list[NodeInfo]:
+        """The store's members; an embedded store describes itself in a thread."""
+        if isinstance(self.store, AsyncNodes):
+            return await self.store.nodes_async()
+        return await anyio.to_thread.run_sync(self.store.nodes)

@@ -1,0 +1,216 @@
+"""The blocking client, ``Client``, and the handles its submits return (see :mod:`.client`)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, ParamSpec, Self, overload
+
+from taskq.broker.client.faces import Blocking
+from taskq.broker.client.flows import Flow
+from taskq.broker.client.handle_base import (
+    SubmittedFlow,
+    deadline_after,
+    end_results,
+    finished_result,
+    remaining_seconds,
+)
+from taskq.broker.client.operations import Operations
+from taskq.broker.client.specs import Calls, Target
+from taskq.broker.ops.jobs import CancelResult
+from taskq.broker.records import JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
+from taskq.broker.stores.store import NodeInfo
+
+P = ParamSpec("P")
+
+
+class JobHandle:
+    """A submitted job: its id, and shortcuts to ask about it."""
+
+    def __init__(self, client: Client, job_id: int) -> None:
+        self.client = client
+        self.id = job_id
+
+    def __repr__(self) -> str:
+        return f"JobHandle(id={self.id})"
+
+    def status(self) -> JobState:
+        """The job's state now."""
+        return self.client.get(self.id).state
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the job; its result, or :class:`taskq.errors.JobFailed` with its error."""
+        return finished_result(self.client.wait(self.id, timeout=timeout))
+
+    def cancel(self) -> CancelResult:
+        """Cancel the job (at once when queued, at the next heartbeat when running)."""
+        return self.client.cancel(self.id)
+
+
+class WorkflowHandle(SubmittedFlow):
+    """A submitted workflow: its id, its jobs, and shortcuts to wait for it and steer it."""
+
+    def __init__(self, client: Client, submitted: SubmittedWorkflow, flow: Flow) -> None:
+        super().__init__(submitted, flow)
+        self.client = client
+
+    def jobs(self, part: Flow | None = None) -> list[JobHandle]:
+        """The handles of ``part``'s steps (a flow this one was built from), else of every job."""
+        return [JobHandle(self.client, job_id) for job_id in self._ids(part)]
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the flow's last step; its result (a list, when it ends in several).
+
+        :class:`taskq.errors.JobFailed` when one of them did not succeed.
+        Jobs the flow's steps spawn while running may still run: :meth:`wait`
+        waits for those too.
+        """
+        deadline = deadline_after(timeout)
+        ends = [
+            self.client.wait(job_id, timeout=remaining_seconds(deadline))
+            for job_id in self._end_ids()
+        ]
+        return end_results(ends)
+
+    def wait(self, timeout: float | None = None) -> WorkflowInfo:
+        """Wait until every job of the workflow has ended, spawned ones included."""
+        return self.client.wait_workflow(self.id, timeout=timeout)
+
+    def info(self) -> WorkflowInfo:
+        """The workflow now: its jobs' counts per state."""
+        return self.client.workflow(self.id)
+
+    def cancel(self) -> int:
+        """Cancel every unfinished job of the workflow; how many."""
+        return self.client.cancel_workflow(self.id)
+
+    def retry(self) -> int:
+        """Queue the workflow's failed, dead or cancelled jobs again; how many."""
+        return self.client.retry_workflow(self.id)
+
+
+class Client(Blocking, Operations):
+    """A blocking client: ``taskq.Client()`` uses the default store (see README).
+
+    ``Client(store=store)`` talks to a store already opened with options of
+    its own (read-only, without migration); closing the client closes it.
+    """
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- jobs ---------------------------------------------------------------------
+
+    @overload
+    def submit(self, target: str, /, *args: Any, **options: Any) -> JobHandle: ...
+    @overload
+    def submit(
+        self, target: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> JobHandle: ...
+    def submit(self, target: Target, /, *args: Any, **keywords: Any) -> JobHandle:
+        """Enqueue a call of ``target`` with JSON arguments.
+
+        ``target`` is a declared job (:func:`taskq.job`) or a module-level
+        function: every argument is the call's, and the options are those the
+        job was declared with (``client.submit(resize.options(queue="gpu"), ...)``
+        changes them). Or ``"pkg.module:function"``, by name: its keyword
+        arguments are the options of :func:`call_spec`, the call's own go in
+        ``kwargs={...}``; the options its workers declare are the defaults
+        and the arguments are checked against the declared signature
+        (:mod:`taskq.broker.client.declarations`). A name no worker has
+        declared raises :class:`taskq.errors.UnknownFunction`, unless
+        ``unchecked=True``, which submits it with the options given alone.
+        """
+        return JobHandle(self, self._run(self._submit_plan(target, args, keywords)))
+
+    def submit_python(
+        self,
+        code: str,
+        function: str,
+        *args: Any,
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> JobHandle:
+        """Enqueue ``code``'s ``function(*args, **kwargs)`` (see :func:`python_exec_spec`)."""
+        plan = self._submit_python_plan(code, function, args, {"kwargs": kwargs, **options})
+        return JobHandle(self, self._run(plan))
+
+    def submit_shell(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> JobHandle:
+        """Enqueue a command: a string runs in ``/bin/sh -c`` (see :func:`shell_spec`)."""
+        return JobHandle(self, self._run(self._submit_shell_plan(command, cwd, env, options)))
+
+    def submit_spec(self, spec: JobSpec) -> JobHandle:
+        """Enqueue one job as described (build it with :func:`call_spec`)."""
+        return JobHandle(self, self._run(self._submit_spec_plan(spec)))
+
+    @overload
+    def submit_many(self, specs: Sequence[JobSpec], /) -> list[JobHandle]: ...
+    @overload
+    def submit_many(
+        self, target: Target, calls: Calls, /, *, unchecked: bool = False
+    ) -> list[JobHandle]: ...
+    def submit_many(
+        self,
+        jobs: Sequence[JobSpec] | Target,
+        calls: Calls | None = None,
+        /,
+        *,
+        unchecked: bool = False,
+    ) -> list[JobHandle]:
+        """Enqueue many jobs in one request: all or none.
+
+        ``submit_many(resize, [("a.png", 800), {"path": "b.png"}])`` calls a
+        target (as :meth:`submit` takes it) once per item, a tuple of
+        positional or a dict of keyword arguments; ``submit_many(specs)``
+        takes jobs built with :func:`call_spec` and its kin, as built.
+
+        The calls of a ``"pkg.mod:f"`` are submitted as :meth:`submit` would
+        submit each (the declared options, the arguments checked against the
+        declared parameters), all or none: the first call refused raises,
+        naming it (``call 3: ...``), and nothing is written. A name no worker
+        has declared raises :class:`taskq.errors.UnknownFunction`, unless
+        ``unchecked=True``.
+        """
+        ids = self._run(self._submit_calls_plan(jobs, calls, unchecked))
+        return [JobHandle(self, job_id) for job_id in ids]
+
+    def submit_workflow(
+        self,
+        flow: Flow,
+        /,
+        *,
+        name: str = "",
+        idempotency_key: str | None = None,
+        submitter: str | None = None,
+    ) -> WorkflowHandle:
+        """Enqueue a whole workflow in one request: every job and dependency, or nothing.
+
+        ``flow`` is built from steps (``resize.map(paths).then(build_index)``,
+        see :mod:`taskq.broker.client.flows`). The same ``idempotency_key``
+        with the same flow returns the same workflow, with another it is
+        refused (:class:`taskq.errors.IdempotencyConflict`). ``submitter``
+        (default: the client's) is who the workflow, and those of its jobs that
+        name no submitter, are recorded as submitted by: the HTTP API's caller.
+        """
+        submitted = self._run(self._submit_workflow_plan(flow, name, idempotency_key, submitter))
+        return WorkflowHandle(self, submitted, flow)
+
+    def nodes(self) -> builtins.list[NodeInfo]:
+        """The store's members: address, role, reachable or not."""
+        return self.store.nodes()

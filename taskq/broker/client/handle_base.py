@@ -1,0 +1,65 @@
+"""What the handles of both clients share: a finished job's result, a submitted flow's ids.
+
+The handles themselves are each with its client: ``JobHandle`` and
+``WorkflowHandle`` in :mod:`.blocking_client`, ``AsyncJobHandle`` and
+``AsyncWorkflowHandle`` in :mod:`.async_client`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from taskq import errors
+from taskq.broker.client.flows import Flow
+from taskq.broker.records import Job, JobState, SubmittedWorkflow
+
+
+def finished_result(job: Job) -> Any:
+    """A finished job's result, or :class:`taskq.errors.JobFailed` with its error."""
+    if job.state is JobState.SUCCEEDED:
+        return job.result
+    error = job.error or {}
+    detail = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip(": ")
+    raise errors.JobFailed(
+        f"job {job.id} ended {job.state.value} after {job.attempts} attempt(s)"
+        + (f": {detail}" if detail else ""),
+        job=job,
+    )
+
+
+class SubmittedFlow:
+    """A submitted flow's ids, and where each of its steps went: what both faces' handles share."""
+
+    def __init__(self, submitted: SubmittedWorkflow, flow: Flow) -> None:
+        self.id = submitted.id
+        self.job_ids = submitted.job_ids
+        """Every job of the flow as submitted, parents before children."""
+        self._flow = flow
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id}, jobs={len(self.job_ids)})"
+
+    def _ids(self, part: Flow | None) -> list[int]:
+        if part is None:
+            return list(self.job_ids)
+        return [self.job_ids[position] for position in self._flow._positions(part)]
+
+    def _end_ids(self) -> list[int]:
+        return [self.job_ids[position] for position in self._flow._end_positions()]
+
+
+def remaining_seconds(deadline: float | None) -> float | None:
+    """The time left until ``deadline`` (a ``time.monotonic()``), none below 0; None: no end."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def deadline_after(timeout: float | None) -> float | None:
+    """The ``time.monotonic()`` at which ``timeout`` seconds from now end; None: no end."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def end_results(jobs: list[Job]) -> Any:
+    """The last step's result; a list of them when the flow ends in several steps."""
+    results = [finished_result(job) for job in jobs]
+    return results[0] if len(results) == 1 else results

@@ -1,0 +1,229 @@
+"""The requests about jobs and workflows: read, wait, follow, steer (see :mod:`.operations`).
+
+:class:`JobQuery` is the typed listing :meth:`JobOperations.list` takes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from taskq import errors
+from taskq.broker.client.client_base import ClientBase
+from taskq.broker.client.declarations import NamedCall
+from taskq.broker.client.faces import Operation, Paged
+from taskq.broker.client.group_commit import GroupOp
+from taskq.broker.ops.jobs import (
+    CancelResult,
+    execution_list,
+    job_cancel,
+    job_get,
+    job_list,
+    job_retry,
+    job_wait,
+)
+from taskq.broker.ops.output import OutputReader
+from taskq.broker.ops.plan import Op
+from taskq.broker.ops.workflows import (
+    job_relatives,
+    workflow_cancel,
+    workflow_edges,
+    workflow_get,
+    workflow_retry,
+)
+from taskq.broker.records import (
+    Execution,
+    Job,
+    JobEdge,
+    JobSpec,
+    JobState,
+    Relatives,
+    WorkflowInfo,
+)
+from taskq.broker.stores.trampoline import Pause
+
+
+class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which jobs :meth:`Operations.list` returns: every filter given, newest first.
+
+    ``state`` is a :class:`taskq.JobState` or its name (``state="succeeded"``);
+    ``text`` matches a queue name exactly or any part of the payload. Pass
+    the last id seen as ``before`` for the next page of ``limit`` (1 to 1000).
+    """
+
+    state: JobState | str | None = None
+    queue: str | None = None
+    worker_id: str | None = None
+    submitter: str | None = None
+    text: str | None = None
+    workflow_id: int | None = None
+    before: int | None = None
+    limit: int = 50
+
+
+class JobOperations(ClientBase):
+    """The requests about jobs and workflows, each as the plan of its answer."""
+
+    # -- jobs ---------------------------------------------------------------------
+
+    @Operation
+    def get(self, job_id: int) -> GroupOp[Job]:
+        """The job, or :class:`taskq.errors.JobNotFound`."""
+        job = yield from job_get(job_id)
+        if job is None:
+            raise errors.JobNotFound(f"no job with id {job_id}")
+        return job
+
+    @Operation
+    def wait(self, job_id: int, *, timeout: float | None = None) -> GroupOp[Job]:
+        """Wait until the job finishes, whatever its outcome."""
+        return job_wait(job_id, timeout=timeout)
+
+    @Operation
+    def list(self, query: JobQuery | None = None) -> GroupOp[builtins.list[Job]]:
+        """Jobs newest first, as ``query`` (a :class:`JobQuery`) selects them; None: any 50."""
+        # JobQuery's fields are job_list's keywords (tests/unit/test_client_faces.py).
+        return job_list(**msgspec.structs.asdict(query or JobQuery()))
+
+    @Operation
+    def executions(self, job_id: int) -> GroupOp[builtins.list[Execution]]:
+        """Every attempt at a job, oldest first."""
+        return execution_list(job_id=job_id)
+
+    @Paged
+    def output(
+        self,
+        job_id: int,
+        *,
+        attempt: int | None = None,
+        start: int = 0,
+        follow: bool = False,
+        poll_seconds: float = 0.25,
+    ) -> OutputReader:
+        """The job's output (stdout, stderr and logging), piece by piece as it is stored.
+
+        Yields :class:`taskq.OutputText` pieces, an :class:`taskq.OutputDropped`
+        where output was not kept (the oldest past the attempt's cap), and an
+        :class:`taskq.AttemptEnded` once an attempt is over and all its output
+        was read. ``attempt``: the number of the attempt to begin with (the
+        latest by default); ``start``: the byte of its output to begin at (to
+        resume, a piece's ``attempt`` and ``end``). Not following, it yields
+        what that attempt has stored now; following, it waits for more
+        (polling every ``poll_seconds`` at most) and goes on to each later
+        attempt as it starts, until the job ends.
+        """
+        return OutputReader(
+            job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
+        )
+
+    @Operation
+    def worker_executions(
+        self, worker_id: str, *, before: int | None = None, limit: int = 50
+    ) -> GroupOp[builtins.list[Execution]]:
+        """A worker's attempts, newest first; pass the last id seen as ``before`` for more."""
+        return execution_list(worker_id=worker_id, before=before, limit=limit)
+
+    @Operation
+    def cancel(self, *job_ids: int) -> GroupOp[CancelResult]:
+        """Cancel jobs: queued ones at once, running ones at their next heartbeat."""
+        return job_cancel(job_ids)
+
+    @Operation
+    def retry(self, *job_ids: int) -> GroupOp[builtins.list[int]]:
+        """Queue failed, dead or cancelled jobs again; the ids that moved."""
+        return job_retry(job_ids)
+
+    @Operation
+    def declared_spec(
+        self, target: str, args: Sequence[Any] = (), options: Mapping[str, Any] | None = None
+    ) -> GroupOp[JobSpec]:
+        """The job a submit of ``target`` ("pkg.mod:f") by name makes, not yet submitted.
+
+        The version of its declaration that workers serve gives the options
+        (:mod:`taskq.broker.client.declarations`), ``options`` (those of
+        :func:`taskq.call_spec`, the call's keyword arguments in ``kwargs``)
+        win over them, and the arguments are checked against its parameters
+        (:class:`taskq.errors.InvalidJob`). A name no worker has declared
+        raises :class:`taskq.errors.UnknownFunction`.
+        """
+        return self.declarations.spec(
+            target, args, {"submitter": self.submitter, **(options or {})}
+        )
+
+    @Operation
+    def declared_specs(self, calls: Sequence[NamedCall]) -> GroupOp[builtins.list[JobSpec]]:
+        """The jobs of many calls by name, each as :meth:`declared_spec` makes it, in order;
+        the first refused raises, its message headed by its ``where`` (``job 3: ...``)."""
+        return self.declarations.spec_many(
+            [
+                dataclasses.replace(call, options={"submitter": self.submitter, **call.options})
+                for call in calls
+            ]
+        )
+
+    # -- workflows ------------------------------------------------------------------
+
+    @Operation
+    def workflow(self, workflow_id: int) -> GroupOp[WorkflowInfo]:
+        """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
+        return workflow_get(workflow_id)
+
+    @Operation
+    def wait_workflow(
+        self, workflow_id: int, *, timeout: float | None = None
+    ) -> GroupOp[WorkflowInfo]:
+        """Wait until every job of the workflow has ended, whatever their outcomes.
+
+        Jobs spawned by its running jobs count too: they join it in the write
+        that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
+        """
+        return _workflow_wait(workflow_id, timeout)
+
+    @Operation
+    def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:
+        """Every dependency among the workflow's jobs: (parent, child) pairs."""
+        return workflow_edges(workflow_id)
+
+    @Operation
+    def cancel_workflow(self, workflow_id: int) -> GroupOp[int]:
+        """Cancel every unfinished job of the workflow (running ones at their next heartbeat)."""
+        return workflow_cancel(workflow_id)
+
+    @Operation
+    def retry_workflow(self, workflow_id: int) -> GroupOp[int]:
+        """Queue the workflow's failed, dead or cancelled jobs again (their waiting children
+        with them); how many moved."""
+        return workflow_retry(workflow_id)
+
+    @Operation
+    def relatives(self, job_id: int, *, limit: int = 100) -> GroupOp[Relatives]:
+        """The job's parents (in declared order) and children, each with its state."""
+        return job_relatives(job_id, limit=limit)
+
+
+_UNFINISHED = (JobState.WAITING, JobState.QUEUED, JobState.RUNNING)
+
+
+def _workflow_wait(
+    workflow_id: int, timeout: float | None, poll_seconds: float = 0.1
+) -> Op[WorkflowInfo]:
+    """Read the workflow until none of its jobs is left to end, as ``job_wait`` reads a job."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = min(poll_seconds, 0.02)
+    while True:
+        info = yield from workflow_get(workflow_id)
+        left = sum(info.counts.get(state, 0) for state in _UNFINISHED)
+        if not left:
+            return info
+        if deadline is not None and time.monotonic() >= deadline:
+            raise errors.ResultTimeout(
+                f"workflow {workflow_id} still has {left} job(s) to end after {timeout:g} s"
+            )
+        yield Pause(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
+        # Start fast (most workflows of a test are short), then settle at poll_seconds.
+        delay = min(delay * 2, poll_seconds)
