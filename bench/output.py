@@ -14,8 +14,11 @@ with 2 real ``taskq-worker`` processes in pool isolation (default settings):
 3. drain of no-op jobs that print one line each (``bench.jobs:say``) against
    jobs that print nothing (``bench.jobs:echo``), measured as ``python -m
    bench`` measures drain (from the first claim to the last finish, the
-   store's times), alternating echo and say rounds so that the machine's
-   load weighs on both alike.
+   store's times), in pairs of rounds whose order alternates, so that the
+   machine's load weighs on both alike: the cost is the median of the
+   pairs' costs, in jobs a second and in CPU time a job (the workers, their
+   children and the store's servers; a shared machine's load moves the rate
+   far more than it moves the CPU a job takes).
 
     .venv/bin/python -m bench.output [--stores sqlite,rqlite] [--jobs 5000] [--rounds 2]
 """
@@ -63,8 +66,11 @@ def follow_delays(client: Client, queue: str, lines: int) -> dict[str, float]:
     }
 
 
-def drain_rate(store: Any, client: Client, root: Path, queue: str, target: str, jobs: int) -> float:
-    """Jobs a second, first claim to last finish, of ``jobs`` queued calls of ``target``."""
+def drain_rate(
+    store: Any, client: Client, root: Path, queue: str, target: str, jobs: int
+) -> tuple[float, float]:
+    """Jobs a second, first claim to last finish, of ``jobs`` queued calls of ``target``; and
+    the CPU ms a job cost the workers, their children and the store's servers meanwhile."""
     ids = [
         handle.id
         for start in range(0, jobs, 1000)
@@ -82,7 +88,9 @@ def drain_rate(store: Any, client: Client, root: Path, queue: str, target: str, 
         concurrency=CONCURRENCY,
         isolation="pool",
     ) as (_, drain):
-        return drain.rate
+        used = drain.cpu
+        cpu = used.worker_main + used.worker_threads + used.sandboxes + used.store_server
+        return drain.rate, cpu * 1000 / jobs
 
 
 def bench_store(name: str, root: Path, jobs: int, rounds: int) -> dict[str, Any]:
@@ -97,18 +105,32 @@ def bench_store(name: str, root: Path, jobs: int, rounds: int) -> dict[str, Any]
                 figures["follow"] = follow_delays(client, "bench-out", lines=100)
                 say(f"[{name}] follow: {figures['follow']}")
             rates: dict[str, list[float]] = {"echo": [], "say": []}
+            cpu: dict[str, list[float]] = {"echo": [], "say": []}
             for index in range(rounds):
-                for kind, target in (("echo", ECHO), ("say", SAY)):
+                # Each pair's order alternates: a machine that slows or speeds up
+                # through a pair weighs on echo and say alike over the rounds.
+                kinds = (("echo", ECHO), ("say", SAY))
+                for kind, target in kinds if index % 2 == 0 else kinds[::-1]:
                     queue = f"bench-{kind}-{index}"
-                    rate = drain_rate(store, client, root / queue, queue, target, jobs)
+                    rate, ms = drain_rate(store, client, root / queue, queue, target, jobs)
                     rates[kind].append(rate)
-                    say(f"[{name}] drain {kind} round {index + 1}: {rate:.0f} jobs/s")
+                    cpu[kind].append(ms)
+                    say(
+                        f"[{name}] drain {kind} round {index + 1}: "
+                        f"{rate:.0f} jobs/s, {ms:.3f} CPU ms/job"
+                    )
             echo, printing = statistics.median(rates["echo"]), statistics.median(rates["say"])
+            pair_costs = [1 - s / e for e, s in zip(rates["echo"], rates["say"], strict=True)]
+            cpu_costs = [s / e - 1 for e, s in zip(cpu["echo"], cpu["say"], strict=True)]
             figures["drain"] = {
                 "echo_jobs_per_second": echo,
                 "say_jobs_per_second": printing,
                 "cost": 1 - printing / echo,
+                "cost_pair_median": statistics.median(pair_costs),
+                "cpu_ms_per_job": {kind: statistics.median(v) for kind, v in cpu.items()},
+                "cpu_cost_pair_median": statistics.median(cpu_costs),
                 "rounds": rates,
+                "cpu_rounds": cpu,
             }
         finally:
             client.close()
