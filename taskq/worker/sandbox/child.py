@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import inspect
 import json
-import linecache
 import math
 import os
 import signal
@@ -46,6 +44,7 @@ import msgspec
 from taskq import job_context, retry
 from taskq.broker.limits import Limits, parse_limits
 from taskq.worker.sandbox import (
+    call_targets,
     job_logging,
     job_traceback,
     keeper,
@@ -60,12 +59,9 @@ from taskq.worker.sandbox.lease_deadline import read_shared
 from taskq.worker.sandbox.payloads import (
     CallPayload,
     Payload,
-    PythonExecPayload,
     ShellPayload,
-    module_allowed,
 )
 
-_EXEC_FILENAME = "<python_exec>"
 _MAX_ERROR_MESSAGE_CHARS = 4_000
 _MAX_TRACEBACK_CHARS = 32_000
 # Built once rather than by json.dumps for every result.
@@ -301,9 +297,9 @@ def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any
     if isinstance(payload, ShellPayload):
         raise protocol.ProtocolError("shell payloads run in exec mode")
     try:
-        function = _resolve(payload)
+        function = call_targets.resolve(payload)
         if isinstance(payload, CallPayload):
-            refusal = _foreign_function(payload.target, function, modules)
+            refusal = call_targets.foreign_function(payload.target, function, modules)
             if refusal:
                 return {
                     "status": outcome.Status.POLICY.value,
@@ -319,7 +315,7 @@ def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any
             value = function(*payload.args, **payload.kwargs)
         except TypeError:
             # Told apart only once the call failed: nothing is spent on calls that fit.
-            misfit = _misfit(function, payload)
+            misfit = call_targets.misfit(function, payload)
             if misfit is None:
                 raise
             return _failure(misfit, give_up="permanent")
@@ -387,62 +383,6 @@ def _run_to_end(awaitable: Awaitable[object]) -> object:
 async def _awaited(awaitable: Awaitable[object]) -> object:
     # asyncio.run takes a coroutine; a job may return any awaitable (a Future, a Task).
     return await awaitable
-
-
-def _misfit(
-    function: Callable[..., object], payload: CallPayload | PythonExecPayload
-) -> TypeError | None:
-    """Why the job's arguments do not fit ``function``'s signature; None when they do."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return None  # no signature to read (some builtins): the call's own error stands
-    try:
-        signature.bind(*payload.args, **payload.kwargs)
-    except TypeError as exc:
-        name = getattr(function, "__qualname__", repr(function))
-        return TypeError(f"the job's arguments do not fit {name}{signature}: {exc}")
-    return None
-
-
-def _foreign_function(target: str, function: object, modules: list[str]) -> str:
-    """Why ``function`` may not run as ``target`` (``""``: it may).
-
-    The worker checked the target's module; but a module of the worker's may
-    have imported ``os.system`` as ``mymod.system``: what runs must be
-    defined in one of the worker's modules too.
-    """
-    defined_in = getattr(function, "__module__", None)
-    if isinstance(defined_in, str) and module_allowed(defined_in, modules):
-        return ""
-    return (
-        f"{target} is defined in {defined_in or 'no module'}, not among this worker's "
-        f"modules ({', '.join(modules) or 'none given'})"
-    )
-
-
-def _resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
-    found: object
-    if isinstance(payload, CallPayload):
-        module_name, _, attribute_path = payload.target.partition(":")
-        # A warm pool child has nearly always imported the module already.
-        found = sys.modules.get(module_name) or importlib.import_module(module_name)
-        for attribute in attribute_path.split("."):
-            found = getattr(found, attribute)
-        name = payload.target
-    else:
-        # Registering the source lets tracebacks show the job's lines.
-        lines = payload.code.splitlines(keepends=True)
-        linecache.cache[_EXEC_FILENAME] = (len(payload.code), None, lines, _EXEC_FILENAME)
-        namespace: dict[str, object] = {"__name__": "__taskq_python_exec__"}
-        exec(compile(payload.code, _EXEC_FILENAME, "exec"), namespace)
-        name = payload.function
-        if name not in namespace:
-            raise NameError(f"the python_exec code defines no {name!r}")
-        found = namespace[name]
-    if not callable(found):
-        raise TypeError(f"{name} is not callable")
-    return found
 
 
 def _encode_result(value: object, result_bytes: int) -> dict[str, Any]:
