@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import taskq
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet
 
 _FLEET = pytest.StashKey[WorkerFleet]()
@@ -21,10 +22,20 @@ def workers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[WorkerFl
         yield fleet
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """In a module marked ``both_stores``, a test of ``store_url`` runs on each kind of store."""
+    both = metafunc.definition.get_closest_marker("both_stores")
+    if both is not None and "store_url" in metafunc.fixturenames:
+        metafunc.parametrize("store_url", STORE_KINDS, indirect=True)
+
+
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    """A SQLite store file of this test's own."""
-    return f"sqlite://{tmp_path / 'taskq.db'}"
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQLite store file of this test's own; or, given "rqlite", the tier's cluster."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return f"sqlite://{tmp_path / 'taskq.db'}"
+    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+    return cluster.url
 
 
 @pytest.fixture

@@ -18,18 +18,12 @@ import pytest
 import taskq
 from taskq.broker.records import AttemptEnded, JobState, OutputDropped, OutputText
 from taskq.dev.processes import wait_until
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import REPO, WorkerFleet
 
 JOBS = "tests.support.output_jobs"
 
 
-@pytest.fixture(params=STORE_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'taskq.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
+pytestmark = pytest.mark.both_stores
 
 
 @pytest.fixture

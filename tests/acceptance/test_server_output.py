@@ -11,18 +11,12 @@ import httpx
 import pytest
 
 from taskq.dev.server import ServerProcess, running_server, write_server_config
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet
 
 JOBS = "tests.support.output_jobs"
 
 
-@pytest.fixture(params=STORE_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'taskq.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
+pytestmark = pytest.mark.both_stores
 
 
 @pytest.fixture

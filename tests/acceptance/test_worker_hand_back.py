@@ -17,7 +17,6 @@ import pytest
 
 import taskq
 from taskq.broker.records import JobState
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet
 
 JOBS = "tests.support.jobs"
@@ -27,12 +26,7 @@ SHORT = 40
 SHORT_RUN_SECONDS = 0.5
 
 
-@pytest.fixture(params=STORE_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'taskq.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
+pytestmark = pytest.mark.both_stores
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ import taskq
 from taskq import errors
 from taskq.broker.records import JobState
 from taskq.worker.parent_results import PAGE
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet
 from tests.support.workflow_jobs import (
     add,
@@ -31,18 +30,10 @@ from tests.support.workflow_jobs import (
     total,
 )
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.both_stores, pytest.mark.timeout(180)]
 
 WAIT = 120
 JOBS = "tests.support.workflow_jobs"
-
-
-@pytest.fixture(params=STORE_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'taskq.db'}"
-    cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
-    return cluster.url
 
 
 @pytest.fixture
