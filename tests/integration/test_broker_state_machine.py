@@ -350,6 +350,18 @@ class LeaseMachine(RuleBasedStateMachine):
             self.beliefs[worker].add(job.lease)
             self.issued.append(job.lease)
             self.claims[job_id] += 1
+            # What the claim hands over of its parents is how they ended, in order.
+            parents = self.parents.get(job_id, [])
+            if not parents:
+                assert job.first_parents is None
+            else:
+                assert job.first_parents is not None
+                assert [(p.position, p.job_id) for p in job.first_parents] == list(
+                    enumerate(parents)
+                )
+                assert all(
+                    p.state is JobState(before[p.job_id]["state"]) for p in job.first_parents
+                ), "a parent's outcome as the claim found it"
 
     @rule(worker=st.sampled_from(WORKERS))
     def heartbeat(self, worker: str) -> None:
