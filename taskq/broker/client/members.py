@@ -11,6 +11,7 @@ from taskq import errors
 from taskq.broker.client.connect import open_store
 from taskq.broker.stores.rqlite_store import RqliteStore
 from taskq.broker.stores.store import NodeInfo
+from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
 
 
 def remove_node(url: str, node_id: str) -> list[NodeInfo]:
@@ -21,12 +22,13 @@ def remove_node(url: str, node_id: str) -> list[NodeInfo]:
     last node, or a cluster without a leader. The node's process is not
     stopped: stop it, and never start it again with its old data.
     """
+    if isinstance(parse_store_url(url), SqliteTarget):
+        raise errors.ConfigError(
+            f"{mask_password(url)} is an embedded SQLite store: it has no nodes to remove"
+        )
     store = open_store(url, migrate=False)
     try:
-        if not isinstance(store, RqliteStore):
-            raise errors.ConfigError(
-                f"{store.url} is an embedded SQLite store: it has no nodes to remove"
-            )
+        assert isinstance(store, RqliteStore)
         return store.remove_node(node_id)
     finally:
         store.close()
