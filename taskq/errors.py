@@ -83,6 +83,14 @@ class QueueNotFound(TaskqError, LookupError):
     """No queue has that name: it has no jobs and no settings; nothing was written."""
 
 
+class NodeNotFound(TaskqError, LookupError):
+    """The cluster has no member of that node id; nothing was changed."""
+
+
+class MembershipRefused(TaskqError):
+    """The cluster's membership cannot change that way (its last node); nothing was changed."""
+
+
 class ScheduleExists(TaskqError):
     """A schedule of that name exists with another definition; nothing was written."""
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 from taskq import errors, humanize
+from taskq.broker.client import members
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import NodeInfo
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
@@ -16,13 +17,30 @@ from taskq.cli import command, connection, output, values
 
 def add_commands(commands: command.Commands) -> None:
     """Register the store and fleet commands."""
-    command.add(
+    cluster = command.add(
         commands,
         "cluster",
         cmd_cluster,
-        help="the store's nodes, leader, reachability and raft state",
+        help="the store's nodes, leader, reachability and raft state; remove a node",
+        description="The store's nodes, leader, reachability and raft state.\n\n"
+        "  taskq cluster                  # describe the store\n"
+        "  taskq cluster remove node2     # take node2 out of the rqlite cluster\n\n"
+        "A node joins with rqlited's own flags (-node-id NEW -join RAFT_ADDRS): see\n"
+        "docs/stores.md, 'Changing the cluster'.",
         json=True,
     )
+    actions: command.Commands = cluster.add_subparsers(
+        dest="cluster_action", required=False, metavar="ACTION"
+    )
+    remove = command.add(
+        actions,
+        "remove",
+        cmd_cluster_remove,
+        help="take a node out of the rqlite cluster by its id (rqlite's DELETE /remove); "
+        "stop the node afterwards",
+        json=True,
+    )
+    remove.add_argument("node", metavar="NODE", help="the node's id, as 'taskq cluster' shows it")
     workers = command.add(
         commands,
         "workers",
@@ -95,6 +113,17 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if not healthy:
         output.warn(f"taskq: error: {url} has no leader: the cluster cannot accept writes")
     return command.EXIT_OK if healthy else command.EXIT_ERROR
+
+
+def cmd_cluster_remove(args: argparse.Namespace) -> int:
+    url = connection.store_url(args)
+    left = members.remove_node(url, args.node)
+    if args.json:
+        output.print_json({"removed": args.node, "nodes": left})
+        return command.EXIT_OK
+    print(f"removed {args.node} from {mask_password(url)}; stop its rqlited now")
+    _print_nodes(left)
+    return command.EXIT_OK
 
 
 def _print_nodes(nodes: Sequence[NodeInfo]) -> None:

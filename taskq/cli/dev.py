@@ -1,7 +1,9 @@
-"""``taskq dev cluster start|status|stop``: a local rqlite cluster (and workers) for development.
+"""``taskq dev cluster ACTION``: a local rqlite cluster (and workers) for development.
 
 The cluster is :class:`taskq.dev.local_cluster.LocalCluster`: its nodes and
 workers run on after the command, and are found again through its directory.
+``add``, ``remove`` and ``replace`` change the membership of the running
+cluster (:mod:`taskq.dev.membership`) while its workers carry on.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 from taskq import errors
 from taskq.cli import command, output, values
-from taskq.dev import local_cluster
+from taskq.dev import local_cluster, membership
 from taskq.dev.cluster import RqliteCluster, RqliteNode
 from taskq.dev.local_cluster import LocalCluster
 
@@ -27,13 +29,16 @@ def add_commands(commands: command.Commands) -> None:
     tools: command.Commands = dev.add_subparsers(dest="tool", required=True, metavar="TOOL")
     cluster = tools.add_parser(
         "cluster",
-        help="a local rqlite cluster on loopback: start, status, stop",
+        help="a local rqlite cluster on loopback: start, status, stop, add, remove, replace",
         description="A local rqlite cluster on 127.0.0.1, its nodes (and workers) stopped by\n"
         "pid. Its data, logs, pids and store URL live in --dir (default TASKQ_CLUSTER_DIR,\n"
         "else taskq-cluster in XDG_RUNTIME_DIR or /tmp). rqlited comes from TASKQ_RQLITED,\n"
         "PATH, or the cache that scripts/install_rqlite.sh builds into.\n\n"
         "  taskq dev cluster start --nodes 3 --workers 2   # prints the store URL last\n"
         "  taskq dev cluster status\n"
+        "  taskq dev cluster add                # a 4th node joins (node4)\n"
+        "  taskq dev cluster remove node1       # out of the cluster, then stopped\n"
+        "  taskq dev cluster replace node2      # stopped, removed, a fresh node in its place\n"
         "  taskq dev cluster stop",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -74,6 +79,16 @@ def add_commands(commands: command.Commands) -> None:
     )
     _action(actions, "status", cmd_status, "each node's pid, address, raft state and leader")
     _action(actions, "stop", cmd_stop, "stop the recorded workers and nodes (idempotent)")
+    _action(actions, "add", cmd_add, "start a new node that joins the running cluster")
+    remove = _action(actions, "remove", cmd_remove, "take a node out of the cluster, then stop it")
+    remove.add_argument("node", metavar="NODE", help="the node's id, e.g. node1")
+    replace = _action(
+        actions,
+        "replace",
+        cmd_replace,
+        "stop a node if it runs, remove it, and add a fresh node (a new id) in its place",
+    )
+    replace.add_argument("node", metavar="NODE", help="the node's id, e.g. node2")
 
 
 def _worker_count(text: str) -> int:
@@ -153,6 +168,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     if url:
         print(f"\nstore URL: {url}")
     return command.EXIT_OK if answering else command.EXIT_ERROR
+
+
+def _running(args: argparse.Namespace) -> tuple[LocalCluster, RqliteCluster]:
+    local = _cluster(args)
+    cluster = local.recorded()
+    if cluster is None or not any(node.alive for node in cluster.nodes):
+        raise errors.TaskqError(
+            f"no cluster runs in {local.directory} (start one: taskq dev cluster start)"
+        )
+    return local, cluster
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    local, cluster = _running(args)
+    node = membership.add_node(cluster, _say)
+    _say(f"{node.node_id} joined; the store URL is now {local.url()}")
+    return command.EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    local, cluster = _running(args)
+    membership.remove_node(cluster, args.node, _say)
+    _say(f"{args.node} removed and stopped; the store URL is now {local.url()}")
+    return command.EXIT_OK
+
+
+def cmd_replace(args: argparse.Namespace) -> int:
+    local, cluster = _running(args)
+    node = membership.replace_node(cluster, args.node, _say)
+    _say(f"{args.node} replaced by {node.node_id}; the store URL is now {local.url()}")
+    return command.EXIT_OK
 
 
 def _print_membership(cluster: RqliteCluster, node: RqliteNode) -> None:

@@ -205,6 +205,10 @@ class RqliteCluster:
             *self.extra_args,
             str(node.data_dir),
         ]
+        self.launch(node, argv)
+
+    def launch(self, node: RqliteNode, argv: list[str]) -> None:
+        """Run ``rqlited`` as ``argv`` for ``node``, and record what identifies it."""
         node.data_dir.mkdir(parents=True, exist_ok=True)
         with node.log_path.open("ab") as log:
             # A session of its own: the node outlives a command that started it.

@@ -7,10 +7,6 @@ tests/integration/test_rqlite_errors.py.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import pytest
 
 from taskq import errors
@@ -18,75 +14,20 @@ from taskq.broker.stores import trampoline
 from taskq.broker.stores.http_plan import HttpCall, HttpPlan, HttpReply, SendFailure, SendStage
 from taskq.broker.stores.rqlite_cluster import with_known_addresses
 from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, failover_budget
-from taskq.broker.stores.rqlite_store import RqliteStore
 from taskq.broker.stores.store import NodeInfo, Statement
 from taskq.broker.stores.store_url import RqliteTarget, parse_store_url
+from tests.support.scripted_rqlite import Answer, FakeTime, Scripted, fake_clock
+from tests.support.scripted_rqlite import connect_timed_out as _connect_timed_out
+from tests.support.scripted_rqlite import json_reply as _json
+from tests.support.scripted_rqlite import nothing_listens as _nothing_listens
+from tests.support.scripted_rqlite import refused as _refused
+from tests.support.scripted_rqlite import scripted_store as _store
+from tests.support.scripted_rqlite import text_reply as _text
 
 A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
 INSERT = Statement("INSERT INTO t VALUES (1)")
 SELECT = Statement("SELECT n FROM t")
 ROWS = {"results": [{"rows": [{"n": 1}]}]}
-
-Answer = Callable[[HttpCall], HttpReply | SendFailure]
-
-
-def _json(status: int, body: object) -> HttpReply:
-    return HttpReply(status, body, json.dumps(body))
-
-
-def _text(status: int, text: str = "") -> HttpReply:
-    return HttpReply(status, None, text)
-
-
-def _refused(call: HttpCall) -> SendFailure:
-    return SendFailure(SendStage.NOT_SENT, "ConnectionRefusedError: Connection refused")
-
-
-def _nothing_listens(call: HttpCall) -> SendFailure:
-    return SendFailure(
-        SendStage.NOT_SENT, "ConnectionRefusedError: Connection refused", refused=True
-    )
-
-
-def _connect_timed_out(call: HttpCall) -> SendFailure:
-    return SendFailure(SendStage.NOT_SENT, "TimeoutError: timed out")
-
-
-@dataclass
-class Scripted:
-    """A transport whose every answer comes from ``answer``; it records the calls."""
-
-    answer: Answer
-    seen: list[HttpCall] = field(default_factory=list)
-
-    def send(self, call: HttpCall) -> HttpReply | SendFailure:
-        self.seen.append(call)
-        return self.answer(call)
-
-    async def send_async(self, call: HttpCall) -> HttpReply | SendFailure:
-        return self.send(call)
-
-    def close(self) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-    def posts(self) -> list[tuple[str, str]]:
-        return [
-            (call.base_url, call.params.get("level", ""))
-            for call in self.seen
-            if call.method == "POST"
-        ]
-
-
-def _store(
-    answer: Answer, url: str = "rqlite://a:4001,b:4001,c:4001", **kwargs: object
-) -> tuple[RqliteStore, Scripted]:
-    target = parse_store_url(url)
-    assert isinstance(target, RqliteTarget)
-    transport = Scripted(answer)
-    return RqliteStore(target, transport=transport, **kwargs), transport  # type: ignore[arg-type]
 
 
 def _members(leader: str | None) -> dict[str, object]:
@@ -99,27 +40,10 @@ def _members(leader: str | None) -> dict[str, object]:
     }  # fmt: skip
 
 
-class FakeTime:
-    """The store's clock: it stands still but for the pauses a plan asks for, recorded."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pauses: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        self.now += seconds
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
     """The time of the stores made with ``clock=clock.monotonic``; their pauses move it."""
-    fake = FakeTime()
-    monkeypatch.setattr(trampoline.time, "sleep", fake.sleep)
-    return fake
+    return fake_clock(monkeypatch)
 
 
 # -- refusals --------------------------------------------------------------------------------

@@ -4,15 +4,28 @@
 those the cluster reported, the leader, the nodes that failed lately);
 :func:`with_known_addresses` fills in the API address rqlite cannot give for
 a member it cannot reach.
+
+The cluster's membership may change while the client runs (nodes added,
+removed, replaced): every answer that names a leader is taken as the
+membership of now, so nodes added since the store URL was written are
+learned, and nodes removed since are forgotten, but for the URL's own,
+which stay last in line as a way back in. A store asks again at least every
+:data:`MEMBERSHIP_REFRESH_SECONDS`, so a client that has not failed over
+meanwhile still learns of a change before its URL's nodes are all gone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Self
 
 from taskq.broker.stores.http_wire import Endpoint
 from taskq.broker.stores.store import NodeInfo
+
+# How often a store asks the cluster who belongs, failover or not: one small
+# read of the leader's, about as often as a worker's heartbeat or two.
+MEMBERSHIP_REFRESH_SECONDS = 10.0
 
 
 @dataclass
@@ -22,10 +35,27 @@ class ClusterView:
     nodes: list[str]
     leader: str | None = None
     recently_failed: set[str] = field(default_factory=set)
+    # The nodes the store URL named: never forgotten, asked after the members.
+    seeds: tuple[str, ...] = ()
+    # When a store last asked the cluster who belongs (its clock).
+    refreshed_at: float = float("-inf")
     # When a request last asked who leads (the store's clock), and how many
     # times: the requests of one store share the looks and take turns at nodes.
     looked_at: float = float("-inf")
     looks: int = 0
+
+    @classmethod
+    def of(cls, seeds: Sequence[str], now: float) -> Self:
+        """What a store knows at ``now``, its start: the nodes its URL names.
+
+        Its first request asks who leads and belongs, as it knows no leader;
+        the next look is due :data:`MEMBERSHIP_REFRESH_SECONDS` after ``now``.
+        """
+        return cls(nodes=list(seeds), seeds=tuple(seeds), refreshed_at=now)
+
+    def refresh_due(self, now: float) -> bool:
+        """Whether it is time to ask the cluster who belongs again."""
+        return now - self.refreshed_at >= MEMBERSHIP_REFRESH_SECONDS
 
     def write_target(self) -> str:
         if self.leader and self.leader not in self.recently_failed:
@@ -43,13 +73,24 @@ class ClusterView:
             self.leader = None
 
     def learn(self, nodes: list[NodeInfo]) -> None:
-        for node in nodes:
-            if node.address and node.address not in self.nodes:
-                self.nodes.append(node.address)
+        """Take in a node's answer to ``/nodes``: who belongs, and who leads.
+
+        An answer that names a leader is the membership of now: its nodes
+        replace those learned before, the URL's own kept after them. One
+        without a leader (an election, or a node cut off) only adds nodes.
+        """
         leaders = [node.address for node in nodes if node.leader and node.address]
+        listed = [node.address for node in with_known_addresses(nodes, self.nodes)]
         if leaders:
+            members = [address for address in listed if address]
+            self.nodes = list(dict.fromkeys([*members, *self.seeds]))
+            self.recently_failed &= set(self.nodes)
             self.leader = leaders[0]
             self.recently_failed.discard(leaders[0])
+            return
+        for address in listed:
+            if address and address not in self.nodes:
+                self.nodes.append(address)
 
     def candidates(self) -> list[str]:
         """Nodes in the order worth asking: the leader first, then the healthy ones."""

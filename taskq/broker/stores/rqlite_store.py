@@ -18,22 +18,22 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import anyio
 
 from taskq import errors
+from taskq.broker.stores import rqlite_members as members
 from taskq.broker.stores import rqlite_protocol as protocol
 from taskq.broker.stores.http_plan import (
     HttpCall,
     HttpPlan,
-    HttpReply,
     Transport,
     run_http_plan,
     run_http_plan_async,
 )
 from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
-from taskq.broker.stores.rqlite_cluster import ClusterView, with_known_addresses
+from taskq.broker.stores.rqlite_cluster import ClusterView
 from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, Failover, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
@@ -41,7 +41,6 @@ from taskq.broker.stores.store_url import RqliteTarget, mask_password
 from taskq.broker.stores.trampoline import Pause
 from taskq.broker.stores.wake_hints import WakeListener, host_facing
 
-_DISCOVERY_TIMEOUT = 2.0
 _CHANGE_POLL_SECONDS = 0.02
 # The requests of one store ask who leads about once a poll between them:
 # at least this long after the last look, a little less than a poll, so that
@@ -92,7 +91,7 @@ class RqliteStore:
         # Options stay out of messages: they are the caller's tuning, not the store's name.
         named = display_url.partition("?")[0] if display_url else ",".join(target.base_urls())
         self._display_url = mask_password(named)
-        self.cluster = ClusterView(nodes=list(target.base_urls()))
+        self.cluster = ClusterView.of(target.base_urls(), clock())
         self._on_stale_read = on_stale_read
         self._stale_node: str | None = None
         self._wake_listener: WakeListener | None = None
@@ -130,6 +129,15 @@ class RqliteStore:
 
     async def nodes_async(self) -> list[NodeInfo]:
         return await run_http_plan_async(self._nodes_plan(), self._transport)
+
+    def remove_node(self, node_id: str) -> list[NodeInfo]:
+        """Take member ``node_id`` out of the cluster (rqlite's ``DELETE /remove``); who is left.
+
+        Its process is not stopped: stop it (and never start it again with
+        its data) once it is removed. Raises :class:`taskq.errors.NodeNotFound`
+        for an id that is not a member, changing nothing.
+        """
+        return run_http_plan(self._remove_plan(node_id), self._transport)
 
     async def wait_for_change(self, timeout: float) -> None:
         # rqlite pushes nothing to clients: wait a short poll interval, or
@@ -216,7 +224,8 @@ class RqliteStore:
         unanswered = _Unanswered()
         refusals = Refusals(request.failed)
         failover = Failover(self.target.retries, self._clock)
-        if self.cluster.leader is None:
+        if self.cluster.leader is None or self.cluster.refresh_due(self._clock()):
+            # No leader known, or time to see who belongs now: nodes come and go.
             yield from self._discover_leader(refusals)
         while (yield from self._before_try(failover, refusals)):
             node, outcome = yield from self._try_leader(refusals, request)
@@ -311,108 +320,38 @@ class RqliteStore:
         while self.cluster.leader is None and failover.pause():
             if failover.clock() - self.cluster.looked_at >= _LOOK_SPACING_SECONDS:
                 self.cluster.looked_at = failover.clock()
-                yield from self._look_for_leader(refusals)
+                yield from members.look_for_leader(
+                    self.cluster, tls=self.target.tls, refusals=refusals
+                )
                 if self.cluster.leader is not None or refusals.everywhere(self.cluster.nodes):
                     break
             yield Pause(failover.pause())
         return True
 
-    def _look_for_leader(self, refusals: Refusals) -> HttpPlan[None]:
-        """Ask the nodes who leads, one at a time, until one answers; remember what it says."""
-        for node in self.cluster.lookout():
-            feedback = yield HttpCall(
-                "GET", node, "/nodes", {"ver": "2"}, timeout=_DISCOVERY_TIMEOUT
-            )
-            assert feedback is not None
-            refusals.note(node, protocol.read_answer(feedback))
-            if isinstance(feedback, HttpReply) and feedback.status == 200:
-                self.cluster.learn(protocol.parse_nodes(feedback.data, tls=self.target.tls))
-                return
-            self.cluster.node_failed(node)
-
     def _refused(
         self, node: str, outcome: protocol.RqliteAnswer, permission: str
     ) -> HttpPlan[errors.StoreError]:
-        """The error for a refusal: bad credentials, or good ones short of ``permission``.
-
-        rqlite answers 401 to both, so the node is asked for things that need
-        other permissions: one it grants means the credentials are good.
-        """
-        accepted = False
-        if outcome.status == 401 and self.target.username is not None:
-            for needs, probe in _PROBES:
-                if needs == permission:
-                    continue
-                feedback = yield replace(probe, base_url=node)
-                if isinstance(feedback, HttpReply) and feedback.status not in (401, 403):
-                    accepted = True
-                    break
-        return protocol.refusal_error(
-            node,
-            outcome,
-            username=self.target.username,
-            permission=permission,
-            accepted=accepted,
-        )
+        return members.refusal(node, outcome, username=self.target.username, permission=permission)
 
     def _discover_leader(self, refusals: Refusals | None = None) -> HttpPlan[list[NodeInfo]]:
-        """Ask the nodes, leader-first, who leads now; remember the answer (and ``refusals``)."""
-        for node in self.cluster.candidates():
-            feedback = yield HttpCall(
-                "GET", node, "/nodes", {"ver": "2"}, timeout=_DISCOVERY_TIMEOUT
-            )
-            assert feedback is not None
-            if refusals is not None:
-                refusals.note(node, protocol.read_answer(feedback))
-            if not isinstance(feedback, HttpReply) or feedback.status != 200:
-                self.cluster.node_failed(node)
-                continue
-            nodes = protocol.parse_nodes(feedback.data, tls=self.target.tls)
-            self.cluster.learn(nodes)
-            if any(info.leader for info in nodes):
-                return nodes
-        return []
+        """Ask the nodes, leader-first, who belongs and leads now; remember the answer."""
+        return members.discover_leader(
+            self.cluster, tls=self.target.tls, now=self._clock(), refusals=refusals
+        )
 
     def _nodes_plan(self) -> HttpPlan[list[NodeInfo]]:
-        members = yield from self._discover_leader()
-        if not members:
-            # No leader to list the members: each node we know of speaks for itself.
-            members = [
-                NodeInfo(id="", address=node, reachable=False, leader=False)
-                for node in self.cluster.nodes
-            ]
-        described: list[NodeInfo] = []
-        for info in with_known_addresses(members, self.cluster.nodes):
-            if not info.address:
-                described.append(info)
-                continue
-            feedback = yield HttpCall("GET", info.address, "/status", timeout=_DISCOVERY_TIMEOUT)
-            assert feedback is not None
-            if isinstance(feedback, HttpReply) and feedback.status == 200:
-                status = protocol.parse_status(feedback.data)
-                described.append(
-                    replace(
-                        info,
-                        id=info.id or status.node_id,
-                        reachable=True,
-                        raft_state=status.raft_state,
-                        version=status.version,
-                    )
-                )
-                continue
-            outcome = protocol.read_answer(feedback)
-            if outcome.kind is AnswerKind.REFUSED:
-                raise (yield from self._refused(info.address, outcome, "status"))
-            described.append(
-                replace(
-                    info,
-                    id=info.id or "?",
-                    reachable=False,
-                    leader=False,
-                    error=outcome.message.strip()[:200],
-                )
-            )
-        return described
+        return members.describe(
+            self.cluster, tls=self.target.tls, username=self.target.username, now=self._clock()
+        )
+
+    def _remove_plan(self, node_id: str) -> HttpPlan[list[NodeInfo]]:
+        return members.remove(
+            self.cluster,
+            node_id,
+            tls=self.target.tls,
+            username=self.target.username,
+            now=self._clock(),
+        )
 
 
 class _LeaderRequest:
@@ -444,15 +383,3 @@ class _Unanswered:
     tries: int = 0
     last: str = ""
     leaderless: str | None = None
-
-
-_PROBES = (
-    ("status", HttpCall("GET", "", "/status", timeout=_DISCOVERY_TIMEOUT)),
-    ("ready", HttpCall("GET", "", "/readyz", timeout=_DISCOVERY_TIMEOUT)),
-    (
-        "query",
-        HttpCall(
-            "POST", "", "/db/query", {"level": "none"}, [["SELECT 1"]], timeout=_DISCOVERY_TIMEOUT
-        ),
-    ),
-)
