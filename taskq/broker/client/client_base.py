@@ -304,6 +304,7 @@ class ClientBase:
         """One job's enqueue, in a write shared with concurrent submits (run by group_commit);
         over HTTP, one POST (the server shares its writes)."""
         if self.http is not None:
+            self._check_one(spec)  # refused here, as on the store, before a request is made
             return http_plans.submit_job(JobRequest.of_spec(spec))
         return self._group_commit.submit(spec)
 

@@ -53,15 +53,23 @@ options given (the server takes the declared ones for the rest)."""
 # -- jobs -----------------------------------------------------------------------------
 
 
+def _json(body: Any) -> bytes:
+    """A body as JSON, or :class:`taskq.errors.InvalidJob` for arguments JSON cannot carry."""
+    try:
+        return msgspec.json.encode(body)
+    except TypeError as exc:
+        raise errors.InvalidJob(f"the arguments must be JSON: {exc}", field="args") from None
+
+
 def submit_job(job: JobBody) -> HttpPlan[int]:
     """POST /jobs of one job; its id."""
-    answer = yield HttpRequest("POST", "/jobs", body=msgspec.json.encode(job))
+    answer = yield HttpRequest("POST", "/jobs", body=_json(job))
     return int(decoded(answer, dict[str, Any])["id"])
 
 
 def submit_jobs(jobs: Sequence[JobBody]) -> HttpPlan[builtins.list[int]]:
     """POST /jobs of a batch (an array), written all or none; their ids, in order."""
-    answer = yield HttpRequest("POST", "/jobs", body=msgspec.json.encode(list(jobs)))
+    answer = yield HttpRequest("POST", "/jobs", body=_json(list(jobs)))
     return [int(job_id) for job_id in decoded(answer, dict[str, Any])["ids"]]
 
 
