@@ -27,22 +27,11 @@ from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import Consistency, Statement, Store
-from taskq.dev.server import ServerProcess, running_server, token_of, write_server_config
+from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
 from tests.support.rqlite_cluster import RqliteCluster
 
 BACKENDS = ["sqlite", pytest.param("rqlite", marks=pytest.mark.rqlite), "http"]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ServerProcess]]:
-    """A ``taskq serve`` on a free loopback port over a SQLite file, and that file's URL."""
-    root = tmp_path_factory.mktemp("served")
-    url = f"sqlite://{root / 'taskq.db'}"
-    open_store(url).close()
-    config = write_server_config(root / "server.toml", {"tester": ["admin"]})
-    with running_server(url, config, root / "serve.log") as server:
-        yield url, server
 
 
 @pytest.fixture(params=BACKENDS)
