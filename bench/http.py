@@ -6,7 +6,10 @@ starts one real ``taskq serve`` (uvicorn, one process) and measures jobs/s of:
 1. the Python client, one ``submit`` per job, then ``submit_many`` of ``--batch``;
 2. ``POST /jobs`` one job per request over one keep-alive connection, then
    from ``--connections`` threads at once (a server answers requests
-   concurrently, a script alone does not), then arrays of ``--batch`` jobs.
+   concurrently, a script alone does not), then arrays of ``--batch`` jobs;
+3. ``taskq.Client`` over HTTP (the server's URL): ``submit`` and ``submit_many``,
+   and the latency of a finished job's result (``wait``), p50 in ms, against
+   the same on the store.
 
 Each HTTP request carries a bearer token, so the server checks it and names
 the submitter, as in production. Every job lands in a queue no worker
@@ -18,6 +21,7 @@ serves: only the submit path is timed.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import time
@@ -27,10 +31,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import Result, say
+from bench.common import Result, percentile, say
 from bench.stores import open_bench_store
 from taskq.broker.client.client import Client, call_spec
-from taskq.dev.server import running_server, write_server_config
+from taskq.dev.server import running_server, token_of, write_server_config
 
 TARGET = "bench.jobs:echo"
 
@@ -54,12 +58,13 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
         results.append(Result(store_name, key, rate, "jobs/s", note))
         say(f"{store_name} {key}: {rate:,.0f} jobs/s ({note})")
 
-    config = write_server_config(root / "server.toml", {"bench": ["submit"]})
+    config = write_server_config(root / "server.toml", {"bench": ["submit", "read"]})
     with (
         open_bench_store(store_name, root) as store,
         Client(store.url, submitter="bench") as client,
         running_server(store.url, config, root / "serve.log") as server,
         server.client("bench") as http,
+        Client(server.url, token=token_of("bench")) as remote,
     ):
 
         def client_single() -> None:
@@ -112,6 +117,19 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
                 ]
                 _posted(http.post("/jobs", json=body))
 
+        def remote_single() -> None:
+            for n in range(jobs):
+                remote.submit(TARGET, n, queue="bench-remote", unchecked=True)
+
+        def remote_batched() -> None:
+            for first in range(0, jobs, batch):
+                remote.submit_many(
+                    [
+                        call_spec(TARGET, [n], queue="bench-remote")
+                        for n in range(first, first + batch)
+                    ]
+                )
+
         add("submit.client_single", _rate(jobs, client_single), f"{jobs:,} Client.submit calls")
         add(
             "submit.client_batched",
@@ -129,7 +147,37 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             _rate(jobs, http_batched),
             f"{jobs:,} jobs, POST /jobs arrays of {batch:,}",
         )
+        add(
+            "submit.http_client_single",
+            _rate(jobs, remote_single),
+            f"{jobs:,} Client.submit calls over HTTP",
+        )
+        add(
+            "submit.http_client_batched",
+            _rate(jobs, remote_batched),
+            f"{jobs:,} jobs, Client.submit_many of {batch:,} over HTTP",
+        )
+        finished = client.submit(TARGET, queue="bench-ended", unchecked=True)
+        client.cancel(finished.id)
+        for key, who in (("result.client_ms", client), ("result.http_client_ms", remote)):
+            latency = _p50_ms(functools.partial(finished_result_of, who, finished.id), 200)
+            results.append(Result(store_name, key, latency, "ms", "p50 of 200 waits"))
+            say(f"{store_name} {key}: {latency:.2f} ms p50")
     return results
+
+
+def finished_result_of(client: Client, job_id: int) -> None:
+    """Wait for a job that has ended: one read on the store, one long poll over HTTP."""
+    client.wait(job_id, timeout=10)
+
+
+def _p50_ms(call: Callable[[], None], count: int) -> float:
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return percentile(times, 0.5)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.stores.split(","):
         with tempfile.TemporaryDirectory(prefix=f"taskq-bench-http-{name}-") as root:
             results += measure(name, Path(root), args.jobs, args.batch, args.connections)
-    print(f"{'store':8} {'measure':32} {'jobs/s':>10}  note")
+    print(f"{'store':8} {'measure':32} {'value':>10}  unit  note")
     for result in results:
-        print(f"{result.store:8} {result.key:32} {result.value or 0:>10,.0f}  {result.note}")
+        print(
+            f"{result.store:8} {result.key:32} {result.value or 0:>10,.2f}  "
+            f"{result.unit}  {result.note}"
+        )
     return 0
 
 

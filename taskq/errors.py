@@ -111,6 +111,13 @@ class RateLimited(TaskqError):
         self.retry_after = retry_after
 
 
+class NotOverHttp(TaskqError):
+    """The request needs the store itself: a client over ``taskq serve`` (HTTP) cannot make it.
+
+    Open the client on the store's URL (``sqlite://``, ``rqlite://``) instead.
+    """
+
+
 class StoreError(TaskqError):
     """The job store could not carry out a request."""
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import msgspec
 
 from taskq import errors
+from taskq.broker.client.problem_types import Forbidden, Unauthorized
 from taskq.config import Scope, TokenSection
-from taskq.server.problems import Forbidden, Unauthorized
 
 ANONYMOUS = "anonymous"
 ALL_SCOPES: frozenset[Scope] = frozenset({"read", "submit", "admin"})

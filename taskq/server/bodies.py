@@ -9,18 +9,16 @@ broker's (:func:`taskq.broker.client.client.validate_spec`), as for every client
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 from starlette.requests import Request
 
 from taskq import errors
-from taskq.broker.client.client import call_spec
-from taskq.broker.client.job_options import JobOptions
-from taskq.broker.records import JobSpec
+from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.problem_types import BadRequest, TooLarge
 from taskq.broker.schedule_timing import CatchUp
-from taskq.server.problems import BadRequest, TooLarge
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
@@ -28,44 +26,6 @@ DEFAULT_PAGE = 50
 MAX_ID = 2**63 - 1
 # A batch of a thousand jobs of 64 KiB each; one job may carry 1 MiB.
 MAX_BODY_BYTES = 64 * 1024 * 1024
-
-
-class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One job: ``target`` ("pkg.module:function") called with JSON arguments, and its options.
-
-    The submitter is not a member: it is the name of the request's token.
-    """
-
-    target: str
-    args: list[Any] = msgspec.field(default_factory=list)
-    kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
-    # Over HTTP a job has always had 3 attempts unless it or its declaration says otherwise.
-    max_attempts: int = 3
-    unchecked: Annotated[
-        bool,
-        msgspec.Meta(
-            description="submit a target no worker has declared (for workers yet to start), "
-            "with only the options given; by default a target no worker declares is refused "
-            "(422, with the closest declared names) and a declared one takes its declared "
-            "options where the job gives none"
-        ),
-    ] = False
-
-    def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
-        """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""
-        options = {**self.keywords(), "idempotency_key": self.idempotency_key or idempotency_key}
-        return call_spec(self.target, self.args, self.kwargs, submitter=submitter, **options)
-
-    def given(
-        self, members: Collection[str], submitter: str, idempotency_key: str | None = None
-    ) -> dict[str, Any]:
-        """The options of a submit by name: those among the body's ``members``, which win
-        over the declared ones, and the call's keyword arguments."""
-        options = {name: getattr(self, name) for name in self.keywords() if name in members}
-        key = self.idempotency_key or idempotency_key
-        if key is not None:
-            options["idempotency_key"] = key
-        return {**options, "kwargs": self.kwargs, "submitter": submitter}
 
 
 def members(body: bytes) -> list[set[str]]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from taskq.broker.client.client import AsyncClient, NamedCall
+from taskq.broker.client.job_request import JobRequest
 from taskq.broker.records import JobSpec
-from taskq.server.bodies import JobRequest
 
 
 async def request_specs(

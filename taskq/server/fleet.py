@@ -8,12 +8,13 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker.client.client import KEEP, Schedule, ScheduleAdded
+from taskq.broker.client.problem_types import ScheduleNotFound
 from taskq.broker.records import Execution, QueueStats, WorkerInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
-from taskq.server.problems import ScheduleNotFound, json_response
+from taskq.server.problems import json_response
 
 
 class Queues(msgspec.Struct, frozen=True):

@@ -11,15 +11,19 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker.client.client import JobQuery
+from taskq.broker.client.http_transport import LONG_POLL_SECONDS
+from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.problem_types import WrongState
 from taskq.broker.records import Execution, Job, JobState
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
-from taskq.server.problems import WrongState, json_response
+from taskq.server.problems import json_response
 
-# The longest a result request is held open: under the usual proxies' idle timeouts.
-MAX_WAIT_SECONDS = 60.0
+# The longest a request is held open (a result, a job waited for): under the usual
+# proxies' idle timeouts. The HTTP client asks for no longer.
+MAX_WAIT_SECONDS = LONG_POLL_SECONDS
 # A retry moves only jobs that ended without succeeding.
 _RETRYABLE = frozenset({JobState.FAILED, JobState.DEAD, JobState.CANCELLED})
 
@@ -73,7 +77,7 @@ async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
     key = request.headers.get("idempotency-key") or None
     client = client_of(request)
-    sent = bodies.decoded(body, bodies.JobRequest | list[bodies.JobRequest])
+    sent = bodies.decoded(body, JobRequest | list[JobRequest])
     given = bodies.members(body)
     if isinstance(sent, list):
         # One header names the whole batch; each job gets a key of its own from it.
@@ -87,7 +91,18 @@ async def submit(request: Request, caller: Caller) -> Response:
 
 
 async def get(request: Request, caller: Caller) -> Response:
-    return json_response(await client_of(request).get(job_id_in_path(request)))
+    """The job; with ``?wait=SECONDS``, once it has finished or that long has passed."""
+    params = request.query_params
+    bodies.only_known(params, {"wait"})
+    wait = bodies.number(params, "wait", default=0.0, high=MAX_WAIT_SECONDS)
+    client = client_of(request)
+    job_id = job_id_in_path(request)
+    if wait:
+        try:
+            return json_response(await client.wait(job_id, timeout=wait))
+        except errors.ResultTimeout:
+            pass
+    return json_response(await client.get(job_id))
 
 
 async def result(request: Request, caller: Caller) -> Response:
@@ -114,7 +129,7 @@ async def executions(request: Request, caller: Caller) -> Response:
     return json_response(Executions(found))
 
 
-_LIST_FILTERS = {"state", "queue", "submitter", "worker", "workflow"}
+_LIST_FILTERS = {"state", "queue", "submitter", "worker", "workflow", "text"}
 
 
 async def listing(request: Request, caller: Caller) -> Response:
@@ -128,6 +143,7 @@ async def listing(request: Request, caller: Caller) -> Response:
         queue=filters.get("queue"),
         submitter=filters.get("submitter"),
         worker_id=filters.get("worker"),
+        text=filters.get("text"),
         workflow_id=bodies.integer(params, "workflow", low=1, high=bodies.MAX_ID)
         if "workflow" in filters
         else None,
@@ -172,12 +188,19 @@ ENDPOINTS = [
         submit,
         "submit",
         "Submit one job (an object), or a batch (an array) in one atomic write",
-        body=bodies.JobRequest | list[bodies.JobRequest],
+        body=JobRequest | list[JobRequest],
         answer=Submitted,
         status=201,
     ),
     Endpoint("GET", "/jobs", listing, "read", "List jobs, newest first", answer=JobPage),
-    Endpoint("GET", "/jobs/{job_id}", get, "read", "One job", answer=Job),
+    Endpoint(
+        "GET",
+        "/jobs/{job_id}",
+        get,
+        "read",
+        "One job; with ?wait=SECONDS (up to 60), once it has finished or that long has passed",
+        answer=Job,
+    ),
     Endpoint(
         "GET",
         "/jobs/{job_id}/result",

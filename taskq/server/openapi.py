@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 
 from taskq import __version__
+from taskq.broker.client.problem_types import Problem
 from taskq.server.endpoint import Endpoint
-from taskq.server.problems import Problem
 
 _PARAMETER = re.compile(r"\{([a-z_]+)\}")
 _ERRORS = {

@@ -21,12 +21,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from taskq.broker.client.client import AsyncClient
+from taskq.broker.client.problem_types import BadRequest
 from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.jobs import job_id_in_path
-from taskq.server.problems import BadRequest, json_response
+from taskq.server.problems import json_response
 
 KEEP_ALIVE_SECONDS = 15.0
 """How long a followed stream may stay quiet before it sends a comment line.

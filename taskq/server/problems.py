@@ -20,47 +20,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.broker.client.problem_types import (
+    PROBLEM_TYPE,
+    TYPE_PREFIX,
+    BadRequest,
+    Forbidden,
+    Problem,
+    ScheduleNotFound,
+    TooLarge,
+    Unauthorized,
+    WrongState,
+)
 
-PROBLEM_TYPE = "application/problem+json"
 # How long a client should wait before asking a store that did not answer again.
 STORE_RETRY_AFTER_SECONDS = 1
-
-
-class Unauthorized(errors.TaskqError):
-    """No valid bearer token came with the request."""
-
-
-class Forbidden(errors.TaskqError):
-    """The token is valid, but its scopes do not allow this request."""
-
-
-class WrongState(errors.TaskqError):
-    """The job, or every job of the workflow, is in a state this request does not apply to."""
-
-
-class ScheduleNotFound(errors.TaskqError, LookupError):
-    """No schedule has that name; nothing changed."""
-
-
-class BadRequest(errors.TaskqError, ValueError):
-    """The request is not well-formed: its JSON, a header or a query parameter."""
-
-
-class TooLarge(errors.TaskqError):
-    """The request's body is larger than this server takes; nothing was written."""
-
-
-class Problem(msgspec.Struct, omit_defaults=True):
-    """An RFC 9457 problem, with taskq's own members where they apply."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    field: str | None = None
-    job_id: int | None = None
-    retry_after: float | None = None
-
 
 # Checked in order: a subclass before its base.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
@@ -108,7 +81,7 @@ def problem_response(exc: errors.TaskqError, status: int) -> Response:
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="taskq"'
     problem = Problem(
-        type=f"urn:taskq:problem:{kind.__name__}",
+        type=f"{TYPE_PREFIX}{kind.__name__}",
         title=(kind.__doc__ or kind.__name__).strip().splitlines()[0],
         status=status,
         detail=str(exc),

@@ -24,18 +24,20 @@ from taskq import errors
 from taskq.broker import job_validation
 from taskq.broker.client.client import JobQuery, validate_spec
 from taskq.broker.client.flows import Flow, group, step
+from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.problem_types import WrongState
 from taskq.broker.records import JobEdge, JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
-from taskq.server.problems import WrongState, json_response
+from taskq.server.problems import json_response
 
 # The most jobs one listing request returns: a workflow's are read a page at a time.
 _PAGE = 1000
 
 
-class WorkflowJob(bodies.JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class WorkflowJob(JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One job of a workflow: a job as ``POST /jobs`` takes it, and its parents in the workflow."""
 
     parents: Annotated[

@@ -1,4 +1,10 @@
-"""taskq.Client and taskq.AsyncClient against both stores, with a stand-in worker thread."""
+"""taskq.Client and taskq.AsyncClient on both stores and over HTTP, with a stand-in worker thread.
+
+Each test runs on a fresh SQLite file, on the shared rqlite cluster, and
+through a real ``taskq serve`` (over a SQLite file of its own): the same
+methods, the same answers, the same errors. Where the HTTP client cannot do
+what a test asks, the test is skipped saying so.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,18 +20,67 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker.client.connect import open_store
 from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import Consistency, Statement, Store
+from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
+from tests.support.rqlite_cluster import RqliteCluster
+
+BACKENDS = ["sqlite", pytest.param("rqlite", marks=pytest.mark.rqlite), "http"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
-def client(store: Store) -> taskq.Client:
-    return taskq.Client(store=store, submitter="tester")
+def store(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The store the client's requests end in (the stand-in worker claims from it)."""
+    if backend == "http":
+        url = request.getfixturevalue("served")[0]
+    elif backend == "rqlite":
+        cluster: RqliteCluster = request.getfixturevalue("rqlite_cluster")
+        url = cluster.url
+    else:
+        url = f"sqlite://{tmp_path / 'taskq.db'}"
+    opened = open_store(url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def connect(backend: str, store: Store, request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Makes a client of the backend's kind, Client or AsyncClient, submitting as 'tester'."""
+
+    def make(kind: type[Any] = taskq.Client) -> Any:
+        if backend == "http":
+            server: ServerProcess = request.getfixturevalue("served")[1]
+            return kind(server.url, token=token_of("tester"))
+        return kind(store=store, submitter="tester")
+
+    return make
+
+
+@pytest.fixture
+def client(connect: Callable[..., taskq.Client]) -> Iterator[taskq.Client]:
+    made = connect()
+    yield made
+    if made.http is not None:
+        made.close()  # a store's client leaves the store to its fixture
+
+
+def needs_the_store(client: taskq.Client, why: str) -> None:
+    """Skip over HTTP, saying what the HTTP client cannot do."""
+    if client.http is not None:
+        pytest.skip(f"over HTTP: {why}")
 
 
 @pytest.fixture
@@ -111,6 +167,7 @@ def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
 
 
 def test_queue_and_submit_limits(client: taskq.Client, queue: str) -> None:
+    needs_the_store(client, "taskq serve has no endpoint for submit limits")
     client.submit_spec(taskq.call_spec("m:f", queue=queue))
     client.set_queue_limits(queue, max_running=2, rate_limit=10, rate_period=60)
     client.set_queue_limits(queue, max_running=None)  # the rate stays as it was
@@ -126,6 +183,7 @@ def test_queue_and_submit_limits(client: taskq.Client, queue: str) -> None:
 
 
 def test_schedules(client: taskq.Client, queue: str) -> None:
+    needs_the_store(client, "adding a built job as a schedule, and pausing one, have no endpoint")
     name = f"every-{queue}"
     spec = taskq.call_spec("m:f", [1], queue=queue)  # no worker declares m:f: unchecked
     added = client.add_schedule(name, spec, every_seconds=3600, unchecked=True)
@@ -142,6 +200,7 @@ def test_schedules(client: taskq.Client, queue: str) -> None:
 
 
 def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) -> None:
+    needs_the_store(client, "a client on the server's store, with a payload limit of its own")
     client.validate_spec(taskq.call_spec("m:f", queue=queue))
     with pytest.raises(errors.InvalidJob, match="priority"):
         client.validate_spec(taskq.call_spec("m:f", queue=queue, priority=2**40))
@@ -152,6 +211,7 @@ def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) 
 
 
 def test_the_schema_version_is_the_newest_migration(client: taskq.Client) -> None:
+    needs_the_store(client, "taskq serve has no endpoint for the schema version")
     assert client.schema_version() == max(m.version for m in migrations.load_migrations())
 
 
@@ -165,9 +225,11 @@ def test_non_json_arguments_are_refused_and_nothing_is_written(
     assert client.list(taskq.JobQuery(queue=queue)) == []
 
 
-def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any) -> None:
+def test_async_client_shares_the_behaviour(
+    connect: Callable[..., taskq.AsyncClient], queue: str, worker: Any
+) -> None:
     async def scenario() -> None:
-        async with taskq.AsyncClient(store=store) as client:
+        async with connect(taskq.AsyncClient) as client:
             handle = await client.submit(
                 "m:f", 7, queue=queue, idempotency_key=f"once-{queue}", unchecked=True
             )
@@ -179,12 +241,7 @@ def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any
             worker(queue, lambda payload: ("ok", payload["args"][0] * 6))
             assert await handle.result(timeout=20) == 42
             assert [e.outcome for e in await client.executions(handle.id)] == ["succeeded"]
-            assert [b.minutes_ago for b in await client.throughput(minutes=3)] == [2, 1, 0]
-            # The shared cluster holds other tests' jobs, some finished at injected
-            # store times: how many go is theirs to say; this one, just finished, stays.
-            assert await client.prune(older_than=3600) >= 0
             assert (await client.get(handle.id)).state is JobState.SUCCEEDED
-            assert any(node.reachable for node in await client.nodes())
             await client.pause(queue)
             assert [s.paused for s in await client.stats() if s.queue == queue] == [True]
             await client.resume(queue)
@@ -193,9 +250,28 @@ def test_async_client_shares_the_behaviour(store: Store, queue: str, worker: Any
     anyio.run(scenario)
 
 
-def test_a_callers_clock_an_hour_off_changes_no_lease(
-    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+def test_the_async_client_reports_on_the_store(
+    connect: Callable[..., taskq.AsyncClient], queue: str
 ) -> None:
+    async def scenario() -> None:
+        async with connect(taskq.AsyncClient) as client:
+            needs_the_store(client, "throughput, prune and the store's nodes have no endpoint")
+            handle = await client.submit("m:f", queue=queue, unchecked=True)
+            assert [b.minutes_ago for b in await client.throughput(minutes=3)] == [2, 1, 0]
+            # The shared cluster holds other tests' jobs, some finished at injected
+            # store times: how many go is theirs to say; this one, just queued, stays.
+            assert await client.prune(older_than=3600) >= 0
+            assert (await client.get(handle.id)).state is JobState.QUEUED
+            assert any(node.reachable for node in await client.nodes())
+
+    anyio.run(scenario)
+
+
+def test_a_callers_clock_an_hour_off_changes_no_lease(
+    backend: str, store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend == "http":
+        pytest.skip("over HTTP: the store's clock is the server's store's, as on sqlite")
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
     plan.run(store, job_enqueue([taskq.call_spec("m:f", queue=queue)]))

@@ -9,13 +9,14 @@ import pathlib
 import msgspec
 import pytest
 
+from taskq import errors
 from taskq.broker.client import job_options
 from taskq.broker.client.client import Client, JobHandle
-from taskq.broker.client.specs import SUBMIT_OPTIONS, call_spec
+from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.specs import SUBMIT_OPTIONS, call_spec, shell_spec
 from taskq.broker.records import JobSpec
 from taskq.cli import job_options as cli_options
 from taskq.cli.main import main
-from taskq.server import bodies
 
 _OPTIONS = job_options.JobOptions.__struct_fields__
 
@@ -39,26 +40,39 @@ def test_call_spec_takes_each_option_with_its_declared_default_or_the_spec_has_i
 
 
 def test_the_http_body_is_the_options_and_the_call() -> None:
-    assert set(bodies.JobRequest.__struct_fields__) == {
+    assert set(JobRequest.__struct_fields__) == {
         *_OPTIONS,
         "target",
         "args",
         "kwargs",
         "unchecked",
+        "retry",
     }
-    sent = msgspec.json.decode(b'{"target": "m:f", "queue": "q"}', type=bodies.JobRequest)
+    sent = msgspec.json.decode(b'{"target": "m:f", "queue": "q"}', type=JobRequest)
     assert sent.max_attempts == 3  # the HTTP API's default, as it always was
     spec = sent.spec("token", idempotency_key="header")
     assert (spec.queue, spec.submitter, spec.idempotency_key) == ("q", "token", "header")
     assert (spec.after, spec.run_anyway) == ((), False)
 
 
+def test_a_job_built_in_python_goes_over_http_as_built() -> None:
+    spec = call_spec(
+        "m:f", [1], {"x": 2}, queue="q", max_attempts=None, labels=("gpu",), retry={"base": 2.0}
+    )
+    sent = msgspec.json.decode(msgspec.json.encode(JobRequest.of_spec(spec)), type=JobRequest)
+    assert sent.unchecked
+    assert msgspec.json.encode(sent.spec(spec.submitter)) == msgspec.json.encode(spec)
+    shell = shell_spec("true")
+    with pytest.raises(errors.NotOverHttp, match="shell"):
+        JobRequest.of_spec(shell)
+
+
 def test_a_body_that_names_its_parents_reaches_the_spec() -> None:
     body = b'{"target": "m:f", "after": [12, 13], "run_anyway": true}'
-    spec = msgspec.json.decode(body, type=bodies.JobRequest).spec("token")
+    spec = msgspec.json.decode(body, type=JobRequest).spec("token")
     assert (spec.after, spec.run_anyway) == ((12, 13), True)
     with pytest.raises(msgspec.ValidationError, match=r"\$\.after\[1\]"):
-        msgspec.json.decode(b'{"target": "m:f", "after": [1, "x"]}', type=bodies.JobRequest)
+        msgspec.json.decode(b'{"target": "m:f", "after": [1, "x"]}', type=JobRequest)
 
 
 def _submit_parser() -> argparse.ArgumentParser:

@@ -7,9 +7,9 @@ import hashlib
 import pytest
 
 from taskq import errors
+from taskq.broker.client.problem_types import Forbidden, Unauthorized
 from taskq.config import TokenSection
 from taskq.server.auth import Tokens
-from taskq.server.problems import Forbidden, Unauthorized
 
 
 def test_a_token_is_known_by_its_digest_and_names_its_caller() -> None:

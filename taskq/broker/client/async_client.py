@@ -109,7 +109,10 @@ class AsyncClient(Awaiting, Operations):
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self.store.aclose()
+        if self.http is not None:
+            await self.http.aclose()
+        else:
+            await self.store.aclose()
 
     # -- jobs ---------------------------------------------------------------------
 

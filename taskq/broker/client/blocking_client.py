@@ -93,6 +93,10 @@ class WorkflowHandle(SubmittedFlow):
 class Client(Blocking, Operations):
     """A blocking client: ``taskq.Client()`` uses the default store (see README).
 
+    ``Client("https://host:8080", token=...)`` speaks to a ``taskq serve``
+    instead, with the same methods and errors (those that need the store
+    raise :class:`taskq.errors.NotOverHttp`).
+
     ``Client(store=store)`` talks to a store already opened with options of
     its own (read-only, without migration); closing the client closes it.
     """
@@ -106,7 +110,10 @@ class Client(Blocking, Operations):
         self.close()
 
     def close(self) -> None:
-        self.store.close()
+        if self.http is not None:
+            self.http.close()
+        else:
+            self.store.close()
 
     # -- jobs ---------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from taskq.broker.client.async_client import AsyncClient, AsyncJobHandle, AsyncW
 from taskq.broker.client.blocking_client import Client, JobHandle, WorkflowHandle
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.flows import Flow, group, step
-from taskq.broker.client.job_operations import JobQuery
+from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.specs import (
     JobRef,
     call_spec,

@@ -10,14 +10,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
 from taskq import errors
-from taskq.broker.client import declarations
+from taskq.broker.client import declarations, http_plans
 from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
+from taskq.broker.client.http_transport import HttpPlan, HttpTransport, is_http_url
+from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,
     Target,
@@ -34,8 +36,14 @@ from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import resolve_store_url
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
+
+T = TypeVar("T")
+
+Plan: TypeAlias = GroupOp[T] | HttpPlan[T]
+"""A request's plan: on the store, or (a client of an http(s):// URL) over HTTP."""
 
 
 class WorkflowSource(Protocol):
@@ -68,16 +76,37 @@ class ClientBase:
         store: Store | None = None,
         submitter: str | None = None,
         max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+        token: str | None = None,
+        ca: str | Path | None = None,
+        verify: bool = True,
+        timeout: float = 30.0,
     ) -> None:
         """Open the store named as everywhere in taskq, or use ``store``, already open.
 
         ``max_payload_bytes`` bounds a job's payload, its arguments included, as JSON.
+        An http(s):// URL names a ``taskq serve`` instead: the requests go over
+        HTTP, bearing ``token`` (else ``TASKQ_TOKEN``), TLS checked against the
+        system's CAs or ``ca`` (``verify=False``: not checked); ``timeout`` is
+        the seconds a request may take, a busy server's 503s ridden out
+        included (:class:`taskq.broker.client.http_transport.HttpTransport`).
+        The submitter is then the token's name.
         """
-        self.store = store if store is not None else open_store(store_url, config_path=config_path)
+        url = None
+        if store is None:
+            configured = load_config(config_path).store_url if store_url is None else None
+            url = resolve_store_url(store_url, configured)
+        self.http = (
+            HttpTransport(url, token=token, ca=ca, verify=verify, timeout=timeout)
+            if url is not None and is_http_url(url)
+            else None
+        )
+        self._store = store
+        if store is None and self.http is None:
+            self._store = open_store(url, config_path=config_path)
         self.submitter = submitter if submitter is not None else default_submitter()
         self.max_payload_bytes = max_payload_bytes
         # Idle workers on a cluster hear of a submit at once (taskq/broker/client/wake_sender.py).
-        self._wake_sender = WakeSender() if isinstance(self.store, HintedStore) else None
+        self._wake_sender = WakeSender() if isinstance(self._store, HintedStore) else None
         # The config file's [queues.NAME] defaults, which this client's jobs get (a store
         # handed over open comes without a config, unless one is named).
         self.queue_defaults = (
@@ -87,6 +116,16 @@ class ClientBase:
         self.declarations = declarations.DeclarationCache()
         # Single submits made while another is in flight share its successor's write.
         self._group_commit = GroupCommit(self._submit_many_plan, self._check_one, self._new_signal)
+
+    @property
+    def store(self) -> Store:
+        """The store this client talks to; :class:`taskq.errors.NotOverHttp` over HTTP."""
+        if self._store is None:
+            raise errors.NotOverHttp(
+                f"this client speaks HTTP to {self.http.url if self.http else 'a server'}: "
+                "it has no store; open one on the store's URL for this"
+            )
+        return self._store
 
     def _new_signal(self) -> Signal:
         """What a submit waiting for its group's turn waits on: an event threads block on."""
@@ -139,6 +178,8 @@ class ClientBase:
         Its steps given by name are resolved first, all of them or none
         (:meth:`declarations.DeclarationCache.spec_many`).
         """
+        if self.http is not None:
+            raise errors.NotOverHttp("submit_workflow over HTTP: not yet (POST /workflows)")
         if not len(flow):
             raise errors.InvalidJob("a workflow needs at least one step", field="flow")
         calls = flow.by_name()
@@ -160,9 +201,11 @@ class ClientBase:
 
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
-    ) -> GroupOp[int]:
+    ) -> Plan[int]:
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
+            if self.http is not None:  # the server resolves it
+                return http_plans.submit_job(_by_name_body(target, args, keywords))
             return self._submit_by_name_plan(target, args, keywords)
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
 
@@ -171,7 +214,7 @@ class ClientBase:
     ) -> GroupOp[int]:
         keywords.setdefault("submitter", self.submitter)
         spec = yield from self.declarations.spec(target, args, keywords)
-        return (yield from self._submit_spec_plan(spec))
+        return (yield from self._group_commit.submit(spec))
 
     def _spec_of(self, target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
         """The job of one submit, submitted by this client unless it says otherwise."""
@@ -184,10 +227,34 @@ class ClientBase:
 
     def _submit_calls_plan(
         self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
-    ) -> Op[list[int]]:
+    ) -> Plan[list[int]]:
         """One submit_many: its jobs built (see :meth:`_many_specs`), then written together."""
+        if self.http is not None:
+            return http_plans.submit_jobs(self._many_bodies(jobs, calls, unchecked))
+        return self._store_submit_calls(jobs, calls, unchecked)
+
+    def _store_submit_calls(
+        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+    ) -> Op[list[int]]:
         specs = yield from self._many_specs(jobs, calls, unchecked)
         return (yield from self._submit_many_plan(specs))
+
+    def _many_bodies(
+        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+    ) -> list[http_plans.JobBody]:
+        """The bodies of one submit_many over HTTP: the calls of a name for the server to
+        resolve (all or none), unless ``unchecked``; else the jobs as built here."""
+        many = _many(jobs, calls)
+        if not isinstance(many, tuple):
+            return [JobRequest.of_spec(spec) for spec in many]
+        target, arguments = many
+        if isinstance(target, str) and not unchecked:
+            return [_by_name_body(target, args, {"kwargs": kwargs}) for args, kwargs in arguments]
+        if isinstance(target, str):
+            return [
+                JobRequest.of_spec(call_spec(target, args, kwargs)) for args, kwargs in arguments
+            ]
+        return [JobRequest.of_spec(self._spec_of(target, a, k)) for a, k in arguments]
 
     def _many_specs(
         self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
@@ -198,18 +265,10 @@ class ClientBase:
         calls of a name are submitted as its declaration says, all or none,
         unless ``unchecked`` (:meth:`declarations.DeclarationCache.spec_many`).
         """
-        if isinstance(jobs, Sequence) and not isinstance(jobs, str):
-            if calls is not None:
-                raise errors.InvalidJob(
-                    "submit_many(target, calls): the target is one job, not a list", field="target"
-                )
-            return jobs
-        if calls is None:
-            raise errors.InvalidJob(
-                "submit_many takes a list of jobs, or a target and its calls", field="target"
-            )
-        target: Target = jobs
-        arguments = [_call_arguments(call) for call in calls]
+        many = _many(jobs, calls)
+        if not isinstance(many, tuple):
+            return many
+        target, arguments = many
         if isinstance(target, str) and not unchecked:
             named = [
                 declarations.NamedCall(
@@ -227,7 +286,7 @@ class ClientBase:
 
     def _submit_python_plan(
         self, code: str, function: str, args: Sequence[Any], options: dict[str, Any]
-    ) -> GroupOp[int]:
+    ) -> Plan[int]:
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(python_exec_spec(code, function, args, **options))
 
@@ -237,13 +296,46 @@ class ClientBase:
         cwd: str | None,
         env: Mapping[str, str] | None,
         options: dict[str, Any],
-    ) -> GroupOp[int]:
+    ) -> Plan[int]:
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(shell_spec(command, cwd=cwd, env=env, **options))
 
-    def _submit_spec_plan(self, spec: JobSpec) -> GroupOp[int]:
-        """One job's enqueue, in a write shared with concurrent submits (run by group_commit)."""
+    def _submit_spec_plan(self, spec: JobSpec) -> Plan[int]:
+        """One job's enqueue, in a write shared with concurrent submits (run by group_commit);
+        over HTTP, one POST (the server shares its writes)."""
+        if self.http is not None:
+            self._check_one(spec)  # refused here, as on the store, before a request is made
+            return http_plans.submit_job(JobRequest.of_spec(spec))
         return self._group_commit.submit(spec)
+
+
+def _many(
+    jobs: Sequence[JobSpec] | Target, calls: Calls | None
+) -> Sequence[JobSpec] | tuple[Target, list[tuple[Sequence[Any], dict[str, Any]]]]:
+    """A submit_many's jobs as given (specs), or its target and each call's arguments."""
+    if isinstance(jobs, Sequence) and not isinstance(jobs, str):
+        if calls is not None:
+            raise errors.InvalidJob(
+                "submit_many(target, calls): the target is one job, not a list", field="target"
+            )
+        return jobs
+    if calls is None:
+        raise errors.InvalidJob(
+            "submit_many takes a list of jobs, or a target and its calls", field="target"
+        )
+    return jobs, [_call_arguments(call) for call in calls]
+
+
+def _by_name_body(target: str, args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A submit by name over HTTP: the call and only the options given, for the server to
+    complete from the declaration; the submitter is the token's name, not an option."""
+    if "submitter" in options:
+        raise errors.InvalidJob(
+            "over HTTP the submitter is the name of the client's token, not an option",
+            field="submitter",
+        )
+    given = {name: value for name, value in options.items() if value is not None}
+    return {"target": target, "args": list(args), **given}
 
 
 def _call_arguments(call: object) -> tuple[Sequence[Any], dict[str, Any]]:

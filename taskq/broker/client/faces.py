@@ -5,7 +5,10 @@ runs a request's plan and returns its answer; an :class:`Awaiting` one
 (:class:`taskq.broker.client.client.AsyncClient`) awaits it. A request is
 declared once, as the method that builds its plan: :class:`Operation` for
 one answer, :class:`Paged` for answers that come page after page (an
-iterator on one face, an async iterator on the other).
+iterator on one face, an async iterator on the other). A client over
+``taskq serve`` (an http(s):// URL) runs instead the request's HTTP plan,
+declared beside it with :func:`over_http` (:mod:`.http_plans`); a request
+without one raises :class:`taskq.errors.NotOverHttp` there.
 """
 
 from __future__ import annotations
@@ -13,13 +16,25 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    Self,
+    TypeVar,
+    cast,
+    overload,
+)
 
 import anyio
 
+from taskq import errors
 from taskq.broker.client import group_commit
-from taskq.broker.client.client_base import ClientBase
+from taskq.broker.client.client_base import ClientBase, Plan
 from taskq.broker.client.group_commit import GroupOp, Signal
+from taskq.broker.client.http_transport import HttpPlan
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -28,15 +43,19 @@ P = ParamSpec("P")
 class Blocking(ClientBase):
     """A client whose callers block until each request is answered."""
 
-    def _run(self, op: GroupOp[T]) -> T:
-        return group_commit.run(self.store, op)
+    def _run(self, op: Plan[T]) -> T:
+        if self.http is not None:
+            return self.http.run(cast(HttpPlan[T], op))
+        return group_commit.run(self.store, cast(GroupOp[T], op))
 
 
 class Awaiting(ClientBase):
     """A client whose callers await each request's answer."""
 
-    async def _run(self, op: GroupOp[T]) -> T:
-        return await group_commit.run_async(self.store, op)
+    async def _run(self, op: Plan[T]) -> T:
+        if self.http is not None:
+            return await self.http.run_async(cast(HttpPlan[T], op))
+        return await group_commit.run_async(self.store, cast(GroupOp[T], op))
 
     def _new_signal(self) -> Signal:
         return anyio.Event()
@@ -50,20 +69,35 @@ class Operation(Generic[P, T]):
     declaration's name, parameters and docstring.
     """
 
-    def __init__(self, plan: Callable[Concatenate[Any, P], GroupOp[T]]) -> None:
+    def __init__(
+        self,
+        plan: Callable[Concatenate[Any, P], GroupOp[T]],
+        http: Callable[P, HttpPlan[T]] | None = None,
+    ) -> None:
         self.plan = plan
+        self.http = http
         self.__doc__ = plan.__doc__
 
         @functools.wraps(plan)
         def blocking(client: Blocking, /, *args: Any, **kwargs: Any) -> Any:
-            return client._run(plan(client, *args, **kwargs))
+            return client._run(self._plan_for(client, args, kwargs))
 
         @functools.wraps(plan)
         async def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> Any:
-            return await client._run(plan(client, *args, **kwargs))
+            return await client._run(self._plan_for(client, args, kwargs))
 
         self._blocking = blocking
         self._awaiting = awaiting
+
+    def _plan_for(self, client: ClientBase, args: Any, kwargs: Any) -> Plan[T]:
+        """The plan of this request on ``client``'s store, or over its HTTP."""
+        if client.http is None:
+            return self.plan(client, *args, **kwargs)
+        if self.http is None:
+            raise errors.NotOverHttp(
+                f"{self.plan.__name__}() needs the store: taskq serve has no endpoint for it"
+            )
+        return self.http(*args, **kwargs)
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Self: ...
@@ -79,6 +113,18 @@ class Operation(Generic[P, T]):
         if isinstance(client, Awaiting):
             return types.MethodType(self._awaiting, client)
         return types.MethodType(self._blocking, client)
+
+
+def over_http(
+    http: Callable[P, HttpPlan[T]],
+) -> Callable[[Callable[Concatenate[Any, P], GroupOp[T]]], Operation[P, T]]:
+    """Declare a request (as :class:`Operation` does) with ``http``, the plan of the same
+    request over ``taskq serve``: the same parameters, the same answer."""
+
+    def declare(plan: Callable[Concatenate[Any, P], GroupOp[T]]) -> Operation[P, T]:
+        return Operation(plan, http)
+
+    return declare
 
 
 class Pages(Protocol[T]):
@@ -102,10 +148,12 @@ class Paged(Generic[P, T]):
 
         @functools.wraps(pages)
         def blocking(client: Blocking, /, *args: Any, **kwargs: Any) -> Iterator[T]:
+            _on_the_store(client, pages)
             return _blocking_answers(client, pages(client, *args, **kwargs))
 
         @functools.wraps(pages)
         def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> AsyncIterator[T]:
+            _on_the_store(client, pages)
             return _awaiting_answers(client, pages(client, *args, **kwargs))
 
         self._blocking = blocking
@@ -123,6 +171,13 @@ class Paged(Generic[P, T]):
         if isinstance(client, Awaiting):
             return types.MethodType(self._awaiting, client)
         return types.MethodType(self._blocking, client)
+
+
+def _on_the_store(client: ClientBase, request: Callable[..., Any]) -> None:
+    if client.http is not None:
+        raise errors.NotOverHttp(
+            f"{request.__name__}() needs the store: the HTTP client does not follow pages yet"
+        )
 
 
 def _blocking_answers(client: Blocking, pages: Pages[T]) -> Iterator[T]:

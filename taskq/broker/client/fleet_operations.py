@@ -5,8 +5,9 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from taskq.broker.client import http_plans
 from taskq.broker.client.client_base import ClientBase
-from taskq.broker.client.faces import Operation
+from taskq.broker.client.faces import Operation, over_http
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.ops.functions import DeclaredFunction, function_list, queue_served_list
 from taskq.broker.ops.jobs import (
@@ -43,12 +44,12 @@ class FleetOperations(ClientBase):
 
     # -- queues and limits ----------------------------------------------------------
 
-    @Operation
+    @over_http(http_plans.queue_stats)
     def stats(self) -> GroupOp[builtins.list[QueueStats]]:
         """Every queue: its counts per state, whether it is paused, its limits."""
         return job_counts()
 
-    @Operation
+    @over_http(http_plans.queue_pause)
     def pause(self, queue: str, *, create: bool = False) -> GroupOp[None]:
         """Stop workers from claiming the queue's jobs.
 
@@ -58,7 +59,7 @@ class FleetOperations(ClientBase):
         """
         return queue_set_paused(queue, True, create=create)
 
-    @Operation
+    @over_http(http_plans.queue_resume)
     def resume(self, queue: str, *, create: bool = False) -> GroupOp[None]:
         """Let workers claim the queue's jobs again (unknown queues as for :meth:`pause`)."""
         return queue_set_paused(queue, False, create=create)
@@ -117,7 +118,7 @@ class FleetOperations(ClientBase):
 
     # -- the fleet and the store ------------------------------------------------------
 
-    @Operation
+    @over_http(http_plans.worker_list)
     def workers(self) -> GroupOp[builtins.list[WorkerInfo]]:
         """Every registered worker, stopped ones included."""
         return worker_list()

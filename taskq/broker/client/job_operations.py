@@ -1,6 +1,6 @@
 """The requests about jobs and workflows: read, wait, follow, steer (see :mod:`.operations`).
 
-:class:`JobQuery` is the typed listing :meth:`JobOperations.list` takes.
+:class:`JobQuery` (:mod:`.job_query`) is the typed listing :meth:`JobOperations.list` takes.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from typing import Any
 import msgspec
 
 from taskq import errors
+from taskq.broker.client import http_plans
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.faces import Operation, Paged
+from taskq.broker.client.faces import Operation, Paged, over_http
 from taskq.broker.client.group_commit import GroupOp
+from taskq.broker.client.job_query import JobQuery
 from taskq.broker.ops.jobs import (
     CancelResult,
     execution_list,
@@ -48,30 +50,12 @@ from taskq.broker.records import (
 from taskq.broker.stores.trampoline import Pause
 
 
-class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
-    """Which jobs :meth:`Operations.list` returns: every filter given, newest first.
-
-    ``state`` is a :class:`taskq.JobState` or its name (``state="succeeded"``);
-    ``text`` matches a queue name exactly or any part of the payload. Pass
-    the last id seen as ``before`` for the next page of ``limit`` (1 to 1000).
-    """
-
-    state: JobState | str | None = None
-    queue: str | None = None
-    worker_id: str | None = None
-    submitter: str | None = None
-    text: str | None = None
-    workflow_id: int | None = None
-    before: int | None = None
-    limit: int = 50
-
-
 class JobOperations(ClientBase):
     """The requests about jobs and workflows, each as the plan of its answer."""
 
     # -- jobs ---------------------------------------------------------------------
 
-    @Operation
+    @over_http(http_plans.job_get)
     def get(self, job_id: int) -> GroupOp[Job]:
         """The job, or :class:`taskq.errors.JobNotFound`."""
         job = yield from job_get(job_id)
@@ -79,18 +63,18 @@ class JobOperations(ClientBase):
             raise errors.JobNotFound(f"no job with id {job_id}")
         return job
 
-    @Operation
+    @over_http(http_plans.job_wait)
     def wait(self, job_id: int, *, timeout: float | None = None) -> GroupOp[Job]:
         """Wait until the job finishes, whatever its outcome."""
         return job_wait(job_id, timeout=timeout)
 
-    @Operation
+    @over_http(http_plans.job_list)
     def list(self, query: JobQuery | None = None) -> GroupOp[builtins.list[Job]]:
         """Jobs newest first, as ``query`` (a :class:`JobQuery`) selects them; None: any 50."""
         # JobQuery's fields are job_list's keywords (tests/unit/test_client_faces.py).
         return job_list(**msgspec.structs.asdict(query or JobQuery()))
 
-    @Operation
+    @over_http(http_plans.execution_list)
     def executions(self, job_id: int) -> GroupOp[builtins.list[Execution]]:
         """Every attempt at a job, oldest first."""
         return execution_list(job_id=job_id)
@@ -121,19 +105,19 @@ class JobOperations(ClientBase):
             job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
         )
 
-    @Operation
+    @over_http(http_plans.worker_executions)
     def worker_executions(
         self, worker_id: str, *, before: int | None = None, limit: int = 50
     ) -> GroupOp[builtins.list[Execution]]:
         """A worker's attempts, newest first; pass the last id seen as ``before`` for more."""
         return execution_list(worker_id=worker_id, before=before, limit=limit)
 
-    @Operation
+    @over_http(http_plans.job_cancel)
     def cancel(self, *job_ids: int) -> GroupOp[CancelResult]:
         """Cancel jobs: queued ones at once, running ones at their next heartbeat."""
         return job_cancel(job_ids)
 
-    @Operation
+    @over_http(http_plans.job_retry)
     def retry(self, *job_ids: int) -> GroupOp[builtins.list[int]]:
         """Queue failed, dead or cancelled jobs again; the ids that moved."""
         return job_retry(job_ids)
@@ -168,7 +152,7 @@ class JobOperations(ClientBase):
 
     # -- workflows ------------------------------------------------------------------
 
-    @Operation
+    @over_http(http_plans.workflow_get)
     def workflow(self, workflow_id: int) -> GroupOp[WorkflowInfo]:
         """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
         return workflow_get(workflow_id)
@@ -184,17 +168,17 @@ class JobOperations(ClientBase):
         """
         return _workflow_wait(workflow_id, timeout)
 
-    @Operation
+    @over_http(http_plans.workflow_edges)
     def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:
         """Every dependency among the workflow's jobs: (parent, child) pairs."""
         return workflow_edges(workflow_id)
 
-    @Operation
+    @over_http(http_plans.workflow_cancel)
     def cancel_workflow(self, workflow_id: int) -> GroupOp[int]:
         """Cancel every unfinished job of the workflow (running ones at their next heartbeat)."""
         return workflow_cancel(workflow_id)
 
-    @Operation
+    @over_http(http_plans.workflow_retry)
     def retry_workflow(self, workflow_id: int) -> GroupOp[int]:
         """Queue the workflow's failed, dead or cancelled jobs again (their waiting children
         with them); how many moved."""

@@ -14,7 +14,8 @@ they wait.
 from __future__ import annotations
 
 from taskq.broker.client.fleet_operations import FleetOperations
-from taskq.broker.client.job_operations import JobOperations, JobQuery
+from taskq.broker.client.job_operations import JobOperations
+from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.schedule_operations import ScheduleOperations
 
 __all__ = ["JobQuery", "Operations"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 
 from taskq.broker import schedule_timing
+from taskq.broker.client import http_plans
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.faces import Operation
+from taskq.broker.client.faces import Operation, over_http
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.schedules import (
@@ -66,12 +67,12 @@ class ScheduleOperations(ClientBase):
 
         return plan()
 
-    @Operation
+    @over_http(http_plans.schedule_list)
     def schedules(self) -> GroupOp[builtins.list[Schedule]]:
         """Every schedule, by name, with its next fire time."""
         return schedule_list()
 
-    @Operation
+    @over_http(http_plans.schedule_remove)
     def remove_schedule(self, name: str) -> GroupOp[bool]:
         """Delete a schedule; False when there is none of that name."""
         return schedule_remove(name)

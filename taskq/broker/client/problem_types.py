@@ -1,0 +1,81 @@
+"""The HTTP API's errors on the wire: RFC 9457 problems, and the taskq error each one names.
+
+Shared by the server (``taskq.server.problems`` answers a raised error as a
+problem) and the HTTP client (:mod:`.http_transport` raises the error a
+problem names), so a script talking to ``taskq serve`` catches the same
+exceptions, with the same messages, as one on the store. A problem's
+``type`` is ``urn:taskq:problem:`` and the exception class's name.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from taskq import errors
+
+PROBLEM_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:taskq:problem:"
+
+
+class Unauthorized(errors.TaskqError):
+    """No valid bearer token came with the request."""
+
+
+class Forbidden(errors.TaskqError):
+    """The token is valid, but its scopes do not allow this request."""
+
+
+class WrongState(errors.TaskqError):
+    """The job, or every job of the workflow, is in a state this request does not apply to."""
+
+
+class ScheduleNotFound(errors.TaskqError, LookupError):
+    """No schedule has that name; nothing changed."""
+
+
+class BadRequest(errors.TaskqError, ValueError):
+    """The request is not well-formed: its JSON, a header or a query parameter."""
+
+
+class TooLarge(errors.TaskqError):
+    """The request's body is larger than this server takes; nothing was written."""
+
+
+class Problem(msgspec.Struct, omit_defaults=True):
+    """An RFC 9457 problem, with taskq's own members where they apply."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: str | None = None
+    job_id: int | None = None
+    retry_after: float | None = None
+
+
+_SERVER_ERRORS = (Unauthorized, Forbidden, WrongState, ScheduleNotFound, BadRequest, TooLarge)
+_KNOWN: dict[str, type[errors.TaskqError]] = {
+    kind.__name__: kind
+    for kind in [*vars(errors).values(), *_SERVER_ERRORS]
+    if isinstance(kind, type) and issubclass(kind, errors.TaskqError)
+}
+
+
+def error_of(problem: Problem) -> errors.TaskqError:
+    """The exception a problem names, with its message and members (``field``, ``job_id``,
+    ``retry_after``); a problem of no taskq class is a :class:`BadRequest` (4xx) or a
+    :class:`taskq.errors.StoreError` (5xx) with its detail."""
+    name = problem.type.removeprefix(TYPE_PREFIX)
+    kind = _KNOWN.get(name) if name != problem.type else None
+    detail = problem.detail
+    if kind is None:
+        return (BadRequest if problem.status < 500 else errors.StoreError)(
+            f"{problem.status} {problem.title}: {detail}"
+        )
+    if issubclass(kind, errors.IdempotencyConflict):
+        return kind(detail, job_id=problem.job_id or 0)
+    if issubclass(kind, errors.InvalidJob):
+        return kind(detail, field=problem.field)
+    if issubclass(kind, errors.RateLimited):
+        return kind(detail, problem.retry_after)
+    return kind(detail)

@@ -1,0 +1,118 @@
+"""What only the HTTP client has to show: errors carried back, the token's name, the default client.
+
+The rest of its behaviour is the store clients' (tests/integration/test_client.py
+runs those tests over HTTP too).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+import taskq
+from taskq import errors
+from taskq.broker.client.problem_types import Forbidden, Unauthorized
+from taskq.dev.server import ServerProcess, token_of
+from tests.support import declared_jobs
+
+
+@pytest.fixture
+def server(served: tuple[str, ServerProcess]) -> ServerProcess:
+    return served[1]
+
+
+@pytest.fixture
+def on_store(served: tuple[str, ServerProcess]) -> Iterator[taskq.Client]:
+    with taskq.Client(served[0]) as client:
+        yield client
+
+
+@pytest.fixture
+def queue() -> str:
+    return f"h-{uuid.uuid4().hex[:10]}"
+
+
+def test_the_submitter_is_the_tokens_name(server: ServerProcess, queue: str) -> None:
+    with taskq.Client(server.url, token=token_of("tester"), submitter="someone") as client:
+        handle = client.submit("m:f", queue=queue, unchecked=True)
+        assert client.get(handle.id).submitter == "tester"
+        with pytest.raises(errors.InvalidJob, match="token") as caught:
+            client.submit("m:f", queue=queue, submitter="someone")
+        assert caught.value.field == "submitter"
+
+
+def test_a_refusal_raises_the_stores_error(server: ServerProcess, queue: str) -> None:
+    with taskq.Client(server.url, token=token_of("tester")) as client:
+        key = f"once-{queue}"
+        first = client.submit("m:f", 1, queue=queue, idempotency_key=key, unchecked=True)
+        assert client.submit("m:f", 1, queue=queue, idempotency_key=key, unchecked=True).id == (
+            first.id
+        )
+        with pytest.raises(errors.IdempotencyConflict) as conflict:
+            client.submit("m:f", 2, queue=queue, idempotency_key=key, unchecked=True)
+        assert (conflict.value.field, conflict.value.job_id) == ("idempotency_key", first.id)
+        with pytest.raises(errors.InvalidJob, match="priority") as invalid:
+            client.submit_many([taskq.call_spec("m:f", queue=queue, priority=2**40)])
+        assert invalid.value.field == "priority"
+        with pytest.raises(errors.UnknownFunction):
+            client.submit_many("nobody.declares:this", [(1,), (2,)])
+        assert [job.id for job in client.list(taskq.JobQuery(queue=queue))] == [first.id]
+
+
+def test_a_submitter_over_its_rate_is_told_when_to_come_back(
+    server: ServerProcess, on_store: taskq.Client, queue: str
+) -> None:
+    on_store.set_submit_limit("tester", 1, 3600)
+    try:
+        with (
+            taskq.Client(server.url, token=token_of("tester")) as client,
+            pytest.raises(errors.RateLimited) as caught,
+        ):
+            client.submit_many([taskq.call_spec("m:f", [n], queue=queue) for n in range(3)])
+    finally:
+        on_store.remove_submit_limit("tester")
+    assert caught.value.retry_after is None  # three jobs never fit a limit of one
+    assert on_store.list(taskq.JobQuery(queue=queue)) == []
+
+
+def test_a_token_is_checked(server: ServerProcess, queue: str) -> None:
+    with taskq.Client(server.url, token="not-a-token") as stranger, pytest.raises(Unauthorized):
+        stranger.get(1)
+    with (
+        taskq.Client(server.url, token=token_of("reader")) as reader,
+        pytest.raises(Forbidden, match="submit"),
+    ):
+        reader.submit("m:f", queue=queue, unchecked=True)
+
+
+def test_what_needs_the_store_says_so(server: ServerProcess) -> None:
+    with taskq.Client(server.url, token=token_of("tester")) as client:
+        with pytest.raises(errors.NotOverHttp, match="schema_version"):
+            client.schema_version()
+        with pytest.raises(errors.NotOverHttp, match="shell"):
+            client.submit_shell("true")
+        with pytest.raises(errors.NotOverHttp, match="store"):
+            client.nodes()
+
+
+def test_a_declared_job_submits_over_http_when_the_store_url_names_a_server(
+    server: ServerProcess, on_store: taskq.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TASKQ_STORE", server.url)
+    monkeypatch.setenv("TASKQ_TOKEN", token_of("tester"))
+    taskq.set_default_client(None)
+    try:
+        handle = declared_jobs.greet.submit("ada", greeting="hi")
+        assert taskq.default_client().http is not None
+    finally:
+        taskq.set_default_client(None)
+    job = on_store.get(handle.id)
+    assert (job.submitter, job.queue, job.max_attempts, job.labels) == (
+        "tester",
+        "declared",
+        2,
+        ("test",),
+    )
+    assert (job.payload["args"], job.payload["kwargs"]) == (["ada"], {"greeting": "hi"})
