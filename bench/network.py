@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=2, help="slots per worker")
     parser.add_argument("--pickups", type=int, default=30)
     parser.add_argument("--drain", type=int, default=2000)
-    parser.add_argument("--rates", default="100,200,400", help="offered jobs/s ('' for none)")
+    parser.add_argument("--rates", default="250,500,1000,2000", help="offered jobs/s ('' for none)")
     parser.add_argument("--sustain-rtt", type=float, default=0.5, help="round trip for --rates")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--json", type=Path, help="write every figure here too")

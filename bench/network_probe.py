@@ -18,7 +18,7 @@ from typing import Any
 from bench.common import finished_count, jobs_since, percentile, queue_counts, wait_until
 from bench.end_to_end import enqueue_echo, pickup
 from bench.network_cluster import QUEUE
-from taskq.broker.client.client import Client
+from taskq.broker.client.client import Client, call_spec
 from taskq.broker.records import JobState
 
 ECHO = "bench.jobs:echo"
@@ -77,35 +77,31 @@ def leader_raft(url: str) -> dict[str, Any]:
 
 
 def sustain(url: str, rate: float, seconds: float) -> dict[str, Any]:
-    """Single submits from 8 threads at ``rate`` a second for ``seconds``: do workers keep up?
+    """Submit at ``rate`` jobs a second for ``seconds`` while the workers drain: do they keep up?
 
-    Each thread submits its share one job at a time (the client's group commit
-    joins concurrent ones into one write), paced to the offered rate.
-    Completed: jobs finished inside the window. The backlog is what is still
-    queued at its end; the run then waits for it to drain.
+    Every 10 ms tick the client submits the jobs due by then in one request,
+    as :func:`bench.end_to_end.steady` does, so the client is not what bounds
+    the rate. Completed: jobs finished inside the window. The backlog is what
+    is still queued at its end; the run then waits for it to drain.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    threads = 8
+    tick = 0.010
     with Client(url) as client:
         raft_before = leader_raft(url)
         started_wall = time.time()
         started = time.perf_counter()
         calls: list[float] = []
-
-        def submitter(index: int) -> None:
-            number = index
-            while (due := started + number / rate) < started + seconds:
-                pause = due - time.perf_counter()
-                if pause > 0:
-                    time.sleep(pause)
-                tick = time.perf_counter()
-                client.submit(ECHO, number, queue=QUEUE, unchecked=True)
-                calls.append(time.perf_counter() - tick)
-                number += threads
-
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(submitter, range(threads)))
+        submitted = 0
+        while (elapsed := time.perf_counter() - started) < seconds:
+            due = min(int(rate * elapsed) - submitted, 1000)
+            if due > 0:
+                specs = [
+                    call_spec(ECHO, [n], queue=QUEUE) for n in range(submitted, submitted + due)
+                ]
+                begun = time.perf_counter()
+                client.submit_many(specs)
+                calls.append(time.perf_counter() - begun)
+                submitted += due
+            time.sleep(max(0.0, tick - (time.perf_counter() - started) % tick))
         ended_wall = time.time()
         raft_after = leader_raft(url)
         backlog = queue_counts(client.store, QUEUE)[JobState.QUEUED]
@@ -125,10 +121,10 @@ def sustain(url: str, rate: float, seconds: float) -> dict[str, Any]:
     entries = raft_after["applied_index"] - raft_before["applied_index"]
     return {
         "offered_per_second": rate,
-        "submitted_per_second": len(calls) / window,
+        "submitted_per_second": submitted / window,
         "completed_per_second": len(finished) / window,
         "backlog_at_end": backlog,
-        "submit_call_p50_ms": percentile([c * 1000 for c in calls], 0.5),
+        "submit_request_p50_ms": percentile([c * 1000 for c in calls], 0.5),
         "latency_p50_ms": percentile([s * 1000 for s in latencies], 0.5),
         "latency_p99_ms": percentile([s * 1000 for s in latencies], 0.99),
         "raft_entries_per_second": entries / window,
