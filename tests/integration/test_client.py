@@ -25,7 +25,8 @@ from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
-from taskq.broker.records import JobState
+from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
+from taskq.broker.records import AttemptEnded, JobState, OutputText
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
@@ -265,6 +266,55 @@ def test_the_async_client_reports_on_the_store(
             assert any(node.reachable for node in await client.nodes())
 
     anyio.run(scenario)
+
+
+def _print_then_end(store: Store, queue: str, lines: list[str], started: threading.Event) -> None:
+    """Claim the job of ``queue``, store ``lines`` as its output one write each, then end it."""
+    deadline = time.monotonic() + 20
+    while not (
+        claimed := plan.run(store, job_claim("printer", [queue], limit=1, lease_seconds=30))
+    ):
+        assert time.monotonic() < deadline, "no job to print for"
+        time.sleep(0.01)
+    lease, at = claimed[0].lease, 0
+    for line in lines:
+        chunk = OutputChunk(at, len(line.encode()), line)
+        plan.run(store, output_append([AttemptOutput(lease, (chunk,), 1 << 20)]))
+        at += chunk.size
+        started.wait(timeout=20)  # the rest once a follower is reading
+    plan.run(store, report_one(completed(lease, None)))
+
+
+def test_output_follows_a_job_that_prints_then_ends(
+    client: taskq.Client, connect: Callable[..., taskq.AsyncClient], store: Store, queue: str
+) -> None:
+    handle = client.submit("m:f", queue=queue, unchecked=True)
+    started = threading.Event()
+    printer = threading.Thread(
+        target=_print_then_end, args=(store, queue, ["one\n", "two\n"], started), daemon=True
+    )
+    printer.start()
+    pieces = []
+    for piece in client.output(handle.id, follow=True):
+        pieces.append(piece)
+        started.set()
+    printer.join(timeout=20)
+    texts = [(p.attempt, p.start, p.end, p.text) for p in pieces if isinstance(p, OutputText)]
+    assert "".join(text for *_, text in texts) == "one\ntwo\n"
+    assert texts[-1][2] == 8
+    assert isinstance(pieces[-1], AttemptEnded)
+    assert (pieces[-1].attempt, pieces[-1].job_state) == (1, JobState.SUCCEEDED)
+    # Stored, not followed: from a byte on; and the async iterator reads the same.
+    stored = list(client.output(handle.id, start=4))
+    assert [p.text for p in stored if isinstance(p, OutputText)] == ["two\n"]
+
+    async def read_async() -> list[Any]:
+        async with connect(taskq.AsyncClient) as aclient:
+            return [piece async for piece in aclient.output(handle.id, start=4)]
+
+    with pytest.raises(errors.AttemptNotFound):
+        list(client.output(handle.id, attempt=2))
+    assert anyio.run(read_async) == stored  # last: leaving it closes a store's client
 
 
 def test_a_callers_clock_an_hour_off_changes_no_lease(
