@@ -158,7 +158,7 @@ class JobOperations(ClientBase):
         """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
         return workflow_get(workflow_id)
 
-    @Operation
+    @over_http(http_plans.workflow_wait)
     def wait_workflow(
         self, workflow_id: int, *, timeout: float | None = None
     ) -> GroupOp[WorkflowInfo]:
