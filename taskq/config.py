@@ -110,6 +110,25 @@ def default_config_path() -> Path:
     return Path(platformdirs.user_config_dir("taskq")) / "config.toml"
 
 
+def tokens_named(text: str, name: str) -> bool:
+    """Whether ``text`` (TOML: a ``[[server.tokens]]`` entry) names a token ``name``."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return any(token.get("name") == name for token in data.get("server", {}).get("tokens", []))
+
+
+def config_file_read(path: str | Path | None = None) -> Path | None:
+    """The file :func:`load_config` reads for ``path``: it, ``TASKQ_CONFIG``, else the
+    user's if there is one; None when there is none to read."""
+    explicit = path or os.environ.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    default = default_config_path()
+    return default if default.is_file() else None
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Load the configuration; an explicitly named file must exist and parse."""
     explicit = path or os.environ.get(CONFIG_ENV)

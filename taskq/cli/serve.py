@@ -8,7 +8,7 @@ import msgspec
 
 from taskq import errors
 from taskq.cli import command, connection
-from taskq.config import load_config
+from taskq.config import config_file_read, load_config
 
 INSTALL_HINT = (
     "taskq serve needs the server extra: pip install 'taskq-lab[server]' "
@@ -53,5 +53,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if exc.name not in SERVER_PACKAGES:
             raise
         raise errors.ConfigError(INSTALL_HINT) from exc
-    run.serve(connection.store_url(args), msgspec.structs.replace(settings, **overrides))
+    run.serve(
+        connection.store_url(args),
+        msgspec.structs.replace(settings, **overrides),
+        tokens_file=config_file_read(args.config),
+    )
     return command.EXIT_OK

@@ -1,9 +1,11 @@
-"""``taskq token new|list``: the bearer tokens of ``taskq serve``, kept in the config file.
+"""``taskq token new|list|revoke``: the bearer tokens of ``taskq serve``, kept in the config file.
 
 A new token is printed once, alone on stdout (``TOKEN=$(taskq token new ...)``),
 and the file keeps only its SHA-256: nothing in it could be presented to the
 server. The entry is appended as text, so the rest of the file, its comments
-included, stays as the user wrote it.
+included, stays as the user wrote it; ``revoke`` takes out that entry alone.
+A running ``taskq serve`` follows the file: it takes a new token, and
+refuses a revoked one, within a second or so.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ def add_commands(commands: command.Commands) -> None:
     actions = command.add_group(
         commands,
         "token",
-        help="the HTTP API's bearer tokens: new, list",
+        help="the HTTP API's bearer tokens: new, list, revoke",
         description="The bearer tokens of taskq serve, kept in the config file's [server].\n"
         "The secret is printed once; the file keeps its SHA-256 only. A running\n"
-        "taskq serve reads its tokens when it starts.\n\n"
+        "taskq serve follows the file: new and revoked tokens count within a second.\n\n"
         "  export TOKEN=$(taskq token new scripts --scopes read,submit)\n"
-        "  taskq token list",
+        "  taskq token list\n"
+        "  taskq token revoke scripts",
         dest="token_command",
     )
     new = command.add(actions, "new", cmd_new, help="make a token, print it once, keep its hash")
@@ -51,6 +54,8 @@ def add_commands(commands: command.Commands) -> None:
     command.add(
         actions, "list", cmd_list, help="the config file's tokens: names and scopes", json=True
     )
+    revoke = command.add(actions, "revoke", cmd_revoke, help="take a token out of the file")
+    revoke.add_argument("name", help="the token's name")
 
 
 def _config_path(args: argparse.Namespace) -> Path:
@@ -127,7 +132,48 @@ def cmd_new(args: argparse.Namespace) -> int:
     output.warn(
         f"taskq: token {args.name!r} ({', '.join(scopes)}) added to {path}; the file keeps "
         "only its SHA-256, so save it now: it is not shown again. A running taskq serve "
-        "needs a restart to accept it."
+        "accepts it within a second or so."
+    )
+    return command.EXIT_OK
+
+
+# A table header: where a [[server.tokens]] entry ends.
+_HEADER = re.compile(r"\s*\[")
+
+
+def _without_entry(text: str, name: str) -> str | None:
+    """``text`` without the ``[[server.tokens]]`` entry named ``name``; None if it has none."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() == "[[server.tokens]]"]
+    for start in starts:
+        end = next((i for i in range(start + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+        entry = "".join(lines[start:end])
+        if config.tokens_named(entry, name):
+            while start > 0 and not lines[start - 1].strip():
+                start -= 1  # the blank line that set it apart goes with it
+            return "".join(lines[:start] + lines[end:])
+    return None
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    """Take the token's entry out of the config file, the rest kept as written."""
+    path = _config_path(args)
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    after = _without_entry(before, args.name)
+    if after is None:
+        raise errors.ConfigError(f"{path}: no [[server.tokens]] entry named {args.name!r}")
+    _write_atomically(path, after)
+    try:
+        left = config.load_config(path).server.tokens
+    except errors.ConfigError:
+        _write_atomically(path, before)
+        raise
+    if any(token.name == args.name for token in left):
+        _write_atomically(path, before)
+        raise errors.ConfigError(f"{path}: cannot take {args.name!r} out; remove it by hand")
+    output.warn(
+        f"taskq: token {args.name!r} revoked in {path}; a running taskq serve refuses it "
+        "within a second or so"
     )
     return command.EXIT_OK
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
 from taskq.server import fleet, functions, health, jobs, output, workflows
-from taskq.server.auth import Tokens
+from taskq.server.auth import TokenSource
 from taskq.server.endpoint import Endpoint, guarded
 from taskq.server.metrics import ServerMetrics
 from taskq.server.openapi import document
@@ -29,7 +29,7 @@ ENDPOINTS: list[Endpoint] = [
 ]
 
 
-def create_app(open_client: Callable[[], AsyncClient], tokens: Tokens) -> Starlette:
+def create_app(open_client: Callable[[], AsyncClient], tokens: TokenSource) -> Starlette:
     """The API over the client ``open_client`` makes when the app starts (closed at its end)."""
     schema = document(ENDPOINTS)
 

@@ -6,21 +6,38 @@ submitter of every job submitted with it, so per-submitter rate limits hold
 whatever a request claims. With no token configured the server is open:
 every request may do everything as ``anonymous`` (``taskq serve`` allows
 that only on a loopback address).
+
+:class:`WatchedTokens` follows the config file a server started with: a
+token added by ``taskq token new`` or removed by ``taskq token revoke`` is
+taken or refused within :data:`RECHECK_SECONDS`, without a restart. Whether
+the server is open is decided when it starts: one started with tokens
+refuses every request once the last is revoked, rather than opening.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeAlias
 
 import msgspec
 
 from taskq import errors
 from taskq.broker.client.problem_types import Forbidden, Unauthorized
-from taskq.config import Scope, TokenSection
+from taskq.config import Scope, TokenSection, load_config
+
+log = logging.getLogger("taskq.server")
 
 ANONYMOUS = "anonymous"
+RECHECK_SECONDS = 1.0
+"""How often, at most, a request makes the server look whether its token file changed
+(one ``stat``; the file is read again only when it did)."""
 ALL_SCOPES: frozenset[Scope] = frozenset({"read", "submit", "admin"})
 
 
@@ -82,3 +99,66 @@ class Tokens:
         if found is None:
             raise Unauthorized("the bearer token is not one this server knows")
         return found
+
+
+class WatchedTokens:
+    """The tokens of the config file at ``path``, read again when the file changes.
+
+    A request looks (one ``stat``: inode, size, modification time) at most
+    every ``recheck_seconds``; a file that no longer reads (half-edited by
+    hand) leaves the tokens as they were, logged. ``open`` is the start's.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        recheck_seconds: float = RECHECK_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self._recheck_seconds = recheck_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stamp = self._stamp_now()
+        self._tokens = Tokens(load_config(path).server.tokens)
+        self.open = self._tokens.open
+        self._checked_at = clock()
+
+    def _stamp_now(self) -> tuple[int, int, int] | None:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return None
+        return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+    def _refresh(self) -> Tokens:
+        with self._lock:
+            now = self._clock()
+            if now - self._checked_at < self._recheck_seconds:
+                return self._tokens
+            self._checked_at = now
+            stamp = self._stamp_now()
+            if stamp == self._stamp:
+                return self._tokens
+            try:
+                tokens = Tokens(load_config(self.path).server.tokens)
+            except errors.ConfigError as exc:
+                log.warning("tokens kept as they were: %s", exc)
+                return self._tokens
+            self._stamp, self._tokens = stamp, tokens
+            log.info("tokens read again from %s", self.path)
+            return tokens
+
+    def caller(self, authorization: str | None) -> Caller:
+        """The caller an ``Authorization`` header names, among the file's tokens now."""
+        tokens = self._refresh()
+        if self.open:
+            return Caller(ANONYMOUS, ALL_SCOPES)
+        if tokens.open:
+            raise Unauthorized("this server has no token left: every one was revoked")
+        return tokens.caller(authorization)
+
+
+TokenSource: TypeAlias = Tokens | WatchedTokens
+"""Who may ask: tokens fixed at start, or those of a config file as it changes."""

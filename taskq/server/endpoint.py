@@ -18,7 +18,7 @@ from taskq import errors
 from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
 from taskq.server import problems
-from taskq.server.auth import Caller, Tokens
+from taskq.server.auth import Caller, TokenSource
 
 # The caller of an endpoint that needs no token: it may do nothing else.
 NOBODY = Caller("", frozenset())
@@ -45,7 +45,7 @@ def client_of(request: Request) -> AsyncClient:
     return client
 
 
-def guarded(endpoint: Endpoint, tokens: Tokens) -> Callable[[Request], Awaitable[Response]]:
+def guarded(endpoint: Endpoint, tokens: TokenSource) -> Callable[[Request], Awaitable[Response]]:
     """``endpoint``'s handler behind its scope, answering taskq's errors as problems."""
 
     async def handle(request: Request) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from pathlib import Path
 
 import uvicorn
 
@@ -12,7 +13,7 @@ from taskq.broker.client.client import AsyncClient
 from taskq.broker.client.connect import open_store
 from taskq.config import ServerSection
 from taskq.server.app import create_app
-from taskq.server.auth import Tokens
+from taskq.server.auth import Tokens, TokenSource, WatchedTokens
 
 log = logging.getLogger("taskq.server")
 
@@ -35,10 +36,16 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def serve(store_url: str, settings: ServerSection) -> None:
-    """Serve the API on ``settings.listen`` until interrupted (SIGINT or SIGTERM)."""
+def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = None) -> None:
+    """Serve the API on ``settings.listen`` until interrupted (SIGINT or SIGTERM).
+
+    ``tokens_file``: the config file ``settings`` came from, whose tokens are
+    followed as they change (:class:`WatchedTokens`); else ``settings.tokens``.
+    """
     host, port = parse_listen(settings.listen)
-    tokens = Tokens(settings.tokens)
+    tokens: TokenSource = (
+        Tokens(settings.tokens) if tokens_file is None else WatchedTokens(tokens_file)
+    )
     if tokens.open and not _loopback(host):
         raise errors.ConfigError(
             f"no [[server.tokens]] configured: an open server may listen on a loopback "

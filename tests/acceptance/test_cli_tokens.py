@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import stat
+import time
 import tomllib
 from pathlib import Path
 
@@ -82,3 +83,50 @@ def test_serve_accepts_the_new_token_and_no_other(tmp_path: Path) -> None:
             assert answer.status_code == 201, answer.text
             job_id = answer.json()["id"]
             assert http.get(f"/jobs/{job_id}").json()["submitter"] == "scripts"
+
+
+def test_revoke_takes_out_one_entry_and_keeps_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('# mine\n[server]\nlisten = "127.0.0.1:9000"\n')
+    for name in ("a", "b", "c"):
+        assert taskq("token", "new", name, "--config", str(path)).code == 0
+    ran = taskq("token", "revoke", "b", "--config", str(path))
+    assert ran.code == 0, ran
+    assert ran.out == ""
+    text = path.read_text()
+    assert text.startswith('# mine\n[server]\nlisten = "127.0.0.1:9000"\n')
+    assert [entry["name"] for entry in _config(path)["server"]["tokens"]] == ["a", "c"]  # type: ignore[index]
+    one_error_line(taskq("token", "revoke", "b", "--config", str(path)), 2, "no [[server.tokens]]")
+    assert path.read_text() == text
+
+
+def test_serve_follows_new_and_revoked_tokens_without_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    first = taskq("token", "new", "first", "--config", str(path)).out.strip()
+    store = f"sqlite://{tmp_path / 'taskq.db'}"
+    with running_server(store, path, tmp_path / "serve.log") as server:
+
+        def status(token: str) -> int:
+            with server.client(None) as http:
+                http.headers["Authorization"] = f"Bearer {token}"
+                return http.get("/queues").status_code
+
+        def becomes(token: str, code: int) -> bool:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                if status(token) == code:
+                    return True
+                time.sleep(0.1)
+            return False
+
+        assert status(first) == 200
+        second = taskq("token", "new", "second", "--config", str(path)).out.strip()
+        assert becomes(second, 200)
+        assert taskq("token", "revoke", "first", "--config", str(path)).code == 0
+        assert becomes(first, 401)
+        assert status(second) == 200
+        # The last one revoked: refused, not opened to everyone.
+        assert taskq("token", "revoke", "second", "--config", str(path)).code == 0
+        assert becomes(second, 401)
+        with server.client(None) as anonymous:
+            assert anonymous.get("/queues").status_code == 401

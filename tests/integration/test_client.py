@@ -25,7 +25,8 @@ from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
-from taskq.broker.records import JobState
+from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
+from taskq.broker.records import AttemptEnded, JobState, OutputText
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
@@ -166,13 +167,18 @@ def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
         client.get(987_654_321)
 
 
-def test_queue_and_submit_limits(client: taskq.Client, queue: str) -> None:
-    needs_the_store(client, "taskq serve has no endpoint for submit limits")
+def test_queue_limits(client: taskq.Client, queue: str) -> None:
     client.submit_spec(taskq.call_spec("m:f", queue=queue))
     client.set_queue_limits(queue, max_running=2, rate_limit=10, rate_period=60)
-    client.set_queue_limits(queue, max_running=None)  # the rate stays as it was
+    [stats] = [s for s in client.stats() if s.queue == queue]
+    assert (stats.max_running, stats.rate_limit, stats.rate_period) == (2, 10, 60)
+    client.set_queue_limits(queue, max_running=None, rate_period=60)  # the rate stays as it was
     [stats] = [s for s in client.stats() if s.queue == queue]
     assert (stats.max_running, stats.rate_limit, stats.rate_period) == (None, 10, 60)
+
+
+def test_submit_limits(client: taskq.Client, queue: str) -> None:
+    needs_the_store(client, "taskq serve has no endpoint for submit limits")
     submitter = f"someone-{queue}"
     client.set_submit_limit(submitter, 100, 60)
     assert [(x.rate, x.period) for x in client.submit_limits() if x.submitter == submitter] == [
@@ -183,7 +189,6 @@ def test_queue_and_submit_limits(client: taskq.Client, queue: str) -> None:
 
 
 def test_schedules(client: taskq.Client, queue: str) -> None:
-    needs_the_store(client, "adding a built job as a schedule, and pausing one, have no endpoint")
     name = f"every-{queue}"
     spec = taskq.call_spec("m:f", [1], queue=queue)  # no worker declares m:f: unchecked
     added = client.add_schedule(name, spec, every_seconds=3600, unchecked=True)
@@ -191,12 +196,46 @@ def test_schedules(client: taskq.Client, queue: str) -> None:
     with pytest.raises(errors.ScheduleExists):
         client.add_schedule(name, spec, every_seconds=60, unchecked=True)
     assert client.add_schedule(name, spec, every_seconds=60, replace=True, unchecked=True).replaced
-    assert client.pause_schedule(name)
-    assert [s.paused for s in client.schedules() if s.name == name] == [True]
-    assert client.resume_schedule(name)
+    [kept] = [s for s in client.schedules() if s.name == name]
+    assert (kept.spec["queue"], kept.catch_up) == (queue, "once")
+    by_name = taskq.NamedCall("m:g", (2,), {"queue": queue})
+    with pytest.raises(errors.UnknownFunction):
+        client.add_schedule(f"{name}-g", by_name, cron="0 3 * * *")
+    assert client.add_schedule(f"{name}-g", by_name, cron="0 3 * * *", unchecked=True).schedule
+    assert client.remove_schedule(f"{name}-g")
+    if client.http is None:  # pausing a schedule has no endpoint
+        assert client.pause_schedule(name)
+        assert [s.paused for s in client.schedules() if s.name == name] == [True]
+        assert client.resume_schedule(name)
     assert client.remove_schedule(name)
     assert not client.remove_schedule(name)
-    assert not client.pause_schedule(name)
+
+
+def test_a_workflow_runs_parents_first_and_is_waited_for(
+    client: taskq.Client, queue: str, worker: Any
+) -> None:
+    first = taskq.step("m:f", 1, queue=queue, unchecked=True)
+    second = taskq.step("m:f", 2, queue=queue, unchecked=True)
+    flow = taskq.group(first, second).then(taskq.step("m:f", 3, queue=queue, unchecked=True))
+    handle = client.submit_workflow(flow, name=f"wf-{queue}", idempotency_key=f"wf-{queue}")
+    again = client.submit_workflow(flow, name=f"wf-{queue}", idempotency_key=f"wf-{queue}")
+    assert (again.id, again.job_ids) == (handle.id, handle.job_ids)
+    assert [job.status() for job in handle.jobs()] == [
+        JobState.QUEUED,
+        JobState.QUEUED,
+        JobState.WAITING,
+    ]
+    with pytest.raises(errors.ResultTimeout, match="to end"):
+        client.wait_workflow(handle.id, timeout=0.2)
+    for _ in range(3):  # one claim at a time: the last becomes queued once both parents end
+        worker(queue, lambda payload: ("ok", payload["args"][0] * 10)).join(timeout=30)
+    assert handle.result(timeout=20) == 30
+    info = handle.wait(timeout=20)
+    assert info.counts.get(JobState.SUCCEEDED) == 3
+    assert sorted((e.parent_id, e.child_id) for e in client.workflow_edges(handle.id)) == [
+        (handle.job_ids[0], handle.job_ids[2]),
+        (handle.job_ids[1], handle.job_ids[2]),
+    ]
 
 
 def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) -> None:
@@ -265,6 +304,55 @@ def test_the_async_client_reports_on_the_store(
             assert any(node.reachable for node in await client.nodes())
 
     anyio.run(scenario)
+
+
+def _print_then_end(store: Store, queue: str, lines: list[str], started: threading.Event) -> None:
+    """Claim the job of ``queue``, store ``lines`` as its output one write each, then end it."""
+    deadline = time.monotonic() + 20
+    while not (
+        claimed := plan.run(store, job_claim("printer", [queue], limit=1, lease_seconds=30))
+    ):
+        assert time.monotonic() < deadline, "no job to print for"
+        time.sleep(0.01)
+    lease, at = claimed[0].lease, 0
+    for line in lines:
+        chunk = OutputChunk(at, len(line.encode()), line)
+        plan.run(store, output_append([AttemptOutput(lease, (chunk,), 1 << 20)]))
+        at += chunk.size
+        started.wait(timeout=20)  # the rest once a follower is reading
+    plan.run(store, report_one(completed(lease, None)))
+
+
+def test_output_follows_a_job_that_prints_then_ends(
+    client: taskq.Client, connect: Callable[..., taskq.AsyncClient], store: Store, queue: str
+) -> None:
+    handle = client.submit("m:f", queue=queue, unchecked=True)
+    started = threading.Event()
+    printer = threading.Thread(
+        target=_print_then_end, args=(store, queue, ["one\n", "two\n"], started), daemon=True
+    )
+    printer.start()
+    pieces = []
+    for piece in client.output(handle.id, follow=True):
+        pieces.append(piece)
+        started.set()
+    printer.join(timeout=20)
+    texts = [(p.attempt, p.start, p.end, p.text) for p in pieces if isinstance(p, OutputText)]
+    assert "".join(text for *_, text in texts) == "one\ntwo\n"
+    assert texts[-1][2] == 8
+    assert isinstance(pieces[-1], AttemptEnded)
+    assert (pieces[-1].attempt, pieces[-1].job_state) == (1, JobState.SUCCEEDED)
+    # Stored, not followed: from a byte on; and the async iterator reads the same.
+    stored = list(client.output(handle.id, start=4))
+    assert [p.text for p in stored if isinstance(p, OutputText)] == ["two\n"]
+
+    async def read_async() -> list[Any]:
+        async with connect(taskq.AsyncClient) as aclient:
+            return [piece async for piece in aclient.output(handle.id, start=4)]
+
+    with pytest.raises(errors.AttemptNotFound):
+        list(client.output(handle.id, attempt=2))
+    assert anyio.run(read_async) == stored  # last: leaving it closes a store's client
 
 
 def test_a_callers_clock_an_hour_off_changes_no_lease(

@@ -172,16 +172,25 @@ class ClientBase:
         name: str,
         idempotency_key: str | None,
         submitter: str | None = None,
-    ) -> Op[SubmittedWorkflow]:
+    ) -> Plan[SubmittedWorkflow]:
         """One workflow's write: its jobs with this client's queue defaults, all or nothing.
 
         Its steps given by name are resolved first, all of them or none
-        (:meth:`declarations.DeclarationCache.spec_many`).
+        (:meth:`declarations.DeclarationCache.spec_many`); over HTTP, by the server.
         """
-        if self.http is not None:
-            raise errors.NotOverHttp("submit_workflow over HTTP: not yet (POST /workflows)")
         if not len(flow):
             raise errors.InvalidJob("a workflow needs at least one step", field="flow")
+        if self.http is not None:
+            return self._workflow_over_http(flow, name, idempotency_key, submitter)
+        return self._workflow_on_the_store(flow, name, idempotency_key, submitter)
+
+    def _workflow_on_the_store(
+        self,
+        flow: WorkflowSource,
+        name: str,
+        idempotency_key: str | None,
+        submitter: str | None,
+    ) -> Op[SubmittedWorkflow]:
         calls = flow.by_name()
         resolved = yield from self.declarations.spec_many(list(calls.values()))
         submission = flow.submission(
@@ -199,13 +208,47 @@ class ClientBase:
             yield from self._wake_sender.after_submit({spec.queue for spec in submission.jobs})
         return submitted
 
+    def _workflow_over_http(
+        self,
+        flow: WorkflowSource,
+        name: str,
+        idempotency_key: str | None,
+        submitter: str | None,
+    ) -> HttpPlan[SubmittedWorkflow]:
+        """POST /workflows of the flow, checked here first: its steps by name as calls for the
+        server to resolve (all or none), the rest as built, each with its parents."""
+        if submitter is not None:
+            raise errors.InvalidJob(
+                "over HTTP the submitter is the name of the client's token, not an option",
+                field="submitter",
+            )
+        submission = flow.submission(
+            name=name,
+            idempotency_key=idempotency_key,
+            submitter="",
+            max_payload_bytes=self.max_payload_bytes,
+            declared=None,
+        )
+        calls = flow.by_name()
+        bodies = []
+        for index, spec in enumerate(submission.jobs):
+            call = calls.get(index)
+            body = (
+                http_plans.by_name_body(call.target, call.args, dict(call.options))
+                if call is not None
+                else msgspec.to_builtins(JobRequest.of_spec(spec))
+            )
+            parents = submission.parents[index] if index < len(submission.parents) else ()
+            bodies.append({**body, "parents": list(parents)})
+        return http_plans.submit_workflow(bodies, name, idempotency_key)
+
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
     ) -> Plan[int]:
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
             if self.http is not None:  # the server resolves it
-                return http_plans.submit_job(_by_name_body(target, args, keywords))
+                return http_plans.submit_job(http_plans.by_name_body(target, args, keywords))
             return self._submit_by_name_plan(target, args, keywords)
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
 
@@ -249,7 +292,10 @@ class ClientBase:
             return [JobRequest.of_spec(spec) for spec in many]
         target, arguments = many
         if isinstance(target, str) and not unchecked:
-            return [_by_name_body(target, args, {"kwargs": kwargs}) for args, kwargs in arguments]
+            return [
+                http_plans.by_name_body(target, args, {"kwargs": kwargs})
+                for args, kwargs in arguments
+            ]
         if isinstance(target, str):
             return [
                 JobRequest.of_spec(call_spec(target, args, kwargs)) for args, kwargs in arguments
@@ -324,18 +370,6 @@ def _many(
             "submit_many takes a list of jobs, or a target and its calls", field="target"
         )
     return jobs, [_call_arguments(call) for call in calls]
-
-
-def _by_name_body(target: str, args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
-    """A submit by name over HTTP: the call and only the options given, for the server to
-    complete from the declaration; the submitter is the token's name, not an option."""
-    if "submitter" in options:
-        raise errors.InvalidJob(
-            "over HTTP the submitter is the name of the client's token, not an option",
-            field="submitter",
-        )
-    given = {name: value for name, value in options.items() if value is not None}
-    return {"target": target, "args": list(args), **given}
 
 
 def _call_arguments(call: object) -> tuple[Sequence[Any], dict[str, Any]]:

@@ -34,7 +34,7 @@ from taskq import errors
 from taskq.broker.client import group_commit
 from taskq.broker.client.client_base import ClientBase, Plan
 from taskq.broker.client.group_commit import GroupOp, Signal
-from taskq.broker.client.http_transport import HttpPlan
+from taskq.broker.client.http_transport import HttpPlan, Streamed
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -140,24 +140,40 @@ class Paged(Generic[P, T]):
     of the answers, on an :class:`Awaiting` one as a method returning an
     async iterator; each runs one page's plan at a time, as the caller asks
     for more. The declaration's checks of its arguments run at the call.
+    Over HTTP it reads the answers of ``http`` (a :class:`Streamed` request)
+    as they come; a request without one raises :class:`taskq.errors.NotOverHttp`.
     """
 
-    def __init__(self, pages: Callable[Concatenate[Any, P], Pages[T]]) -> None:
+    def __init__(
+        self,
+        pages: Callable[Concatenate[Any, P], Pages[T]],
+        http: Callable[P, Streamed[T]] | None = None,
+    ) -> None:
         self.pages = pages
+        self.http = http
         self.__doc__ = pages.__doc__
 
         @functools.wraps(pages)
         def blocking(client: Blocking, /, *args: Any, **kwargs: Any) -> Iterator[T]:
-            _on_the_store(client, pages)
+            if client.http is not None:
+                return client.http.stream(self._streamed(args, kwargs))
             return _blocking_answers(client, pages(client, *args, **kwargs))
 
         @functools.wraps(pages)
         def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> AsyncIterator[T]:
-            _on_the_store(client, pages)
+            if client.http is not None:
+                return client.http.stream_async(self._streamed(args, kwargs))
             return _awaiting_answers(client, pages(client, *args, **kwargs))
 
         self._blocking = blocking
         self._awaiting = awaiting
+
+    def _streamed(self, args: Any, kwargs: Any) -> Streamed[T]:
+        if self.http is None:
+            raise errors.NotOverHttp(
+                f"{self.pages.__name__}() needs the store: taskq serve has no endpoint for it"
+            )
+        return self.http(*args, **kwargs)
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Self: ...
@@ -173,11 +189,16 @@ class Paged(Generic[P, T]):
         return types.MethodType(self._blocking, client)
 
 
-def _on_the_store(client: ClientBase, request: Callable[..., Any]) -> None:
-    if client.http is not None:
-        raise errors.NotOverHttp(
-            f"{request.__name__}() needs the store: the HTTP client does not follow pages yet"
-        )
+def paged_over_http(
+    http: Callable[P, Streamed[T]],
+) -> Callable[[Callable[Concatenate[Any, P], Pages[T]]], Paged[P, T]]:
+    """Declare a paged request (as :class:`Paged` does) with ``http``, the same request over
+    ``taskq serve``: the same parameters, the same answers."""
+
+    def declare(pages: Callable[Concatenate[Any, P], Pages[T]]) -> Paged[P, T]:
+        return Paged(pages, http)
+
+    return declare
 
 
 def _blocking_answers(client: Blocking, pages: Pages[T]) -> Iterator[T]:

@@ -64,7 +64,7 @@ class FleetOperations(ClientBase):
         """Let workers claim the queue's jobs again (unknown queues as for :meth:`pause`)."""
         return queue_set_paused(queue, False, create=create)
 
-    @Operation
+    @over_http(http_plans.queue_set_limits)
     def set_queue_limits(
         self,
         queue: str,

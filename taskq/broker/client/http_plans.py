@@ -18,6 +18,7 @@ from urllib.parse import quote
 import msgspec
 
 from taskq import errors
+from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.http_transport import (
     LONG_POLL_SECONDS,
     HttpPlan,
@@ -28,16 +29,20 @@ from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import ScheduleNotFound, WrongState
 from taskq.broker.ops.jobs import CancelResult
-from taskq.broker.ops.schedules import Schedule
+from taskq.broker.ops.queues import Keep
+from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
     Execution,
     Job,
     JobEdge,
+    JobSpec,
     JobState,
     QueueStats,
+    SubmittedWorkflow,
     WorkerInfo,
     WorkflowInfo,
 )
+from taskq.broker.schedule_timing import CatchUp
 
 
 def _members(into: type[Any], response: Any, member: str) -> Any:
@@ -48,6 +53,18 @@ def _members(into: type[Any], response: Any, member: str) -> Any:
 JobBody = JobRequest | dict[str, Any]
 """A job's body: built whole (:meth:`JobRequest.of_spec`), or a call by name with only the
 options given (the server takes the declared ones for the rest)."""
+
+
+def by_name_body(target: str, args: Sequence[Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A submit by name over HTTP: the call and only the options given, for the server to
+    complete from the declaration; the submitter is the token's name, not an option."""
+    if "submitter" in options:
+        raise errors.InvalidJob(
+            "over HTTP the submitter is the name of the client's token, not an option",
+            field="submitter",
+        )
+    given = {name: value for name, value in options.items() if value is not None}
+    return {"target": target, "args": list(args), **given}
 
 
 # -- jobs -----------------------------------------------------------------------------
@@ -166,6 +183,21 @@ def queue_resume(queue: str, *, create: bool = False) -> HttpPlan[None]:
     return _queue_patch(queue, {"paused": False, "create": create})
 
 
+def queue_set_limits(
+    queue: str,
+    *,
+    max_running: int | Keep | None = Keep.KEEP,
+    rate_limit: float | Keep | None = Keep.KEEP,
+    rate_period: float = 1.0,
+) -> HttpPlan[None]:
+    """PATCH /queues/{name} with the limits given (null lifts one; one left out stays)."""
+    change: dict[str, Any] = {"rate_period": rate_period}
+    for member, value in (("max_running", max_running), ("rate_limit", rate_limit)):
+        if not isinstance(value, Keep):
+            change[member] = value
+    return _queue_patch(queue, change)
+
+
 def queue_stats() -> HttpPlan[builtins.list[QueueStats]]:
     answer = yield HttpRequest("GET", "/queues")
     return list(_members(builtins.list[QueueStats], answer, "queues"))
@@ -184,6 +216,37 @@ def schedule_list() -> HttpPlan[builtins.list[Schedule]]:
     return list(_members(builtins.list[Schedule], answer, "schedules"))
 
 
+def schedule_add(
+    name: str,
+    job: JobSpec | NamedCall,
+    *,
+    cron: str | None = None,
+    every_seconds: float | None = None,
+    timezone: str = "UTC",
+    catch_up: CatchUp = CatchUp.ONCE,
+    replace: bool = False,
+    unchecked: bool = False,
+) -> HttpPlan[ScheduleAdded]:
+    """POST /schedules: the server resolves a call by name now, and checks a built job's call
+    against its declaration (its options kept), unless ``unchecked``."""
+    body: JobBody
+    if isinstance(job, NamedCall):
+        body = {**by_name_body(job.target, job.args, dict(job.options)), "unchecked": unchecked}
+    else:
+        body = msgspec.structs.replace(JobRequest.of_spec(job), unchecked=unchecked)
+    schedule = {
+        "name": name,
+        "job": body,
+        "cron": cron,
+        "every_seconds": every_seconds,
+        "timezone": timezone,
+        "catch_up": catch_up,
+        "replace": replace,
+    }
+    answer = yield HttpRequest("POST", "/schedules", body=_json(schedule))
+    return decoded(answer, ScheduleAdded)
+
+
 def schedule_remove(name: str) -> HttpPlan[bool]:
     """DELETE /schedules/{name}: whether there was one."""
     try:
@@ -194,6 +257,38 @@ def schedule_remove(name: str) -> HttpPlan[bool]:
 
 
 # -- workflows -------------------------------------------------------------------------------
+
+
+def submit_workflow(
+    jobs: Sequence[dict[str, Any]], name: str, idempotency_key: str | None
+) -> HttpPlan[SubmittedWorkflow]:
+    """POST /workflows: each job a body with its ``parents`` (positions), written all or none."""
+    body = {"jobs": list(jobs), "name": name, "idempotency_key": idempotency_key}
+    answer = yield HttpRequest("POST", "/workflows", body=_json(body))
+    return decoded(answer, SubmittedWorkflow)
+
+
+_UNFINISHED = {JobState.WAITING.value, JobState.QUEUED.value, JobState.RUNNING.value}
+
+
+def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan[WorkflowInfo]:
+    """The workflow read, then a long poll of one of its unfinished jobs (GET /jobs/{id}?wait=)
+    until it ends, again, until none is left (spawned jobs join it as their parent ends);
+    :class:`taskq.errors.ResultTimeout` after ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        view = yield from _workflow_view(workflow_id)
+        info = msgspec.convert(view["workflow"], WorkflowInfo)
+        waiting = [job["id"] for job in view["jobs"] if job["state"] in _UNFINISHED]
+        if not waiting:
+            return info
+        left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            raise errors.ResultTimeout(
+                f"workflow {workflow_id} still has {len(waiting)} job(s) to end after {timeout:g} s"
+            )
+        wait = round(min(left, LONG_POLL_SECONDS), 3)
+        yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)
 
 
 def _workflow_view(workflow_id: int) -> HttpPlan[dict[str, Any]]:

@@ -17,8 +17,9 @@ from taskq import errors
 from taskq.broker.client import http_plans
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.faces import Operation, Paged, over_http
+from taskq.broker.client.faces import Operation, over_http, paged_over_http
 from taskq.broker.client.group_commit import GroupOp
+from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.ops.jobs import (
     CancelResult,
@@ -79,7 +80,7 @@ class JobOperations(ClientBase):
         """Every attempt at a job, oldest first."""
         return execution_list(job_id=job_id)
 
-    @Paged
+    @paged_over_http(OutputOverHttp)
     def output(
         self,
         job_id: int,
@@ -157,7 +158,7 @@ class JobOperations(ClientBase):
         """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
         return workflow_get(workflow_id)
 
-    @Operation
+    @over_http(http_plans.workflow_wait)
     def wait_workflow(
         self, workflow_id: int, *, timeout: float | None = None
     ) -> GroupOp[WorkflowInfo]:

@@ -29,7 +29,7 @@ class ScheduleOperations(ClientBase):
 
     # -- schedules --------------------------------------------------------------------
 
-    @Operation
+    @over_http(http_plans.schedule_add)
     def add_schedule(
         self,
         name: str,

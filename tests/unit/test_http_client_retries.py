@@ -1,0 +1,91 @@
+"""The HTTP client's transport rides out 503s after their Retry-After, within the call's time.
+
+``taskq serve`` answers 503 (with ``Retry-After``) while its store does not
+answer; nothing was applied, so the client asks again, and gives up with the
+problem's error once the next wait would end past the call's timeout. The
+server here is an ``httpx.MockTransport``; the waits are real but bounded.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import httpx
+import pytest
+
+from taskq import errors
+from taskq.broker.client import http_plans
+from taskq.broker.client.http_transport import HttpTransport
+
+UNAVAILABLE = {
+    "type": "urn:taskq:problem:StoreUnavailable",
+    "title": "The store does not answer.",
+    "status": 503,
+    "detail": "no leader among 3 nodes",
+}
+QUEUES = {"queues": []}
+
+
+class FlakyServer:
+    """Answers 503 (Retry-After ``after``) ``unavailable`` times, then the queues."""
+
+    def __init__(self, unavailable: int, after: str = "0.05") -> None:
+        self.unavailable, self.after = unavailable, after
+        self.asked: list[float] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.asked.append(time.monotonic())
+        if len(self.asked) <= self.unavailable:
+            headers = {"Retry-After": self.after, "content-type": "application/problem+json"}
+            return httpx.Response(503, headers=headers, json=UNAVAILABLE)
+        return httpx.Response(200, json=QUEUES)
+
+
+def _transport(server: FlakyServer, timeout: float) -> HttpTransport:
+    return HttpTransport("http://taskq.test", timeout=timeout, mock=httpx.MockTransport(server))
+
+
+def test_503s_are_asked_again_after_retry_after_until_an_answer() -> None:
+    server = FlakyServer(unavailable=3)
+    assert _transport(server, timeout=10).run(http_plans.queue_stats()) == []
+    assert len(server.asked) == 4
+
+
+def test_past_the_calls_timeout_the_503s_error_is_raised() -> None:
+    server = FlakyServer(unavailable=1_000, after="0.2")
+    with pytest.raises(errors.StoreUnavailable, match="no leader among 3 nodes"):
+        _transport(server, timeout=0.5).run(http_plans.queue_stats())
+    # Asked again while a wait of 0.2 s still fit in the half second (a sleep is never
+    # shorter than asked: at most 3 times), then given up rather than asked forever.
+    assert 1 <= len(server.asked) <= 3
+
+
+def test_a_retry_after_longer_than_the_time_left_is_not_waited_for() -> None:
+    server = FlakyServer(unavailable=1, after="3600")
+    with pytest.raises(errors.StoreUnavailable):
+        _transport(server, timeout=5).run(http_plans.queue_stats())
+    assert len(server.asked) == 1
+
+
+def test_the_async_face_rides_out_503s_the_same_way() -> None:
+    server = FlakyServer(unavailable=2)
+
+    async def ask() -> object:
+        transport = _transport(server, timeout=10)
+        try:
+            return await transport.run_async(http_plans.queue_stats())
+        finally:
+            await transport.aclose()
+
+    assert anyio.run(ask) == []
+    assert len(server.asked) == 3
+
+
+def test_another_refusal_is_raised_at_once() -> None:
+    def forbidden(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(400, text="not json at all")
+
+    transport = HttpTransport("http://taskq.test", mock=httpx.MockTransport(forbidden))
+    with pytest.raises(errors.TaskqError, match="400"):
+        transport.run(http_plans.queue_stats())

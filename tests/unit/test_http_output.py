@@ -1,0 +1,100 @@
+"""Following a job's output over HTTP when the stream breaks: resumed from the last piece kept."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import httpx
+import msgspec
+
+from taskq.broker.client.http_output import OutputOverHttp
+from taskq.broker.client.http_stream import EventLines, ServerEvent
+from taskq.broker.client.http_transport import HttpTransport
+from taskq.broker.records import AttemptEnded, JobState, OutputEvent, OutputText
+
+ONE = OutputText(1, 0, 4, "one\n")
+TWO = OutputText(1, 4, 8, "two\n")
+FAILED = AttemptEnded(1, "failed", {"message": "boom"}, JobState.QUEUED)
+THREE = OutputText(2, 0, 6, "three\n")
+DONE = AttemptEnded(2, "succeeded", None, JobState.SUCCEEDED)
+
+
+def _frame(piece: OutputEvent) -> bytes:
+    kind = type(piece).__struct_config__.tag
+    return f"event: {kind}\ndata: {msgspec.json.encode(piece).decode()}\n\n".encode()
+
+
+class BreakingServer:
+    """Streams the pieces past the position asked for, breaking the connection after ``cut``
+    frames each time; records each ``Last-Event-ID`` it was sent."""
+
+    def __init__(self, pieces: list[OutputEvent], cut: int, *, awaited: bool = False) -> None:
+        self.pieces, self.cut, self.awaited = pieces, cut, awaited
+        self.resumed_from: list[str | None] = []
+
+    def _after(self, resumed: str | None) -> list[OutputEvent]:
+        if resumed is None:
+            return self.pieces
+        attempt, end = (int(part) for part in resumed.split(":"))
+        # As the server: from that byte of that attempt on, its end said again if it is over.
+        return [
+            p
+            for p in self.pieces
+            if (p.attempt or 0) > attempt
+            or (p.attempt == attempt and (isinstance(p, AttemptEnded) or p.end > end))
+        ]
+
+    def frames(self, resumed: str | None) -> Iterator[bytes]:
+        for sent, piece in enumerate(self._after(resumed)):
+            if sent == self.cut:
+                raise httpx.ReadError("connection reset by peer")
+            yield b": keep-alive\n\n" + _frame(piece)
+
+    async def frames_async(self, resumed: str | None) -> AsyncIterator[bytes]:
+        for frame in self.frames(resumed):
+            yield frame
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        assert request.url.params["follow"] == "true"
+        resumed = request.headers.get("last-event-id")
+        self.resumed_from.append(resumed)
+        frames = self.frames_async(resumed) if self.awaited else self.frames(resumed)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=frames)
+
+
+def _transport(server: BreakingServer) -> HttpTransport:
+    return HttpTransport("http://taskq.test", timeout=5, mock=httpx.MockTransport(server))
+
+
+def test_a_broken_stream_resumes_after_the_last_piece_and_repeats_nothing() -> None:
+    server = BreakingServer([ONE, TWO, FAILED, THREE, DONE], cut=2)
+    seen = list(_transport(server).stream(OutputOverHttp(7, follow=True)))
+    assert seen == [ONE, TWO, FAILED, THREE, DONE]
+    # Broken after ONE and TWO; then after FAILED and THREE.
+    assert server.resumed_from == [None, "1:8", "2:6"]
+
+
+def test_the_async_face_resumes_the_same_way_and_skips_an_end_said_again() -> None:
+    server = BreakingServer([ONE, TWO, FAILED, THREE, DONE], cut=3, awaited=True)
+
+    async def follow() -> list[OutputEvent]:
+        transport = _transport(server)
+        try:
+            return [p async for p in transport.stream_async(OutputOverHttp(7, follow=True))]
+        finally:
+            await transport.aclose()
+
+    assert anyio.run(follow) == [ONE, TWO, FAILED, THREE, DONE]
+    # Broken after FAILED: resumed at the end of attempt 1, whose end the server says again.
+    assert server.resumed_from == [None, "1:8"]
+
+
+def test_event_lines_join_data_lines_and_skip_comments_and_ids() -> None:
+    lines = EventLines()
+    fed = [
+        lines.feed(line) for line in [": hi", "event: text", "id: 1:4", "data: a", "data: b", ""]
+    ]
+    assert fed[:-1] == [None] * 5
+    assert fed[-1] == ServerEvent("text", b"a\nb")
+    assert lines.feed("") is None
