@@ -103,6 +103,8 @@ def replace_node(
     if node.alive:
         cluster.kill_node(node, signal.SIGTERM, STOP_TIMEOUT_SECONDS)
         say(f"{node_id}: stopped")
+        # It may have led: the others elect a leader first, which removes it.
+        cluster.wait_for_leader(JOIN_TIMEOUT_SECONDS)
     remove_node(cluster, node_id, say)
     return add_node(cluster, say)
 
