@@ -35,7 +35,9 @@ def _report(job: ClaimedJob, prints: bool) -> Report:
     output = None
     if prints:
         line = f"job {job.lease.job_id} says hello\n"
-        output = AttemptOutput(job.lease, (OutputChunk(0, len(line), line),), _KEEP_BYTES)
+        # As a worker sends a short job's output: all of it, with the report alone.
+        chunk = OutputChunk(0, len(line), line)
+        output = AttemptOutput(job.lease, (chunk,), _KEEP_BYTES, first_write=True)
     attempt = AttemptReport(outcome="succeeded")
     return Report(job.lease, ReportKind.COMPLETE, attempt, result_json="1", output=output)
 

@@ -6,7 +6,8 @@ thread, so cheaply). A flush cuts what came into chunks of at most
 they are held until the store has them, since the write may fail, and then
 go with the next one. However fast the job prints, at most ``held_bytes`` are
 held: the oldest go first, and the gap their positions leave is what a
-reader is told was dropped.
+reader is told was dropped. The first chunks taken say so: when they are
+the job's last too, its report may store them in the attempt's row.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class HeldOutput:
         self._uncut = bytearray()  # what came after the chunks, not yet cut
         self.written = 0
         """All the bytes the job wrote: where the next byte goes."""
+        self._taken = False  # chunks were taken to send: a write may have stored some
 
     def feed(self, data: bytes) -> None:
         """Hold ``data``, the job's newest output, dropping the oldest held beyond the bound."""
@@ -80,7 +82,8 @@ class HeldOutput:
         self._cut(final=final)
         if not self._chunks:
             return None
-        return AttemptOutput(self._lease, tuple(self._chunks), self._keep_bytes)
+        first, self._taken = not self._taken, True
+        return AttemptOutput(self._lease, tuple(self._chunks), self._keep_bytes, first)
 
     def stored(self, sent: AttemptOutput) -> None:
         """The store has ``sent``: stop holding its chunks."""

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 import taskq
+from taskq.broker.client.connect import open_store
 from taskq.broker.records import AttemptEnded, JobState, OutputDropped, OutputText
+from taskq.broker.stores.store import Consistency, Statement
 from taskq.dev.processes import wait_until
 from tests.support.worker_process import REPO, WorkerFleet
 
@@ -44,6 +46,62 @@ def _stored_text(client: taskq.Client, job_id: int, attempt: int) -> str:
     except taskq.errors.AttemptNotFound:
         return ""
     return "".join(event.text for event in events if isinstance(event, OutputText))
+
+
+def _stored_rows(store_url: str, job_id: int) -> tuple[int, str | None]:
+    """The job's first attempt as stored: its job_output rows, and its inline output."""
+    store = open_store(store_url, migrate=False)
+    try:
+        [row] = store.query(
+            Statement(
+                "SELECT output_inline, (SELECT count(*) FROM job_output "
+                "WHERE execution_id = executions.id) AS chunks "
+                "FROM executions WHERE job_id = :id AND attempt = 1",
+                {"id": job_id},
+            ),
+            consistency=Consistency.LINEARIZABLE,
+        )
+    finally:
+        store.close()
+    return int(row["chunks"]), row["output_inline"]
+
+
+def test_short_jobs_output_goes_inline_and_reads_as_any_other(
+    workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str
+) -> None:
+    workers.start(store_url, worker={"queues": [queue]})
+    # The first line after a quiet spell is flushed at once, racing its job's end (then it
+    # is a chunk); the jobs after it print within the flush interval: their reports carry it.
+    handles = [
+        client.submit(f"{JOBS}:print_lines", f"job {n}", "two ✓", queue=queue, unchecked=True)
+        for n in range(20)
+    ]
+    stored = []
+    for n, handle in enumerate(handles):
+        assert client.wait(handle.id, timeout=60).state is JobState.SUCCEEDED
+        text = f"job {n}\ntwo ✓\n"
+        chunks, inline = _stored_rows(store_url, handle.id)
+        assert (chunks == 0) is (inline is not None), "one record of the output, never two"
+        assert inline in (None, text)
+        stored.append(inline)
+        [execution] = client.executions(handle.id)
+        assert (execution.log_tail, execution.output_bytes) == (text, len(text.encode()))
+        assert list(client.output(handle.id, follow=True)) == [
+            OutputText(1, 0, len(text.encode()), text),
+            AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED),
+        ]
+    inlined = [(h.id, inline) for h, inline in zip(handles, stored, strict=True) if inline]
+    assert inlined, "no short job's output went inline"
+    job_id, text = inlined[0]
+    shown = subprocess.run(
+        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(job_id)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    assert shown.stdout == text, shown
 
 
 def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
@@ -81,6 +139,9 @@ def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
     assert err.strip().endswith("[taskq: attempt 1 ended succeeded; the job is succeeded]"), err
     [execution] = client.executions(handle.id)
     assert (execution.log_tail or "").endswith(record), execution
+    # Its line went while it ran: the rest goes as a chunk after it, not inline.
+    chunks, inline = _stored_rows(store_url, handle.id)
+    assert (chunks >= 2, inline) == (True, None)
 
 
 def test_output_survives_a_worker_kill_up_to_its_last_chunk(

@@ -185,7 +185,17 @@ def _store_at_previous_schema(url: str) -> None:
                     "INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at, "
                     "finished_at, outcome, log_tail) SELECT id, 1, 'gone', 'done-' || id, 1, 2, "
                     "'succeeded', 'old tail' FROM jobs WHERE idempotency_key = 'succeeded'"
-                )
+                ),
+                # An attempt whose output the previous release stored in job_output.
+                Statement(
+                    "INSERT INTO executions (job_id, attempt, worker_id, lease_token, "
+                    "started_at, finished_at, outcome, output_bytes) SELECT id, 1, 'gone', "
+                    "'printed-' || id, 1, 2, 'error', 9 FROM jobs WHERE idempotency_key = 'failed'"
+                ),
+                Statement(
+                    "INSERT INTO job_output SELECT id, 0, 9, 'old line\n' FROM executions "
+                    "WHERE lease_token LIKE 'printed-%'"
+                ),
             ]
         )
     finally:
@@ -206,6 +216,10 @@ def test_a_store_of_the_previous_release_is_migrated_with_its_jobs_intact_and_ru
         assert done.result == 5
         [attempt] = client.executions(ids["succeeded"])
         assert attempt.log_tail == "old tail"
+        [printed] = client.executions(ids["failed"])
+        assert printed.log_tail == "old line\n"  # read from its chunks, as before
+        texts = [getattr(piece, "text", None) for piece in client.output(ids["failed"])]
+        assert texts == ["old line\n", None]
         # A worker of this release runs what was left to run: the queued job, and
         # the running one once its lapsed lease is requeued.
         with WorkerFleet(tmp_path / "workers") as fleet:

@@ -1,4 +1,5 @@
-"""Live output in the store, on both stores: chunks written under a lease, capped, read back."""
+"""Live output in the store, on both stores: chunks written under a lease, capped, read back;
+a short job's whole output stored inline with its report, read back the same."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import execution_list
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
 from taskq.broker.ops.output import (
+    INLINE_MOST_BYTES,
     AttemptOutput,
     OutputChunk,
     OutputReader,
@@ -168,3 +170,101 @@ def test_an_attempt_that_never_was_is_an_error(run: Run) -> None:
     job = _claimed(run)
     with pytest.raises(errors.AttemptNotFound):
         _read_all(run, OutputReader(job.lease.job_id, attempt=2))
+
+
+# -- output stored inline with the report ----------------------------------------------
+
+
+def _stored_rows(store: Store, job_id: int) -> tuple[int, str | None]:
+    """How many job_output rows the job's attempt has, and its output_inline."""
+    [row] = store.query(
+        Statement(
+            "SELECT output_inline, (SELECT count(*) FROM job_output "
+            "WHERE execution_id = executions.id) AS chunks FROM executions WHERE job_id = :id",
+            {"id": job_id},
+        )
+    )
+    return int(row["chunks"]), row["output_inline"]
+
+
+def _reported_with(run: Run, job: ClaimedJob, output: AttemptOutput) -> None:
+    run(report_one(msgspec.structs.replace(completed(job.lease, 1), output=output), now=T0 + 2))
+
+
+def test_a_short_jobs_whole_output_is_stored_inline_and_read_back_as_a_chunk_would_be(
+    run: Run, store: Store
+) -> None:
+    job = _claimed(run)
+    text = "hello ✓\nbye\n"
+    _reported_with(run, job, AttemptOutput(job.lease, _chunks(0, text), 1 << 20, True))
+    size = len(text.encode())
+    assert _stored_rows(store, job.lease.job_id) == (0, text)  # no job_output row
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    assert (execution.log_tail, execution.output_bytes) == (text, size)
+    ended = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
+    for follow in (False, True):
+        events = _read_all(run, OutputReader(job.lease.job_id, follow=follow))
+        assert events == [OutputText(1, 0, size, text), ended]
+    # Resumed from inside it, from its end and past it: bytes [0, size) of the attempt.
+    resumed = _read_all(run, OutputReader(job.lease.job_id, attempt=1, start=6))
+    assert resumed == [OutputText(1, 6, size, text.encode()[6:].decode()), ended]
+    for start in (size, size + 5):
+        assert _read_all(run, OutputReader(job.lease.job_id, attempt=1, start=start)) == [ended]
+
+
+def test_the_end_of_a_job_that_printed_before_is_stored_as_a_chunk(run: Run, store: Store) -> None:
+    job = _claimed(run)
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "working\n"), 1 << 20, True)]))
+    _reported_with(run, job, AttemptOutput(job.lease, _chunks(8, "done\n"), 1 << 20))
+    assert _stored_rows(store, job.lease.job_id) == (2, None)
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    assert execution.log_tail == "working\ndone\n"
+    assert _text(_read_all(run, OutputReader(job.lease.job_id))) == "working\ndone\n"
+
+
+def test_output_sent_before_whose_answer_was_lost_is_not_stored_twice(
+    run: Run, store: Store
+) -> None:
+    job = _claimed(run)
+    # A flush stored the line but its worker never heard: the report carries it again.
+    run(output_append([AttemptOutput(job.lease, _chunks(0, "once\n"), 1 << 20, True)]))
+    _reported_with(run, job, AttemptOutput(job.lease, _chunks(0, "once\n"), 1 << 20, False))
+    assert _stored_rows(store, job.lease.job_id) == (1, None)
+    assert _text(_read_all(run, OutputReader(job.lease.job_id))) == "once\n"
+
+
+def test_output_past_the_inline_limit_in_the_last_chunk_goes_to_job_output(
+    run: Run, store: Store
+) -> None:
+    job = _claimed(run)
+    text = "y" * INLINE_MOST_BYTES + "\n"
+    _reported_with(run, job, AttemptOutput(job.lease, _chunks(0, text), 1 << 20, True))
+    assert _stored_rows(store, job.lease.job_id) == (1, None)
+    [execution] = run(execution_list(job_id=job.lease.job_id))
+    assert (execution.log_tail, execution.output_bytes) == (text, len(text))
+    assert _text(_read_all(run, OutputReader(job.lease.job_id, follow=True))) == text
+
+
+def test_inline_output_is_fenced_and_pruned_with_its_attempt(run: Run, store: Store) -> None:
+    job = _claimed(run, max_attempts=2)
+    run(job_requeue_expired(now=T0 + LEASE + 1))
+    _reported_with(run, job, AttemptOutput(job.lease, _chunks(0, "zombie\n"), 1 << 20, True))
+    assert _stored_rows(store, job.lease.job_id) == (0, None)  # its lease moved on
+    again: list[ClaimedJob] = run(
+        job_claim("w2", [job.queue], limit=1, lease_seconds=LEASE, now=T0 + LEASE + 2)
+    )
+    [second] = again
+    run(
+        report_one(
+            msgspec.structs.replace(
+                completed(second.lease, 1),
+                output=AttemptOutput(second.lease, _chunks(0, "bye\n"), 1 << 20, True),
+            ),
+            now=T0 + LEASE + 3,
+        )
+    )
+    assert _text(_read_all(run, OutputReader(job.lease.job_id, attempt=1))) == ""
+    assert _text(_read_all(run, OutputReader(job.lease.job_id, attempt=2))) == "bye\n"
+    run(job_prune(retention_seconds=1, now=T0 + LEASE + 10))
+    with pytest.raises(errors.JobNotFound):
+        _read_all(run, OutputReader(job.lease.job_id))

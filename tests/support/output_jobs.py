@@ -13,6 +13,13 @@ import taskq
 _PATIENCE_SECONDS = 60.0
 
 
+def print_lines(*lines: str) -> int:
+    """Print ``lines`` in one write and end at once: a short job."""
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    sys.stdout.flush()
+    return len(lines)
+
+
 def print_until_released(line: str, release_path: str) -> str:
     """Print ``line``, then wait until ``release_path`` exists; log so at INFO and return."""
     print(line)

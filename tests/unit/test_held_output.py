@@ -41,9 +41,28 @@ def test_output_is_cut_into_chunks_at_their_positions() -> None:
         (MOST_CHUNK_BYTES, 14),
     ]
     assert output.keep_bytes == 1000
-    assert held.take() == output  # held until the store has it
+    again = held.take()
+    assert again is not None
+    assert again.chunks == output.chunks  # held until the store has it
     held.stored(output)
     assert held.take() is None
+
+
+def test_only_the_first_chunks_taken_say_they_are_the_first_write() -> None:
+    held = HeldOutput(LEASE, keep_bytes=1000, held_bytes=1000)
+    held.feed(b"one\n")
+    first = held.take()
+    assert first is not None
+    assert first.first_write
+    # Taken again (the write failed, or its answer was lost): perhaps stored already.
+    again = held.take(final=True)
+    assert again is not None
+    assert not again.first_write
+    held.stored(again)
+    held.feed(b"two\n")
+    later = held.take(final=True)
+    assert later is not None
+    assert not later.first_write
 
 
 def test_a_character_cut_by_a_read_waits_for_its_end() -> None:

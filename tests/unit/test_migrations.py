@@ -4,8 +4,10 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.broker.ops import migrations, queries
+from taskq.broker.ops import migrations, plan, queries
+from taskq.broker.ops.jobs import execution_list
 from taskq.broker.ops.migrations import load_migrations, migrate, split_statements
+from taskq.broker.ops.output import OutputReader
 from taskq.broker.ops.queries import read_sql_file
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Statement
@@ -88,13 +90,19 @@ def test_migration_versions_have_no_gaps() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
+def _store_at(path: Path, version: int) -> SqliteStore:
+    """A store with the migrations up to ``version`` applied, as a release of then left it."""
+    store = SqliteStore(path)
+    store.execute([Statement(queries.query("migration_table_create"))])
+    for migration in load_migrations()[:version]:
+        assert migrations._apply(store, migration)
+    return store
+
+
 def test_the_workflows_migration_keeps_jobs_and_never_reuses_an_id(tmp_path: Path) -> None:
     """0009 builds the jobs table anew: rows, counts and the id sequence must survive it."""
     path = tmp_path / "old.db"
-    store = SqliteStore(path)
-    store.execute([Statement(queries.query("migration_table_create"))])
-    for migration in load_migrations()[:8]:
-        assert migrations._apply(store, migration)
+    store = _store_at(path, 8)
     with sqlite3.connect(path) as conn:
         for key in ("a", "b", "c"):
             conn.execute(
@@ -116,3 +124,28 @@ def test_the_workflows_migration_keeps_jobs_and_never_reuses_an_id(tmp_path: Pat
         assert conn.execute("SELECT id FROM jobs WHERE idempotency_key = 'd'").fetchone() == (4,)
         counted = conn.execute("SELECT n FROM job_counts WHERE state = 'queued'").fetchone()
         assert counted == (3,), "the count triggers were not made again"
+
+
+def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path) -> None:
+    """0012 adds executions.output_inline: attempts from before read from their chunks still."""
+    path = tmp_path / "old.db"
+    store = _store_at(path, 11)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO jobs (queue, kind, payload, state, run_at, created_at, attempts, "
+            "idempotency_key) "
+            "VALUES ('q', 'call', '{}', 'succeeded', 0, 0, 1, 'k')"
+        )
+        conn.execute(
+            "INSERT INTO executions (job_id, attempt, worker_id, lease_token, started_at, "
+            "finished_at, outcome, output_bytes) VALUES (1, 1, 'w', 't', 1, 2, 'succeeded', 4)"
+        )
+        conn.execute("INSERT INTO job_output VALUES (1, 0, 4, 'old\n')")
+    assert migrate(store) == [12]
+    [execution] = plan.run(store, execution_list(job_id=1))
+    assert (execution.log_tail, execution.output_bytes) == ("old\n", 4)
+    events = plan.run(store, OutputReader(1).next_page())
+    assert [getattr(event, "text", None) for event in events] == ["old\n", None]
+    [row] = store.query(Statement("SELECT output_inline FROM executions"))
+    assert row["output_inline"] is None
+    store.close()

@@ -22,7 +22,7 @@ from taskq import errors, fast_json
 from taskq.broker.ops import claims, dependencies, queries, workflows
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.leader import LeaderRenewal
-from taskq.broker.ops.output import AttemptOutput, output_statements
+from taskq.broker.ops.output import AttemptOutput, inline_text, output_statements
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import (
     AttemptReport,
@@ -240,6 +240,7 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "cpu_seconds": attempt.cpu_seconds,
                 "error": error,
                 "output_end": None if report.output is None else report.output.end(),
+                "output_inline": inline_text(report.output),
             }
         )
     statements = [

@@ -7,7 +7,11 @@ last of an attempt's go with its report, in the same batch
 (:func:`output_statements`). Every chunk is fenced by its job's lease, so a
 worker whose lease moved on writes nothing, and each attempt keeps at most
 its last ``keep_bytes``: older chunks go, and the gap they leave says how
-much was dropped.
+much was dropped. An attempt whose whole output is small and comes with its
+report, none of it sent before (most short jobs'), is stored in its
+execution row instead (``executions.output_inline``, :func:`inline_text`),
+which the report updates anyway: no row of ``job_output``, no statement more.
+Either way an attempt's bytes have one record, and readers see the same.
 
 A reader (:class:`OutputReader`) reads an attempt's chunks from a byte
 position on, page by page; following, it waits for more until the job ends,
@@ -40,6 +44,9 @@ from taskq.broker.stores.trampoline import Pause
 MOST_CHUNK_BYTES = 64 * 1024
 """The longest chunk a worker sends: readers find the chunk holding a byte by it."""
 
+INLINE_MOST_BYTES = 4 * 1024
+"""The most output an attempt may have for its report to store it in the attempt's row."""
+
 ATTEMPT_TAIL_BYTES = 64 * 1024
 """How much of the end of an attempt's output comes with its record (``Execution.log_tail``)."""
 
@@ -67,6 +74,8 @@ class AttemptOutput(msgspec.Struct, frozen=True):
     lease: Lease
     chunks: tuple[OutputChunk, ...]
     keep_bytes: int
+    first_write: bool = False
+    """No write before this one carried any of the attempt's output (False: not known)."""
 
     def end(self) -> int | None:
         """Where the attempt's output ends with these chunks (None: there are none)."""
@@ -74,6 +83,23 @@ class AttemptOutput(msgspec.Struct, frozen=True):
 
 
 # -- writing --------------------------------------------------------------------------
+
+
+def inline_text(output: AttemptOutput | None) -> str | None:
+    """The whole output of an ended attempt, for its report to store in the attempt's row;
+    None when it goes as chunks (see :func:`output_statements`).
+
+    Inline only when these chunks are all the store will have of it: one,
+    from byte 0, of at most :data:`INLINE_MOST_BYTES` (and within what is
+    kept), in the first write to carry any of it, so no chunk of the attempt
+    is stored, not even one whose write's answer was lost.
+    """
+    if output is None or not output.first_write or len(output.chunks) != 1:
+        return None
+    [chunk] = output.chunks
+    if chunk.start != 0 or chunk.size > min(INLINE_MOST_BYTES, output.keep_bytes):
+        return None
+    return chunk.text
 
 
 def output_statements(
@@ -86,8 +112,11 @@ def output_statements(
     (``reported``), whose statements end the job's ``running`` state that
     fences them and record where each attempt's output ends
     (:meth:`AttemptOutput.end`): then a job that prints costs the report
-    the rows of its chunks and nothing more.
+    the rows of its chunks and nothing more, and one whose output goes
+    inline (:func:`inline_text`) costs it no statement here at all.
     """
+    if reported:
+        outputs = [output for output in outputs if inline_text(output) is None]
     chunks = [
         {"token": output.lease.token, "at": chunk.start, "size": chunk.size, "data": chunk.text}
         for output in outputs
@@ -190,17 +219,20 @@ class OutputReader:
         attempt = int(row["attempt"])
         # The attempt's state is read before its chunks: an attempt that had
         # ended then had all its output stored, for its last chunks go with its end.
-        chunks = yield Read(
-            Statement(
-                queries.query("output_chunks"),
-                {
-                    "execution_id": execution_id,
-                    "after": self._position,
-                    "most_chunk_bytes": MOST_CHUNK_BYTES,
-                    "limit": _PAGE_CHUNKS,
-                },
+        if row["output_inline"] is not None:
+            chunks = self._inline_chunks(row)
+        else:
+            chunks = yield Read(
+                Statement(
+                    queries.query("output_chunks"),
+                    {
+                        "execution_id": execution_id,
+                        "after": self._position,
+                        "most_chunk_bytes": MOST_CHUNK_BYTES,
+                        "limit": _PAGE_CHUNKS,
+                    },
+                )
             )
-        )
         events = [event for chunk in chunks for event in self._events_of(attempt, chunk)]
         caught_up = len(chunks) < _PAGE_CHUNKS
         if caught_up and row["finished_at"] is not None:
@@ -234,6 +266,16 @@ class OutputReader:
         if self._attempt is not None and not self._follow:
             raise errors.AttemptNotFound(f"job {self.job_id} has no attempt {self._attempt} yet")
         return []
+
+    def _inline_chunks(self, row: Row) -> list[Row]:
+        """An attempt's output stored in its row (:func:`inline_text`), read as the one chunk
+        it was sent as: bytes 0 to its end, if the position is before that end."""
+        end = int(row["output_bytes"])
+        return (
+            [{"at_byte": 0, "size": end, "data": row["output_inline"]}]
+            if end > self._position
+            else []
+        )
 
     def _events_of(self, attempt: int, row: Row) -> list[OutputEvent]:
         """A stored chunk as the reader hands it on, after the gap before it if any."""

@@ -121,7 +121,10 @@ CREATE TABLE executions (
     error TEXT,
     claimed_at REAL,
     -- Where the attempt's output ends so far, dropped bytes included (see job_output).
-    output_bytes INTEGER NOT NULL DEFAULT 0
+    output_bytes INTEGER NOT NULL DEFAULT 0,
+    -- All of the attempt's output (bytes 0 to output_bytes), when it was small and
+    -- came all with the report; then it has no chunks in job_output.
+    output_inline TEXT
 );
 
 CREATE INDEX executions_job ON executions (job_id, id);
@@ -133,7 +136,8 @@ CREATE INDEX executions_finished ON executions (finished_at) WHERE finished_at I
 -- chunk starts among all the bytes the attempt wrote, size how many of them
 -- it holds, data their text (bytes that are not UTF-8 replaced). A gap before
 -- or between chunks is output dropped: the oldest past the attempt's cap, or
--- more than its worker would send in one write. Pruned with its attempt.
+-- more than its worker would send in one write. Pruned with its attempt. An
+-- attempt whose output is in executions.output_inline has no chunks here.
 CREATE TABLE job_output (
     execution_id INTEGER NOT NULL,
     at_byte INTEGER NOT NULL CHECK (at_byte >= 0),

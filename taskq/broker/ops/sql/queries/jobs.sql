@@ -113,17 +113,21 @@ SELECT *, {output_tail} FROM executions WHERE worker_id = :worker_id AND id < :b
 ORDER BY id DESC LIMIT :limit
 
 -- name: execution_output_tail
--- An attempt's log tail, in place of {output_tail}: the chunks of its stored
--- output (ops/output.py) that hold its last :tail_bytes (a chunk is at most
+-- An attempt's log tail, in place of {output_tail}: its output stored inline
+-- (shorter than any tail), or else the chunks of its stored output
+-- (ops/output.py) that hold its last :tail_bytes (a chunk is at most
 -- :most_chunk_bytes long), the reader trimming the first. The same record a
 -- follower reads, not a copy of it.
-(
-    SELECT group_concat(data, '') FROM (
-        SELECT data FROM job_output
-        WHERE execution_id = executions.id
-            AND at_byte > executions.output_bytes - :tail_bytes - :most_chunk_bytes
-            AND at_byte + size > executions.output_bytes - :tail_bytes
-        ORDER BY at_byte
+COALESCE(
+    executions.output_inline,
+    (
+        SELECT group_concat(data, '') FROM (
+            SELECT data FROM job_output
+            WHERE execution_id = executions.id
+                AND at_byte > executions.output_bytes - :tail_bytes - :most_chunk_bytes
+                AND at_byte + size > executions.output_bytes - :tail_bytes
+            ORDER BY at_byte
+        )
     )
 ) AS output_tail
 

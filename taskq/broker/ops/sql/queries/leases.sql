@@ -43,7 +43,10 @@ UPDATE executions SET
     error = report.value ->> '$.error',
     -- Where its output ends, when the report brings the last of it (output_statements):
     -- further on than any earlier write of the attempt.
-    output_bytes = COALESCE(report.value ->> '$.output_end', output_bytes)
+    output_bytes = COALESCE(report.value ->> '$.output_end', output_bytes),
+    -- All of its output, when that is small and came whole with the report
+    -- (output.inline_text): stored here, in place of a chunk in job_output.
+    output_inline = report.value ->> '$.output_inline'
 FROM json_each(:reports) AS report
 WHERE executions.lease_token = report.value ->> '$.lease_token'
     AND executions.finished_at IS NULL

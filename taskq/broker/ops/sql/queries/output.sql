@@ -38,14 +38,15 @@ WHERE rowid IN (
         AND job_output.at_byte < (attempt.value ->> '$.end') - (attempt.value ->> '$.keep')
 )
 
--- An attempt to read the output of, with its job's state; {attempt_id} is
--- one of the three blocks after this. No row: no such job; a row with no
+-- An attempt to read the output of, with its job's state and its output if
+-- its report stored it inline (then it has no chunks); {attempt_id} is one of
+-- the three blocks after this. No row: no such job; a row with no
 -- execution id: no such attempt (yet).
 -- name: output_attempt
 SELECT
     jobs.state AS job_state, jobs.error AS job_error,
     executions.id, executions.attempt, executions.finished_at, executions.outcome,
-    executions.error, executions.output_bytes
+    executions.error, executions.output_bytes, executions.output_inline
 FROM jobs
 LEFT JOIN executions ON executions.id = ({attempt_id})
 WHERE jobs.id = :job_id
