@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import pytest
@@ -29,19 +30,21 @@ def _print(store: Store, job: ClaimedJob, start: int, text: str) -> int:
 
 
 async def test_the_job_view_tails_a_running_attempts_output(
-    sqlite_store: Store, make_app: Callable[..., ConsoleApp]
+    store: Store, make_app: Callable[..., ConsoleApp]
 ) -> None:
-    spec = call_spec("lab.sims:run", [1], queue="sims")
-    [job_id] = plan.run(sqlite_store, job_enqueue([spec]))
-    [job] = plan.run(sqlite_store, job_claim("w1", ["sims"], limit=1, lease_seconds=60))
-    written = _print(sqlite_store, job, 0, "step 1 of 3\n")
-    app = make_app()
+    """On each kind of store (``store``: the suite's SQLite file, or the rqlite tier's cluster)."""
+    queue = f"sims-{uuid.uuid4().hex[:8]}"  # the rqlite tier's cluster is the session's
+    spec = call_spec("lab.sims:run", [1], queue=queue)
+    [job_id] = plan.run(store, job_enqueue([spec]))
+    [job] = plan.run(store, job_claim("w1", [queue], limit=1, lease_seconds=60))
+    written = _print(store, job, 0, "step 1 of 3\n")
+    app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_job(job_id)
         await wait_for(pilot, lambda: app.screen.query(AttemptOutput), "the job screen")
         output = app.screen.query_one(AttemptOutput)
         await wait_for(pilot, lambda: "step 1 of 3" in plain(output), "the first line")
         assert "output (live)" in plain(output)
-        _print(sqlite_store, job, written, "step 2 of 3\n")
+        _print(store, job, written, "step 2 of 3\n")
         await wait_for(pilot, lambda: "step 2 of 3" in plain(output), "the line printed since")
         assert plain(output).index("step 1 of 3") < plain(output).index("step 2 of 3")
