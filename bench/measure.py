@@ -129,6 +129,7 @@ def bench_store(
                 "ratio",
                 "pool drain / the same reports and claims sent by one process with no worker",
             )
+            _against_floors(results, add)
             _pinning_drain(store, client, root, sizes, concurrency, add)
             _process_phase(store, client, root, sizes, concurrency, add)
         finally:
@@ -136,6 +137,28 @@ def bench_store(
         # Claims last: the huge backlog must not slow the other measurements.
         details["claims"] = _claims(store, root, name, sizes, add)
     return results, details
+
+
+def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
+    """Single submits and pickups beside the bare commits under them (issue 44's goals)."""
+    found = {result.key: result.value for result in results}
+
+    def value(key: str) -> float:
+        figure = found.get(key)
+        return math.nan if figure is None else figure
+
+    add(
+        "ratio.single_vs_commits",
+        value("enqueue.single") / value("raw.commits"),
+        "ratio",
+        "one submit() per job / one-row commits back to back, from one loop",
+    )
+    add(
+        "ratio.pickup_vs_floor",
+        value("pickup.pool.p50") / (2 * value("raw.commit_idle.p50")),
+        "ratio",
+        "pickup p50 / two one-row commits 20 ms apart (the submit's and the claim's)",
+    )
 
 
 def _raw(store: BenchStore, sizes: Sizes, add: Callable[..., Result]) -> None:
