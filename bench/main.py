@@ -39,7 +39,8 @@ ports (and kills by pid when done), it measures:
    same rows straight into taskq's own ``jobs`` table (its indexes and
    trigger, no broker logic), and one-row commits per second, back to back
    and 20 ms apart (the floor under a pickup, which waits for two: the
-   submit's and the claim's);
+   submit's and the claim's); on SQLite, a whole pickup done with plain
+   ``sqlite3`` by three processes (:mod:`bench.pickup_floor`);
 8. per-job sandbox overhead in ``pool`` and ``process`` isolation, through
    ``PoolSandbox.run`` / ``Sandbox.run`` with no store.
 
@@ -159,6 +160,7 @@ ROWS: list[tuple[str, str]] = [
     ("raw.insert_jobs_table", "raw insert into taskq's jobs table"),
     ("raw.commits", "raw one-row commits"),
     ("raw.commit_idle.p50", "  one-row commit 20 ms after the last"),
+    ("raw.pickup_floor.p50", "  pickup with plain sqlite3, p50"),
     ("ratio.bulk_vs_raw", "bulk enqueue / raw insert"),
     ("ratio.bulk_vs_jobs_table", "bulk enqueue / raw jobs-table insert"),
     ("drain.broker_only", "drain, broker only (no worker)"),

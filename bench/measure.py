@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import claim_latency, end_to_end
+from bench import claim_latency, end_to_end, pickup_floor
 from bench.common import (
     Result,
     cpu_breakdown,
@@ -106,6 +106,8 @@ def bench_store(
         client = Client(store.url)
         try:
             _raw(store, sizes, add)
+            if name == "sqlite":
+                _pickup_floor(root / "pickup-floor", sizes, add)
             single = _enqueue_single(client, name, sizes, add)
             _enqueue_concurrent(client, name, sizes, single, add)
             first_id, bulk = _enqueue_bulk(client, sizes, add)
@@ -158,6 +160,22 @@ def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
         value("pickup.pool.p50") / (2 * value("raw.commit_idle.p50")),
         "ratio",
         "pickup p50 / two one-row commits 20 ms apart (the submit's and the claim's)",
+    )
+
+
+def _pickup_floor(directory: Path, sizes: Sizes, add: Callable[..., Result]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    say(f"pickup floor: {sizes.pickup} one-row submits, plain sqlite3, three processes")
+    figures = pickup_floor.summary(
+        pickup_floor.pickup_floor(directory, sizes.pickup, sizes.pickup_spacing)
+    )
+    add(
+        "raw.pickup_floor.p50",
+        figures["p50_ms"],
+        "ms",
+        f"plain sqlite3: a submitter's commit, an inotify-woken worker's claim, a pipe to "
+        f"a runner process, {sizes.pickup_spacing * 1000:.0f} ms apart "
+        f"(p99 {figures['p99_ms']:.2f} ms; bench/pickup_floor.py)",
     )
 
 
