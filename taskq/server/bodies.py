@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
 
 from taskq import errors
+from taskq.broker import job_validation
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import BadRequest, TooLarge
 from taskq.broker.schedule_timing import CatchUp
@@ -38,9 +39,13 @@ class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A queue's settings to change; a member left out stays as it is, null lifts a limit."""
 
     paused: bool | msgspec.UnsetType = msgspec.UNSET
-    max_running: int | msgspec.UnsetType | None = msgspec.UNSET
-    rate_limit: float | msgspec.UnsetType | None = msgspec.UNSET
-    rate_period: float = 1.0
+    max_running: Annotated[int, job_validation.MAX_RUNNING.schema()] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    rate_limit: Annotated[float, job_validation.RATE_LIMIT.schema()] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    rate_period: Annotated[float, job_validation.RATE_PERIOD.schema()] = 1.0
     # Pausing a queue without jobs or settings is refused (a misspelt name),
     # unless it is created on purpose.
     create: bool = False

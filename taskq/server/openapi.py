@@ -24,10 +24,19 @@ _ERRORS = {
     "429": "Over the submitter's rate limit (see Retry-After)",
     "503": "The store does not answer (see Retry-After)",
 }
+_TOKEN_REFUSALS = {"401", "403"}
 
 
-def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
-    """OpenAPI 3.1 for ``endpoints``: every body, answer and problem as a JSON schema."""
+def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str, Any]:
+    """OpenAPI 3.1 for ``endpoints``: every body, answer and problem as a JSON schema.
+
+    ``bearer``: whether the server asks for tokens; an open one (no token
+    configured, on a loopback address) takes every request without one, and
+    never answers 401 or 403.
+    """
+    refusals = {
+        status: text for status, text in _ERRORS.items() if bearer or status not in _TOKEN_REFUSALS
+    }
     types = [Problem]
     for endpoint in endpoints:
         types += [kind for kind in (endpoint.body, endpoint.answer) if kind is not None]
@@ -55,11 +64,11 @@ def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
                 },
                 **{
                     status: {"description": text, "content": problem}
-                    for status, text in _ERRORS.items()
+                    for status, text in refusals.items()
                 },
             },
         }
-        if endpoint.scope is not None:
+        if endpoint.scope is not None and bearer:
             operation["security"] = [{"bearer": [endpoint.scope]}]
         if endpoint.body is not None:
             operation["requestBody"] = {
@@ -67,12 +76,10 @@ def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": by_type[endpoint.body]}},
             }
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = operation
+    security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "taskq", "version": __version__},
         "paths": paths,
-        "components": {
-            "schemas": components,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
+        "components": {"schemas": components, **(security if bearer else {})},
     }

@@ -55,7 +55,8 @@ class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     The submitter is not a member: it is the name of the request's token.
     """
 
-    jobs: list[WorkflowJob]
+    # The broker refuses a workflow of no jobs (taskq.broker.ops.workflows), as this says.
+    jobs: Annotated[list[WorkflowJob], msgspec.Meta(extra_json_schema={"minItems": 1})]
     name: str = ""
     idempotency_key: Annotated[
         str | None,
