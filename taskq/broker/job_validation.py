@@ -76,9 +76,11 @@ NAME = Text(1, MAX_NAME_CHARS, r"^[^\u0000]*$")
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 TARGET = Text(pattern=rf"^{_IDENTIFIER}:{_IDENTIFIER}$")
 """``pkg.mod:func`` or ``pkg.mod:Class.method``, as the worker reads a target (ASCII names)."""
+PARENT_POSITION = Bounds(0)
+"""A parent named by its position in the workflow submitted with it (below the jobs' count)."""
 # A queue's settings (taskq.broker.ops.queues): a rate of 0 would be a pause, which
 # pausing says better; no limit at all is null.
-MAX_RUNNING = Bounds(0)
+MAX_RUNNING = Bounds(0, 2**31 - 1)
 RATE_LIMIT = Bounds(0, low_excluded=True)
 RATE_PERIOD = Bounds(0, low_excluded=True)
 _CALL_FIELDS = ("target", "args", "kwargs")
@@ -222,7 +224,7 @@ def check_workflow_shape(
             continue  # most jobs of a wide fan-out: nothing to check, 10,000 times over
         _parents(positions, f"the parents of job {child}")
         for position in positions:
-            if not 0 <= position < count:
+            if not (PARENT_POSITION.admits(position) and position < count):
                 raise errors.InvalidJob(
                     f"job {child} names parent position {position}, out of the range 0 to "
                     f"{count - 1} of the jobs submitted",

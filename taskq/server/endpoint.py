@@ -29,7 +29,10 @@ RequestHandler = Callable[[Request], Awaitable[Response]]
 
 
 class Endpoint(NamedTuple):
-    """A route: ``scope`` None needs no token; ``body`` and ``answer`` describe it in OpenAPI."""
+    """A route: ``scope`` None needs no token; ``body`` and ``answer`` describe it in OpenAPI.
+
+    ``answer`` comes with ``status``, or with one of ``also`` (a status, and what it means).
+    """
 
     method: str
     path: str
@@ -39,6 +42,7 @@ class Endpoint(NamedTuple):
     body: Any = None
     answer: Any = None
     status: int = 200
+    also: tuple[tuple[int, str], ...] = ()
 
 
 def client_of(request: Request) -> AsyncClient:

@@ -208,6 +208,7 @@ ENDPOINTS = [
         "read",
         "A job's outcome, waiting up to ?timeout= seconds (202 while unfinished)",
         answer=JobResult,
+        also=((202, "The job has not finished yet: its state now"),),
     ),
     Endpoint(
         "GET",

@@ -47,6 +47,12 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
     problem = {"application/problem+json": {"schema": by_type[Problem]}}
     paths: dict[str, dict[str, Any]] = {}
     for endpoint in endpoints:
+        content = (
+            {"content": {"application/json": {"schema": by_type[endpoint.answer]}}}
+            if endpoint.answer is not None
+            else {}
+        )
+        answers = [(endpoint.status, endpoint.summary), *endpoint.also]
         operation: dict[str, Any] = {
             "summary": endpoint.summary,
             "parameters": [
@@ -54,14 +60,7 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
                 for name in _PARAMETER.findall(endpoint.path)
             ],
             "responses": {
-                str(endpoint.status): {
-                    "description": endpoint.summary,
-                    **(
-                        {"content": {"application/json": {"schema": by_type[endpoint.answer]}}}
-                        if endpoint.answer is not None
-                        else {}
-                    ),
-                },
+                **{str(status): {"description": text, **content} for status, text in answers},
                 **{
                     status: {"description": text, "content": problem}
                     for status, text in refusals.items()

@@ -67,7 +67,10 @@ def queue_set_limits(
     caps are applied by every claim, in the store.
     """
     if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
-        raise errors.ConfigError(f"max_running must be 0 or more, got {max_running}")
+        raise errors.ConfigError(
+            f"max_running must be from 0 to {job_validation.MAX_RUNNING.high:.0f}, "
+            f"got {max_running}"
+        )
     if isinstance(rate_limit, int | float) and not (
         math.isfinite(rate_limit) and job_validation.RATE_LIMIT.admits(rate_limit)
     ):
