@@ -19,7 +19,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.http_transport import (
+from taskq.broker.client.http_requests import (
     LONG_POLL_SECONDS,
     HttpPlan,
     HttpRequest,

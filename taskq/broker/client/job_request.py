@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import msgspec
 
 from taskq import errors
+from taskq.broker import job_validation
 from taskq.broker.client.job_options import JobOptions
 from taskq.broker.client.specs import call_spec
 from taskq.broker.records import JobSpec, PayloadKind
@@ -23,12 +24,12 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     The submitter is not a member: it is the name of the request's token.
     """
 
-    target: str
+    target: Annotated[str, job_validation.TARGET.schema()]
     args: list[Any] = msgspec.field(default_factory=list)
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     # Over HTTP a job has always had 3 attempts unless it or its declaration says otherwise;
     # null takes the queue's default, as a job of the Python client's does.
-    max_attempts: int | None = 3
+    max_attempts: Annotated[int, job_validation.ATTEMPTS.schema()] | None = 3
     unchecked: Annotated[
         bool,
         msgspec.Meta(

@@ -66,11 +66,16 @@ def queue_set_limits(
     at once do not undo each other. A new rate starts with a full bucket. The
     caps are applied by every claim, in the store.
     """
-    if isinstance(max_running, int) and max_running < 0:
-        raise errors.ConfigError(f"max_running must be 0 or more, got {max_running}")
-    if isinstance(rate_limit, int | float) and not (math.isfinite(rate_limit) and rate_limit > 0):
+    if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
+        raise errors.ConfigError(
+            f"max_running must be from 0 to {job_validation.MAX_RUNNING.high:.0f}, "
+            f"got {max_running}"
+        )
+    if isinstance(rate_limit, int | float) and not (
+        math.isfinite(rate_limit) and job_validation.RATE_LIMIT.admits(rate_limit)
+    ):
         raise errors.ConfigError(f"rate limit must be a positive number, got {rate_limit}")
-    if not (math.isfinite(rate_period) and rate_period > 0):
+    if not (math.isfinite(rate_period) and job_validation.RATE_PERIOD.admits(rate_period)):
         raise errors.ConfigError(f"rate period must be positive seconds, got {rate_period}")
     rate = None if rate_limit is KEEP else rate_limit
     yield Write(
