@@ -16,7 +16,7 @@ key at one, and two keys would collide); a payload nests at most 256 deep.
 ``run_at`` is a time from 1970 to the end of 9999 (UTC), what a date can
 show; ``delay``, ``timeout`` and the ``wall_seconds`` limit are at most
 :data:`MAX_SECONDS`. Each limit is at most what a worker could set
-(:data:`LIMIT_CEILINGS`): a value past it could never be honoured, and one
+(:data:`LIMITS`): a value past it could never be honoured, and one
 past a 64-bit integer is more than SQLite or setrlimit hold.
 """
 
@@ -32,8 +32,8 @@ from typing import Any
 import orjson
 
 from taskq import errors
+from taskq.bounds import Bounds, Text
 from taskq.broker import limits as job_limits
-from taskq.broker.bounds import Bounds, Text
 from taskq.broker.records import JobSpec, JobState, PayloadKind, WorkflowSubmission
 from taskq.retry import parse_retry
 
@@ -49,7 +49,7 @@ MAX_SECONDS = 1000 * 365 * 86_400
 """The longest ``delay``, ``timeout`` or ``wall_seconds``, 1,000 years: past anything a job
 waits or runs, and a delayed job's time stays a date (before the year 9999) for millennia."""
 _INT64 = 2**63 - 1
-LIMIT_CEILINGS: dict[str, int] = {
+_LIMIT_CEILINGS: dict[str, float] = {
     "memory_bytes": _INT64,
     "cpu_seconds": _INT64,
     "wall_seconds": MAX_SECONDS,
@@ -62,7 +62,11 @@ LIMIT_CEILINGS: dict[str, int] = {
     # Linux's PID_MAX_LIMIT: there are no more process ids, and a cgroup's pids.max takes no more.
     "processes": 4 * 1024 * 1024,
 }
-"""The most each limit may be: what setrlimit, a cgroup and SQLite's 64-bit integers can hold."""
+LIMITS: dict[str, Bounds] = {
+    name: Bounds(0, most, low_excluded=True) for name, most in _LIMIT_CEILINGS.items()
+}
+"""Each limit above 0 and at most what setrlimit, a cgroup and SQLite's 64-bit integers can
+hold (a size counted in bytes, its unit applied); how each is written: ``limits.FORMS``."""
 
 # The bounds of a job's values, each declared once: the checks below hold a job to
 # them, and the HTTP API's schema states them (taskq.broker.client.job_options).
@@ -383,9 +387,10 @@ def _limits(value: object) -> None:
     except job_limits.LimitsInvalid as exc:
         raise errors.InvalidJob(f"limits: {exc}", field="limits") from exc
     for name in value:
-        if parsed[name] > LIMIT_CEILINGS[name]:
+        # Above 0 already: Limits refuses the rest.
+        if not LIMITS[name].admits(parsed[name]):
             raise errors.InvalidJob(
-                f"limits: {name} must be at most {LIMIT_CEILINGS[name]}, got {value[name]}",
+                f"limits: {name} must be at most {LIMITS[name].high}, got {value[name]}",
                 field="limits",
             )
 

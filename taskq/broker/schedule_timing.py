@@ -21,7 +21,7 @@ import cronsim
 import msgspec
 
 from taskq import errors
-from taskq.broker.bounds import Bounds, Text
+from taskq.bounds import Bounds, Text
 
 SKIP_GRACE_SECONDS = 60.0
 NAME = Text(1, 100, r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")

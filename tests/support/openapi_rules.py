@@ -11,10 +11,10 @@ requests generated as valid are made to keep them, and only them:
 - a workflow's parents are positions below its count of jobs, without a
   cycle: each job keeps those of its parents that come before it;
 - a schedule has a cron expression or an interval, not both, and a time zone
-  that exists: its interval, else a minute, in UTC;
-- ``limits`` and ``retry`` are free objects in the document, held by the
-  server to the known limits (each within its ceiling, a size's number times
-  its unit included) and to RetryPolicy's fields: left out.
+  that exists: its interval, else a minute, in UTC.
+
+A job's ``limits`` and ``retry`` need no rule: their schemas are exact
+(taskq/broker/client/option_schemas.py).
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ def _keep_rules(path: str, method: str, body: Any) -> None:
     for position, job in enumerate(_jobs(path, method, body)):
         job["unchecked"] = True
         job["after"] = []
-        job.pop("limits", None)
-        job.pop("retry", None)
         if path == "/workflows":
             parents = [parent for parent in job.get("parents", []) if 0 <= parent < position]
             job["parents"] = sorted(set(parents))

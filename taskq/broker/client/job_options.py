@@ -8,7 +8,7 @@ flags from each option's :class:`Flag` (``taskq.cli.job_options``). Adding an
 option here adds it to the body, its OpenAPI schema and the command line; a
 unit test holds ``call_spec`` to these fields. An option's bounds are
 :mod:`taskq.broker.job_validation`'s, which checks them: the schema states
-those very ones.
+those very ones (``limits``'s through :mod:`.option_schemas`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import msgspec
 
 from taskq.broker import job_validation
+from taskq.broker.client import option_schemas
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     ] = None
     limits: Annotated[
         dict[str, Any],
+        msgspec.Meta(extra_json_schema=option_schemas.limits_schema()),
         _option(
             'resource limits, e.g. {"memory_bytes": "512MiB"}',
             Flag(

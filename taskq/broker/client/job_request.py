@@ -13,8 +13,10 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
+from taskq.broker.client import option_schemas
 from taskq.broker.client.job_options import JobOptions
 from taskq.broker.client.specs import call_spec
+from taskq.broker.limits import with_whole_numbers
 from taskq.broker.records import JobSpec, PayloadKind
 
 
@@ -41,12 +43,17 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     ] = False
 
     retry: Annotated[
-        dict[str, Any] | None,
+        Annotated[dict[str, Any], msgspec.Meta(extra_json_schema=option_schemas.retry_schema())]
+        | None,
         msgspec.Meta(
             description="the retry policy (taskq.RetryPolicy.to_dict()); null: the queue's, "
             "else the default"
         ),
     ] = None
+
+    def __post_init__(self) -> None:
+        # Read from JSON, where 2.0 and 2 are one number (the schema's integer 2).
+        msgspec.structs.force_setattr(self, "limits", with_whole_numbers(self.limits))
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""

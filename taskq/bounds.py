@@ -1,11 +1,15 @@
 """The bounds of a value a request sets, declared once for the check and for the schema.
 
-The broker's checks (:mod:`taskq.broker.job_validation`, the queue settings)
-hold a value to a :class:`Bounds` or a :class:`Text`, and the HTTP API's
-OpenAPI document states the same one (:meth:`Bounds.schema`, put on the
-member of the body it applies to), so the two cannot drift apart. The schema
-only describes: the broker's check is the one that refuses, with its own
-message, whichever way the value came in.
+The broker's checks (:mod:`taskq.broker.job_validation`, the queue settings,
+a job's limits, :class:`taskq.retry.RetryPolicy`) hold a value to a
+:class:`Bounds` or a :class:`Text`, and the HTTP API's OpenAPI document
+states the same one (:meth:`Bounds.schema`, put on the member of the body it
+applies to, or :meth:`Bounds.keywords` inside a schema built whole), so the
+two cannot drift apart. The schema only describes: the broker's check is the
+one that refuses, with its own message, whichever way the value came in.
+
+A leaf module (it imports only msgspec), so that :mod:`taskq.retry`, below
+the broker, declares its bounds with it too.
 """
 
 from __future__ import annotations
@@ -28,14 +32,18 @@ class Bounds(NamedTuple):
         above = number > self.low if self.low_excluded else number >= self.low
         return above and (self.high is None or number <= self.high)
 
-    def schema(self) -> msgspec.Meta:
-        """These bounds as JSON Schema keywords, for ``Annotated[float, bounds.schema()]``."""
+    def keywords(self) -> dict[str, Any]:
+        """These bounds as JSON Schema keywords."""
         keywords: dict[str, Any] = {
             ("exclusiveMinimum" if self.low_excluded else "minimum"): _plain(self.low)
         }
         if self.high is not None:
             keywords["maximum"] = _plain(self.high)
-        return msgspec.Meta(extra_json_schema=keywords)
+        return keywords
+
+    def schema(self) -> msgspec.Meta:
+        """These bounds for ``Annotated[float, bounds.schema()]``."""
+        return msgspec.Meta(extra_json_schema=self.keywords())
 
 
 class Text(NamedTuple):
@@ -56,8 +64,8 @@ class Text(NamedTuple):
             return False
         return self.pattern is None or _compiled(self.pattern).fullmatch(text) is not None
 
-    def schema(self) -> msgspec.Meta:
-        """This text's bounds as JSON Schema keywords, for ``Annotated[str, text.schema()]``."""
+    def keywords(self) -> dict[str, Any]:
+        """This text's bounds as JSON Schema keywords."""
         keywords: dict[str, Any] = {}
         if self.shortest:
             keywords["minLength"] = self.shortest
@@ -65,7 +73,11 @@ class Text(NamedTuple):
             keywords["maxLength"] = self.longest
         if self.pattern is not None:
             keywords["pattern"] = self.pattern
-        return msgspec.Meta(extra_json_schema=keywords)
+        return keywords
+
+    def schema(self) -> msgspec.Meta:
+        """This text's bounds for ``Annotated[str, text.schema()]``."""
+        return msgspec.Meta(extra_json_schema=self.keywords())
 
 
 _PATTERNS: dict[str, re.Pattern[str]] = {}
