@@ -87,6 +87,9 @@ PARENT_POSITION = Bounds(0)
 MAX_RUNNING = Bounds(0, 2**31 - 1)
 RATE_LIMIT = Bounds(0, low_excluded=True)
 RATE_PERIOD = Bounds(0, low_excluded=True)
+# A submitter's limit (taskq.broker.ops.queues): at most a rate of submissions a period.
+SUBMIT_RATE = Bounds(0, low_excluded=True)
+SUBMIT_PERIOD = Bounds(0, low_excluded=True)
 _CALL_FIELDS = ("target", "args", "kwargs")
 # What JSON nests; a tuple, not a union, because isinstance takes it faster.
 _CONTAINERS = (list, tuple, dict)

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
-from taskq.server import fleet, functions, health, jobs, output, workflows
+from taskq.server import fleet, functions, health, jobs, output, schedules, store, workflows
 from taskq.server.auth import TokenSource
 from taskq.server.endpoint import Endpoint, routes_of
 from taskq.server.metrics import ServerMetrics
@@ -24,6 +24,8 @@ ENDPOINTS: list[Endpoint] = [
     *output.ENDPOINTS,
     *workflows.ENDPOINTS,
     *fleet.ENDPOINTS,
+    *schedules.ENDPOINTS,
+    *store.ENDPOINTS,
     *functions.ENDPOINTS,
     *health.ENDPOINTS,
 ]

@@ -51,6 +51,25 @@ class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     create: bool = False
 
 
+class SubmitLimitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """At most ``rate`` submissions each ``period`` seconds, for the submitter of the path."""
+
+    rate: Annotated[float, job_validation.SUBMIT_RATE.schema()]
+    period: Annotated[float, job_validation.SUBMIT_PERIOD.schema()]
+
+
+class SchedulePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Pause a schedule (none of its ticks fires) or resume it."""
+
+    paused: bool
+
+
+class PruneRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Delete the jobs that finished more than ``older_than`` seconds ago, with their attempts."""
+
+    older_than: Annotated[float, msgspec.Meta(gt=0)]
+
+
 class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A periodic job: ``job`` submitted on every tick of ``cron`` or ``every_seconds``."""
 

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq import errors
+from taskq.bounds import Text
 from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
 from taskq.server import problems
@@ -32,6 +33,9 @@ class Endpoint(NamedTuple):
     """A route: ``scope`` None needs no token; ``body`` and ``answer`` describe it in OpenAPI.
 
     ``answer`` comes with ``status``, or with one of ``also`` (a status, and what it means).
+    ``named``: the bounds the server holds a parameter of the path to, where it
+    checks one (a name it writes); any other is any text, and one that names
+    nothing is a 404.
     """
 
     method: str
@@ -43,6 +47,7 @@ class Endpoint(NamedTuple):
     answer: Any = None
     status: int = 200
     also: tuple[tuple[int, str], ...] = ()
+    named: tuple[tuple[str, Text], ...] = ()
 
 
 def client_of(request: Request) -> AsyncClient:

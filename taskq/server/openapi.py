@@ -53,10 +53,18 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
             else {}
         )
         answers = [(endpoint.status, endpoint.summary), *endpoint.also]
+        named = dict(endpoint.named)
         operation: dict[str, Any] = {
             "summary": endpoint.summary,
             "parameters": [
-                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                {
+                    "name": name,
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", **named[name].keywords()}
+                    if name in named
+                    else {"type": "string"},
+                }
                 for name in _PARAMETER.findall(endpoint.path)
             ],
             "responses": {

@@ -9,7 +9,7 @@ answer (an ``httpx.Response``), or has the error a refusal names thrown in.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import NamedTuple, Protocol, TypeAlias, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar
 
 import httpx
 import msgspec
@@ -54,3 +54,8 @@ class Streamed(Protocol[T_co]):
 def decoded(response: httpx.Response, into: type[T]) -> T:
     """The answer's JSON as ``into`` (a record of taskq's)."""
     return msgspec.json.decode(response.content, type=into)
+
+
+def decoded_member(response: httpx.Response, member: str, into: Any) -> Any:
+    """One member of the answer's JSON object (``{"jobs": [...]}``), as ``into``."""
+    return msgspec.convert(decoded(response, dict[str, Any])[member], into)

@@ -66,6 +66,7 @@ def queue_set_limits(
     at once do not undo each other. A new rate starts with a full bucket. The
     caps are applied by every claim, in the store.
     """
+    job_validation.check_name(queue, "queue")
     if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
         raise errors.ConfigError(
             f"max_running must be from 0 to {job_validation.MAX_RUNNING.high:.0f}, "
@@ -180,7 +181,14 @@ class SubmitLimit(msgspec.Struct, frozen=True):
 
 def submit_limit_set(submitter: str, rate: float, period: float) -> Op[None]:
     """Limit a submitter's (or, with "*", everyone's) submission rate."""
-    if not (math.isfinite(rate) and rate > 0 and math.isfinite(period) and period > 0):
+    # A name no job's submitter can have would limit nobody.
+    job_validation.check_name(submitter, "submitter", empty_allowed=True)
+    if not (
+        math.isfinite(rate)
+        and job_validation.SUBMIT_RATE.admits(rate)
+        and math.isfinite(period)
+        and job_validation.SUBMIT_PERIOD.admits(period)
+    ):
         raise errors.ConfigError(
             f"a submit limit needs a positive rate and period, got {rate}/{period}"
         )
