@@ -52,8 +52,10 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     ] = None
 
     def __post_init__(self) -> None:
-        # Read from JSON, where 2.0 and 2 are one number (the schema's integer 2).
-        msgspec.structs.force_setattr(self, "limits", with_whole_numbers(self.limits))
+        # Read from JSON, where 2.0 and 2 are one number (the schema's integer 2). A body
+        # built in Python (of_spec) may hold anything: the server's check refuses it whole.
+        if isinstance(self.limits, dict):
+            msgspec.structs.force_setattr(self, "limits", with_whole_numbers(self.limits))
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""
