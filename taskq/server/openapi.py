@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from taskq import __version__
+from taskq.bounds import Text
 from taskq.broker.client.problem_types import Problem
 from taskq.server.endpoint import Endpoint
 
@@ -61,9 +62,7 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
                     "name": name,
                     "in": "path",
                     "required": True,
-                    "schema": {"type": "string", **named[name].keywords()}
-                    if name in named
-                    else {"type": "string"},
+                    "schema": {"type": "string", **named.get(name, Text()).keywords()},
                 }
                 for name in _PARAMETER.findall(endpoint.path)
             ],
