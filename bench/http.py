@@ -9,7 +9,9 @@ starts one real ``taskq serve`` (uvicorn, one process) and measures jobs/s of:
    concurrently, a script alone does not), then arrays of ``--batch`` jobs;
 3. ``taskq.Client`` over HTTP (the server's URL): ``submit`` and ``submit_many``,
    and the latency of a finished job's result (``wait``), p50 in ms, against
-   the same on the store.
+   the same on the store;
+4. the floor under any request, ``GET /healthz`` on one connection (p50 ms),
+   and ``POST /jobs`` one per request against ``Client.submit`` (a ratio).
 
 Each HTTP request carries a bearer token, so the server checks it and names
 the submitter, as in production. Every job lands in a queue no worker
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 import tempfile
 import time
@@ -157,6 +160,26 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             _rate(jobs, remote_batched),
             f"{jobs:,} jobs, Client.submit_many of {batch:,} over HTTP",
         )
+        # The floor under any request: a round trip to an answer that reads nothing.
+        floor = _p50_ms(lambda: _answered(http.get("/healthz")), jobs)
+        results.append(
+            Result(store_name, "request.floor_ms", floor, "ms", "GET /healthz p50, one connection")
+        )
+        single = {result.key: result.value or math.nan for result in results}
+        ratio = single["submit.http_single"] / single["submit.client_single"]
+        results.append(
+            Result(
+                store_name,
+                "ratio.http_vs_client_single",
+                ratio,
+                "ratio",
+                "POST /jobs on one connection / Client.submit (issue 44: >= 0.8)",
+            )
+        )
+        say(
+            f"{store_name} request floor {floor:.2f} ms p50; "
+            f"POST /jobs / Client.submit {ratio:.2f}x"
+        )
         finished = client.submit(TARGET, queue="bench-ended", unchecked=True)
         client.cancel(finished.id)
         for key, who in (("result.client_ms", client), ("result.http_client_ms", remote)):
@@ -164,6 +187,11 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             results.append(Result(store_name, key, latency, "ms", "p50 of 200 waits"))
             say(f"{store_name} {key}: {latency:.2f} ms p50")
     return results
+
+
+def _answered(answer: httpx.Response) -> None:
+    if answer.status_code != 200:
+        raise RuntimeError(f"GET /healthz answered {answer.status_code}: {answer.text}")
 
 
 def finished_result_of(client: Client, job_id: int) -> None:
