@@ -58,6 +58,10 @@ class ChildSetup:
     """The worker's lease deadline, which the child's keeper enforces."""
     cgroups: CgroupPlan | None = None
     """Where the keeper makes control groups for its job process."""
+    modules: tuple[str, ...] = ()
+    """The worker's modules, which a pool child imports as it starts (see ``module_imports``)."""
+    import_path: tuple[str, ...] | None = None
+    """Where a pool child imports them from (``None``: its own ``sys.path``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,20 +109,29 @@ class ChildProcess:
 
     @classmethod
     def spawn(
-        cls, mode: Mode, setup: ChildSetup, *, ceiling: Limits | None = None
+        cls,
+        mode: Mode,
+        setup: ChildSetup,
+        *,
+        ceiling: Limits | None = None,
+        report_fd: int | None = None,
     ) -> concurrent.futures.Future[ChildProcess]:
         """Start ``python -m taskq.worker.sandbox.child`` in ``mode``, from the spawning thread.
 
         The child runs in a new session. ``ceiling`` (pool mode) is passed on
         as the child's hard limits, with a fresh token for the markers between
-        its jobs' output. The child's keeper holds its jobs to
+        its jobs' output; a pool child imports ``setup.modules`` before its
+        first job and writes how that went to ``report_fd`` (if given; closed
+        here once the child has it). The child's keeper holds its jobs to
         ``setup.deadline``. Block on the future's ``result()`` in a thread, or
         wrap it in the event loop.
         """
-        return _SPAWNER.submit(cls._spawn_here, mode, setup, ceiling)
+        return _SPAWNER.submit(cls._spawn_here, mode, setup, ceiling, report_fd)
 
     @classmethod
-    def _spawn_here(cls, mode: Mode, setup: ChildSetup, ceiling: Limits | None) -> ChildProcess:
+    def _spawn_here(
+        cls, mode: Mode, setup: ChildSetup, ceiling: Limits | None, report_fd: int | None
+    ) -> ChildProcess:
         cpu_budget = CpuBudget()
         control, child_control = socket.socketpair()
         keeper_channel, child_keeper = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -137,6 +150,13 @@ class ChildProcess:
         marker = secrets.token_hex(8)
         if ceiling is not None:
             argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
+        if mode == "pool" and setup.modules:
+            argv += ["--modules", ",".join(setup.modules)]
+            if setup.import_path is not None:
+                argv += ["--import-path", json.dumps(setup.import_path)]
+            if report_fd is not None:
+                argv += ["--report-fd", str(report_fd)]
+                passed.append(report_fd)
         try:
             # Waits in the socket for the keeper, which reads it once it has forked the job.
             cpu_budget.hand_over(keeper_channel)
@@ -160,6 +180,8 @@ class ChildProcess:
         finally:
             child_control.close()
             child_keeper.close()
+            if report_fd is not None:
+                os.close(report_fd)
             os.close(child_output_fd)
             if stdout_fd is not None:
                 os.close(child_stdout_fd)
