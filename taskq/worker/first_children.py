@@ -67,16 +67,18 @@ class FirstChildren:
                 else ModuleCheck.none()
             )
             return
+        # One: the first jobs need no more, and on a machine of few cores the
+        # others would take CPU from this one and from the worker's start. The
+        # worker starts them as it registers (``SlotSandboxes.warm_up``).
         ceiling = self.preparer.worker_max
-        self.module_check = ModuleCheck.none()
-        for _ in range(settings.min_slots):
-            if settings.modules and not self._pool:
-                read_fd, write_fd = os.pipe()
-                first = ChildProcess.spawn("pool", self.setup, ceiling=ceiling, report_fd=write_fd)
-                self.module_check = ModuleCheck.in_pool_child(settings.modules, read_fd, first)
-                self._pool.append(first)
-            else:
-                self._pool.append(ChildProcess.spawn("pool", self.setup, ceiling=ceiling))
+        if not settings.modules:
+            self._pool.append(ChildProcess.spawn("pool", self.setup, ceiling=ceiling))
+            self.module_check = ModuleCheck.none()
+            return
+        read_fd, write_fd = os.pipe()
+        first = ChildProcess.spawn("pool", self.setup, ceiling=ceiling, report_fd=write_fd)
+        self.module_check = ModuleCheck.in_pool_child(settings.modules, read_fd, first)
+        self._pool.append(first)
 
     def take_pool(self) -> list[concurrent.futures.Future[ChildProcess]]:
         """The pool children, now the worker's to watch and to stop."""
