@@ -26,8 +26,6 @@ from taskq.worker.sandbox.cgroups import CgroupPlan
 from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
-from taskq.worker.sandbox.payloads import Policy
-from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.settings import WorkerSettings
 
 
@@ -39,14 +37,6 @@ class FirstChildren:
     """
 
     def __init__(self, settings: WorkerSettings) -> None:
-        self.preparer = JobPreparer(
-            policy=Policy(
-                modules=settings.modules,
-                allow_python_exec=settings.allow_python_exec,
-                allow_shell=settings.allow_shell,
-            ),
-            worker_max=settings.max_limits,
-        )
         self.deadline = LeaseDeadline(
             lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
         )
@@ -70,7 +60,8 @@ class FirstChildren:
         # One: the first jobs need no more, and on a machine of few cores the
         # others would take CPU from this one and from the worker's start. The
         # worker starts them as it registers (``SlotSandboxes.warm_up``).
-        ceiling = self.preparer.worker_max
+        # The hard limits of a pool child are the worker's maximums (``JobPreparer.worker_max``).
+        ceiling = settings.max_limits
         if not settings.modules:
             self._pool.append(ChildProcess.spawn("pool", self.setup, ceiling=ceiling))
             self.module_check = ModuleCheck.none()

@@ -20,12 +20,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops.functions import Declaration
 from taskq.worker.sandbox.child_process import ChildProcess
+
+if TYPE_CHECKING:
+    from taskq.broker.ops.functions import Declaration
 
 IMPORT_TIMEOUT_SECONDS = 120.0
 _READ_BYTES = 65536
@@ -33,11 +36,11 @@ _READ_BYTES = 65536
 
 class ModuleReport(msgspec.Struct, frozen=True):
     """What importing one module gave: ``error`` names what it raised (``""``: nothing),
-    ``jobs`` the declared jobs it holds."""
+    ``jobs`` the declared jobs it holds (``Declaration``, as JSON)."""
 
     module: str
     error: str = ""
-    jobs: list[Declaration] = []
+    jobs: list[dict[str, Any]] = []
 
 
 class ModuleCheck:
@@ -151,7 +154,14 @@ class ModuleCheck:
         failed = [f"{report.module}: {report.error}" for report in reports if report.error]
         if failed:
             raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
-        return [job for report in reports for job in report.jobs]
+        jobs = [job for report in reports for job in report.jobs]
+        if not jobs:
+            return []
+        # Imported by the modules that declare jobs alone: the check is started
+        # first thing, and a worker's start-up counts towards its first jobs' wait.
+        from taskq.broker.ops.functions import Declaration
+
+        return msgspec.convert(jobs, list[Declaration])
 
 
 def _read_to_end(fd: int, seconds: float) -> bytes:
