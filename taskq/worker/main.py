@@ -63,9 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from taskq.worker import serving
 
         declarations = children.module_check.wait()
-    except errors.ConfigError as exc:
+    except BaseException as exc:
         children.close()
-        return _config_error(exc)
+        if isinstance(exc, errors.ConfigError):
+            return _config_error(exc)
+        raise
     return serving.serve(
         args.store or config.store_url,
         settings,

@@ -119,6 +119,7 @@ class ModuleCheck:
 
         def report(seconds: float) -> tuple[bytes, str]:
             try:
+                child.result(timeout=seconds)  # a child that could not start says why here
                 read = _read_to_end(report_fd, seconds)
             finally:
                 os.close(report_fd)

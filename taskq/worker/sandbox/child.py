@@ -8,10 +8,12 @@ socket and answers with ``progress`` and ``result`` messages (see
 ``protocol``). Modes:
 
 - ``once``: run one job under limits it cannot raise, report, exit.
-- ``pool``: say ``ready``, then run jobs one after another until the socket
-  closes, each under its own soft limits (see ``rlimits``). Each result
-  carries the job's usage and whether it left a process running. Jobs sent
-  while one runs wait their turn here; after a job that leaves the child
+- ``pool``: import the worker's modules (``--modules``; the first child
+  says how that went on ``--report-fd``: see ``module_imports``), say
+  ``ready``, then run jobs one after another until the socket closes,
+  each under its own soft limits (see ``rlimits``). Each result carries
+  the job's usage and whether it left a process running. Jobs sent while
+  one runs wait their turn here; after a job that leaves the child
   unfit for more (out of memory, a process left running) the rest are
   answered ``withdrawn`` unrun, for the worker to run in a fresh child.
 - ``exec``: apply the limits, then replace this process with a ``shell``
