@@ -16,7 +16,6 @@ handed to the worker that ``factory.build_worker`` builds.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
 
@@ -49,7 +48,7 @@ class FirstChildren:
             modules=tuple(settings.modules),
             import_path=tuple(sys.path),
         )
-        self._pool: list[concurrent.futures.Future[ChildProcess]] = []
+        self._pool: list[ChildProcess] = []
         if settings.isolation != "pool":
             self.module_check = (
                 ModuleCheck.in_own_child(settings.modules, import_path=sys.path, env=env)
@@ -63,26 +62,24 @@ class FirstChildren:
         # The hard limits of a pool child are the worker's maximums (``JobPreparer.worker_max``).
         ceiling = settings.max_limits
         if not settings.modules:
-            self._pool.append(ChildProcess.spawn("pool", self.setup, ceiling=ceiling))
+            self._pool.append(ChildProcess.start("pool", self.setup, ceiling=ceiling))
             self.module_check = ModuleCheck.none()
             return
         read_fd, write_fd = os.pipe()
-        first = ChildProcess.spawn("pool", self.setup, ceiling=ceiling, report_fd=write_fd)
+        # From this thread, at once: the spawning thread would be one more
+        # import (concurrent.futures, logging) before the child is on its way.
+        first = ChildProcess.start("pool", self.setup, ceiling=ceiling, report_fd=write_fd)
         self.module_check = ModuleCheck.in_pool_child(settings.modules, read_fd, first)
         self._pool.append(first)
 
-    def take_pool(self) -> list[concurrent.futures.Future[ChildProcess]]:
+    def take_pool(self) -> list[ChildProcess]:
         """The pool children, now the worker's to watch and to stop."""
         pool, self._pool = self._pool, []
         return pool
 
     def close(self) -> None:
         """Stop the children not taken, and undo what was made for them (blocking)."""
-        for started in self.take_pool():
-            try:
-                child = started.result()
-            except Exception:
-                continue  # it never started: nothing to stop
+        for child in self.take_pool():
             child.close()
         cgroups.remove(self.cgroup_plan)
         self.deadline.close()

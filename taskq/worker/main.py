@@ -17,6 +17,7 @@ from taskq.worker.cpus import pin_process
 from taskq.worker.first_children import FirstChildren
 from taskq.worker.settings import LOG_FORMATS, setting_flags, settings_from
 
+EXIT_ERROR = 1
 EXIT_CONFIG = 2
 
 
@@ -58,7 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         pin_process(settings.cpus)  # first: the children inherit it
     # The children start while the worker imports the rest of itself (its event
     # loop, the store's drivers, its roles): both are on the way to the first job.
-    children = FirstChildren(settings)
+    try:
+        children = FirstChildren(settings)
+    except OSError as exc:
+        print(f"taskq-worker: error: cannot start a sandbox child: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         from taskq.worker import serving
 

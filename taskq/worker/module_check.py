@@ -12,8 +12,6 @@ worker publishes (``taskq.worker.publishing``).
 
 from __future__ import annotations
 
-import concurrent.futures
-import json
 import os
 import select
 import subprocess
@@ -83,7 +81,7 @@ class ModuleCheck:
         child = subprocess.Popen(
             [
                 *(sys.executable, "-m", "taskq.worker.sandbox.module_imports"),
-                *(json.dumps(list(import_path)), *modules),
+                *(msgspec.json.encode(list(import_path)).decode(), *modules),
             ],
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -107,7 +105,7 @@ class ModuleCheck:
         cls,
         modules: Sequence[str],
         report_fd: int,
-        child: concurrent.futures.Future[ChildProcess],
+        child: ChildProcess,
         *,
         timeout: float = IMPORT_TIMEOUT_SECONDS,
     ) -> ModuleCheck:
@@ -119,7 +117,6 @@ class ModuleCheck:
 
         def report(seconds: float) -> tuple[bytes, str]:
             try:
-                child.result(timeout=seconds)  # a child that could not start says why here
                 read = _read_to_end(report_fd, seconds)
             finally:
                 os.close(report_fd)
@@ -127,7 +124,7 @@ class ModuleCheck:
                 return read, ""
             # Ended before it could say: its last words are on its output pipe.
             try:
-                output = os.read(child.result(timeout=seconds).output_fd, _READ_BYTES)
+                output = os.read(child.output_fd, _READ_BYTES)
             except OSError:
                 output = b""
             return b"", _last_words(output) or "its child ended before it could tell"
@@ -146,7 +143,7 @@ class ModuleCheck:
             raise errors.ConfigError(
                 f"importing --modules {named} took more than {self._timeout:g} s"
             ) from None
-        except (OSError, concurrent.futures.CancelledError) as exc:
+        except OSError as exc:
             raise errors.ConfigError(f"importing --modules {named} failed: {exc}") from None
         try:
             reports = msgspec.json.decode(output.splitlines()[-1], type=list[ModuleReport])

@@ -7,7 +7,6 @@ runs one job at a time); in process isolation every slot shares one
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Sequence
 
 import anyio
@@ -26,7 +25,7 @@ class SlotSandboxes:
         settings: WorkerSettings,
         preparer: JobPreparer,
         setup: ChildSetup,
-        started: Sequence[concurrent.futures.Future[ChildProcess]] = (),
+        started: Sequence[ChildProcess] = (),
     ) -> None:
         """``started``: pool children started with the worker, one for each of the first slots."""
         self._preparer = preparer
@@ -40,7 +39,7 @@ class SlotSandboxes:
             self._new(waiting.pop(0) if waiting else None) for _ in range(settings.min_slots)
         ]
 
-    def _new(self, started: concurrent.futures.Future[ChildProcess] | None = None) -> Sandbox:
+    def _new(self, started: ChildProcess | None = None) -> Sandbox:
         if self._shared is not None:
             return self._shared
         return PoolSandbox(

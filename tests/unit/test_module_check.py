@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -21,14 +20,14 @@ Check = Callable[[Sequence[str]], ModuleCheck]
 @pytest.fixture(params=["pool child", "own child"])
 def check(request: pytest.FixtureRequest) -> Iterator[Check]:
     """Starts the check as a worker of each isolation does; stops any pool child after."""
-    started: list[concurrent.futures.Future[ChildProcess]] = []
+    started: list[ChildProcess] = []
 
     def in_pool_child(modules: Sequence[str]) -> ModuleCheck:
         setup = ChildSetup(
             env=job_environment(os.environ), modules=tuple(modules), import_path=tuple(sys.path)
         )
         read_fd, write_fd = os.pipe()
-        child = ChildProcess.spawn("pool", setup, ceiling=Limits(), report_fd=write_fd)
+        child = ChildProcess.start("pool", setup, ceiling=Limits(), report_fd=write_fd)
         started.append(child)
         return ModuleCheck.in_pool_child(modules, read_fd, child)
 
@@ -39,7 +38,7 @@ def check(request: pytest.FixtureRequest) -> Iterator[Check]:
 
     yield in_pool_child if request.param == "pool child" else in_own_child
     for child in started:
-        child.result().close()
+        child.close()
 
 
 def test_the_check_gives_the_jobs_the_modules_declare(check: Check) -> None:

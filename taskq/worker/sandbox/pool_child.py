@@ -29,7 +29,6 @@ reader callbacks directly (anyio has no persistent fd watch).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import time
 from collections.abc import Callable
 
@@ -84,17 +83,11 @@ class PoolChild:
         self._loop.add_reader(child.pidfd, self._on_exit)
 
     @classmethod
-    async def spawn(
-        cls,
-        ceiling: Limits,
-        setup: ChildSetup,
-        started: concurrent.futures.Future[ChildProcess] | None = None,
-    ) -> PoolChild:
-        """Start a pool child whose hard limits are ``ceiling``; or watch ``started``, one
-        started so (``ChildProcess.spawn("pool", setup, ceiling=ceiling)``) before the loop ran."""
+    async def spawn(cls, ceiling: Limits, setup: ChildSetup) -> PoolChild:
+        """Start a pool child whose hard limits are ``ceiling``."""
         # Starting a process blocks for milliseconds: not in the event loop's thread.
-        spawning = started or ChildProcess.spawn("pool", setup, ceiling=ceiling)
-        return cls(await asyncio.wrap_future(spawning), ceiling)
+        child = await asyncio.wrap_future(ChildProcess.spawn("pool", setup, ceiling=ceiling))
+        return cls(child, ceiling)
 
     @classmethod
     async def spawn_for_one(cls, request: protocol.JobRequest, setup: ChildSetup) -> PoolChild:

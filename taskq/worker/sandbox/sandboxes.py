@@ -44,7 +44,6 @@ child goes from one to the next without waiting for the worker.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -221,12 +220,13 @@ class PoolSandbox(Sandbox):
         preparer: JobPreparer | None = None,
         setup: ChildSetup | None = None,
         max_jobs_per_child: int = 100,
-        started: concurrent.futures.Future[ChildProcess] | None = None,
+        started: ChildProcess | None = None,
     ) -> None:
         """The child's hard limits are the worker's maximums; each job sets its soft limits.
 
-        ``started``: its first child, already on its way (started with the
-        worker, before its event loop: see ``taskq.worker.first_children``).
+        ``started``: its first child, started already (``ChildProcess.start("pool",
+        setup, ceiling=...)``, with the worker, before its event loop: see
+        ``taskq.worker.first_children``).
         """
         if max_jobs_per_child < 1:
             raise ValueError("max_jobs_per_child must be at least 1")
@@ -353,8 +353,9 @@ class PoolSandbox(Sandbox):
     async def _watch_started(self) -> None:
         """Take on the child started before the loop ran, as any child this sandbox starts."""
         started, self._started = self._started, None
-        self._child = await PoolChild.spawn(self._preparer.worker_max, self._setup, started)
-        self._jobs_in_child = 0
+        if started is not None:
+            self._child = PoolChild(started, self._preparer.worker_max)
+            self._jobs_in_child = 0
 
     async def _retire(self, child: PoolChild) -> None:
         """Retire ``child`` if it is still the current one (a job may have retired it already)."""
