@@ -17,7 +17,6 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from importlib import resources
-from importlib.resources.abc import Traversable
 
 from taskq import errors
 from taskq.broker.ops import queries
@@ -57,31 +56,21 @@ def _strip_comments(sql: str) -> str:
 
 def load_migrations() -> list[Migration]:
     """Every migration shipped with this taskq, in version order."""
-    return [
-        Migration(
-            version=version,
-            name=name,
-            statements=tuple(split_statements(entry.read_text(encoding="utf-8"))),
-        )
-        for version, name, entry in _shipped()
-    ]
-
-
-def newest_shipped() -> int:
-    """The newest migration shipped with this taskq, known by its file's name alone."""
-    return len(_shipped())
-
-
-def _shipped() -> list[tuple[int, str, Traversable]]:
-    """The migration files shipped, as (version, name, file) in version order."""
     folder = resources.files("taskq.broker.ops") / "sql" / "migrations"
-    found = []
+    found: list[Migration] = []
     for entry in folder.iterdir():
         match = _FILE_NAME.match(entry.name)
-        if match:
-            found.append((int(match.group(1)), match.group(2), entry))
-    found.sort(key=lambda shipped: shipped[0])
-    versions = [version for version, _, _ in found]
+        if not match:
+            continue
+        found.append(
+            Migration(
+                version=int(match.group(1)),
+                name=match.group(2),
+                statements=tuple(split_statements(entry.read_text(encoding="utf-8"))),
+            )
+        )
+    found.sort(key=lambda migration: migration.version)
+    versions = [migration.version for migration in found]
     if versions != list(range(1, len(found) + 1)):
         raise errors.MigrationError(f"migration versions are not 1..N without gaps: {versions}")
     return found
@@ -106,8 +95,13 @@ def applied_versions(
 
 def check(store: Store) -> None:
     """Raise :class:`taskq.errors.SchemaBehind` unless ``store`` is up to date; write nothing."""
-    newest = newest_shipped()
-    done = _applied_if_any(store, consistency=Consistency.WEAK)
+    newest = len(load_migrations())
+    try:
+        done = applied_versions(store, consistency=Consistency.WEAK)
+    except errors.StatementError as exc:
+        if "no such table" not in str(exc):
+            raise
+        done = set()  # nothing was ever written to this store
     if not done:
         raise errors.SchemaBehind(
             f"{store.url} holds no taskq data yet: a command that only reads does not set it "
@@ -119,18 +113,6 @@ def check(store: Store) -> None:
             f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
             "that only reads does not migrate it; run a writing command or taskq-worker once"
         )
-
-
-def _applied_if_any(
-    store: Store, *, consistency: Consistency = Consistency.LINEARIZABLE
-) -> set[int]:
-    """The versions applied to ``store``; none when it has no table of them yet."""
-    try:
-        return applied_versions(store, consistency=consistency)
-    except errors.StatementError as exc:
-        if "no such table" not in str(exc):
-            raise
-        return set()  # nothing was ever written to this store
 
 
 def _refuse_newer(store: Store, done: set[int], newest: int) -> None:
@@ -147,13 +129,6 @@ def migrate(store: Store) -> list[int]:
     Safe to call from many processes at once: each migration is applied by
     exactly one of them, and the others see it as already applied.
     """
-    # Every process that opens a store migrates it, and all but the first find
-    # it up to date: one read says so, without the table's write (a Raft round
-    # on rqlite) or reading the migrations' SQL, on the way to a worker's first job.
-    done = _applied_if_any(store)
-    _refuse_newer(store, done, newest_shipped())
-    if done.issuperset(range(1, newest_shipped() + 1)):
-        return []
     migrations = load_migrations()
     store.execute([Statement(queries.query("migration_table_create"))], idempotent=True)
     done = applied_versions(store)
