@@ -13,6 +13,10 @@ from taskq.broker.limits import Limits
 from taskq.worker.module_check import ModuleCheck
 from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
+from taskq.worker.sandbox.outcome import Status
+from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.preparation import JobPreparer
+from taskq.worker.sandbox.sandboxes import PoolSandbox
 
 Check = Callable[[Sequence[str]], ModuleCheck]
 
@@ -64,3 +68,17 @@ def test_a_module_that_ends_the_child_is_told_by_the_childs_last_words(check: Ch
         "importing --modules tests.support.exits_on_import failed: "
         "exits_on_import: leaving before the report"
     )
+
+
+@pytest.mark.anyio
+async def test_a_pool_child_has_imported_the_workers_modules_before_its_first_job() -> None:
+    # The module the job asks about is none the job's own imports bring.
+    modules = ("tests.support.jobs", "tests.support.declared_jobs")
+    env = job_environment(os.environ)
+    setup = ChildSetup(env=env, modules=modules, import_path=tuple(sys.path))
+    preparer = JobPreparer(policy=Policy(modules=modules))
+    async with PoolSandbox(preparer=preparer, setup=setup) as pool:
+        asked = CallPayload("tests.support.jobs:is_imported", ["tests.support.declared_jobs"])
+        outcome = await pool.run(asked, Limits(wall_seconds=10))
+    assert outcome.status is Status.SUCCEEDED, outcome
+    assert outcome.result is True
