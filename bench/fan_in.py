@@ -13,7 +13,10 @@ only), the fan-in in ``bench-wf-other`` (worker 2 only), which must learn
 of the release from the store while it sits idle. ``chain``: one parent and
 its child in ``bench-wf-same``, the release without the 49 other reports
 the workers handle as a wide fan-in's last parent ends: what the release
-itself costs, beside the pickup.
+itself costs, beside the pickup. ``parents of real length``: the same
+queue, each of the 50 parents sleeping 10 to 59 ms first, as a pipeline's
+steps do work, so that they end at their own times rather than in one
+burst of no-op jobs that holds both CPUs as the last one ends.
 
 The delay is the fan-in's first line minus the latest of its parents' last
 lines, each ``time.monotonic()`` read inside the job. Runs and pickups go in
@@ -48,6 +51,14 @@ WORKER_QUEUES = (
 # A pause before each run: the workers have finished the last one's jobs
 # and sit idle, as they would when a pipeline's parents end at leisure.
 GAP_SECONDS = 0.3
+
+
+# The parents' lengths in the "real length" variant: 10 to 59 ms, spread
+# evenly over the parents (37 is prime to 50, so every length occurs once).
+def _parent_seconds(number: int) -> float:
+    return (10 + number * 37 % 50) / 1000
+
+
 PICKUP_SPACING = 0.020
 
 
@@ -76,6 +87,7 @@ class FanInFigures:
     same_queue: list[FanInRun] = field(default_factory=list)
     other_worker: list[FanInRun] = field(default_factory=list)
     chain: list[FanInRun] = field(default_factory=list)
+    real_length: list[FanInRun] = field(default_factory=list)
     pickup: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -99,17 +111,34 @@ class FanInFigures:
             "same_queue": variant(self.same_queue),
             "other_worker": variant(self.other_worker),
             "chain": variant(self.chain),
+            "real_length": variant(self.real_length),
         }
 
 
 def fan_in_delay(
-    client: Client, parents_queue: str, fan_in_queue: str, parents: int = PARENTS
+    client: Client,
+    parents_queue: str,
+    fan_in_queue: str,
+    parents: int = PARENTS,
+    *,
+    real_length: bool = False,
 ) -> FanInRun:
-    """One workflow of ``parents`` parents and a fan-in, from the last parent's end to its start."""
+    """One workflow of ``parents`` parents and a fan-in, from the last parent's end to its start.
+
+    ``real_length``: each parent sleeps :func:`_parent_seconds` before it ends.
+    """
     # Plain functions of bench.jobs, which no worker declares: submitted unchecked.
     flow = group(
         *[
-            step("bench.jobs:ended", number, queue=parents_queue, unchecked=True)
+            step(
+                "bench.jobs:ended_after",
+                number,
+                _parent_seconds(number),
+                queue=parents_queue,
+                unchecked=True,
+            )
+            if real_length
+            else step("bench.jobs:ended", number, queue=parents_queue, unchecked=True)
             for number in range(parents)
         ]
     ).then(step("bench.jobs:began", "fan-in", queue=fan_in_queue, unchecked=True))
@@ -166,4 +195,6 @@ def measure(
                 figures.other_worker.append(fan_in_delay(client, PARENTS_ONLY, OTHER))
                 time.sleep(GAP_SECONDS)
                 figures.chain.append(fan_in_delay(client, SAME, SAME, parents=1))
+                time.sleep(GAP_SECONDS)
+                figures.real_length.append(fan_in_delay(client, SAME, SAME, real_length=True))
     return figures

@@ -35,6 +35,12 @@ def ended(value: object) -> list[float]:
     return [time.monotonic(), time.time()]
 
 
+def ended_after(value: object, seconds: float) -> list[float]:
+    """Sleep ``seconds`` (a parent's own work), then :func:`ended`'s stamps."""
+    time.sleep(seconds)
+    return [time.monotonic(), time.time()]
+
+
 def say(value: object) -> object:
     """Print one line and return the argument: the no-op job that prints."""
     print(f"job {value} says hello")

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import claim_latency, end_to_end
+from bench import claim_latency, end_to_end, pickup_floor
 from bench.common import (
     Result,
     cpu_breakdown,
@@ -109,6 +109,8 @@ def bench_store(
         client = Client(store.url)
         try:
             _raw(store, sizes, add)
+            if name == "sqlite":
+                _pickup_floor(root / "pickup-floor", sizes, add)
             single = _enqueue_single(client, name, sizes, add)
             _enqueue_concurrent(client, name, sizes, single, add)
             first_id, bulk = _enqueue_bulk(client, sizes, add)
@@ -133,6 +135,7 @@ def bench_store(
                 "ratio",
                 "pool drain / the same reports and claims sent by one process with no worker",
             )
+            _against_floors(results, add)
             _pinning_drain(store, client, root, sizes, concurrency, add)
             _process_phase(store, client, root, sizes, concurrency, add)
         finally:
@@ -140,6 +143,44 @@ def bench_store(
         # Claims last: the huge backlog must not slow the other measurements.
         details["claims"] = _claims(store, root, name, sizes, add)
     return results, details
+
+
+def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
+    """Single submits and pickups beside the bare commits under them (issue 44's goals)."""
+    found = {result.key: result.value for result in results}
+
+    def value(key: str) -> float:
+        figure = found.get(key)
+        return math.nan if figure is None else figure
+
+    add(
+        "ratio.single_vs_commits",
+        value("enqueue.single") / value("raw.commits"),
+        "ratio",
+        "one submit() per job / one-row commits back to back, from one loop",
+    )
+    add(
+        "ratio.pickup_vs_floor",
+        value("pickup.pool.p50") / (2 * value("raw.commit_idle.p50")),
+        "ratio",
+        "pickup p50 / two one-row commits 20 ms apart (the submit's and the claim's)",
+    )
+
+
+def _pickup_floor(directory: Path, sizes: Sizes, add: Callable[..., Result]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    say(f"pickup floor: {sizes.pickup} one-row submits, plain sqlite3, three processes")
+    figures = pickup_floor.summary(
+        pickup_floor.pickup_floor(directory, sizes.pickup, sizes.pickup_spacing)
+    )
+    add(
+        "raw.pickup_floor.p50",
+        figures["p50_ms"],
+        "ms",
+        f"plain sqlite3: a submitter's commit, an inotify-woken worker's claim, a pipe to "
+        f"a runner process, {sizes.pickup_spacing * 1000:.0f} ms apart "
+        f"(p99 {figures['p99_ms']:.2f} ms; bench/pickup_floor.py)",
+    )
 
 
 def _raw(store: BenchStore, sizes: Sizes, add: Callable[..., Result]) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import cpu_sample, process_cpu, say
+from bench.disk import disk_probe
 from bench.netns import Lan
 from bench.network_cluster import NetworkCluster
 
@@ -56,8 +57,14 @@ def _machine_busy() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
-def sustained(cluster: NetworkCluster, rate: float, seconds: float) -> dict[str, Any]:
-    """One offered rate, with the CPU of the leader, the other nodes, workers, forwarders."""
+def sustained(cluster: NetworkCluster, rate: float, seconds: float, disk: Path) -> dict[str, Any]:
+    """One offered rate, with the CPU of the leader, the other nodes, workers, forwarders,
+    and the disk's fsync time beside the Raft log's fsyncs (``disk``: the nodes' folder).
+
+    Each node appends a Raft entry to its log with one fsync, so the share of a
+    second the leader's disk spends in fsync is about entries/s x the fsync's
+    time; the probe (:mod:`bench.disk`) times a like append while the window runs.
+    """
     assert cluster.fleet is not None
     node_pids = {node.http: node.rqlited.pid for node in cluster.store}
     proxy_pids = [node.proxy.pid for node in cluster.store]
@@ -67,7 +74,8 @@ def sustained(cluster: NetworkCluster, rate: float, seconds: float) -> dict[str,
     workers_before = cpu_sample(workers, [])
     client_before = os.times()
     machine_before = _machine_busy()
-    answer = probe(cluster, "sustain", "--rate", str(rate), "--seconds", str(seconds))
+    with disk_probe(disk, interval=0.050) as fsyncs:
+        answer = probe(cluster, "sustain", "--rate", str(rate), "--seconds", str(seconds))
     busy, total = (now - then for now, then in zip(_machine_busy(), machine_before, strict=True))
     wall = answer["window"]  # the CPU below also covers the wait for the backlog
     nodes = {
@@ -93,6 +101,11 @@ def sustained(cluster: NetworkCluster, rate: float, seconds: float) -> dict[str,
     }
     answer["machine_busy_fraction"] = round(busy / total, 3) if total else None
     answer["leader_cpu_per_window_second"] = round(nodes.get(leader, 0.0) / wall, 2)
+    disk_figures = fsyncs.summary()
+    answer["disk"] = disk_figures
+    answer["raft_fsync_share"] = round(
+        answer["raft_entries_per_second"] * disk_figures["fsync_p50_ms"] / 1000, 3
+    )
     return answer
 
 
@@ -126,7 +139,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             say(f"rtt {rtt} ms: {json.dumps(measured)}")
         cluster.set_rtt(args.sustain_rtt)
         for rate in rates:
-            answer = sustained(cluster, rate, args.seconds)
+            answer = sustained(cluster, rate, args.seconds, root)
             results["sustained"].append(answer)
             say(f"offered {rate}/s at {args.sustain_rtt} ms: {json.dumps(answer)}")
     return results
@@ -147,8 +160,8 @@ def table(results: dict[str, Any]) -> str:
     lines += [
         "",
         "| offered | submitted | completed | backlog at end | latency p50 / p99 | Raft entries/s"
-        " | leader CPU | machine busy |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        " | leader CPU | fsync p50 / p99 | Raft fsync share | machine busy |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for run_ in results["sustained"]:
         lines.append(
@@ -157,6 +170,8 @@ def table(results: dict[str, Any]) -> str:
             f" | {run_['latency_p50_ms']:.0f} / {run_['latency_p99_ms']:.0f} ms"
             f" | {run_['raft_entries_per_second']:.0f}"
             f" | {run_['leader_cpu_per_window_second']:.2f} cores"
+            f" | {run_['disk']['fsync_p50_ms']:.2f} / {run_['disk']['fsync_p99_ms']:.2f} ms"
+            f" | {run_['raft_fsync_share']:.1%}"
             f" | {run_['machine_busy_fraction']:.0%} |"
         )
     return "\n".join(lines)

@@ -25,7 +25,9 @@
    reports the last parent may claim it in that report's write), and, in a
    second variant, in a queue only the other worker serves (``other
    worker``: it has to learn of the release from the store). A third, a
-   chain of one parent and its child, shows the release alone.
+   chain of one parent and its child, shows the release alone. A fourth
+   gives the 50 parents real lengths (10 to 59 ms of sleep each), so they end
+   at their own times as a pipeline's do, not in one burst.
 """
 
 from __future__ import annotations
@@ -261,6 +263,7 @@ def _report(name: str, figures: dict[str, Any]) -> None:
             ("same_queue", "fan-in, same queue"),
             ("other_worker", "fan-in, other worker's queue"),
             ("chain", "chain of one parent, same queue"),
+            ("real_length", "fan-in, parents of 10-59 ms"),
         ):
             row = fig[key]
             print(

@@ -1,6 +1,6 @@
 """How a failed job is tried again: the retry policy, and what job code raises to steer it.
 
-A leaf module (it imports only ``taskq.errors``): job code imports
+A leaf module (it imports only ``taskq.errors`` and ``taskq.bounds``): job code imports
 ``taskq.Retry`` and ``taskq.Abort`` in the sandbox's child, the broker stores
 a :class:`RetryPolicy` with each job, and the worker applies it.
 
@@ -14,19 +14,28 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
 from taskq import errors
-
-# "ValueError" or "package.module.Error": how an exception class travels by name.
-_QUALIFIED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+from taskq.bounds import Bounds, Text
 
 MAX_DELAY_SECONDS = 365 * 86400.0
 """The longest wait a policy or a ``Retry(after=...)`` may ask for: a year."""
+
+# A policy's bounds, declared once: RetryPolicy holds its fields to them, and the HTTP
+# API's schema of a job's retry states them (taskq.broker.client.option_schemas).
+POLICY_BOUNDS: dict[str, Bounds] = {
+    "base": Bounds(0.0, MAX_DELAY_SECONDS),
+    "factor": Bounds(1.0, 1000.0),
+    "cap": Bounds(0.0, MAX_DELAY_SECONDS),
+    "jitter": Bounds(0.0, 1.0),
+}
+EXCEPTION_NAME = Text(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+"""An exception class by name, "ValueError" or "package.module.Error" (ASCII names, as a
+job's target: Python's \\w and JSON Schema's would read other letters differently)."""
 
 
 class Retry(Exception):
@@ -70,11 +79,16 @@ def exception_lineage(cls: type[BaseException]) -> tuple[str, ...]:
 def _names(value: Iterable[str | type[BaseException]], field: str) -> tuple[str, ...]:
     if isinstance(value, str | type):
         value = (value,)  # one type or name given alone: taken as the one it means
+    if isinstance(value, Mapping):  # its keys would pass for names
+        raise errors.InvalidJob(
+            f"retry: {field} takes a list of exception classes or names, got {value!r}",
+            field="retry",
+        )
     names = []
     for item in value:
         if isinstance(item, type) and issubclass(item, BaseException):
             names.append(exception_name(item))
-        elif isinstance(item, str) and _QUALIFIED_NAME.fullmatch(item):
+        elif isinstance(item, str) and EXCEPTION_NAME.admits(item):
             names.append(item)
         else:
             raise errors.InvalidJob(
@@ -84,12 +98,17 @@ def _names(value: Iterable[str | type[BaseException]], field: str) -> tuple[str,
     return tuple(names)
 
 
-def _check_number(field: str, value: object, low: float, high: float) -> None:
+def _check_number(field: str, value: object, bounds: Bounds) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise errors.InvalidJob(f"retry: {field} must be a number, got {value!r}", field="retry")
-    if not (math.isfinite(value) and low <= value <= high):
+    try:
+        number = float(value)
+    except OverflowError:  # a whole number past any float's range
+        number = math.inf
+    if not (math.isfinite(number) and bounds.admits(number)):
         raise errors.InvalidJob(
-            f"retry: {field} must be from {low:g} to {high:g}, got {value}", field="retry"
+            f"retry: {field} must be from {bounds.low:g} to {bounds.high:g}, got {value}",
+            field="retry",
         )
 
 
@@ -115,10 +134,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     dont_retry_on: tuple[str | type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
-        for field, value, low in (("base", self.base, 0.0), ("cap", self.cap, 0.0)):
-            _check_number(field, value, low, MAX_DELAY_SECONDS)
-        _check_number("factor", self.factor, 1.0, 1000.0)
-        _check_number("jitter", self.jitter, 0.0, 1.0)
+        for field, bounds in POLICY_BOUNDS.items():
+            _check_number(field, getattr(self, field), bounds)
         # Classes are kept by name: that is how they travel in the store.
         msgspec.structs.force_setattr(self, "retry_on", _names(self.retry_on, "retry_on"))
         msgspec.structs.force_setattr(

@@ -16,7 +16,7 @@ key at one, and two keys would collide); a payload nests at most 256 deep.
 ``run_at`` is a time from 1970 to the end of 9999 (UTC), what a date can
 show; ``delay``, ``timeout`` and the ``wall_seconds`` limit are at most
 :data:`MAX_SECONDS`. Each limit is at most what a worker could set
-(:data:`LIMIT_CEILINGS`): a value past it could never be honoured, and one
+(:data:`LIMITS`): a value past it could never be honoured, and one
 past a 64-bit integer is more than SQLite or setrlimit hold.
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import reprlib
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import orjson
 
 from taskq import errors
+from taskq.bounds import Bounds, Text
 from taskq.broker import limits as job_limits
 from taskq.broker.records import JobSpec, JobState, PayloadKind, WorkflowSubmission
 from taskq.retry import parse_retry
@@ -49,7 +49,7 @@ MAX_SECONDS = 1000 * 365 * 86_400
 """The longest ``delay``, ``timeout`` or ``wall_seconds``, 1,000 years: past anything a job
 waits or runs, and a delayed job's time stays a date (before the year 9999) for millennia."""
 _INT64 = 2**63 - 1
-LIMIT_CEILINGS: dict[str, int] = {
+_LIMIT_CEILINGS: dict[str, float] = {
     "memory_bytes": _INT64,
     "cpu_seconds": _INT64,
     "wall_seconds": MAX_SECONDS,
@@ -62,10 +62,34 @@ LIMIT_CEILINGS: dict[str, int] = {
     # Linux's PID_MAX_LIMIT: there are no more process ids, and a cgroup's pids.max takes no more.
     "processes": 4 * 1024 * 1024,
 }
-"""The most each limit may be: what setrlimit, a cgroup and SQLite's 64-bit integers can hold."""
+LIMITS: dict[str, Bounds] = {
+    name: Bounds(0, most, low_excluded=True) for name, most in _LIMIT_CEILINGS.items()
+}
+"""Each limit above 0 and at most what setrlimit, a cgroup and SQLite's 64-bit integers can
+hold (a size counted in bytes, its unit applied); how each is written: ``limits.FORMS``."""
 
-# "pkg.mod:func" or "pkg.mod:Class.method", as the worker reads a target.
-_TARGET = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+# The bounds of a job's values, each declared once: the checks below hold a job to
+# them, and the HTTP API's schema states them (taskq.broker.client.job_options).
+PRIORITY = Bounds(MIN_PRIORITY, MAX_PRIORITY)
+ATTEMPTS = Bounds(1, MAX_ATTEMPTS)
+DELAY = Bounds(0, MAX_SECONDS)
+TIMEOUT = Bounds(0, MAX_SECONDS, low_excluded=True)
+RUN_AT = Bounds(0, MAX_RUN_AT)
+NAME = Text(1, MAX_NAME_CHARS, r"^[^\u0000]*$")
+"""A queue, a label, an idempotency key: SQLite would cut a key at a NUL, and two keys collide."""
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+TARGET = Text(pattern=rf"^{_IDENTIFIER}:{_IDENTIFIER}$")
+"""``pkg.mod:func`` or ``pkg.mod:Class.method``, as the worker reads a target (ASCII names)."""
+PARENT_POSITION = Bounds(0)
+"""A parent named by its position in the workflow submitted with it (below the jobs' count)."""
+# A queue's settings (taskq.broker.ops.queues): a rate of 0 would be a pause, which
+# pausing says better; no limit at all is null.
+MAX_RUNNING = Bounds(0, 2**31 - 1)
+RATE_LIMIT = Bounds(0, low_excluded=True)
+RATE_PERIOD = Bounds(0, low_excluded=True)
+# A submitter's limit (taskq.broker.ops.queues): at most a rate of submissions a period.
+SUBMIT_RATE = Bounds(0, low_excluded=True)
+SUBMIT_PERIOD = Bounds(0, low_excluded=True)
 _CALL_FIELDS = ("target", "args", "kwargs")
 # What JSON nests; a tuple, not a union, because isinstance takes it faster.
 _CONTAINERS = (list, tuple, dict)
@@ -90,20 +114,20 @@ def check_spec(spec: JobSpec) -> None:
             f"kind must be one of {', '.join(PayloadKind)}, got {_shown(spec.kind)}", field="kind"
         ) from None
     check_name(spec.queue, "queue")
-    _whole_number(spec.priority, "priority", MIN_PRIORITY, MAX_PRIORITY)
+    _whole_number(spec.priority, "priority", PRIORITY)
     if spec.max_attempts is not None:
-        _whole_number(spec.max_attempts, "max_attempts", 1, MAX_ATTEMPTS)
-    _seconds(spec.delay, "delay", zero_allowed=True)
+        _whole_number(spec.max_attempts, "max_attempts", ATTEMPTS)
+    _seconds(spec.delay, "delay", DELAY)
     if spec.run_at is not None:
         run_at = _number(spec.run_at, "run_at", "a unix time")
-        if not 0 <= run_at <= MAX_RUN_AT:
+        if not RUN_AT.admits(run_at):
             raise errors.InvalidJob(
                 f"run_at must be a unix time from 0 to {MAX_RUN_AT} (1970 to the end of 9999, "
                 f"UTC), got {spec.run_at}",
                 field="run_at",
             )
     if spec.timeout is not None:
-        _seconds(spec.timeout, "timeout", zero_allowed=False)
+        _seconds(spec.timeout, "timeout", TIMEOUT)
     _labels(spec.labels)
     _limits(spec.limits)
     if spec.idempotency_key is not None:
@@ -130,7 +154,7 @@ def check_name(value: object, field: str, *, empty_allowed: bool = False) -> Non
             f"{field} is {len(value)} characters long, over the limit of {MAX_NAME_CHARS}",
             field=field,
         )
-    if "\x00" in value:
+    if value and not NAME.admits(value):
         raise errors.InvalidJob(
             f"{field} must not hold a NUL character, got {value!r}", field=field
         )
@@ -139,7 +163,7 @@ def check_name(value: object, field: str, *, empty_allowed: bool = False) -> Non
 
 def check_target(target: object) -> None:
     """Refuse a call target that is not "package.module:function" (or "...:Class.method")."""
-    if not isinstance(target, str) or not _TARGET.fullmatch(target):
+    if not isinstance(target, str) or not TARGET.admits(target):
         raise errors.InvalidJob(
             f"target must look like 'package.module:function', got {_shown(target)}",
             field="target",
@@ -207,7 +231,7 @@ def check_workflow_shape(
             continue  # most jobs of a wide fan-out: nothing to check, 10,000 times over
         _parents(positions, f"the parents of job {child}")
         for position in positions:
-            if not 0 <= position < count:
+            if not (PARENT_POSITION.admits(position) and position < count):
                 raise errors.InvalidJob(
                     f"job {child} names parent position {position}, out of the range 0 to "
                     f"{count - 1} of the jobs submitted",
@@ -298,11 +322,13 @@ def _unicode(value: str, field: str) -> None:
         ) from None
 
 
-def _whole_number(value: object, field: str, low: int, high: int) -> None:
+def _whole_number(value: object, field: str, bounds: Bounds) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise errors.InvalidJob(f"{field} must be a whole number, got {_shown(value)}", field=field)
-    if not low <= value <= high:
-        raise errors.InvalidJob(f"{field} must be from {low} to {high}, got {value}", field=field)
+    if not bounds.admits(value):
+        raise errors.InvalidJob(
+            f"{field} must be from {bounds.low:.0f} to {bounds.high:.0f}, got {value}", field=field
+        )
 
 
 def _number(value: object, field: str, meaning: str) -> float:
@@ -319,16 +345,16 @@ def _number(value: object, field: str, meaning: str) -> float:
     return number
 
 
-def _seconds(value: object, field: str, *, zero_allowed: bool) -> None:
+def _seconds(value: object, field: str, bounds: Bounds) -> None:
     seconds = _number(value, field, "seconds")
-    if seconds < 0 or (seconds == 0 and not zero_allowed):
-        bound = "zero or more" if zero_allowed else "more than zero"
+    if not bounds.admits(seconds):
+        if seconds > bounds.low:
+            raise errors.InvalidJob(
+                f"{field} must be at most {MAX_SECONDS} seconds (1,000 years), got {value}",
+                field=field,
+            )
+        bound = "more than zero" if bounds.low_excluded else "zero or more"
         raise errors.InvalidJob(f"{field} must be {bound} seconds, got {value}", field=field)
-    if seconds > MAX_SECONDS:
-        raise errors.InvalidJob(
-            f"{field} must be at most {MAX_SECONDS} seconds (1,000 years), got {value}",
-            field=field,
-        )
 
 
 def _labels(value: object) -> None:
@@ -364,9 +390,10 @@ def _limits(value: object) -> None:
     except job_limits.LimitsInvalid as exc:
         raise errors.InvalidJob(f"limits: {exc}", field="limits") from exc
     for name in value:
-        if parsed[name] > LIMIT_CEILINGS[name]:
+        # Above 0 already: Limits refuses the rest.
+        if not LIMITS[name].admits(parsed[name]):
             raise errors.InvalidJob(
-                f"limits: {name} must be at most {LIMIT_CEILINGS[name]}, got {value[name]}",
+                f"limits: {name} must be at most {LIMITS[name].high}, got {value[name]}",
                 field="limits",
             )
 

@@ -3,12 +3,16 @@
 Sizes may be written as a number of bytes or as a string with a binary unit
 (``"256MiB"``, ``"1GiB"``), because a limit in a TOML file or a job spec is
 read by people. Every limit is finite: a worker always bounds what a job may
-take.
+take. Each limit's :class:`Form` is declared once (:data:`FORMS`), for the
+parser here and for the HTTP API's schema of ``limits``; so is the text of a
+size, whose pattern (:func:`size_pattern`) is written in the part of regular
+expressions that Python and JSON Schema read alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import re
 from collections.abc import Mapping
@@ -18,8 +22,24 @@ from typing import Any
 from taskq import errors
 
 _KIB = 1024
-_UNIT_BYTES = {"": 1, "B": 1, "KIB": _KIB, "MIB": _KIB**2, "GIB": _KIB**3, "TIB": _KIB**4}
-_SIZE = re.compile(r"\s*(\d+)\s*([A-Za-z]*)\s*")
+UNITS = {"B": 1, "KiB": _KIB, "MiB": _KIB**2, "GiB": _KIB**3, "TiB": _KIB**4}
+"""The units a size may be written in, in any letter case; a number alone is bytes."""
+_UNIT_BYTES = {"": 1, **{unit.upper(): factor for unit, factor in UNITS.items()}}
+# ASCII white space: Python's \s would take Unicode's too, and ECMA-262's (JSON Schema's) a
+# slightly different set, so a size's text is held to the part both read alike.
+_SPACE = r"[\t-\r ]*"
+_SIZE = re.compile(rf"{_SPACE}([0-9]+){_SPACE}([A-Za-z]*){_SPACE}")
+
+
+class Form(enum.Enum):
+    """How a limit is written."""
+
+    SIZE = "size"
+    """Bytes: a whole number, or text with a binary unit (``"512MiB"``)."""
+    WHOLE = "whole"
+    """A whole number (setrlimit takes no fractions)."""
+    SECONDS = "seconds"
+    """A number of seconds."""
 
 
 class LimitsInvalid(errors.TaskqError):
@@ -61,7 +81,8 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
                 kind = "whole number" if whole else "number"
                 raise LimitsInvalid(f"limit {field.name} must be a {kind}, not {value!r}")
-            if not math.isfinite(value) or value <= 0:
+            # A whole number may be past any float (math.isfinite would overflow): no NaN either.
+            if value <= 0 or (isinstance(value, float) and not math.isfinite(value)):
                 raise LimitsInvalid(f"limit {field.name} must be positive and finite, not {value}")
 
     def bounded_by(self, worker_max: Limits) -> Limits:
@@ -80,9 +101,17 @@ class Limits:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
 
-_SIZE_FIELDS = {"memory_bytes", "log_tail_bytes", "output_bytes", "result_bytes"}
-_INT_FIELDS = {"cpu_seconds", "open_files", "processes"}
-_FLOAT_FIELDS = {"wall_seconds"}
+FORMS: dict[str, Form] = {
+    "memory_bytes": Form.SIZE,
+    "cpu_seconds": Form.WHOLE,
+    "wall_seconds": Form.SECONDS,
+    "open_files": Form.WHOLE,
+    "log_tail_bytes": Form.SIZE,
+    "output_bytes": Form.SIZE,
+    "result_bytes": Form.SIZE,
+    "processes": Form.WHOLE,
+}
+"""Every limit a job may set, by name, and how it is written."""
 
 
 def parse_limits(data: Mapping[str, object], *, defaults: Limits | None = None) -> Limits:
@@ -91,18 +120,18 @@ def parse_limits(data: Mapping[str, object], *, defaults: Limits | None = None) 
     Unknown keys are errors rather than ignored, so a misspelt limit cannot
     silently leave a job with the default.
     """
-    known = _SIZE_FIELDS | _INT_FIELDS | _FLOAT_FIELDS
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - set(FORMS))
     if unknown:
         raise LimitsInvalid(
-            f"unknown limit(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            f"unknown limit(s) {', '.join(unknown)}; known: {', '.join(sorted(FORMS))}"
         )
     # Any: each value is checked against its field's kind here, and Limits checks again.
     values: dict[str, Any] = {}
     for name, raw in data.items():
-        if name in _SIZE_FIELDS:
+        form = FORMS[name]
+        if form is Form.SIZE:
             values[name] = parse_size(name, raw)
-        elif name in _INT_FIELDS:
+        elif form is Form.WHOLE:
             values[name] = _parse_whole_number(name, raw)
         else:
             values[name] = _parse_seconds(name, raw)
@@ -110,7 +139,7 @@ def parse_limits(data: Mapping[str, object], *, defaults: Limits | None = None) 
 
 
 def parse_size(name: str, raw: object) -> int:
-    """A size in bytes: a whole number, or text with a binary unit ("256MiB")."""
+    """A size in bytes: a whole number, or text with a binary unit ("256MiB"), any case."""
     if isinstance(raw, str):
         match = _SIZE.fullmatch(raw)
         unit = match.group(2).upper() if match else ""
@@ -122,6 +151,55 @@ def parse_size(name: str, raw: object) -> int:
     return _parse_whole_number(name, raw)
 
 
+def size_pattern(most: int) -> str:
+    """The pattern of exactly the texts :func:`parse_size` reads as 1 to ``most`` bytes.
+
+    Anchored, in the part of regular expressions Python and ECMA-262 read
+    alike. The number may have leading zeros, as ``int`` reads them; each
+    unit's largest number is spelt out digit by digit, so that no text the
+    pattern matches is refused for its size.
+    """
+    choices = []
+    for unit, factor in UNITS.items():
+        if most >= factor:
+            letters = "".join(f"[{letter.upper()}{letter.lower()}]" for letter in unit)
+            spelt = f"(?:{letters})?" if factor == 1 else letters  # bytes: the unit is optional
+            choices.append(f"{_numerals_up_to(most // factor)}{_SPACE}{spelt}")
+    return f"^{_SPACE}(?:{'|'.join(choices)}){_SPACE}$"
+
+
+def _numerals_up_to(most: int) -> str:
+    """A pattern of the decimal numerals of 1 to ``most`` (leading zeros allowed)."""
+    digits = str(most)
+    choices = []
+    if len(digits) > 1:  # every shorter numeral
+        choices.append("[1-9]" + (f"[0-9]{{0,{len(digits) - 2}}}" if len(digits) > 2 else ""))
+    for at, digit in enumerate(digits):  # as long: the same digits up to one that is lower
+        lowest = 1 if at == 0 else 0
+        if int(digit) > lowest:
+            lower = str(lowest) if int(digit) == lowest + 1 else f"[{lowest}-{int(digit) - 1}]"
+            rest = len(digits) - at - 1
+            tail = {0: "", 1: "[0-9]"}.get(rest, f"[0-9]{{{rest}}}")
+            choices.append(digits[:at] + lower + tail)
+    choices.append(digits)
+    return f"0*(?:{'|'.join(choices)})"
+
+
+def with_whole_numbers(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with each whole-number limit written as a whole float (``2.0``) made an int.
+
+    JSON has one kind of number, and JSON Schema (so the HTTP API's document)
+    reads 2.0 as the integer 2: a body read from JSON is taken as it means.
+    """
+    whole = (Form.SIZE, Form.WHOLE)
+    return {
+        name: int(value)
+        if FORMS.get(name) in whole and isinstance(value, float) and value.is_integer()
+        else value
+        for name, value in data.items()
+    }
+
+
 def _parse_whole_number(name: str, raw: object) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise LimitsInvalid(f"limit {name} must be a whole number, not {raw!r}")
@@ -131,4 +209,7 @@ def _parse_whole_number(name: str, raw: object) -> int:
 def _parse_seconds(name: str, raw: object) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise LimitsInvalid(f"limit {name} must be a number of seconds, not {raw!r}")
-    return float(raw)
+    try:
+        return float(raw)
+    except OverflowError:  # a whole number past any float's range
+        raise LimitsInvalid(f"limit {name} is too many seconds to count") from None

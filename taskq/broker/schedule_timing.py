@@ -21,9 +21,13 @@ import cronsim
 import msgspec
 
 from taskq import errors
+from taskq.bounds import Bounds, Text
 
 SKIP_GRACE_SECONDS = 60.0
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+NAME = Text(1, 100, r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+"""A schedule's name (checked by :func:`validate_name`, stated by the HTTP API's schema)."""
+INTERVAL = Bounds(0, low_excluded=True)
+"""The seconds between the ticks of a schedule that is not cron's."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
@@ -59,7 +63,7 @@ def parse_duration(text: str) -> float:
 
 
 def validate_name(name: str) -> str:
-    if not _NAME.match(name):
+    if not NAME.admits(name):
         raise errors.ConfigError(
             f"schedule name {name!r} must be 1-100 letters, digits, '_', '.', ':' or '-'"
         )
@@ -83,7 +87,9 @@ def validate_timing(
             cronsim.CronSim(cron, datetime.now(zone))
         except cronsim.CronSimError as exc:
             raise errors.ConfigError(f"bad cron expression {cron!r}: {exc}") from None
-    if every_seconds is not None and not (math.isfinite(every_seconds) and every_seconds > 0):
+    if every_seconds is not None and not (
+        math.isfinite(every_seconds) and INTERVAL.admits(every_seconds)
+    ):
         raise errors.ConfigError(f"interval must be positive seconds, got {every_seconds}")
     return Timing(cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=anchor)
 

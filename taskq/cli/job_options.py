@@ -102,7 +102,7 @@ def _argument(option: broker_options.Declared, flag: broker_options.Flag) -> dic
 
 
 def _reader(flag: broker_options.Flag, kind: msgspec.inspect.Type) -> Callable[[str], Any]:
-    return _FORMS[flag.form] if flag.form else _TYPES[type(kind)]
+    return _FORMS[flag.form] if flag.form else _TYPES[type(_bare(kind))]
 
 
 def _without_none(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
@@ -110,7 +110,13 @@ def _without_none(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
     if not isinstance(kind, msgspec.inspect.UnionType):
         return kind
     [kind] = [each for each in kind.types if not isinstance(each, msgspec.inspect.NoneType)]
-    return kind
+    return _bare(kind)
+
+
+def _bare(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    """``kind`` without the bounds the schema states (job_validation checks them), which say
+    nothing of how a flag reads."""
+    return kind.type if isinstance(kind, msgspec.inspect.Metadata) else kind
 
 
 def _dest(option: broker_options.Declared, flag: broker_options.Flag) -> str:

@@ -63,7 +63,9 @@ def at_time(text: str) -> float:
 
 def memory(text: str) -> int | str:
     """A memory size: bytes, or a binary unit such as ``512MiB`` or ``2GiB``."""
-    value: int | str = int(text) if text.strip().isdigit() else text.strip()
+    given = text.strip()
+    # ASCII digits, as a size's text takes (isdigit alone would take other scripts' too).
+    value: int | str = int(given) if given.isascii() and given.isdigit() else given
     try:
         limits.parse_limits({"memory_bytes": value})
     except limits.LimitsInvalid as exc:

@@ -12,9 +12,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
-from taskq.server import fleet, functions, health, jobs, output, workflows
+from taskq.server import fleet, functions, health, jobs, output, schedules, store, workflows
 from taskq.server.auth import TokenSource
-from taskq.server.endpoint import Endpoint, guarded
+from taskq.server.endpoint import Endpoint, routes_of
 from taskq.server.metrics import ServerMetrics
 from taskq.server.openapi import document
 from taskq.server.problems import http_problem, json_response
@@ -24,6 +24,8 @@ ENDPOINTS: list[Endpoint] = [
     *output.ENDPOINTS,
     *workflows.ENDPOINTS,
     *fleet.ENDPOINTS,
+    *schedules.ENDPOINTS,
+    *store.ENDPOINTS,
     *functions.ENDPOINTS,
     *health.ENDPOINTS,
 ]
@@ -31,7 +33,7 @@ ENDPOINTS: list[Endpoint] = [
 
 def create_app(open_client: Callable[[], AsyncClient], tokens: TokenSource) -> Starlette:
     """The API over the client ``open_client`` makes when the app starts (closed at its end)."""
-    schema = document(ENDPOINTS)
+    schema = document(ENDPOINTS, bearer=not tokens.open)
 
     async def openapi(request: Request) -> Response:
         return json_response(schema)
@@ -45,10 +47,7 @@ def create_app(open_client: Callable[[], AsyncClient], tokens: TokenSource) -> S
         finally:
             await app.state.client.aclose()
 
-    routes = [
-        Route(endpoint.path, guarded(endpoint, tokens), methods=[endpoint.method])
-        for endpoint in ENDPOINTS
-    ]
+    routes = routes_of(ENDPOINTS, tokens)
     routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     return Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_problem}

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from starlette.requests import Request
 
 from taskq import errors
+from taskq.broker import job_validation, schedule_timing
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import BadRequest, TooLarge
 from taskq.broker.schedule_timing import CatchUp
@@ -38,21 +39,44 @@ class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A queue's settings to change; a member left out stays as it is, null lifts a limit."""
 
     paused: bool | msgspec.UnsetType = msgspec.UNSET
-    max_running: int | msgspec.UnsetType | None = msgspec.UNSET
-    rate_limit: float | msgspec.UnsetType | None = msgspec.UNSET
-    rate_period: float = 1.0
+    max_running: Annotated[int, job_validation.MAX_RUNNING.schema()] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    rate_limit: Annotated[float, job_validation.RATE_LIMIT.schema()] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    rate_period: Annotated[float, job_validation.RATE_PERIOD.schema()] = 1.0
     # Pausing a queue without jobs or settings is refused (a misspelt name),
     # unless it is created on purpose.
     create: bool = False
 
 
+class SubmitLimitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """At most ``rate`` submissions each ``period`` seconds, for the submitter of the path."""
+
+    rate: Annotated[float, job_validation.SUBMIT_RATE.schema()]
+    period: Annotated[float, job_validation.SUBMIT_PERIOD.schema()]
+
+
+class SchedulePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Pause a schedule (none of its ticks fires) or resume it."""
+
+    paused: bool
+
+
+class PruneRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Delete the jobs that finished more than ``older_than`` seconds ago, with their attempts."""
+
+    older_than: Annotated[float, msgspec.Meta(gt=0)]
+
+
 class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A periodic job: ``job`` submitted on every tick of ``cron`` or ``every_seconds``."""
 
-    name: str
+    name: Annotated[str, schedule_timing.NAME.schema()]
     job: JobRequest
     cron: str | None = None
-    every_seconds: float | None = None
+    every_seconds: Annotated[float, schedule_timing.INTERVAL.schema()] | None = None
     timezone: str = "UTC"
     catch_up: CatchUp = CatchUp.ONCE
     replace: bool = False
@@ -77,9 +101,41 @@ def decoded(body: bytes, into: Any) -> Any:
     try:
         return msgspec.json.decode(body, type=into)
     except msgspec.ValidationError as exc:
-        raise errors.InvalidJob(str(exc), field=_member(str(exc))) from None
+        refused = exc
     except msgspec.DecodeError as exc:
         raise BadRequest(f"the body is not JSON: {exc}") from None
+    # JSON has one kind of number, and JSON Schema (so the OpenAPI document) reads
+    # 3.0 as the integer 3; msgspec takes no float into an int member. Rare, so
+    # only a refused body is read again, each such member made whole where msgspec
+    # points at one.
+    tree = msgspec.json.decode(body)
+    while _made_whole(tree, str(refused)):
+        try:
+            return msgspec.convert(tree, into)
+        except msgspec.ValidationError as exc:
+            refused = exc
+    raise errors.InvalidJob(str(refused), field=_member(str(refused))) from None
+
+
+# msgspec refusing a float for an int: "Expected `int | null`, got `float` - at `$.a[0].b`".
+_FLOAT_FOR_INT = re.compile(r"Expected `int[^`]*`, got `float` - at `\$([^`]*)`")
+_STEP = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
+
+
+def _made_whole(tree: Any, refusal: str) -> bool:
+    """Whether the float ``refusal`` names in ``tree`` was whole, and is now an int."""
+    match = _FLOAT_FOR_INT.fullmatch(refusal)
+    if match is None:
+        return False
+    *steps, last = [name or int(index) for name, index in _STEP.findall(match[1])]
+    parent = tree
+    for step in steps:
+        parent = parent[step]
+    number = parent[last]
+    if not (isinstance(number, float) and number.is_integer()):
+        return False
+    parent[last] = int(number)
+    return True
 
 
 # The innermost member of the path: `$.priority`, `$[3].queue`, `$.job.queue`, `$.jobs[0].args`.

@@ -1,20 +1,22 @@
 """One endpoint of the API, declared once: its route, the scope it needs, what it takes and gives.
 
-The app's routes and its OpenAPI document are both built from the same
-:class:`Endpoint` list, so the two cannot disagree. :func:`guarded` wraps a
+The app's routes (:func:`routes_of`) and its OpenAPI document are both built
+from the same :class:`Endpoint` list, so the two cannot disagree. :func:`guarded` wraps a
 handler: it names the caller from the bearer token, checks the scope, and
 turns the client's exceptions into problem details.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from taskq import errors
+from taskq.bounds import Text
 from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
 from taskq.server import problems
@@ -24,10 +26,17 @@ from taskq.server.auth import Caller, TokenSource
 NOBODY = Caller("", frozenset())
 
 Handler = Callable[[Request, Caller], Awaitable[Response]]
+RequestHandler = Callable[[Request], Awaitable[Response]]
 
 
 class Endpoint(NamedTuple):
-    """A route: ``scope`` None needs no token; ``body`` and ``answer`` describe it in OpenAPI."""
+    """A route: ``scope`` None needs no token; ``body`` and ``answer`` describe it in OpenAPI.
+
+    ``answer`` comes with ``status``, or with one of ``also`` (a status, and what it means).
+    ``named``: the bounds the server holds a parameter of the path to, where it
+    checks one (a name it writes); any other is any text, and one that names
+    nothing is a 404.
+    """
 
     method: str
     path: str
@@ -37,6 +46,8 @@ class Endpoint(NamedTuple):
     body: Any = None
     answer: Any = None
     status: int = 200
+    also: tuple[tuple[int, str], ...] = ()
+    named: tuple[tuple[str, Text], ...] = ()
 
 
 def client_of(request: Request) -> AsyncClient:
@@ -45,7 +56,31 @@ def client_of(request: Request) -> AsyncClient:
     return client
 
 
-def guarded(endpoint: Endpoint, tokens: TokenSource) -> Callable[[Request], Awaitable[Response]]:
+def routes_of(endpoints: Sequence[Endpoint], tokens: TokenSource) -> list[Route]:
+    """One route per path, taking every method declared at it.
+
+    A method the path does not take is a 405 whose ``Allow`` names every
+    method that it does (a route per endpoint would name only its own).
+    """
+    by_path: dict[str, dict[str, RequestHandler]] = {}
+    for endpoint in endpoints:
+        by_path.setdefault(endpoint.path, {})[endpoint.method] = guarded(endpoint, tokens)
+    return [
+        Route(path, _by_method(handlers), methods=list(handlers))
+        for path, handlers in by_path.items()
+    ]
+
+
+def _by_method(handlers: Mapping[str, RequestHandler]) -> RequestHandler:
+    async def handle(request: Request) -> Response:
+        # Starlette lets a HEAD through where GET is taken, and sends no body.
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+
+    return handle
+
+
+def guarded(endpoint: Endpoint, tokens: TokenSource) -> RequestHandler:
     """``endpoint``'s handler behind its scope, answering taskq's errors as problems."""
 
     async def handle(request: Request) -> Response:

@@ -1,4 +1,4 @@
-"""The endpoints of queues, workers and schedules: what the fleet is doing, and its settings."""
+"""The endpoints of queues, workers and submitters: what the fleet is doing, and its settings."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client.client import KEEP, Schedule, ScheduleAdded
-from taskq.broker.client.problem_types import ScheduleNotFound
+from taskq.broker import job_validation
+from taskq.broker.client.client import KEEP, SubmitLimit
 from taskq.broker.records import Execution, QueueStats, WorkerInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
-from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
 
@@ -29,17 +28,17 @@ class Workers(msgspec.Struct, frozen=True):
     workers: list[WorkerInfo]
 
 
+class SubmitLimits(msgspec.Struct, frozen=True):
+    """Every submitter's limit, "*" (everyone without one of their own) included."""
+
+    submit_limits: list[SubmitLimit]
+
+
 class WorkerExecutions(msgspec.Struct, frozen=True):
     """A worker's attempts, newest first; ``next`` is the following page's URL."""
 
     executions: list[Execution]
     next: str | None
-
-
-class Schedules(msgspec.Struct, frozen=True):
-    """Every schedule, by name."""
-
-    schedules: list[Schedule]
 
 
 async def queues(request: Request, caller: Caller) -> Response:
@@ -86,35 +85,21 @@ async def worker_executions(request: Request, caller: Caller) -> Response:
     return json_response(WorkerExecutions(found, following))
 
 
-async def schedules(request: Request, caller: Caller) -> Response:
-    return json_response(Schedules(await client_of(request).schedules()))
+async def submit_limits(request: Request, caller: Caller) -> Response:
+    return json_response(SubmitLimits(await client_of(request).submit_limits()))
 
 
-async def add_schedule(request: Request, caller: Caller) -> Response:
-    """Add a schedule; the same definition again is accepted, another one under its name is 409."""
-    body = await bodies.read_body(request)
-    sent = bodies.decoded(body, bodies.ScheduleRequest)
-    client = client_of(request)
-    # The job is resolved once, now: its ticks enqueue it as declared today.
-    members = [set(msgspec.json.decode(body)["job"])]
-    [spec] = await request_specs(client, [sent.job], members, caller.name, [None], numbered=False)
-    added = await client.add_schedule(
-        sent.name,
-        spec,
-        cron=sent.cron,
-        every_seconds=sent.every_seconds,
-        timezone=sent.timezone,
-        catch_up=sent.catch_up,
-        replace=sent.replace,
-        unchecked=True,  # resolved, or opted out, just above
-    )
-    return json_response(added, 201)
+async def put_submit_limit(request: Request, caller: Caller) -> Response:
+    """Set a submitter's limit (a token's name, or "*"); answers it."""
+    submitter = request.path_params["submitter"]
+    limit = bodies.decoded(await bodies.read_body(request), bodies.SubmitLimitRequest)
+    await client_of(request).set_submit_limit(submitter, limit.rate, limit.period)
+    return json_response(SubmitLimit(submitter, limit.rate, limit.period))
 
 
-async def remove_schedule(request: Request, caller: Caller) -> Response:
-    name = request.path_params["name"]
-    if not await client_of(request).remove_schedule(name):
-        raise ScheduleNotFound(f"no schedule named {name!r}")
+async def remove_submit_limit(request: Request, caller: Caller) -> Response:
+    """Lift a submitter's own limit, if it has one (the "*" limit, if any, applies again)."""
+    await client_of(request).remove_submit_limit(request.path_params["submitter"])
     return Response(status_code=204)
 
 
@@ -128,6 +113,7 @@ ENDPOINTS = [
         "Pause, resume or limit a queue",
         body=bodies.QueuePatch,
         answer=QueueStats,
+        named=(("name", job_validation.NAME),),
     ),
     Endpoint("GET", "/workers", workers, "read", "Every worker", answer=Workers),
     Endpoint(
@@ -138,18 +124,30 @@ ENDPOINTS = [
         "A worker's attempts, newest first",
         answer=WorkerExecutions,
     ),
-    Endpoint("GET", "/schedules", schedules, "read", "Every schedule", answer=Schedules),
     Endpoint(
-        "POST",
-        "/schedules",
-        add_schedule,
-        "admin",
-        "Add a schedule",
-        body=bodies.ScheduleRequest,
-        answer=ScheduleAdded,
-        status=201,
+        "GET",
+        "/submit-limits",
+        submit_limits,
+        "read",
+        "Every submitter's rate limit",
+        answer=SubmitLimits,
     ),
     Endpoint(
-        "DELETE", "/schedules/{name}", remove_schedule, "admin", "Remove a schedule", status=204
+        "PUT",
+        "/submit-limits/{submitter}",
+        put_submit_limit,
+        "admin",
+        "Limit a submitter's rate",
+        body=bodies.SubmitLimitRequest,
+        answer=SubmitLimit,
+        named=(("submitter", job_validation.NAME),),
+    ),
+    Endpoint(
+        "DELETE",
+        "/submit-limits/{submitter}",
+        remove_submit_limit,
+        "admin",
+        "Lift a submitter's own rate limit",
+        status=204,
     ),
 ]

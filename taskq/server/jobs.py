@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker.client.client import JobQuery
-from taskq.broker.client.http_transport import LONG_POLL_SECONDS
+from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import WrongState
 from taskq.broker.records import Execution, Job, JobState
@@ -208,6 +208,7 @@ ENDPOINTS = [
         "read",
         "A job's outcome, waiting up to ?timeout= seconds (202 while unfinished)",
         answer=JobResult,
+        also=((202, "The job has not finished yet: its state now"),),
     ),
     Endpoint(
         "GET",

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from taskq import __version__
+from taskq.bounds import Text
 from taskq.broker.client.problem_types import Problem
 from taskq.server.endpoint import Endpoint
 
@@ -24,10 +25,19 @@ _ERRORS = {
     "429": "Over the submitter's rate limit (see Retry-After)",
     "503": "The store does not answer (see Retry-After)",
 }
+_TOKEN_REFUSALS = {"401", "403"}
 
 
-def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
-    """OpenAPI 3.1 for ``endpoints``: every body, answer and problem as a JSON schema."""
+def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str, Any]:
+    """OpenAPI 3.1 for ``endpoints``: every body, answer and problem as a JSON schema.
+
+    ``bearer``: whether the server asks for tokens; an open one (no token
+    configured, on a loopback address) takes every request without one, and
+    never answers 401 or 403.
+    """
+    refusals = {
+        status: text for status, text in _ERRORS.items() if bearer or status not in _TOKEN_REFUSALS
+    }
     types = [Problem]
     for endpoint in endpoints:
         types += [kind for kind in (endpoint.body, endpoint.answer) if kind is not None]
@@ -38,28 +48,33 @@ def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
     problem = {"application/problem+json": {"schema": by_type[Problem]}}
     paths: dict[str, dict[str, Any]] = {}
     for endpoint in endpoints:
+        content = (
+            {"content": {"application/json": {"schema": by_type[endpoint.answer]}}}
+            if endpoint.answer is not None
+            else {}
+        )
+        answers = [(endpoint.status, endpoint.summary), *endpoint.also]
+        named = dict(endpoint.named)
         operation: dict[str, Any] = {
             "summary": endpoint.summary,
             "parameters": [
-                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                {
+                    "name": name,
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", **named.get(name, Text()).keywords()},
+                }
                 for name in _PARAMETER.findall(endpoint.path)
             ],
             "responses": {
-                str(endpoint.status): {
-                    "description": endpoint.summary,
-                    **(
-                        {"content": {"application/json": {"schema": by_type[endpoint.answer]}}}
-                        if endpoint.answer is not None
-                        else {}
-                    ),
-                },
+                **{str(status): {"description": text, **content} for status, text in answers},
                 **{
                     status: {"description": text, "content": problem}
-                    for status, text in _ERRORS.items()
+                    for status, text in refusals.items()
                 },
             },
         }
-        if endpoint.scope is not None:
+        if endpoint.scope is not None and bearer:
             operation["security"] = [{"bearer": [endpoint.scope]}]
         if endpoint.body is not None:
             operation["requestBody"] = {
@@ -67,12 +82,10 @@ def document(endpoints: Sequence[Endpoint]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": by_type[endpoint.body]}},
             }
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = operation
+    security = {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "taskq", "version": __version__},
         "paths": paths,
-        "components": {
-            "schemas": components,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
+        "components": {"schemas": components, **(security if bearer else {})},
     }

@@ -41,12 +41,29 @@ class WorkflowJob(JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=T
     """One job of a workflow: a job as ``POST /jobs`` takes it, and its parents in the workflow."""
 
     parents: Annotated[
-        list[int],
+        list[Annotated[int, job_validation.PARENT_POSITION.schema()]],
         msgspec.Meta(
             description="positions (from 0) in the workflow's jobs of the jobs this one runs "
             "after: it waits until every one has ended"
         ),
     ] = msgspec.field(default_factory=list)
+    # A job of a workflow waits only on its own (parents), and the workflow's key names all
+    # its jobs: the schema says these two members stay empty, and _check_shape refuses them,
+    # naming the job and what to write instead.
+    after: Annotated[
+        tuple[int, ...],
+        msgspec.Meta(
+            description="not taken: a workflow's jobs wait on each other, named in parents",
+            extra_json_schema={"maxItems": 0},
+        ),
+    ] = ()
+    idempotency_key: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="not taken: the workflow's own idempotency_key names all its jobs",
+            extra_json_schema={"type": "null"},
+        ),
+    ] = None
 
 
 class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -55,7 +72,8 @@ class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     The submitter is not a member: it is the name of the request's token.
     """
 
-    jobs: list[WorkflowJob]
+    # The broker refuses a workflow of no jobs (taskq.broker.ops.workflows), as this says.
+    jobs: Annotated[list[WorkflowJob], msgspec.Meta(extra_json_schema={"minItems": 1})]
     name: str = ""
     idempotency_key: Annotated[
         str | None,

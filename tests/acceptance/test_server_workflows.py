@@ -213,7 +213,8 @@ def test_the_openapi_document_describes_the_workflow_endpoints(served: Served) -
     job = schemas["WorkflowJob"]
     assert job["additionalProperties"] is False
     assert {"target", "parents", "after", "run_anyway"} <= set(job["properties"])
-    assert job["properties"]["parents"]["items"] == {"type": "integer"}
+    assert job["properties"]["parents"]["items"] == {"type": "integer", "minimum": 0}
+    assert job["properties"]["after"]["maxItems"] == 0  # a workflow's jobs wait on each other
     assert set(schemas["WorkflowRequest"]["properties"]) == {"jobs", "name", "idempotency_key"}
     assert set(schemas["WorkflowView"]["properties"]) == {"workflow", "jobs", "edges"}
     assert set(schemas["WorkflowMoved"]["properties"]) == {"moved", "workflow"}

@@ -276,7 +276,7 @@ def test_limits_and_timeouts_within_range_are_stored_as_given(
 def test_the_latest_time_and_the_largest_limits_are_stored_as_given(
     client: taskq.Client, prefix: str
 ) -> None:
-    ceilings = dict(job_validation.LIMIT_CEILINGS)
+    ceilings = {name: bounds.high for name, bounds in job_validation.LIMITS.items()}
     handle = client.submit(
         TARGET,
         queue=f"{prefix}-q",

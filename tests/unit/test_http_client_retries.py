@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from taskq import errors
-from taskq.broker.client import http_plans
+from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.http_transport import HttpTransport
 
 UNAVAILABLE = {
@@ -48,14 +48,14 @@ def _transport(server: FlakyServer, timeout: float) -> HttpTransport:
 
 def test_503s_are_asked_again_after_retry_after_until_an_answer() -> None:
     server = FlakyServer(unavailable=3)
-    assert _transport(server, timeout=10).run(http_plans.queue_stats()) == []
+    assert _transport(server, timeout=10).run(http_fleet_plans.queue_stats()) == []
     assert len(server.asked) == 4
 
 
 def test_past_the_calls_timeout_the_503s_error_is_raised() -> None:
     server = FlakyServer(unavailable=1_000, after="0.2")
     with pytest.raises(errors.StoreUnavailable, match="no leader among 3 nodes"):
-        _transport(server, timeout=0.5).run(http_plans.queue_stats())
+        _transport(server, timeout=0.5).run(http_fleet_plans.queue_stats())
     # Asked again while a wait of 0.2 s still fit in the half second (a sleep is never
     # shorter than asked: at most 3 times), then given up rather than asked forever.
     assert 1 <= len(server.asked) <= 3
@@ -64,7 +64,7 @@ def test_past_the_calls_timeout_the_503s_error_is_raised() -> None:
 def test_a_retry_after_longer_than_the_time_left_is_not_waited_for() -> None:
     server = FlakyServer(unavailable=1, after="3600")
     with pytest.raises(errors.StoreUnavailable):
-        _transport(server, timeout=5).run(http_plans.queue_stats())
+        _transport(server, timeout=5).run(http_fleet_plans.queue_stats())
     assert len(server.asked) == 1
 
 
@@ -74,7 +74,7 @@ def test_the_async_face_rides_out_503s_the_same_way() -> None:
     async def ask() -> object:
         transport = _transport(server, timeout=10)
         try:
-            return await transport.run_async(http_plans.queue_stats())
+            return await transport.run_async(http_fleet_plans.queue_stats())
         finally:
             await transport.aclose()
 
@@ -88,4 +88,4 @@ def test_another_refusal_is_raised_at_once() -> None:
 
     transport = HttpTransport("http://taskq.test", mock=httpx.MockTransport(forbidden))
     with pytest.raises(errors.TaskqError, match="400"):
-        transport.run(http_plans.queue_stats())
+        transport.run(http_fleet_plans.queue_stats())

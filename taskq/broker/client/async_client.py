@@ -10,6 +10,7 @@ from typing import Any, ParamSpec, Protocol, Self, overload, runtime_checkable
 import anyio
 import anyio.to_thread
 
+from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.faces import Awaiting
 from taskq.broker.client.flows import Flow
 from taskq.broker.client.handle_base import (
@@ -188,7 +189,10 @@ class AsyncClient(Awaiting, Operations):
         return AsyncWorkflowHandle(self, submitted, flow)
 
     async def nodes(self) -> builtins.list[NodeInfo]:
-        """The store's members; an embedded store describes itself in a thread."""
+        """The store's members (over HTTP, as the server sees them); an embedded store
+        describes itself in a thread."""
+        if self.http is not None:
+            return await self.http.run_async(http_fleet_plans.store_nodes())
         if isinstance(self.store, AsyncNodes):
             return await self.store.nodes_async()
         return await anyio.to_thread.run_sync(self.store.nodes)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ParamSpec, Self, overload
 
+from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.faces import Blocking
 from taskq.broker.client.flows import Flow
 from taskq.broker.client.handle_base import (
@@ -219,5 +220,8 @@ class Client(Blocking, Operations):
         return WorkflowHandle(self, submitted, flow)
 
     def nodes(self) -> builtins.list[NodeInfo]:
-        """The store's members: address, role, reachable or not."""
+        """The store's members: address, role, reachable or not (over HTTP, as the server
+        sees them)."""
+        if self.http is not None:
+            return self.http.run(http_fleet_plans.store_nodes())
         return self.store.nodes()

@@ -18,7 +18,8 @@ from taskq import errors
 from taskq.broker.client import declarations, http_plans
 from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
-from taskq.broker.client.http_transport import HttpPlan, HttpTransport, is_http_url
+from taskq.broker.client.http_requests import HttpPlan
+from taskq.broker.client.http_transport import HttpTransport, is_http_url
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,

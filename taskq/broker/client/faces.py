@@ -34,7 +34,7 @@ from taskq import errors
 from taskq.broker.client import group_commit
 from taskq.broker.client.client_base import ClientBase, Plan
 from taskq.broker.client.group_commit import GroupOp, Signal
-from taskq.broker.client.http_transport import HttpPlan, Streamed
+from taskq.broker.client.http_requests import HttpPlan, Streamed
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from taskq.broker.client import http_plans
+from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.faces import Operation, over_http
 from taskq.broker.client.group_commit import GroupOp
@@ -44,12 +44,12 @@ class FleetOperations(ClientBase):
 
     # -- queues and limits ----------------------------------------------------------
 
-    @over_http(http_plans.queue_stats)
+    @over_http(http_fleet_plans.queue_stats)
     def stats(self) -> GroupOp[builtins.list[QueueStats]]:
         """Every queue: its counts per state, whether it is paused, its limits."""
         return job_counts()
 
-    @over_http(http_plans.queue_pause)
+    @over_http(http_fleet_plans.queue_pause)
     def pause(self, queue: str, *, create: bool = False) -> GroupOp[None]:
         """Stop workers from claiming the queue's jobs.
 
@@ -59,12 +59,12 @@ class FleetOperations(ClientBase):
         """
         return queue_set_paused(queue, True, create=create)
 
-    @over_http(http_plans.queue_resume)
+    @over_http(http_fleet_plans.queue_resume)
     def resume(self, queue: str, *, create: bool = False) -> GroupOp[None]:
         """Let workers claim the queue's jobs again (unknown queues as for :meth:`pause`)."""
         return queue_set_paused(queue, False, create=create)
 
-    @over_http(http_plans.queue_set_limits)
+    @over_http(http_fleet_plans.queue_set_limits)
     def set_queue_limits(
         self,
         queue: str,
@@ -101,24 +101,24 @@ class FleetOperations(ClientBase):
             queue, timeout=timeout, max_attempts=max_attempts, limits=limits, retry=retry
         )
 
-    @Operation
+    @over_http(http_fleet_plans.submit_limit_set)
     def set_submit_limit(self, submitter: str, rate: float, period: float) -> GroupOp[None]:
         """Let ``submitter`` ("*": all without a limit of their own) submit ``rate`` a period."""
         return submit_limit_set(submitter, rate, period)
 
-    @Operation
+    @over_http(http_fleet_plans.submit_limit_remove)
     def remove_submit_limit(self, submitter: str) -> GroupOp[None]:
         """Lift a submitter's own limit (the "*" limit, if any, applies again)."""
         return submit_limit_remove(submitter)
 
-    @Operation
+    @over_http(http_fleet_plans.submit_limit_list)
     def submit_limits(self) -> GroupOp[builtins.list[SubmitLimit]]:
         """Every submitter's limit, "*" (everyone else) included."""
         return submit_limit_list()
 
     # -- the fleet and the store ------------------------------------------------------
 
-    @over_http(http_plans.worker_list)
+    @over_http(http_fleet_plans.worker_list)
     def workers(self) -> GroupOp[builtins.list[WorkerInfo]]:
         """Every registered worker, stopped ones included."""
         return worker_list()
@@ -133,12 +133,12 @@ class FleetOperations(ClientBase):
         """The queues at least one live worker takes jobs from."""
         return queue_served_list()
 
-    @Operation
+    @over_http(http_fleet_plans.store_schema_version)
     def schema_version(self) -> GroupOp[int]:
         """The newest schema migration the store has (any node's copy; 0: none)."""
         return schema_version()
 
-    @Operation
+    @over_http(http_fleet_plans.store_throughput)
     def throughput(
         self, *, minutes: int = 15, now: float | None = None
     ) -> GroupOp[builtins.list[ThroughputBucket]]:
@@ -150,7 +150,7 @@ class FleetOperations(ClientBase):
         """The store's totals: attempts' run time by outcome, jobs' pickup latency."""
         return execution_stats()
 
-    @Operation
+    @over_http(http_fleet_plans.store_prune)
     def prune(self, *, older_than: float) -> GroupOp[int]:
         """Delete jobs finished more than ``older_than`` seconds ago; how many went."""
         pruner = Pruner(retention_seconds=older_than)  # checked now, before any request

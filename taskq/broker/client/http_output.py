@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
+from taskq.broker.client.http_requests import HttpRequest
 from taskq.broker.client.http_stream import ServerEvent
-from taskq.broker.client.http_transport import HttpRequest
 from taskq.broker.ops.output import OutputReader
 from taskq.broker.records import AttemptEnded, OutputEvent
 

@@ -1,10 +1,11 @@
 """How each request of a client maps to the HTTP API of ``taskq serve``.
 
 Each function takes the very parameters of the request it maps (declared in
-:mod:`.job_operations`, :mod:`.fleet_operations`, :mod:`.schedule_operations`
-with ``over_http(...)``, which holds the two signatures equal) and returns
-its plan: the HTTP requests it makes, run by :class:`.http_transport.HttpTransport`.
-The answers are the records a client on the store returns.
+:mod:`.job_operations` and :mod:`.schedule_operations` with ``over_http(...)``,
+which holds the two signatures equal) and returns its plan: the HTTP requests
+it makes, run by :class:`.http_transport.HttpTransport`. The answers are the
+records a client on the store returns. Those of the requests about queues,
+workers, submitters and the store are in :mod:`.http_fleet_plans`.
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.http_transport import (
+from taskq.broker.client.http_requests import (
     LONG_POLL_SECONDS,
     HttpPlan,
     HttpRequest,
     decoded,
+    decoded_member,
 )
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import ScheduleNotFound, WrongState
 from taskq.broker.ops.jobs import CancelResult
-from taskq.broker.ops.queues import Keep
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
     Execution,
@@ -37,18 +38,10 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
-    QueueStats,
     SubmittedWorkflow,
-    WorkerInfo,
     WorkflowInfo,
 )
 from taskq.broker.schedule_timing import CatchUp
-
-
-def _members(into: type[Any], response: Any, member: str) -> Any:
-    """One member of an answer's JSON object, as ``into``."""
-    return msgspec.convert(decoded(response, dict[str, Any])[member], into)
-
 
 JobBody = JobRequest | dict[str, Any]
 """A job's body: built whole (:meth:`JobRequest.of_spec`), or a call by name with only the
@@ -123,12 +116,12 @@ def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
                     value.value if isinstance(value, JobState) else value
                 )
     answer = yield HttpRequest("GET", "/jobs", params)
-    return list(_members(builtins.list[Job], answer, "jobs"))
+    return list(decoded_member(answer, "jobs", builtins.list[Job]))
 
 
 def execution_list(job_id: int) -> HttpPlan[builtins.list[Execution]]:
     answer = yield HttpRequest("GET", f"/jobs/{job_id}/executions")
-    return list(_members(builtins.list[Execution], answer, "executions"))
+    return list(decoded_member(answer, "executions", builtins.list[Execution]))
 
 
 def worker_executions(
@@ -138,7 +131,7 @@ def worker_executions(
     if before is not None:
         params["before"] = before
     answer = yield HttpRequest("GET", f"/workers/{quote(worker_id, safe='')}/executions", params)
-    return list(_members(builtins.list[Execution], answer, "executions"))
+    return list(decoded_member(answer, "executions", builtins.list[Execution]))
 
 
 def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
@@ -167,53 +160,12 @@ def job_retry(*job_ids: int) -> HttpPlan[builtins.list[int]]:
     return moved
 
 
-# -- queues and workers ------------------------------------------------------------------
-
-
-def _queue_patch(queue: str, change: dict[str, Any]) -> HttpPlan[None]:
-    body = msgspec.json.encode(change)
-    yield HttpRequest("PATCH", f"/queues/{quote(queue, safe='')}", body=body)
-
-
-def queue_pause(queue: str, *, create: bool = False) -> HttpPlan[None]:
-    return _queue_patch(queue, {"paused": True, "create": create})
-
-
-def queue_resume(queue: str, *, create: bool = False) -> HttpPlan[None]:
-    return _queue_patch(queue, {"paused": False, "create": create})
-
-
-def queue_set_limits(
-    queue: str,
-    *,
-    max_running: int | Keep | None = Keep.KEEP,
-    rate_limit: float | Keep | None = Keep.KEEP,
-    rate_period: float = 1.0,
-) -> HttpPlan[None]:
-    """PATCH /queues/{name} with the limits given (null lifts one; one left out stays)."""
-    change: dict[str, Any] = {"rate_period": rate_period}
-    for member, value in (("max_running", max_running), ("rate_limit", rate_limit)):
-        if not isinstance(value, Keep):
-            change[member] = value
-    return _queue_patch(queue, change)
-
-
-def queue_stats() -> HttpPlan[builtins.list[QueueStats]]:
-    answer = yield HttpRequest("GET", "/queues")
-    return list(_members(builtins.list[QueueStats], answer, "queues"))
-
-
-def worker_list() -> HttpPlan[builtins.list[WorkerInfo]]:
-    answer = yield HttpRequest("GET", "/workers")
-    return list(_members(builtins.list[WorkerInfo], answer, "workers"))
-
-
 # -- schedules -----------------------------------------------------------------------------
 
 
 def schedule_list() -> HttpPlan[builtins.list[Schedule]]:
     answer = yield HttpRequest("GET", "/schedules")
-    return list(_members(builtins.list[Schedule], answer, "schedules"))
+    return list(decoded_member(answer, "schedules", builtins.list[Schedule]))
 
 
 def schedule_add(
@@ -245,6 +197,24 @@ def schedule_add(
     }
     answer = yield HttpRequest("POST", "/schedules", body=_json(schedule))
     return decoded(answer, ScheduleAdded)
+
+
+def _schedule_patch(name: str, paused: bool) -> HttpPlan[bool]:
+    """PATCH /schedules/{name}: whether there was one."""
+    body = msgspec.json.encode({"paused": paused})
+    try:
+        yield HttpRequest("PATCH", f"/schedules/{quote(name, safe='')}", body=body)
+    except ScheduleNotFound:
+        return False
+    return True
+
+
+def schedule_pause(name: str) -> HttpPlan[bool]:
+    return _schedule_patch(name, True)
+
+
+def schedule_resume(name: str) -> HttpPlan[bool]:
+    return _schedule_patch(name, False)
 
 
 def schedule_remove(name: str) -> HttpPlan[bool]:

@@ -6,7 +6,9 @@ HTTP API's job body (``taskq.server.bodies.JobRequest``) is this record with
 the call added, and ``taskq submit`` and ``taskq schedule add`` build their
 flags from each option's :class:`Flag` (``taskq.cli.job_options``). Adding an
 option here adds it to the body, its OpenAPI schema and the command line; a
-unit test holds ``call_spec`` to these fields.
+unit test holds ``call_spec`` to these fields. An option's bounds are
+:mod:`taskq.broker.job_validation`'s, which checks them: the schema states
+those very ones (``limits``'s through :mod:`.option_schemas`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Annotated, Any
 import msgspec
 
 from taskq.broker import job_validation
+from taskq.broker.client import option_schemas
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,12 @@ def _option(description: str, *flags: Flag) -> msgspec.Meta:
 class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     """How a job is queued and run, whatever it calls; values are checked when enqueued."""
 
-    queue: Annotated[str, _option("queue name (default: default)")] = "default"
+    queue: Annotated[
+        str, _option("queue name (default: default)"), job_validation.NAME.schema()
+    ] = "default"
     priority: Annotated[
         int,
+        job_validation.PRIORITY.schema(),
         _option(
             f"higher runs first (default 0; from {job_validation.MIN_PRIORITY} "
             f"to {job_validation.MAX_PRIORITY})"
@@ -64,6 +70,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     ] = 0
     delay: Annotated[
         float,
+        job_validation.DELAY.schema(),
         _option(
             "seconds to wait before the job may run",
             Flag(
@@ -77,7 +84,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = 0.0
     run_at: Annotated[
-        float | None,
+        Annotated[float, job_validation.RUN_AT.schema()] | None,
         _option(
             "when the job may run, in seconds since the epoch",
             Flag(
@@ -92,7 +99,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     max_attempts: Annotated[
-        int | None,
+        Annotated[int, job_validation.ATTEMPTS.schema()] | None,
         _option(
             f"attempts in all (default: the queue's, else 3; at most "
             f"{job_validation.MAX_ATTEMPTS})",
@@ -100,7 +107,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = None
     timeout: Annotated[
-        float | None,
+        Annotated[float, job_validation.TIMEOUT.schema()] | None,
         _option(
             "wall-clock limit per attempt, in seconds",
             Flag(
@@ -113,6 +120,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     ] = None
     limits: Annotated[
         dict[str, Any],
+        msgspec.Meta(extra_json_schema=option_schemas.limits_schema()),
         _option(
             'resource limits, e.g. {"memory_bytes": "512MiB"}',
             Flag(
@@ -132,7 +140,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = {}
     labels: Annotated[
-        list[str],
+        list[Annotated[str, job_validation.NAME.schema()]],
         _option(
             "labels the worker must have",
             Flag(
@@ -144,7 +152,7 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = []
     idempotency_key: Annotated[
-        str | None,
+        Annotated[str, job_validation.NAME.schema()] | None,
         _option(
             "submitting the same key again returns the same job",
             Flag(

@@ -12,8 +12,11 @@ from typing import Annotated, Any
 import msgspec
 
 from taskq import errors
+from taskq.broker import job_validation
+from taskq.broker.client import option_schemas
 from taskq.broker.client.job_options import JobOptions
 from taskq.broker.client.specs import call_spec
+from taskq.broker.limits import with_whole_numbers
 from taskq.broker.records import JobSpec, PayloadKind
 
 
@@ -23,12 +26,12 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     The submitter is not a member: it is the name of the request's token.
     """
 
-    target: str
+    target: Annotated[str, job_validation.TARGET.schema()]
     args: list[Any] = msgspec.field(default_factory=list)
     kwargs: dict[str, Any] = msgspec.field(default_factory=dict)
     # Over HTTP a job has always had 3 attempts unless it or its declaration says otherwise;
     # null takes the queue's default, as a job of the Python client's does.
-    max_attempts: int | None = 3
+    max_attempts: Annotated[int, job_validation.ATTEMPTS.schema()] | None = 3
     unchecked: Annotated[
         bool,
         msgspec.Meta(
@@ -40,12 +43,19 @@ class JobRequest(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     ] = False
 
     retry: Annotated[
-        dict[str, Any] | None,
+        Annotated[dict[str, Any], msgspec.Meta(extra_json_schema=option_schemas.retry_schema())]
+        | None,
         msgspec.Meta(
             description="the retry policy (taskq.RetryPolicy.to_dict()); null: the queue's, "
             "else the default"
         ),
     ] = None
+
+    def __post_init__(self) -> None:
+        # Read from JSON, where 2.0 and 2 are one number (the schema's integer 2). A body
+        # built in Python (of_spec) may hold anything: the server's check refuses it whole.
+        if isinstance(self.limits, dict):
+            msgspec.structs.force_setattr(self, "limits", with_whole_numbers(self.limits))
 
     def spec(self, submitter: str, idempotency_key: str | None = None) -> JobSpec:
         """The job to enqueue, submitted by ``submitter``; its own key wins over the header's."""

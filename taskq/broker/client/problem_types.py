@@ -1,7 +1,7 @@
 """The HTTP API's errors on the wire: RFC 9457 problems, and the taskq error each one names.
 
 Shared by the server (``taskq.server.problems`` answers a raised error as a
-problem) and the HTTP client (:mod:`.http_transport` raises the error a
+problem) and the HTTP client (:mod:`.http_answers` raises the error a
 problem names), so a script talking to ``taskq serve`` catches the same
 exceptions, with the same messages, as one on the store. A problem's
 ``type`` is ``urn:taskq:problem:`` and the exception class's name.

@@ -8,7 +8,7 @@ from taskq.broker import schedule_timing
 from taskq.broker.client import http_plans
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.faces import Operation, over_http
+from taskq.broker.client.faces import over_http
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.schedules import (
@@ -77,12 +77,12 @@ class ScheduleOperations(ClientBase):
         """Delete a schedule; False when there is none of that name."""
         return schedule_remove(name)
 
-    @Operation
+    @over_http(http_plans.schedule_pause)
     def pause_schedule(self, name: str) -> GroupOp[bool]:
         """Fire none of the schedule's ticks until resumed; False when there is none."""
         return schedule_set_paused(name, True)
 
-    @Operation
+    @over_http(http_plans.schedule_resume)
     def resume_schedule(self, name: str) -> GroupOp[bool]:
         """Fire the schedule's ticks again; False when there is none of that name."""
         return schedule_set_paused(name, False)

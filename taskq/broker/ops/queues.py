@@ -66,11 +66,17 @@ def queue_set_limits(
     at once do not undo each other. A new rate starts with a full bucket. The
     caps are applied by every claim, in the store.
     """
-    if isinstance(max_running, int) and max_running < 0:
-        raise errors.ConfigError(f"max_running must be 0 or more, got {max_running}")
-    if isinstance(rate_limit, int | float) and not (math.isfinite(rate_limit) and rate_limit > 0):
+    job_validation.check_name(queue, "queue")
+    if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
+        raise errors.ConfigError(
+            f"max_running must be from 0 to {job_validation.MAX_RUNNING.high:.0f}, "
+            f"got {max_running}"
+        )
+    if isinstance(rate_limit, int | float) and not (
+        math.isfinite(rate_limit) and job_validation.RATE_LIMIT.admits(rate_limit)
+    ):
         raise errors.ConfigError(f"rate limit must be a positive number, got {rate_limit}")
-    if not (math.isfinite(rate_period) and rate_period > 0):
+    if not (math.isfinite(rate_period) and job_validation.RATE_PERIOD.admits(rate_period)):
         raise errors.ConfigError(f"rate period must be positive seconds, got {rate_period}")
     rate = None if rate_limit is KEEP else rate_limit
     yield Write(
@@ -175,7 +181,14 @@ class SubmitLimit(msgspec.Struct, frozen=True):
 
 def submit_limit_set(submitter: str, rate: float, period: float) -> Op[None]:
     """Limit a submitter's (or, with "*", everyone's) submission rate."""
-    if not (math.isfinite(rate) and rate > 0 and math.isfinite(period) and period > 0):
+    # A name no job's submitter can have would limit nobody.
+    job_validation.check_name(submitter, "submitter", empty_allowed=True)
+    if not (
+        math.isfinite(rate)
+        and job_validation.SUBMIT_RATE.admits(rate)
+        and math.isfinite(period)
+        and job_validation.SUBMIT_PERIOD.admits(period)
+    ):
         raise errors.ConfigError(
             f"a submit limit needs a positive rate and period, got {rate}/{period}"
         )

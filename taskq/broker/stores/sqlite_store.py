@@ -144,6 +144,12 @@ class SqliteStore:
                 except sqlite3.Error as exc:
                     _roll_back(conn)
                     raise self._wrap(exc, index=index, sql=statement.sql) from exc
+                except BaseException:
+                    # A parameter SQLite cannot hold (OverflowError), an interrupt:
+                    # left open, the transaction would fail every later write with
+                    # "cannot start a transaction within a transaction".
+                    _roll_back(conn)
+                    raise
                 results.append(
                     StatementResult(
                         rows=rows,

@@ -1,11 +1,13 @@
 """Running a plan: a generator that yields the steps it needs and is sent their answers.
 
-Two kinds of plan share this: a store operation (:mod:`taskq.broker.ops.plan`)
-yields batches and reads, and a replicated store's request
-(:mod:`taskq.broker.stores.http_plan`) yields HTTP calls. Either may yield a
-:class:`Pause`. :func:`drive` and :func:`drive_async` are the only code that
-knows whether the caller blocks or awaits; what a step means is the
-``carry_out`` function each kind of plan passes in.
+Three kinds of plan share this: a store operation (:mod:`taskq.broker.ops.plan`)
+yields batches and reads, a replicated store's request
+(:mod:`taskq.broker.stores.http_plan`) yields HTTP calls to its nodes, and a
+request of the HTTP client (:mod:`taskq.broker.client.http_answers`) yields
+HTTP requests to ``taskq serve``. Any may yield a :class:`Pause`. :func:`drive`
+and :func:`drive_async` are the only code that knows whether the caller
+blocks or awaits; what a step means is the ``carry_out`` function each kind
+of plan passes in.
 """
 
 from __future__ import annotations

@@ -1,0 +1,135 @@
+"""What an answer of ``taskq serve`` means: the response, the same request again later, or an error.
+
+Written once, as plans, for both ways of running them (the trampoline's
+:func:`~taskq.broker.stores.trampoline.drive` and ``drive_async``). A
+response that is a problem (RFC 9457) is the taskq error it names
+(:mod:`.problem_types`); a 503, or a server not reached, is asked again
+after its ``Retry-After`` (a :class:`~taskq.broker.stores.trampoline.Pause`)
+for as long as the call's time allows, since nothing was applied; then its
+error is raised. A request sent that got no answer may have been applied:
+:class:`taskq.errors.OutcomeUnknown`, unless it only reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import NamedTuple, TypeAlias, TypeVar
+
+import httpx
+import msgspec
+
+from taskq import errors
+from taskq.broker.client.http_requests import HttpPlan, HttpRequest
+from taskq.broker.client.problem_types import Problem, error_of
+from taskq.broker.stores.trampoline import Pause
+
+T = TypeVar("T")
+
+# How long a server not reached is left before it is asked again (no Retry-After to go by).
+UNREACHED_RETRY_SECONDS = 0.5
+
+
+class Unanswered(NamedTuple):
+    """A request that got no response: what httpx raised, handed to the plan to judge."""
+
+    error: httpx.TransportError
+
+
+Sent: TypeAlias = httpx.Response | Unanswered
+"""What carrying out a request gives back: never raised, so that the plan decides."""
+RetryingPlan: TypeAlias = Generator[HttpRequest | Pause, Sent | None, T]
+"""A plan the trampoline runs: requests to send, and pauses before asking again."""
+
+
+class _Retry(NamedTuple):
+    error: errors.TaskqError
+    after: float
+
+
+def asked_again(plan: HttpPlan[T], url: str, timeout: float) -> RetryingPlan[T]:
+    """``plan``, each of its requests asked again while the server is unavailable.
+
+    A request may take ``timeout`` seconds, and the seconds the server may hold
+    it (its ``wait``), 503s ridden out included. An error (a refusal, or the
+    last 503's) is thrown into ``plan`` at its ``yield``: a plan may take a
+    refusal as an answer (a 409 for a job already ended).
+    """
+    try:
+        request = next(plan)
+        while True:
+            deadline = time.monotonic() + timeout + request.wait
+            try:
+                response = yield from answered(request, url, deadline)
+            except errors.TaskqError as exc:
+                request = plan.throw(exc)
+            else:
+                request = plan.send(response)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+def answered(
+    request: HttpRequest,
+    url: str,
+    deadline: float,
+    *,
+    broken: httpx.TransportError | None = None,
+) -> RetryingPlan[httpx.Response]:
+    """The successful response to ``request``, asked again until ``deadline``; else raised.
+
+    ``broken``: the request is asked again because its answer broke off (a
+    stream), so it waits as for a server not reached first.
+    """
+    if broken is not None:
+        yield Pause(_within(_unreached(request, url, broken), deadline).after)
+    while True:
+        sent = yield request
+        assert sent is not None, "a request is answered"
+        if isinstance(sent, Unanswered):
+            retry = _unreached(request, url, sent.error)
+        elif sent.is_success:
+            return sent
+        elif sent.status_code == 503:
+            retry = _Retry(problem_error(sent), _retry_after(sent))
+        else:
+            raise problem_error(sent)
+        yield Pause(_within(retry, deadline).after)
+
+
+def _unreached(request: HttpRequest, url: str, exc: httpx.TransportError) -> _Retry:
+    """A request that got no answer: safe to send again unless it may have been applied."""
+    where = f"taskq serve at {url}"
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
+        error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")
+        return _Retry(error, UNREACHED_RETRY_SECONDS)
+    raise errors.OutcomeUnknown(
+        f"{request.method} {request.path}: {where} did not answer ({exc!r}); "
+        "it may or may not have been applied"
+    ) from exc
+
+
+def _within(retry: _Retry, deadline: float) -> _Retry:
+    """``retry``, if its wait ends before ``deadline``; else its error, raised."""
+    if time.monotonic() + retry.after > deadline:
+        raise retry.error
+    return retry
+
+
+def problem_error(response: httpx.Response) -> errors.TaskqError:
+    """The error a refusal's problem document names (or a bare status, from a proxy)."""
+    try:
+        problem = msgspec.json.decode(response.content, type=Problem)
+    except msgspec.MsgspecError:
+        text = response.text[:200]
+        problem = Problem("about:blank", response.reason_phrase, response.status_code, text)
+    return error_of(problem)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    text = response.headers.get("retry-after", "")
+    try:
+        return max(float(text), 0.0)
+    except ValueError:
+        return 1.0

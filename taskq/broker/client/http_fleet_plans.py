@@ -1,0 +1,112 @@
+"""How the requests about queues, workers, submitters and the store map to ``taskq serve``.
+
+As :mod:`.http_plans` does for jobs, workflows and schedules: each function
+takes the parameters of the request it maps (declared in
+:mod:`.fleet_operations` with ``over_http(...)``) and returns its plan, whose
+answer is the record a client on the store returns.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+
+from taskq.broker.client.http_requests import HttpPlan, HttpRequest, decoded, decoded_member
+from taskq.broker.ops.jobs import ThroughputBucket
+from taskq.broker.ops.queues import Keep, SubmitLimit
+from taskq.broker.records import QueueStats, WorkerInfo
+from taskq.broker.stores.store import NodeInfo
+
+# -- queues and workers ------------------------------------------------------------------
+
+
+def _queue_patch(queue: str, change: dict[str, Any]) -> HttpPlan[None]:
+    body = msgspec.json.encode(change)
+    yield HttpRequest("PATCH", f"/queues/{quote(queue, safe='')}", body=body)
+
+
+def queue_pause(queue: str, *, create: bool = False) -> HttpPlan[None]:
+    return _queue_patch(queue, {"paused": True, "create": create})
+
+
+def queue_resume(queue: str, *, create: bool = False) -> HttpPlan[None]:
+    return _queue_patch(queue, {"paused": False, "create": create})
+
+
+def queue_set_limits(
+    queue: str,
+    *,
+    max_running: int | Keep | None = Keep.KEEP,
+    rate_limit: float | Keep | None = Keep.KEEP,
+    rate_period: float = 1.0,
+) -> HttpPlan[None]:
+    """PATCH /queues/{name} with the limits given (null lifts one; one left out stays)."""
+    change: dict[str, Any] = {"rate_period": rate_period}
+    for member, value in (("max_running", max_running), ("rate_limit", rate_limit)):
+        if not isinstance(value, Keep):
+            change[member] = value
+    return _queue_patch(queue, change)
+
+
+def queue_stats() -> HttpPlan[builtins.list[QueueStats]]:
+    answer = yield HttpRequest("GET", "/queues")
+    return list(decoded_member(answer, "queues", builtins.list[QueueStats]))
+
+
+def worker_list() -> HttpPlan[builtins.list[WorkerInfo]]:
+    answer = yield HttpRequest("GET", "/workers")
+    return list(decoded_member(answer, "workers", builtins.list[WorkerInfo]))
+
+
+# -- submitters ----------------------------------------------------------------------------
+
+
+def submit_limit_set(submitter: str, rate: float, period: float) -> HttpPlan[None]:
+    """PUT /submit-limits/{submitter}."""
+    body = msgspec.json.encode({"rate": rate, "period": period})
+    yield HttpRequest("PUT", f"/submit-limits/{quote(submitter, safe='')}", body=body)
+
+
+def submit_limit_remove(submitter: str) -> HttpPlan[None]:
+    """DELETE /submit-limits/{submitter} (answered alike whether it had a limit or not)."""
+    yield HttpRequest("DELETE", f"/submit-limits/{quote(submitter, safe='')}")
+
+
+def submit_limit_list() -> HttpPlan[builtins.list[SubmitLimit]]:
+    answer = yield HttpRequest("GET", "/submit-limits")
+    return list(decoded_member(answer, "submit_limits", builtins.list[SubmitLimit]))
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+def store_schema_version() -> HttpPlan[int]:
+    answer = yield HttpRequest("GET", "/store/schema-version")
+    return int(decoded(answer, dict[str, Any])["schema_version"])
+
+
+def store_nodes() -> HttpPlan[builtins.list[NodeInfo]]:
+    """GET /store/nodes: the nodes as the server sees them."""
+    answer = yield HttpRequest("GET", "/store/nodes")
+    return list(decoded_member(answer, "nodes", builtins.list[NodeInfo]))
+
+
+def store_throughput(
+    *, minutes: int = 15, now: float | None = None
+) -> HttpPlan[builtins.list[ThroughputBucket]]:
+    """GET /store/throughput?minutes=&now= (now left out: the store's clock)."""
+    params: dict[str, int | float] = {"minutes": minutes}
+    if now is not None:
+        params["now"] = now
+    answer = yield HttpRequest("GET", "/store/throughput", params)
+    return list(decoded_member(answer, "throughput", builtins.list[ThroughputBucket]))
+
+
+def store_prune(*, older_than: float) -> HttpPlan[int]:
+    """POST /store/prune: how many finished jobs went."""
+    body = msgspec.json.encode({"older_than": older_than})
+    answer = yield HttpRequest("POST", "/store/prune", body=body)
+    return int(decoded(answer, dict[str, Any])["pruned"])

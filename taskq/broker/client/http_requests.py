@@ -1,0 +1,61 @@
+"""What the HTTP client's plans are made of: the requests they yield, and a stream's shape.
+
+A request of the HTTP client is a plan as a store's is (:mod:`.http_plans`):
+a generator that yields each :class:`HttpRequest` it needs and is sent the
+answer (an ``httpx.Response``), or has the error a refusal names thrown in.
+:class:`.http_transport.HttpTransport` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar
+
+import httpx
+import msgspec
+
+from taskq.broker.client.http_stream import ServerEvent
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+LONG_POLL_SECONDS = 60.0
+"""The longest the server holds a request open (a job waited for): under proxies' idle timeouts."""
+
+
+class HttpRequest(NamedTuple):
+    """One request of a plan: ``body`` is JSON already encoded; ``wait`` the seconds the
+    server may hold it (a long poll) or stay quiet (a stream), which its read timeout allows for."""
+
+    method: str
+    path: str
+    params: Mapping[str, str | int | float] | None = None
+    body: bytes | None = None
+    wait: float = 0.0
+    headers: Mapping[str, str] | None = None
+
+
+HttpPlan: TypeAlias = Generator[HttpRequest, httpx.Response, T]
+
+
+class Streamed(Protocol[T_co]):
+    """A request whose answers come as events (:mod:`.http_stream`), resumed where it was
+    when its stream breaks: run by :meth:`.http_transport.HttpTransport.stream`."""
+
+    def next_request(self) -> HttpRequest | None:
+        """The request that opens the stream from where it is now; None once it is over."""
+        ...
+
+    def answers(self, event: ServerEvent) -> Sequence[T_co]:
+        """The answers ``event`` carries (it moves the position the next request resumes at)."""
+        ...
+
+
+def decoded(response: httpx.Response, into: type[T]) -> T:
+    """The answer's JSON as ``into`` (a record of taskq's)."""
+    return msgspec.json.decode(response.content, type=into)
+
+
+def decoded_member(response: httpx.Response, member: str, into: Any) -> Any:
+    """One member of the answer's JSON object (``{"jobs": [...]}``), as ``into``."""
+    return msgspec.convert(decoded(response, dict[str, Any])[member], into)
