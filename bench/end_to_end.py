@@ -74,7 +74,7 @@ class Fleet:
                 raise RuntimeError("a worker exited early:\n" + worker.describe())
 
 
-def _config(root: Path) -> Path:
+def worker_config(root: Path) -> Path:
     """A config with the worker's defaults, nothing from the user: only the jobs' module."""
     path = root / "worker.toml"
     path.write_text('[worker]\nmodules = ["bench.jobs"]\n', encoding="utf-8")
@@ -99,7 +99,7 @@ def running_workers(
     runs under ``python -m cProfile -o profile_to``.
     """
     root.mkdir(parents=True, exist_ok=True)
-    config = _config(root)
+    config = worker_config(root)
     env = {**environment_without("TASKQ_"), "PYTHONPATH": jobs_pythonpath()}
     fleet = WorkerFleet(root, env=env)
     common = ["--queues", queue, "--concurrency", str(concurrency), "--isolation", isolation]

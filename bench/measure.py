@@ -1,9 +1,10 @@
 """One store's measurements, in the order the bench takes them (see :mod:`bench.main`).
 
 :func:`bench_store` opens a fresh store of one kind and runs each phase on
-it: the raw ceiling, enqueue, the broker alone, the pool drain with pickup,
-idle writes and the steady state, the drain pinned (or not), process
-isolation, and last the claim latency at large backlogs.
+it: the raw ceiling, enqueue, the broker alone, the first result after the
+workers' launch, the pool drain with pickup, idle writes and the steady
+state, the drain pinned (or not), process isolation, and last the claim
+latency at large backlogs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bench.end_to_end import (
     pickup,
     steady,
 )
+from bench.first_result import first_result_after_launch
 from bench.stores import BenchStore, open_bench_store, payload_text
 from taskq.broker.client.client import Client, call_spec
 from taskq.worker.settings import WorkerSettings
@@ -82,6 +84,7 @@ class Sizes:
             "sqlite": [1_000, 20_000] if quick else [1_000, 1_000_000],
             "rqlite": [1_000, 5_000] if quick else [1_000, 100_000],
         }
+        self.first_result_launches = 3 if quick else 5
         self.sandbox_pool = 200 if quick else 2_000
         self.sandbox_process = 10 if quick else 100
 
@@ -121,6 +124,7 @@ def bench_store(
                 "broker bulk enqueue / raw insert into taskq's jobs table",
             )
             _broker_only(client, name, sizes, concurrency, add)
+            _first_result(store, client, root, sizes, add)
             _pool_phase(store, client, root, name, sizes, concurrency, steady_rate, first_id, add)
             drained = next(r for r in results if r.key == "drain.pool").value or math.nan
             add("ratio.drain_vs_raw", drained / raw, "ratio", "pool drain / raw insert")
@@ -308,6 +312,25 @@ def _broker_only(
         "jobs/s",
         f"{jobs:,} jobs, no worker: one process sends job_report_and_claim of "
         f"{batch} jobs, one request at a time, {found['ms_per_request']:.2f} ms each",
+        **found,
+    )
+
+
+def _first_result(
+    store: BenchStore, client: Client, root: Path, sizes: Sizes, add: Callable[..., Result]
+) -> None:
+    launches = sizes.first_result_launches
+    say(f"first result after launch: {launches} launches of {WORKERS} default workers")
+    directory = root / f"{store.name}-first-result"
+    found = first_result_after_launch(store, client, directory, launches=launches)
+    add(
+        "start.first_result",
+        found["p50_ms"],
+        "ms",
+        f"median of {launches} launches of {WORKERS} taskq-worker with default settings onto "
+        f"{found['backlog']} queued echo jobs, polled every 10 ms: min {found['min_ms']:.0f} "
+        f"max {found['max_ms']:.0f} ms (the workers' start-up, as the peers' harness sees it; "
+        "an editable install's import hook adds some milliseconds to every Python started)",
         **found,
     )
 

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
-import platformdirs
 from msgspec import inspect
 
 from taskq import errors
@@ -107,11 +105,18 @@ class Config(msgspec.Struct, frozen=True):
 
 
 def default_config_path() -> Path:
+    # Imported here, as is tomllib where a file is read: a worker given its
+    # config and store needs neither, and a worker's start-up counts towards
+    # its first jobs' wait.
+    import platformdirs
+
     return Path(platformdirs.user_config_dir("taskq")) / "config.toml"
 
 
 def tokens_named(text: str, name: str) -> bool:
     """Whether ``text`` (TOML: a ``[[server.tokens]]`` entry) names a token ``name``."""
+    import tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -140,6 +145,8 @@ def load_config(path: str | Path | None = None) -> Config:
         config_path = default_config_path()
         if not config_path.is_file():
             return Config()
+    import tomllib
+
     try:
         data = tomllib.loads(config_path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -10,8 +10,6 @@ reports are waiting, after it.
 
 from __future__ import annotations
 
-import os
-
 import anyio
 
 from taskq.broker.client.wake_sender import WakeSender
@@ -25,15 +23,12 @@ from taskq.worker.claimer import Claimer
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
+from taskq.worker.first_children import FirstChildren
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.output_flusher import OutputFlusher
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.publishing import Publisher
 from taskq.worker.runtime import Worker, new_worker_id
-from taskq.worker.sandbox import cgroups
-from taskq.worker.sandbox.child_process import ChildSetup
-from taskq.worker.sandbox.environment import job_environment
-from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.sandbox.payloads import Policy
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.settings import WorkerSettings
@@ -47,13 +42,14 @@ from taskq.worker.store_runner import store_runner
 def build_worker(
     store: Store,
     settings: WorkerSettings,
+    children: FirstChildren,
     *,
     events: EventLog | None = None,
     worker_id: str | None = None,
     outage: StoreOutage | None = None,
     publisher: Publisher | None = None,
 ) -> Worker:
-    """A worker for ``store``, ready to :meth:`~Worker.run`.
+    """A worker for ``store``, ready to :meth:`~Worker.run`, that takes on ``children``.
 
     ``outage``: the one that opening the store told, so that an outage is told once.
     ``publisher``: the worker's declared jobs, written at start unless still pending.
@@ -74,16 +70,8 @@ def build_worker(
         ),
         worker_max=settings.max_limits,
     )
-    deadline = LeaseDeadline(
-        lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
-    )
-    cgroup_plan = cgroups.create(os.getpid())
-    setup = ChildSetup(
-        env=job_environment(os.environ, settings.env_passthrough),
-        deadline=deadline,
-        cgroups=cgroup_plan,
-    )
-    sandboxes = SlotSandboxes(settings, preparer, setup)
+    deadline = children.deadline
+    sandboxes = SlotSandboxes(settings, preparer, children.setup, children.take_pool())
     maintainer = (
         Maintainer(
             store,
@@ -164,7 +152,7 @@ def build_worker(
         stopped=anyio.Event(),
         slots=slots,
         sandboxes=sandboxes,
-        cgroup_plan=cgroup_plan,
+        cgroup_plan=children.cgroup_plan,
         deadline=deadline,
         heartbeat=heartbeat,
         maintainer=maintainer,

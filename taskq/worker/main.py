@@ -8,17 +8,16 @@ once, still handing jobs back.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
 from taskq import __version__, errors
 from taskq.config import load_config
 from taskq.worker.cpus import pin_process
-from taskq.worker.module_check import ModuleCheck
-from taskq.worker.sandbox.environment import job_environment
+from taskq.worker.first_children import FirstChildren
 from taskq.worker.settings import LOG_FORMATS, setting_flags, settings_from
 
+EXIT_ERROR = 1
 EXIT_CONFIG = 2
 
 
@@ -54,27 +53,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         flags = {setting.setting: getattr(args, setting.setting) for setting in setting_flags()}
         settings = settings_from(config.worker, flags)
         settings.check_runs_something()
-        module_check = ModuleCheck(
-            settings.modules,
-            import_path=sys.path,
-            env=job_environment(os.environ, settings.env_passthrough),
-        )
-        # Imported while the modules are being imported in the check's child: the
-        # event loop, the store drivers and the worker's loop take about as long.
+    except errors.ConfigError as exc:
+        return _config_error(exc)
+    if settings.cpus is not None:
+        pin_process(settings.cpus)  # first: the children inherit it
+    # The children start while the worker imports the rest of itself (its event
+    # loop, the store's drivers, its roles): both are on the way to the first job.
+    try:
+        children = FirstChildren(settings)
+    except OSError as exc:
+        print(f"taskq-worker: error: cannot start a sandbox child: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
         from taskq.worker import serving
 
-        declarations = module_check.wait()
-    except errors.ConfigError as exc:
-        print(f"taskq-worker: error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    if settings.cpus is not None:
-        pin_process(settings.cpus)
+        declarations = children.module_check.wait()
+    except BaseException as exc:
+        children.close()
+        if isinstance(exc, errors.ConfigError):
+            return _config_error(exc)
+        raise
     return serving.serve(
         args.store or config.store_url,
         settings,
+        children,
         log_format=args.log_format,
         declarations=declarations,
     )
+
+
+def _config_error(exc: errors.ConfigError) -> int:
+    print(f"taskq-worker: error: {exc}", file=sys.stderr)
+    return EXIT_CONFIG
 
 
 if __name__ == "__main__":

@@ -1,38 +1,44 @@
 """Importing a worker's ``--modules`` once at start, so that a typo stops it there, not per job.
 
-The import runs in a child Python with the environment and import path its
-jobs get (``python -m taskq.worker.module_check``): module code never runs
-in the worker, which holds the store's URL and credentials, and a module
-that imports here imports for the jobs too. The child prints one JSON line:
-for each module, the error that importing it raised, if any, and the
-``@taskq.job`` declarations it holds, which the worker publishes
-(``taskq.worker.publishing``).
+The import runs where the jobs run, with their environment and import path
+(``taskq.worker.sandbox.module_imports``): in the worker's first pool child,
+which imports them as it starts anyway, or in process isolation in a child
+Python of its own. Module code never runs in the worker, which holds the
+store's URL and credentials, and a module that imports there imports for the
+jobs too. The report names, for each module, the error that importing it
+raised, if any, and the ``@taskq.job`` declarations it holds, which the
+worker publishes (``taskq.worker.publishing``).
 """
 
 from __future__ import annotations
 
-import importlib
-import json
+import os
+import select
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops.functions import Declaration
+from taskq.worker.sandbox.child_process import ChildProcess
+
+if TYPE_CHECKING:
+    from taskq.broker.ops.functions import Declaration
 
 IMPORT_TIMEOUT_SECONDS = 120.0
+_READ_BYTES = 65536
 
 
 class ModuleReport(msgspec.Struct, frozen=True):
     """What importing one module gave: ``error`` names what it raised (``""``: nothing),
-    ``jobs`` the declared jobs it holds."""
+    ``jobs`` the declared jobs it holds (``Declaration``, as JSON)."""
 
     module: str
     error: str = ""
-    jobs: list[Declaration] = []
+    jobs: list[dict[str, Any]] = []
 
 
 class ModuleCheck:
@@ -46,74 +52,133 @@ class ModuleCheck:
     def __init__(
         self,
         modules: Sequence[str],
+        report: Callable[[float], tuple[bytes, str]],
+        *,
+        timeout: float = IMPORT_TIMEOUT_SECONDS,
+    ) -> None:
+        """``report(seconds)``: the child's output that ends with the report, and what the
+        child said should there be none; TimeoutError after ``seconds``."""
+        self._modules = list(modules)
+        self._report = report
+        self._timeout = timeout
+        self._started = time.monotonic()
+
+    @classmethod
+    def none(cls) -> ModuleCheck:
+        """No modules to import: nothing to wait for."""
+        return cls([], lambda _: (b"", ""))
+
+    @classmethod
+    def in_own_child(
+        cls,
+        modules: Sequence[str],
         *,
         import_path: Sequence[str],
         env: Mapping[str, str],
         timeout: float = IMPORT_TIMEOUT_SECONDS,
-    ) -> None:
-        self._modules = list(modules)
-        self._timeout = timeout
-        self._started = time.monotonic()
-        self._child: subprocess.Popen[bytes] | None = None
-        if modules:
-            paths = json.dumps(list(import_path))
-            self._child = subprocess.Popen(
-                [sys.executable, "-m", "taskq.worker.module_check", paths, *modules],
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
+    ) -> ModuleCheck:
+        """The modules imported by a child Python started for that alone (process isolation)."""
+        child = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "taskq.worker.sandbox.module_imports"),
+                *(msgspec.json.encode(list(import_path)).decode(), *modules),
+            ],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+        def report(seconds: float) -> tuple[bytes, str]:
+            try:
+                stdout, stderr = child.communicate(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                raise TimeoutError from None
+            return stdout, _last_words(stderr) or f"exit status {child.returncode}"
+
+        return cls(modules, report, timeout=timeout)
+
+    @classmethod
+    def in_pool_child(
+        cls,
+        modules: Sequence[str],
+        report_fd: int,
+        child: ChildProcess,
+        *,
+        timeout: float = IMPORT_TIMEOUT_SECONDS,
+    ) -> ModuleCheck:
+        """The modules imported by a pool child as it starts, its report on ``report_fd``.
+
+        ``report_fd`` is the pipe's end to read (closed here); ``child`` the
+        pool child started with the other, which the worker keeps for its jobs.
+        """
+
+        def report(seconds: float) -> tuple[bytes, str]:
+            try:
+                read = _read_to_end(report_fd, seconds)
+            finally:
+                os.close(report_fd)
+            if read:
+                return read, ""
+            # Ended before it could say: its last words are on its output pipe.
+            try:
+                output = os.read(child.output_fd, _READ_BYTES)
+            except OSError:
+                output = b""
+            return b"", _last_words(output) or "its child ended before it could tell"
+
+        return cls(modules, report, timeout=timeout)
 
     def wait(self) -> list[Declaration]:
         """Wait for the import; the modules' declared jobs, or ConfigError naming what fails."""
-        child = self._child
-        if child is None:
+        if not self._modules:
             return []
         named = ",".join(self._modules)
         left = self._timeout - (time.monotonic() - self._started)
         try:
-            stdout, stderr = child.communicate(timeout=max(left, 0.0))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
+            output, said = self._report(max(left, 0.0))
+        except TimeoutError:
             raise errors.ConfigError(
                 f"importing --modules {named} took more than {self._timeout:g} s"
             ) from None
+        except OSError as exc:
+            raise errors.ConfigError(f"importing --modules {named} failed: {exc}") from None
         try:
-            reports = msgspec.json.decode(stdout.splitlines()[-1], type=list[ModuleReport])
+            reports = msgspec.json.decode(output.splitlines()[-1], type=list[ModuleReport])
         except (IndexError, msgspec.DecodeError):
-            said = stderr.decode(errors="replace").strip().splitlines()
-            raise errors.ConfigError(
-                f"importing --modules {named} failed"
-                + (f": {said[-1]}" if said else f" (exit status {child.returncode})")
-            ) from None
+            raise errors.ConfigError(f"importing --modules {named} failed: {said}") from None
         failed = [f"{report.module}: {report.error}" for report in reports if report.error]
         if failed:
             raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
-        return [job for report in reports for job in report.jobs]
+        jobs = [job for report in reports for job in report.jobs]
+        if not jobs:
+            return []
+        # Imported by the modules that declare jobs alone: the check is started
+        # first thing, and a worker's start-up counts towards its first jobs' wait.
+        from taskq.broker.ops.functions import Declaration
+
+        return msgspec.convert(jobs, list[Declaration])
 
 
-def _import(module: str) -> ModuleReport:
-    try:
-        imported = importlib.import_module(module)
-    except BaseException as exc:  # a module's own SystemExit, too, is its failure to import
-        return ModuleReport(module, error=f"{type(exc).__name__}: {exc}".splitlines()[0])
-    # A module that declared a job imported taskq.job; one that did not has none to describe.
-    if "taskq.broker.client.declared" not in sys.modules:
-        return ModuleReport(module)
-    from taskq.broker.client import declared
-
-    return ModuleReport(module, jobs=declared.declared_in(imported))
-
-
-def main(argv: Sequence[str]) -> None:
-    import_path, *modules = argv
-    sys.path[:] = json.loads(import_path)
-    reports = [_import(module) for module in modules]
-    # Whatever the modules printed came before: the report is the last line.
-    sys.stdout.write("\n" + msgspec.json.encode(reports).decode() + "\n")
+def _read_to_end(fd: int, seconds: float) -> bytes:
+    """What ``fd`` gives until its end; TimeoutError after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    chunks: list[bytes] = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000):
+            raise TimeoutError
+        chunk = os.read(fd, _READ_BYTES)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def _last_words(output: bytes) -> str:
+    """The last line a failed child wrote (``""``: none)."""
+    lines = output.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""

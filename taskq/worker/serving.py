@@ -22,6 +22,7 @@ from taskq.broker.stores.store import Store
 from taskq.worker import publishing
 from taskq.worker.events import EventLog
 from taskq.worker.factory import build_worker
+from taskq.worker.first_children import FirstChildren
 from taskq.worker.runtime import Worker, new_worker_id
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.store_outage import StoreOutage
@@ -50,6 +51,7 @@ async def _serve(worker: Worker) -> None:
 def serve(
     store_url: str | None,
     settings: WorkerSettings,
+    children: FirstChildren,
     *,
     log_format: str,
     declarations: Sequence[Declaration] = (),
@@ -57,21 +59,25 @@ def serve(
     """Run a worker on ``store_url`` until it is drained; the process's exit status.
 
     ``declarations``: the declared jobs of its modules, published before it registers
-    (and again later, should the store fail then).
+    (and again later, should the store fail then). ``children``: those started
+    with it, which the worker takes on (or stops, should it not get that far).
     """
     events = EventLog(format=log_format)
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
     try:
         store = _open_when_there_is_room(store_url, outage, settings.idle_poll_seconds)
-    except errors.ConfigError as exc:
-        print(f"taskq-worker: error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except errors.TaskqError as exc:
-        print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_OK  # stopped while waiting for space: nothing had started
+    except BaseException as exc:
+        children.close()
+        if isinstance(exc, errors.ConfigError):
+            print(f"taskq-worker: error: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        if isinstance(exc, errors.TaskqError):
+            print(f"taskq-worker: error: cannot use the store: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if isinstance(exc, KeyboardInterrupt):
+            return EXIT_OK  # stopped while waiting for space: nothing had started
+        raise
     publisher = publishing.Publisher(worker_id, declarations, events)
     publisher.publish(store)
     _tune_garbage_collection()
@@ -86,6 +92,7 @@ def serve(
                 build_worker(
                     store,
                     settings,
+                    children,
                     events=events,
                     worker_id=worker_id,
                     outage=outage,

@@ -7,9 +7,11 @@ runs one job at a time); in process isolation every slot shares one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio
 
-from taskq.worker.sandbox.child_process import ChildSetup
+from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings
@@ -18,20 +20,33 @@ from taskq.worker.settings import WorkerSettings
 class SlotSandboxes:
     """The sandboxes of a worker's slots, one entry per slot."""
 
-    def __init__(self, settings: WorkerSettings, preparer: JobPreparer, setup: ChildSetup) -> None:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        preparer: JobPreparer,
+        setup: ChildSetup,
+        started: Sequence[ChildProcess] = (),
+    ) -> None:
+        """``started``: pool children started with the worker, one for each of the first slots."""
         self._preparer = preparer
         self._setup = setup
         self._recycle_after = settings.pool_recycle_after
         self._shared = (
             Sandbox(preparer=preparer, setup=setup) if settings.isolation == "process" else None
         )
-        self.in_use = [self._new() for _ in range(settings.min_slots)]
+        waiting = list(started)
+        self.in_use = [
+            self._new(waiting.pop(0) if waiting else None) for _ in range(settings.min_slots)
+        ]
 
-    def _new(self) -> Sandbox:
+    def _new(self, started: ChildProcess | None = None) -> Sandbox:
         if self._shared is not None:
             return self._shared
         return PoolSandbox(
-            preparer=self._preparer, setup=self._setup, max_jobs_per_child=self._recycle_after
+            preparer=self._preparer,
+            setup=self._setup,
+            max_jobs_per_child=self._recycle_after,
+            started=started,
         )
 
     def distinct(self) -> list[Sandbox]:

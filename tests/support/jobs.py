@@ -20,6 +20,11 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+def is_imported(module: str) -> bool:
+    """Whether ``module`` is imported in this process already (as a pool child's modules are)."""
+    return module in sys.modules
+
+
 def echo(value: object) -> object:
     return value
 

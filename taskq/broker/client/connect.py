@@ -80,5 +80,7 @@ def _prepare_sqlite_path(path: Path, url: str, *, read_only: bool) -> None:
                 f"{url} holds no taskq data yet (there is no {path}): a command that only "
                 "reads does not create it; submit a job or start taskq-worker first"
             )
-    elif url == default_store_url():
+    elif not path.parent.is_dir() and url == default_store_url():
+        # Only a missing directory asks which store this is (the default's
+        # path costs platformdirs' import, on the way to a worker's first job).
         path.parent.mkdir(parents=True, exist_ok=True)

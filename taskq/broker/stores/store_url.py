@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
-import platformdirs
-
 from taskq import errors
 
 STORE_ENV = "TASKQ_STORE"
@@ -56,6 +54,9 @@ StoreTarget = SqliteTarget | RqliteTarget
 
 def default_store_url() -> str:
     """The embedded store in the user's data directory: nothing to start."""
+    # Imported here: a process given its store's URL never needs it.
+    import platformdirs
+
     return f"sqlite://{Path(platformdirs.user_data_dir('taskq')) / 'taskq.db'}"
 
 

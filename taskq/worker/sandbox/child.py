@@ -8,10 +8,12 @@ socket and answers with ``progress`` and ``result`` messages (see
 ``protocol``). Modes:
 
 - ``once``: run one job under limits it cannot raise, report, exit.
-- ``pool``: say ``ready``, then run jobs one after another until the socket
-  closes, each under its own soft limits (see ``rlimits``). Each result
-  carries the job's usage and whether it left a process running. Jobs sent
-  while one runs wait their turn here; after a job that leaves the child
+- ``pool``: import the worker's modules (``--modules``; the first child
+  says how that went on ``--report-fd``: see ``module_imports``), say
+  ``ready``, then run jobs one after another until the socket closes,
+  each under its own soft limits (see ``rlimits``). Each result carries
+  the job's usage and whether it left a process running. Jobs sent while
+  one runs wait their turn here; after a job that leaves the child
   unfit for more (out of memory, a process left running) the rest are
   answered ``withdrawn`` unrun, for the worker to run in a fresh child.
 - ``exec``: apply the limits, then replace this process with a ``shell``
@@ -49,6 +51,7 @@ from taskq.worker.sandbox import (
     job_traceback,
     keeper,
     linux,
+    module_imports,
     outcome,
     parents_file,
     protocol,
@@ -87,10 +90,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cgroups", help="where the job's control groups go, as JSON")
     parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
     parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
+    parser.add_argument("--modules", help="pool mode: the worker's modules, to import at once")
+    parser.add_argument("--import-path", help="pool mode: where to import them from, as JSON")
+    parser.add_argument("--report-fd", type=int, help="pool mode: where to say how that went")
     args = parser.parse_args(argv)
-    # The job's own subprocesses (and an exec'd command) must not inherit the channel.
-    os.set_inheritable(args.control_fd, False)
-    os.set_inheritable(args.keeper_fd, False)
+    # The job's own subprocesses (and an exec'd command) must not inherit the channels.
+    job_fds = [args.control_fd] + ([] if args.report_fd is None else [args.report_fd])
+    for fd in [*job_fds, args.keeper_fd]:
+        os.set_inheritable(fd, False)
     # A child woken by a job frame then waits for the worker to yield its CPU
     # instead of preempting it: the worker sends the frames of a whole batch
     # of claimed jobs before any child runs, and the job's own processes (which
@@ -100,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         keeper_fd=args.keeper_fd,
         worker_pid=args.worker_pid,
         kill_by=((lambda: math.inf) if args.deadline_fd is None else read_shared(args.deadline_fd)),
-        job_fds=(args.control_fd,),
+        job_fds=tuple(job_fds),
         cgroups=msgspec.json.decode(args.cgroups, type=CgroupPlan) if args.cgroups else None,
     )
     control = socket.socket(fileno=args.control_fd)
@@ -108,7 +115,9 @@ def main(argv: list[str] | None = None) -> None:
         # Once, before any job: a pool child's later jobs find it set up.
         job_logging.send_records_to_stderr()
     if args.mode == "pool":
-        _serve_pool(control, clock, args.ceiling, args.marker)
+        modules = args.modules.split(",") if args.modules else []
+        import_path = json.loads(args.import_path) if args.import_path else sys.path
+        _serve_pool(control, clock, args.ceiling, args.marker, modules, import_path, args.report_fd)
     elif args.mode == "once":
         _serve_once(control, clock)
     else:
@@ -137,13 +146,28 @@ def _serve_once(control: socket.socket, clock: keeper.JobClock) -> None:
     os._exit(0)
 
 
-def _serve_pool(control: socket.socket, clock: keeper.JobClock, ceiling: str, marker: str) -> None:
+def _serve_pool(
+    control: socket.socket,
+    clock: keeper.JobClock,
+    ceiling: str,
+    marker: str,
+    modules: list[str],
+    import_path: list[str],
+    report_fd: int | None,
+) -> None:
     # Processes a job leaves behind, even ones that call setsid, become this
     # process's children: a job that leaves one is then noticed (``children_left``).
     linux.become_subreaper()
     pool_limits = rlimits.PoolLimits(parse_limits(json.loads(ceiling)))
     meter = rlimits.JobMeter()
     jobs = _JobQueue(protocol.MessageReader(control))
+    # Before ``ready``, under the hard limits: the first jobs find their modules
+    # imported, and neither their wall clock nor their CPU counts the imports.
+    sys.path[:] = import_path
+    reports = module_imports.import_modules(modules)
+    if report_fd is not None:
+        with os.fdopen(report_fd, "wb") as report:
+            report.write(module_imports.encode_report(reports))
     protocol.send_message(control, {"type": "ready", "cpu_seconds": rlimits.cpu_with_children()})
     fit = True
     while (job := jobs.next()) is not None:

@@ -8,7 +8,8 @@ exits the way the job did. A keeper that does not exit within
 ``KEEPER_PATIENCE_SECONDS`` of being asked is killed outright, which is safe
 from pid reuse: an unreaped child, even a zombie, keeps its pid.
 
-Children are started from one thread kept for the worker's whole life: the
+Children are started from one thread kept for the worker's whole life (the
+first from its main thread, before anything else: ``first_children``): the
 kernel's parent-death signal fires when the *thread* that started a process
 ends, and a pooled thread that went idle would end and set it off.
 
@@ -20,11 +21,9 @@ the event loop watches it beside the child's pipes.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import json
+import functools
 import os
-import secrets
 import select
 import signal
 import socket
@@ -32,7 +31,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -42,10 +41,22 @@ from taskq.worker.sandbox.keeper import CpuBudget
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.sandbox.rlimits import KIB, own_peak_rss_bytes
 
+if TYPE_CHECKING:
+    import concurrent.futures
+
 Mode = Literal["once", "pool", "exec"]
 
 KEEPER_PATIENCE_SECONDS = 5.0
-_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
+
+
+@functools.cache
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """The thread children are started from, for the worker's whole life (see above)."""
+    # Imported with the first child started from it, not before the worker's
+    # first child, which its main thread starts (``first_children``).
+    import concurrent.futures
+
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +69,10 @@ class ChildSetup:
     """The worker's lease deadline, which the child's keeper enforces."""
     cgroups: CgroupPlan | None = None
     """Where the keeper makes control groups for its job process."""
+    modules: tuple[str, ...] = ()
+    """The worker's modules, which a pool child imports as it starts (see ``module_imports``)."""
+    import_path: tuple[str, ...] | None = None
+    """Where a pool child imports them from (``None``: its own ``sys.path``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,20 +120,36 @@ class ChildProcess:
 
     @classmethod
     def spawn(
-        cls, mode: Mode, setup: ChildSetup, *, ceiling: Limits | None = None
+        cls,
+        mode: Mode,
+        setup: ChildSetup,
+        *,
+        ceiling: Limits | None = None,
+        report_fd: int | None = None,
     ) -> concurrent.futures.Future[ChildProcess]:
         """Start ``python -m taskq.worker.sandbox.child`` in ``mode``, from the spawning thread.
 
         The child runs in a new session. ``ceiling`` (pool mode) is passed on
         as the child's hard limits, with a fresh token for the markers between
-        its jobs' output. The child's keeper holds its jobs to
+        its jobs' output; a pool child imports ``setup.modules`` before its
+        first job and writes how that went to ``report_fd`` (if given; closed
+        here once the child has it). The child's keeper holds its jobs to
         ``setup.deadline``. Block on the future's ``result()`` in a thread, or
         wrap it in the event loop.
         """
-        return _SPAWNER.submit(cls._spawn_here, mode, setup, ceiling)
+        return _spawner().submit(cls.start, mode, setup, ceiling=ceiling, report_fd=report_fd)
 
     @classmethod
-    def _spawn_here(cls, mode: Mode, setup: ChildSetup, ceiling: Limits | None) -> ChildProcess:
+    def start(
+        cls,
+        mode: Mode,
+        setup: ChildSetup,
+        *,
+        ceiling: Limits | None = None,
+        report_fd: int | None = None,
+    ) -> ChildProcess:
+        """``spawn``, blocking, from the calling thread: one that lives as long as the
+        worker, as its main thread does (the child's parent-death signal is the thread's)."""
         cpu_budget = CpuBudget()
         control, child_control = socket.socketpair()
         keeper_channel, child_keeper = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -133,10 +164,17 @@ class ChildProcess:
             argv += ["--deadline-fd", str(setup.deadline.fileno())]
             passed.append(setup.deadline.fileno())
         if setup.cgroups is not None and setup.cgroups.groups():
-            argv += ["--cgroups", msgspec.json.encode(setup.cgroups).decode()]
-        marker = secrets.token_hex(8)
+            argv += ["--cgroups", _json(setup.cgroups)]
+        marker = os.urandom(8).hex()
         if ceiling is not None:
-            argv += ["--ceiling", json.dumps(ceiling.to_dict()), "--marker", marker]
+            argv += ["--ceiling", _json(ceiling.to_dict()), "--marker", marker]
+        if mode == "pool" and setup.modules:
+            argv += ["--modules", ",".join(setup.modules)]
+            if setup.import_path is not None:
+                argv += ["--import-path", _json(setup.import_path)]
+            if report_fd is not None:
+                argv += ["--report-fd", str(report_fd)]
+                passed.append(report_fd)
         try:
             # Waits in the socket for the keeper, which reads it once it has forked the job.
             cpu_budget.hand_over(keeper_channel)
@@ -160,6 +198,8 @@ class ChildProcess:
         finally:
             child_control.close()
             child_keeper.close()
+            if report_fd is not None:
+                os.close(report_fd)
             os.close(child_output_fd)
             if stdout_fd is not None:
                 os.close(child_stdout_fd)
@@ -247,3 +287,7 @@ class ChildProcess:
             os.close(self.stdout_fd)
         os.close(self.pidfd)
         self._cpu_budget.close()
+
+
+def _json(value: object) -> str:
+    return msgspec.json.encode(value).decode()

@@ -55,7 +55,7 @@ import anyio
 from taskq.broker.limits import Limits
 from taskq.job_context import JobUpdate
 from taskq.worker.sandbox import judging, protocol
-from taskq.worker.sandbox.child_process import ChildSetup
+from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.outcome import (
     Outcome,
@@ -220,12 +220,19 @@ class PoolSandbox(Sandbox):
         preparer: JobPreparer | None = None,
         setup: ChildSetup | None = None,
         max_jobs_per_child: int = 100,
+        started: ChildProcess | None = None,
     ) -> None:
-        """The child's hard limits are the worker's maximums; each job sets its soft limits."""
+        """The child's hard limits are the worker's maximums; each job sets its soft limits.
+
+        ``started``: its first child, started already (``ChildProcess.start("pool",
+        setup, ceiling=...)``, with the worker, before its event loop: see
+        ``taskq.worker.first_children``).
+        """
         if max_jobs_per_child < 1:
             raise ValueError("max_jobs_per_child must be at least 1")
         super().__init__(preparer=preparer, setup=setup)
         self._max_jobs_per_child = max_jobs_per_child
+        self._started = started
         self._child: PoolChild | None = None
         self._jobs_in_child = 0
         # asyncio's lock: taken uncontended once a job, it costs no trip round the event loop.
@@ -319,6 +326,8 @@ class PoolSandbox(Sandbox):
     async def aclose(self) -> None:
         """Stop the pool child, after the running job if there is one."""
         async with self._lock:
+            if self._started is not None:
+                await self._watch_started()
             await self._retire_child()
 
     async def _ready_child(self) -> PoolChild:
@@ -334,10 +343,19 @@ class PoolSandbox(Sandbox):
                 or self._jobs_in_child >= self._max_jobs_per_child
             ):
                 await self._retire_child()
+            if self._child is None and self._started is not None:
+                await self._watch_started()
             if self._child is None:
                 self._child = await PoolChild.spawn(self._preparer.worker_max, self._setup)
                 self._jobs_in_child = 0
             return self._child
+
+    async def _watch_started(self) -> None:
+        """Take on the child started before the loop ran, as any child this sandbox starts."""
+        started, self._started = self._started, None
+        if started is not None:
+            self._child = PoolChild(started, self._preparer.worker_max)
+            self._jobs_in_child = 0
 
     async def _retire(self, child: PoolChild) -> None:
         """Retire ``child`` if it is still the current one (a job may have retired it already)."""

@@ -1,0 +1,67 @@
+"""Importing a worker's ``--modules`` where its jobs run, and saying how it went.
+
+A pool child imports them as it starts, before it says ``ready`` (its first
+jobs then find them imported), and the worker's first pool child writes the
+report the worker checks (``taskq.worker.module_check``). In process
+isolation no child outlives a job: a child Python of its own imports them
+(``python -m taskq.worker.sandbox.module_imports PATH MODULE...``) and
+prints the report as its last line. Either way module code runs with the
+jobs' environment and import path, never in the worker, which holds the
+store's URL and credentials.
+
+The report is one JSON line: for each module, the error that importing it
+raised (``""``: none) and the ``@taskq.job`` declarations it holds, which
+the worker publishes (``taskq.worker.publishing``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+# Where ``@taskq.job`` keeps what it declared: loaded by the modules that declare jobs.
+_DECLARED = "taskq.broker.client.declared"
+
+
+def import_modules(modules: Sequence[str]) -> list[dict[str, Any]]:
+    """Import each of ``modules``; what each raised, or the jobs it declares."""
+    return [_import(module) for module in modules]
+
+
+def encode_report(reports: list[dict[str, Any]]) -> bytes:
+    """The report as one line of JSON."""
+    return msgspec.json.encode(reports) + b"\n"
+
+
+def _import(module: str) -> dict[str, Any]:
+    try:
+        imported = importlib.import_module(module)
+    except BaseException as exc:  # a module's own SystemExit, too, is its failure to import
+        return {"module": module, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    # A module that declared a job imported taskq.job, and with it the client's
+    # ``declared``, which describes them. Taken from there: code that runs in a
+    # child imports no client of its own (the ``sandbox`` import contract), and
+    # a module that did not load it declared nothing.
+    declared = sys.modules.get(_DECLARED)
+    if declared is None:
+        return {"module": module}
+    jobs: list[Any] = msgspec.to_builtins(declared.declared_in(imported))
+    return {"module": module, "jobs": jobs}
+
+
+def main(argv: Sequence[str]) -> None:
+    import_path, *modules = argv
+    sys.path[:] = json.loads(import_path)
+    reports = import_modules(modules)
+    # Whatever the modules printed came before: the report is the last line.
+    sys.stdout.buffer.write(b"\n" + encode_report(reports))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

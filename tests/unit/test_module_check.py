@@ -1,0 +1,84 @@
+"""The check of a worker's ``--modules``: in its first pool child, or in a child of its own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+from taskq import errors
+from taskq.broker.limits import Limits
+from taskq.worker.module_check import ModuleCheck
+from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
+from taskq.worker.sandbox.environment import job_environment
+from taskq.worker.sandbox.outcome import Status
+from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.preparation import JobPreparer
+from taskq.worker.sandbox.sandboxes import PoolSandbox
+
+Check = Callable[[Sequence[str]], ModuleCheck]
+
+
+@pytest.fixture(params=["pool child", "own child"])
+def check(request: pytest.FixtureRequest) -> Iterator[Check]:
+    """Starts the check as a worker of each isolation does; stops any pool child after."""
+    started: list[ChildProcess] = []
+
+    def in_pool_child(modules: Sequence[str]) -> ModuleCheck:
+        setup = ChildSetup(
+            env=job_environment(os.environ), modules=tuple(modules), import_path=tuple(sys.path)
+        )
+        read_fd, write_fd = os.pipe()
+        child = ChildProcess.start("pool", setup, ceiling=Limits(), report_fd=write_fd)
+        started.append(child)
+        return ModuleCheck.in_pool_child(modules, read_fd, child)
+
+    def in_own_child(modules: Sequence[str]) -> ModuleCheck:
+        return ModuleCheck.in_own_child(
+            modules, import_path=sys.path, env=job_environment(os.environ)
+        )
+
+    yield in_pool_child if request.param == "pool child" else in_own_child
+    for child in started:
+        child.close()
+
+
+def test_the_check_gives_the_jobs_the_modules_declare(check: Check) -> None:
+    declared = check(["tests.support.jobs", "tests.support.declared_jobs"]).wait()
+    names = {declaration.name for declaration in declared}
+    assert "tests.support.declared_jobs:greet" in names
+    assert "tests.support.declared_jobs:plain_multiply" not in names
+
+
+def test_a_module_that_does_not_import_is_named_with_its_error(check: Check) -> None:
+    with pytest.raises(errors.ConfigError) as raised:
+        check(["tests.support.jobs", "tests.no_such_module"]).wait()
+    assert str(raised.value) == (
+        "cannot import --modules: tests.no_such_module: "
+        "ModuleNotFoundError: No module named 'tests.no_such_module'"
+    )
+
+
+def test_a_module_that_ends_the_child_is_told_by_the_childs_last_words(check: Check) -> None:
+    with pytest.raises(errors.ConfigError) as raised:
+        check(["tests.support.exits_on_import"]).wait()
+    assert str(raised.value) == (
+        "importing --modules tests.support.exits_on_import failed: "
+        "exits_on_import: leaving before the report"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_pool_child_has_imported_the_workers_modules_before_its_first_job() -> None:
+    # The module the job asks about is none the job's own imports bring.
+    modules = ("tests.support.jobs", "tests.support.declared_jobs")
+    env = job_environment(os.environ)
+    setup = ChildSetup(env=env, modules=modules, import_path=tuple(sys.path))
+    preparer = JobPreparer(policy=Policy(modules=modules))
+    async with PoolSandbox(preparer=preparer, setup=setup) as pool:
+        asked = CallPayload("tests.support.jobs:is_imported", ["tests.support.declared_jobs"])
+        outcome = await pool.run(asked, Limits(wall_seconds=10))
+    assert outcome.status is Status.SUCCEEDED, outcome
+    assert outcome.result is True
