@@ -271,7 +271,10 @@ def _refuse_cycles(count: int, parents: Sequence[Sequence[int]]) -> None:
 
 def _parents(value: object, what: str) -> None:
     """Refuse parents that are not whole numbers, or that name one job twice."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
+    if not isinstance(value, tuple | list) and (
+        isinstance(value, str | bytes) or not isinstance(value, Sequence)
+    ):
         raise errors.InvalidJob(
             f"{what} must be a list of job ids, got {_shown(value)}", field="after"
         )
