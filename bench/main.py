@@ -157,6 +157,8 @@ def machine_facts() -> dict[str, Any]:
 
 ROWS: list[tuple[str, str]] = [
     ("enqueue.single", "enqueue, one submit() per job"),
+    ("enqueue.single.cpu", "  submitter's CPU per submit()"),
+    ("enqueue.single.wal_pages", "  WAL pages per submit()"),
     ("enqueue.threads", "  submit() from 8 threads sharing a client"),
     ("enqueue.bulk", "enqueue, submit_many() of 1,000"),
     ("raw.insert", "raw insert ceiling, batches of 1,000"),
@@ -208,6 +210,10 @@ def _format(result: Result | None) -> str:
         return f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
     if result.unit == "writes/s":
         return f"{value:.1f}/s"
+    if result.unit == "us":
+        return f"{value:,.0f} us"
+    if result.unit == "pages":
+        return f"{value:.2f} pages"
     return f"{value:,.0f}/s"
 
 

@@ -44,6 +44,7 @@ from taskq.worker.settings import WorkerSettings
 
 BULK_BATCH = 1_000
 SUBMIT_THREADS = 8  # concurrent submitters sharing one client (group commit)
+WAL_SAMPLE_SUBMITS = 100  # fewer pages than the store's autocheckpoint at 1,000
 # Slots per worker, by store. A write costs about the same whatever its size
 # (on rqlite several milliseconds of CPU across the cluster, on SQLite an
 # fsync that holds the write lock), so fuller acknowledgement batches pay, up
@@ -111,7 +112,7 @@ def bench_store(
             _raw(store, sizes, add)
             if name == "sqlite":
                 _pickup_floor(root / "pickup-floor", sizes, add)
-            single = _enqueue_single(client, name, sizes, add)
+            single = _enqueue_single(store, client, sizes, add)
             _enqueue_concurrent(client, name, sizes, single, add)
             first_id, bulk = _enqueue_bulk(client, sizes, add)
             raw = next(r for r in results if r.key == "raw.insert").value or math.nan
@@ -235,16 +236,19 @@ def _raw(store: BenchStore, sizes: Sizes, add: Callable[..., Result]) -> None:
     )
 
 
-def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., Result]) -> float:
-    count = sizes.single[name]
+def _enqueue_single(
+    store: BenchStore, client: Client, sizes: Sizes, add: Callable[..., Result]
+) -> float:
+    count = sizes.single[store.name]
     say(f"enqueue: {count:,} jobs, one submit() each")
     timings = []
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for number in range(count):
         tick = time.perf_counter()
         client.submit(ECHO, number, queue="bench-single", unchecked=True)
         timings.append(time.perf_counter() - tick)
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
     timings.sort()
     add(
         "enqueue.single",
@@ -252,6 +256,24 @@ def _enqueue_single(client: Client, name: str, sizes: Sizes, add: Callable[..., 
         "jobs/s",
         f"{count:,} jobs; a submit() takes p50 {1000 * timings[len(timings) // 2]:.2f} ms",
     )
+    add(
+        "enqueue.single.cpu",
+        1e6 * cpu_seconds / count,
+        "us",
+        "CPU of the submitting process per submit() (SQLite's work and the kernel's included "
+        "on the embedded store; not the nodes' on rqlite)",
+    )
+    if store.name == "sqlite":
+        # What each submit writes, which load does not change: Huey on SQLite writes 2 pages.
+        with store.count_wal_pages() as counted:
+            for number in range(WAL_SAMPLE_SUBMITS):
+                client.submit(ECHO, number, queue="bench-single", unchecked=True)
+        add(
+            "enqueue.single.wal_pages",
+            counted["pages"] / WAL_SAMPLE_SUBMITS,
+            "pages",
+            f"WAL pages committed per submit(), over {WAL_SAMPLE_SUBMITS} more of them",
+        )
     return count / seconds
 
 

@@ -139,6 +139,26 @@ class BenchStore:
         with in_background("bench-write-counter", watch):
             yield counted
 
+    @contextmanager
+    def count_wal_pages(self) -> Iterator[dict[str, int]]:
+        """SQLite only: count the pages committed to the WAL inside the ``with`` block.
+
+        A RESTART checkpoint first makes the next commit write the WAL from its
+        start (keeping the file's size, so that no commit of the block pays for
+        growing it), and its frames are counted after; the block must commit
+        fewer pages than the store checkpoints at (1,000), or some go uncounted.
+        """
+        assert self.sqlite_path is not None, "only a SQLite store has a WAL"
+        conn = sqlite3.connect(self.sqlite_path, timeout=5)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(RESTART)")
+            counted = {"pages": 0}
+            yield counted
+            # (busy, frames in the WAL, frames checkpointed)
+            counted["pages"] = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+        finally:
+            conn.close()
+
     def _commit_index(self) -> int:
         return int(self._leader_status()["store"]["raft"]["commit_index"])
 

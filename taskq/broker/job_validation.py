@@ -154,7 +154,8 @@ def check_name(value: object, field: str, *, empty_allowed: bool = False) -> Non
             f"{field} is {len(value)} characters long, over the limit of {MAX_NAME_CHARS}",
             field=field,
         )
-    if value and not NAME.admits(value):
+    # NAME.admits, whose length this function has checked already: no NUL.
+    if "\x00" in value:
         raise errors.InvalidJob(
             f"{field} must not hold a NUL character, got {value!r}", field=field
         )
@@ -271,7 +272,10 @@ def _refuse_cycles(count: int, parents: Sequence[Sequence[int]]) -> None:
 
 def _parents(value: object, what: str) -> None:
     """Refuse parents that are not whole numbers, or that name one job twice."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
+    if not isinstance(value, tuple | list) and (
+        isinstance(value, str | bytes) or not isinstance(value, Sequence)
+    ):
         raise errors.InvalidJob(
             f"{what} must be a list of job ids, got {_shown(value)}", field="after"
         )

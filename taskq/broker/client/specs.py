@@ -106,7 +106,10 @@ JobRef: TypeAlias = "int | HasJobId"
 
 def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
     """The ids of ``jobs``, each a handle or an id; :class:`taskq.errors.InvalidJob` else."""
-    if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence):
+    # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
+    if not isinstance(jobs, tuple | list) and (
+        isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence)
+    ):
         raise errors.InvalidJob(
             f"after takes a list of jobs (handles or ids), not {type(jobs).__name__}",
             field="after",

@@ -10,31 +10,34 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
+
+import msgspec
 
 SqlValue: TypeAlias = str | int | float | bytes | None
 Row: TypeAlias = dict[str, Any]
 Params: TypeAlias = Mapping[str, SqlValue]
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
+# Statement and StatementResult are msgspec Structs, made in C: every batch makes a few of
+# each, and a frozen dataclass's __init__ cost several times as much (a single submit makes
+# three of each).
+class Statement(msgspec.Struct, frozen=True):
     """One SQL statement with named parameters (``:name`` in the text)."""
 
     sql: str
-    params: Params = field(default_factory=dict)
+    params: Params = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class StatementResult:
+class StatementResult(msgspec.Struct, frozen=True):
     """What one statement of a batch produced.
 
     ``rows`` holds the rows of a SELECT or of a write with RETURNING;
     ``rows_affected`` counts the rows a write changed.
     """
 
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row] = msgspec.field(default_factory=list)
     rows_affected: int = 0
     last_insert_id: int | None = None
 

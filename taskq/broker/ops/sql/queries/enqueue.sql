@@ -22,7 +22,11 @@
 -- or job_insert_workflow_columns and job_insert_workflow_values for a write
 -- with jobs that wait for parents or join a workflow. {identity} is a job's
 -- key and fingerprint: job_insert_own_identity, from its spec, or
--- job_insert_positional_identity for a workflow's jobs.
+-- job_insert_positional_identity for a workflow's jobs. {returning} is
+-- job_insert_returning, or empty for one job: its id is then the write's last
+-- insert id, when the write inserted a row (a key already stored inserts
+-- none, and the broker reads its job), and SQLite builds no table for rows
+-- to return.
 INSERT INTO jobs (
     queue, kind, payload, priority, run_at, max_attempts, timeout, limits, labels,
     idempotency_key, request_fingerprint, submitter, created_at, retry{workflow_columns}
@@ -56,6 +60,9 @@ LEFT JOIN queues AS q ON q.name = json_extract(job.spec, '$.queue')
 WHERE true
 ON CONFLICT (idempotency_key) DO UPDATE SET request_fingerprint = excluded.request_fingerprint
 WHERE jobs.request_fingerprint <> excluded.request_fingerprint
+{returning}
+
+-- name: job_insert_returning
 RETURNING id, idempotency_key
 
 -- name: job_insert_own_identity
