@@ -15,6 +15,7 @@ import anyio
 
 from taskq import errors
 from taskq.broker.ops.claims import job_claimable
+from taskq.broker.stores.look_turns import look_turn_of
 from taskq.broker.stores.store import Store
 from taskq.worker.acks import AckBatcher
 from taskq.worker.claim_requests import ClaimRequests
@@ -70,10 +71,13 @@ class Claimer:
             looked_at = time.monotonic()
             try:
                 claimed = 0
+                # In turn with the store's other idle workers, where they take turns: the
+                # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
-                    if await self._run(job_claimable(self._settings.queues)):
-                        # A claim alone: a report and claim with nothing to report.
-                        _, claimed = await self._claims.report_and_claim([], free, looked_at)
+                    async with look_turn_of(self._store):
+                        if await self._run(job_claimable(self._settings.queues)):
+                            # A claim alone: a report and claim with nothing to report.
+                            _, claimed = await self._claims.report_and_claim([], free, looked_at)
             except errors.StoreError as exc:
                 self._outage.failed(exc)
                 await self._pause(idle)
