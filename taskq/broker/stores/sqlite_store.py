@@ -227,6 +227,11 @@ class SqliteStore:
                     self._watcher = WalWatcher(self.path)
             return self._watcher
 
+    @property
+    def tells_of_changes(self) -> bool:
+        """Always: a wait ends on any commit (inotify, or polling ``data_version``)."""
+        return True
+
     def look_turn(self) -> AbstractAsyncContextManager[None]:
         """The turn of this store's idle workers to look for work (``look_turns``)."""
         with self._watcher_lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 SqlValue: TypeAlias = str | int | float | bytes | None
 Row: TypeAlias = dict[str, Any]
@@ -135,3 +135,23 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """Awaitable form of :meth:`close`, for stores used from async code."""
         ...
+
+
+@runtime_checkable
+class ChangeTellingStore(Protocol):
+    """A store that can say whether its :meth:`Store.wait_for_change` hears of new jobs."""
+
+    @property
+    def tells_of_changes(self) -> bool:
+        """Whether a wait ends soon after a commit that queues a job, not only after a poll.
+
+        The embedded store sees every commit; a cluster hears of submits by
+        hints when it listens for them. A hint may be lost, so a waiter still
+        looks once a poll interval.
+        """
+        ...
+
+
+def tells_of_changes(store: object) -> bool:
+    """Whether ``store``'s waits end on news of new jobs (see :class:`ChangeTellingStore`)."""
+    return isinstance(store, ChangeTellingStore) and store.tells_of_changes
