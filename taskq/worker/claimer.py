@@ -14,7 +14,6 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.ops.claims import job_claimable
 from taskq.broker.stores.look_turns import look_turn_of
 from taskq.broker.stores.store import Store, tells_of_changes
 from taskq.worker.acks import AckBatcher
@@ -22,7 +21,6 @@ from taskq.worker.claim_requests import ClaimRequests
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import Run
 
 # Jobs tend to come in bursts: for a while after the last one, an idle worker
 # that hears of new jobs only by polling looks again sooner. On rqlite without
@@ -38,7 +36,6 @@ class Claimer:
     def __init__(
         self,
         store: Store,
-        run: Run,
         *,
         settings: WorkerSettings,
         slots: Slots,
@@ -48,7 +45,6 @@ class Claimer:
         draining: anyio.Event,
     ) -> None:
         self._store = store
-        self._run = run
         self._settings = settings
         self._slots = slots
         self._claims = claims
@@ -76,9 +72,7 @@ class Claimer:
                 # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
                     async with look_turn_of(self._store):
-                        if await self._run(job_claimable(self._settings.queues)):
-                            # A claim alone: a report and claim with nothing to report.
-                            _, claimed = await self._claims.report_and_claim([], free, looked_at)
+                        claimed = await self._claims.claim_if_claimable(free, looked_at)
             except errors.StoreError as exc:
                 self._outage.failed(exc)
                 await self._pause(idle)
