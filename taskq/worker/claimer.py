@@ -23,9 +23,10 @@ from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
 
 # Jobs tend to come in bursts: for a while after the last one, an idle worker
-# that hears of new jobs only by polling looks again sooner. On rqlite without
-# hints, where looking is a read every poll, this is the pickup latency; a
-# long-idle worker polls at the store's own pace.
+# that is not woken by every commit looks again sooner. On rqlite, where
+# looking is a read every poll and a hint may be lost or its look read a node
+# that lacks the job yet, this bounds the pickup latency; a long-idle worker
+# polls at the store's own pace.
 _BUSY_POLL_SECONDS = 0.01
 _BUSY_POLL_WINDOW_SECONDS = 1.0
 
@@ -120,11 +121,9 @@ def poll_interval(idle: float, *, since_claim: float, told_of_changes: bool) -> 
     """How long an idle worker waits before it looks again, unless woken sooner.
 
     ``idle``, or the busy poll for a while after the last claim (``since_claim``
-    seconds ago), but only on a store that does not wake its waiters when a
-    job comes (``told_of_changes``): where it does, a poll would only read
-    what the wake-up brings anyway (a dozen idle workers on a cluster polled
-    its nodes ~1,200 times a second), and a lost hint is still found by the
-    store's own poll.
+    seconds ago), but only on a store that does not wake its waiters on every
+    commit (``told_of_changes``): where it does (the embedded store), a poll
+    would only read what the wake-up brings anyway.
     """
     if told_of_changes or since_claim >= _BUSY_POLL_WINDOW_SECONDS:
         return idle

@@ -149,11 +149,6 @@ class RqliteStore:
         else:
             await self._wake_listener.wait(seconds)
 
-    @property
-    def tells_of_changes(self) -> bool:
-        """While it listens for hints (:meth:`listen_for_wakeups`)."""
-        return self._wake_listener is not None
-
     def listen_for_wakeups(self) -> str | None:
         """Listen for hints from submitting clients; where (host:port), or None if no socket."""
         if self._wake_listener is None:

@@ -143,11 +143,12 @@ class ChangeTellingStore(Protocol):
 
     @property
     def tells_of_changes(self) -> bool:
-        """Whether a wait ends soon after a commit that queues a job, not only after a poll.
+        """Whether a wait ends soon after every commit that queues a job, not only after a poll.
 
-        The embedded store sees every commit; a cluster hears of submits by
-        hints when it listens for them. A hint may be lost, so a waiter still
-        looks once a poll interval.
+        The embedded store sees every commit. A cluster does not say so: a
+        hint may be lost, and the look it prompts reads one node's copy,
+        which may not have the job yet, so its workers keep polling soon
+        after a claim.
         """
         ...
 
