@@ -20,11 +20,12 @@ import time
 import anyio
 
 from taskq.broker.client.wake_sender import WakeSender
-from taskq.broker.ops.claims import ClaimRequest, job_backlog
+from taskq.broker.ops.claims import ClaimRequest, job_backlog, job_claimable_then
 from taskq.broker.ops.leases import Report, ReportAnswer, job_report_claim
 from taskq.broker.records import Fenced
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
+from taskq.worker.store_runner import Run
 
 
 class ClaimRequests:
@@ -37,9 +38,15 @@ class ClaimRequests:
         heartbeat: Heartbeat,
         draining: anyio.Event,
         hints: WakeSender | None = None,
+        look: Run | None = None,
     ) -> None:
-        """``hints``: on a cluster, how to tell idle workers of jobs a report left them."""
+        """``hints``: on a cluster, how to tell idle workers of jobs a report left them.
+
+        ``look``: how an idle worker's look is run (``store_runner.look_runner``);
+        by default as every other operation.
+        """
         self._holder = holder
+        self._look = holder.run if look is None else look
         self._heartbeat = heartbeat
         self._draining = draining
         self._hints = hints
@@ -99,6 +106,27 @@ class ClaimRequests:
         answer: ReportAnswer = await self._holder.run(
             job_report_claim(reports, self._claim_request(free))
         )
+        await self._hold(answer, sent_at)
+        return answer.fenced, len(answer.claimed)
+
+    async def claim_if_claimable(self, free: int, sent_at: float) -> int:
+        """Claim up to ``free`` jobs alone, if a cheap read first says a claim would find one.
+
+        An idle worker's look: the read and the claim go in one operation, so
+        that the embedded store runs both in one trip to its thread. Returns
+        how many jobs came; ``sent_at`` as for :meth:`report_and_claim`.
+        """
+        op = job_claimable_then(
+            self._holder.settings.queues, job_report_claim([], self._claim_request(free))
+        )
+        answer: ReportAnswer | None = await self._look(op)
+        if answer is None:
+            return 0
+        await self._hold(answer, sent_at)
+        return len(answer.claimed)
+
+    async def _hold(self, answer: ReportAnswer, sent_at: float) -> None:
+        """Hold the jobs ``answer`` claimed (their leases from ``sent_at``); hint the rest."""
         for job in answer.claimed:
             running = RunningJob(job, renewed_at=sent_at)
             self._holder.slots.hold(running)
@@ -110,7 +138,6 @@ class ClaimRequests:
                 self._holder.deadline.claimed(sent_at)
             self.last_claimed = running.started
         await self._hint(answer)
-        return answer.fenced, len(answer.claimed)
 
     async def _hint(self, answer: ReportAnswer) -> None:
         """Wake the idle workers of the queues where the write left jobs this one did not take.

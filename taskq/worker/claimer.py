@@ -14,18 +14,19 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.ops.claims import job_claimable
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.look_turns import look_turn_of
+from taskq.broker.stores.store import Store, tells_of_changes
 from taskq.worker.acks import AckBatcher
 from taskq.worker.claim_requests import ClaimRequests
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import Run
 
 # Jobs tend to come in bursts: for a while after the last one, an idle worker
-# looks again sooner. On rqlite, where looking is a read every poll, this is
-# the pickup latency; a long-idle worker polls at the store's own pace.
+# that is not woken by every commit looks again sooner. On rqlite, where
+# looking is a read every poll and a hint may be lost or its look read a node
+# that lacks the job yet, this bounds the pickup latency; a long-idle worker
+# polls at the store's own pace.
 _BUSY_POLL_SECONDS = 0.01
 _BUSY_POLL_WINDOW_SECONDS = 1.0
 
@@ -36,7 +37,6 @@ class Claimer:
     def __init__(
         self,
         store: Store,
-        run: Run,
         *,
         settings: WorkerSettings,
         slots: Slots,
@@ -46,7 +46,6 @@ class Claimer:
         draining: anyio.Event,
     ) -> None:
         self._store = store
-        self._run = run
         self._settings = settings
         self._slots = slots
         self._claims = claims
@@ -70,10 +69,11 @@ class Claimer:
             looked_at = time.monotonic()
             try:
                 claimed = 0
+                # In turn with the store's other idle workers, where they take turns: the
+                # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
-                    if await self._run(job_claimable(self._settings.queues)):
-                        # A claim alone: a report and claim with nothing to report.
-                        _, claimed = await self._claims.report_and_claim([], free, looked_at)
+                    async with look_turn_of(self._store):
+                        claimed = await self._claims.claim_if_claimable(free, looked_at)
             except errors.StoreError as exc:
                 self._outage.failed(exc)
                 await self._pause(idle)
@@ -84,10 +84,11 @@ class Claimer:
                 continue  # a full batch: there may be more waiting
             if claimed:
                 idle = min(0.05, self._settings.idle_poll_seconds)
-            if time.monotonic() - self._claims.last_claimed < _BUSY_POLL_WINDOW_SECONDS:
-                interval = min(idle, _BUSY_POLL_SECONDS)
-            else:
-                interval = idle
+            interval = poll_interval(
+                idle,
+                since_claim=time.monotonic() - self._claims.last_claimed,
+                told_of_changes=tells_of_changes(self._store),
+            )
             # Looks start an interval apart, not an interval after the last claim
             # ended: a claim's write (a Raft round on rqlite) would add to the wait.
             since = time.monotonic() - looked_at
@@ -114,3 +115,16 @@ class Claimer:
 
             waits.start_soon(store_changed)
             waits.start_soon(slot_freed)
+
+
+def poll_interval(idle: float, *, since_claim: float, told_of_changes: bool) -> float:
+    """How long an idle worker waits before it looks again, unless woken sooner.
+
+    ``idle``, or the busy poll for a while after the last claim (``since_claim``
+    seconds ago), but only on a store that does not wake its waiters on every
+    commit (``told_of_changes``): where it does (the embedded store), a poll
+    would only read what the wake-up brings anyway.
+    """
+    if told_of_changes or since_claim >= _BUSY_POLL_WINDOW_SECONDS:
+        return idle
+    return min(idle, _BUSY_POLL_SECONDS)

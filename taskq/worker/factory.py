@@ -36,7 +36,7 @@ from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
 from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import store_runner
+from taskq.worker.store_runner import look_runner, store_runner
 
 
 def build_worker(
@@ -105,7 +105,9 @@ def build_worker(
     # On a cluster, jobs a report releases or spawns are hinted to idle workers as a
     # submit's are; the worker's own socket (opened here, registered at start) is skipped.
     hints = WakeSender(skip=hint_address(store)) if isinstance(store, HintedStore) else None
-    claims = ClaimRequests(holder, heartbeat=heartbeat, draining=draining, hints=hints)
+    claims = ClaimRequests(
+        holder, heartbeat=heartbeat, draining=draining, hints=hints, look=look_runner(store)
+    )
     acks = AckBatcher(
         claims.send_reports,
         give_up_after=2 * settings.lease_seconds,
@@ -133,7 +135,6 @@ def build_worker(
     )
     claimer = Claimer(
         store,
-        run,
         settings=settings,
         slots=slots,
         claims=claims,

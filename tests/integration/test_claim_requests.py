@@ -9,17 +9,24 @@ own.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections.abc import Sequence
+from typing import TypeVar
 
 import anyio
 import pytest
 
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim, job_claimable_then
+from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import WorkflowSubmission
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.sqlite_store import SqliteStore
+from taskq.broker.stores.store import Statement, StatementResult, Store
 from taskq.worker.claim_requests import ClaimRequests
 from taskq.worker.events import EventLog
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
@@ -28,13 +35,16 @@ from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import store_runner
+from taskq.worker.store_runner import Run, look_runner, store_runner
+from tests.support.delegating_store import DelegatingStore
 from tests.support.reports import completed
 
 pytestmark = pytest.mark.anyio
 
+T = TypeVar("T")
 
-def _claims(store: Store, queue: str) -> tuple[ClaimRequests, Slots]:
+
+def _claims(store: Store, queue: str, look: Run | None = None) -> tuple[ClaimRequests, Slots]:
     settings = WorkerSettings(queues=(queue,))
     slots = Slots(1, Prefetch(slots=1, most=0))
     deadline = LeaseDeadline(
@@ -45,7 +55,7 @@ def _claims(store: Store, queue: str) -> tuple[ClaimRequests, Slots]:
     )
     events = EventLog()
     heartbeat = Heartbeat(holder, outage=StoreOutage(events, "w1"), events=events, maintainer=None)
-    return ClaimRequests(holder, heartbeat=heartbeat, draining=anyio.Event()), slots
+    return ClaimRequests(holder, heartbeat=heartbeat, draining=anyio.Event(), look=look), slots
 
 
 def _submit_pairs(store: Store, queue: str, *, chained: bool) -> tuple[int, int]:
@@ -80,3 +90,57 @@ async def test_a_report_that_may_release_a_job_claims_one_even_with_every_slot_p
     else:
         # Nothing a plain report frees: it claims nothing beyond what its slots allow.
         assert second not in slots.held
+
+
+class _CountingWrites(DelegatingStore):
+    writes = 0
+
+    async def execute_async(
+        self, statements: Sequence[Statement], *, idempotent: bool = False
+    ) -> list[StatementResult]:
+        self.writes += 1
+        return await super().execute_async(statements, idempotent=idempotent)
+
+
+async def test_an_idle_look_writes_only_when_a_job_waits(store: Store) -> None:
+    queue = f"look-{uuid.uuid4().hex[:8]}"
+    counted = _CountingWrites(store)
+    claims, slots = _claims(counted, queue, look=look_runner(counted))
+    assert await claims.claim_if_claimable(1, time.monotonic()) == 0
+    assert counted.writes == 0, "a look that finds nothing sends no claim"
+    first, _ = _submit_pairs(store, queue, chained=True)
+    assert await claims.claim_if_claimable(1, time.monotonic()) == 1
+    assert (counted.writes, list(slots.held)) == (1, [first])
+    # The second job waits on the first: nothing to claim, nothing written.
+    assert await claims.claim_if_claimable(1, time.monotonic()) == 0
+    assert counted.writes == 1
+
+
+async def test_an_idle_look_on_the_embedded_store_goes_to_its_thread_once(store: Store) -> None:
+    """The read and the claim of a look run in one worker thread, not each in a trip of its own."""
+    if not isinstance(store, SqliteStore):
+        pytest.skip("the embedded store's look")
+    queue = f"look-{uuid.uuid4().hex[:8]}"
+    plan.run(store, job_enqueue([call_spec("tests.support.jobs:echo", [1], queue=queue)]))
+    threads: list[int] = []
+
+    def traced(op: Op[T]) -> Op[T]:
+        # A plan's code runs in the thread that drives it: note it at every step.
+        step = next(op)
+        while True:
+            threads.append(threading.get_ident())
+            answer = yield step
+            try:
+                step = op.send(answer)
+            except StopIteration as done:
+                threads.append(threading.get_ident())
+                result: T = done.value
+                return result
+
+    claim = job_claimable_then([queue], job_claim("w1", [queue], limit=1, lease_seconds=30))
+    claimed = await look_runner(store)(traced(claim))
+    assert claimed is not None
+    assert len(claimed) == 1
+    assert len(threads) == 3  # the read, the claim, the answer
+    assert len(set(threads)) == 1
+    assert threads[0] != threading.get_ident()

@@ -13,7 +13,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_set_state
 from taskq.broker.stores import wake_hints
-from taskq.broker.stores.store import Statement, Store
+from taskq.broker.stores.store import Statement, Store, tells_of_changes
 from tests.support.hinted_workers import register_worker
 from tests.support.rqlite_cluster import RqliteCluster
 
@@ -73,3 +73,15 @@ def test_a_client_submit_on_a_cluster_wakes_the_listening_worker(
         plan.run(cluster_store, worker_set_state("w-hinted", "stopped"))
         client.close()
         listener.close()
+
+
+def test_a_cluster_store_does_not_tell_of_changes_even_while_it_listens_for_hints(
+    rqlite_cluster: RqliteCluster,
+) -> None:
+    """Its idle workers keep their busy poll: a hint may be lost, or its look read a stale node."""
+    opened = open_store(rqlite_cluster.url)
+    try:
+        assert wake_hints.hint_address(opened) is not None
+        assert not tells_of_changes(opened)
+    finally:
+        opened.close()

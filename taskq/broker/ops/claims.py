@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -21,6 +21,8 @@ from taskq.broker.ops.common import clock_tick, from_json, parent_result
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import ClaimedJob, Lease, ParentResult, PayloadKind
 from taskq.broker.stores.store import Consistency, Row, Statement
+
+T = TypeVar("T")
 
 
 class ClaimRequest(msgspec.Struct, frozen=True):
@@ -168,6 +170,13 @@ def job_claimable(queues: Sequence[str]) -> Op[bool]:
         Consistency.NONE,
     )
     return bool(rows and rows[0]["ready"])
+
+
+def job_claimable_then(queues: Sequence[str], claim: Op[T]) -> Op[T | None]:
+    """``claim``, if :func:`job_claimable` says it would find a job now; else None, unwritten."""
+    if not (yield from job_claimable(queues)):
+        return None
+    return (yield from claim)
 
 
 def job_backlog(queues: Sequence[str], labels: Sequence[str], *, limit: int) -> Op[int]:

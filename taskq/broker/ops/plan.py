@@ -13,6 +13,7 @@ import functools
 from collections.abc import Generator, Sequence
 from typing import Any, TypeAlias, TypeVar
 
+import anyio.to_thread
 import msgspec
 
 from taskq import errors
@@ -65,3 +66,13 @@ async def run_async(store: Store, op: Op[T]) -> T:
     return await drive_async(
         op, functools.partial(carry_out_async, store), thrown=errors.StoreError
     )
+
+
+async def run_in_thread(store: Store, op: Op[T]) -> T:
+    """Carry out ``op`` blocking, in a worker thread: one trip there for all its steps.
+
+    For a short plan on the embedded store, whose async calls are each such a
+    trip: :func:`run_async` makes one per step. Once started, the plan runs to
+    its end before a cancellation is seen.
+    """
+    return await anyio.to_thread.run_sync(run, store, op)

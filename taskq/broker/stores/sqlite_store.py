@@ -32,6 +32,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +41,7 @@ import anyio
 import anyio.to_thread
 
 from taskq import errors
+from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.stores.wal_watch import WalWatcher
 
@@ -87,6 +89,7 @@ class SqliteStore:
         # Not under ``_lock``: the event loop takes it, and must not wait for a statement.
         self._watcher_lock = threading.Lock()
         self._watcher: WalWatcher | None = None
+        self._turns: LookTurns | None = None
 
     @property
     def url(self) -> str:
@@ -224,6 +227,18 @@ class SqliteStore:
                     self._watcher = WalWatcher(self.path)
             return self._watcher
 
+    @property
+    def tells_of_changes(self) -> bool:
+        """Always: a wait ends on any commit (inotify, or polling ``data_version``)."""
+        return True
+
+    def look_turn(self) -> AbstractAsyncContextManager[None]:
+        """The turn of this store's idle workers to look for work (``look_turns``)."""
+        with self._watcher_lock:
+            if self._turns is None:
+                self._turns = LookTurns(self.path.parent)
+            return self._turns.turn()
+
     def nodes(self) -> list[NodeInfo]:
         return [
             NodeInfo(
@@ -263,6 +278,9 @@ class SqliteStore:
             self._conn.close()
             if self._watcher is not None:
                 self._watcher.close()
+        with self._watcher_lock:
+            if self._turns is not None:
+                self._turns.close()
 
     def _wrap(self, exc: sqlite3.Error, *, index: int, sql: str) -> errors.StoreError:
         """Translate a sqlite3 error into taskq's hierarchy, once, at this edge."""

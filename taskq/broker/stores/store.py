@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -138,3 +138,24 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """Awaitable form of :meth:`close`, for stores used from async code."""
         ...
+
+
+@runtime_checkable
+class ChangeTellingStore(Protocol):
+    """A store that can say whether its :meth:`Store.wait_for_change` hears of new jobs."""
+
+    @property
+    def tells_of_changes(self) -> bool:
+        """Whether a wait ends soon after every commit that queues a job, not only after a poll.
+
+        The embedded store sees every commit. A cluster does not say so: a
+        hint may be lost, and the look it prompts reads one node's copy,
+        which may not have the job yet, so its workers keep polling soon
+        after a claim.
+        """
+        ...
+
+
+def tells_of_changes(store: object) -> bool:
+    """Whether ``store``'s waits end on news of new jobs (see :class:`ChangeTellingStore`)."""
+    return isinstance(store, ChangeTellingStore) and store.tells_of_changes

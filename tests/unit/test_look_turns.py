@@ -1,0 +1,176 @@
+"""Idle workers of one embedded store looking in turn: one at a time, never stuck behind a turn.
+
+Two ``LookTurns`` on one folder hold separate descriptors, so they exclude
+each other as two worker processes would. Every wait is bounded: a turn that
+should come is given ten seconds, so a missed one fails rather than hangs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from taskq.broker.stores import look_turns
+from taskq.broker.stores.look_turns import LookTurns, look_turn_of
+from taskq.broker.stores.sqlite_store import SqliteStore
+
+_BOUND = 10.0
+
+
+def _run_uvloop(scenario: Callable[[], Awaitable[None]]) -> None:
+    # The worker's own loop is uvloop's.
+    anyio.run(scenario, backend_options={"use_uvloop": True})
+
+
+def test_a_second_look_waits_until_the_first_gives_the_turn_back(tmp_path: Path) -> None:
+    first, second = LookTurns(tmp_path), LookTurns(tmp_path)
+    order: list[str] = []
+
+    async def scenario() -> None:
+        holding = anyio.Event()
+        let_go = anyio.Event()
+
+        async def hold() -> None:
+            async with first.turn():
+                order.append("first in")
+                holding.set()
+                await let_go.wait()
+                order.append("first out")
+
+        async def look() -> None:
+            await holding.wait()
+            async with second.turn():
+                order.append("second in")
+
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(hold)
+                tasks.start_soon(look)
+                await holding.wait()
+                # The second look has tried and is waiting: it has not come in.
+                await anyio.sleep(0.02)
+                assert order == ["first in"]
+                let_go.set()
+
+    try:
+        _run_uvloop(scenario)
+    finally:
+        first.close()
+        second.close()
+    assert order == ["first in", "first out", "second in"]
+
+
+def test_a_turn_held_too_long_is_looked_past(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder frozen with the turn delays the others' looks, and no more than the bound."""
+    monkeypatch.setattr(look_turns, "_LONGEST_WAIT_SECONDS", 0.05)
+    frozen, other = LookTurns(tmp_path), LookTurns(tmp_path)
+    looked = False
+
+    async def scenario() -> None:
+        nonlocal looked
+        async with frozen.turn():
+            with anyio.fail_after(_BOUND):
+                async with other.turn():
+                    looked = True
+
+    try:
+        _run_uvloop(scenario)
+    finally:
+        frozen.close()
+        other.close()
+    assert looked
+
+
+def test_the_turn_is_taken_again_after_each_look(tmp_path: Path) -> None:
+    one, two = LookTurns(tmp_path), LookTurns(tmp_path)
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            for _ in range(3):
+                async with one.turn():
+                    pass
+                async with two.turn():
+                    pass
+
+    try:
+        _run_uvloop(scenario)
+    finally:
+        one.close()
+        two.close()
+
+
+def test_without_flock_a_look_goes_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    turns = LookTurns(tmp_path)
+    looked = False
+
+    async def scenario() -> None:
+        nonlocal looked
+        with anyio.fail_after(_BOUND):
+            async with turns.turn():
+                looked = True
+
+    try:
+        _run_uvloop(scenario)
+    finally:
+        turns.close()
+    assert looked
+
+
+def test_a_folder_that_cannot_be_opened_takes_no_turns(tmp_path: Path) -> None:
+    turns = LookTurns(tmp_path / "gone")
+    looked = False
+
+    async def scenario() -> None:
+        nonlocal looked
+        with anyio.fail_after(_BOUND):
+            async with turns.turn():
+                looked = True
+
+    _run_uvloop(scenario)
+    turns.close()
+    assert looked
+
+
+def test_the_embedded_store_takes_turns_and_other_stores_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the other process's giving the turn back lets the store's look in.
+    monkeypatch.setattr(look_turns, "_LONGEST_WAIT_SECONDS", _BOUND)
+    store = SqliteStore(tmp_path / "jobs.db")
+    other_process = LookTurns(tmp_path)
+    order: list[str] = []
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            async with look_turn_of(object()):
+                order.append("a store without turns looks at once")
+            async with anyio.create_task_group() as tasks, other_process.turn():
+
+                async def look() -> None:
+                    async with look_turn_of(store):
+                        order.append("the store's look")
+
+                tasks.start_soon(look)
+                await anyio.sleep(0.02)
+                order.append("the other process's look")
+
+    try:
+        _run_uvloop(scenario)
+    finally:
+        store.close()
+        other_process.close()
+    assert order == [
+        "a store without turns looks at once",
+        "the other process's look",
+        "the store's look",
+    ]
