@@ -26,6 +26,27 @@ def _run_uvloop(scenario: Callable[[], Awaitable[None]]) -> None:
     anyio.run(scenario, backend_options={"use_uvloop": True})
 
 
+def _looks(turns: LookTurns, *, while_held_by: LookTurns | None = None) -> bool:
+    """Whether a look with ``turns`` gets in within the bound, while another holds its turn."""
+    looked = False
+
+    async def look() -> None:
+        nonlocal looked
+        with anyio.fail_after(_BOUND):
+            async with turns.turn():
+                looked = True
+
+    async def scenario() -> None:
+        if while_held_by is None:
+            await look()
+            return
+        async with while_held_by.turn():
+            await look()
+
+    _run_uvloop(scenario)
+    return looked
+
+
 def test_a_second_look_waits_until_the_first_gives_the_turn_back(tmp_path: Path) -> None:
     first, second = LookTurns(tmp_path), LookTurns(tmp_path)
     order: list[str] = []
@@ -70,21 +91,11 @@ def test_a_turn_held_too_long_is_looked_past(
     """A holder frozen with the turn delays the others' looks, and no more than the bound."""
     monkeypatch.setattr(look_turns, "_LONGEST_WAIT_SECONDS", 0.05)
     frozen, other = LookTurns(tmp_path), LookTurns(tmp_path)
-    looked = False
-
-    async def scenario() -> None:
-        nonlocal looked
-        async with frozen.turn():
-            with anyio.fail_after(_BOUND):
-                async with other.turn():
-                    looked = True
-
     try:
-        _run_uvloop(scenario)
+        assert _looks(other, while_held_by=frozen)
     finally:
         frozen.close()
         other.close()
-    assert looked
 
 
 def test_the_turn_is_taken_again_after_each_look(tmp_path: Path) -> None:
@@ -111,34 +122,18 @@ def test_without_flock_a_look_goes_ahead(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(fcntl, "flock", no_flock)
     turns = LookTurns(tmp_path)
-    looked = False
-
-    async def scenario() -> None:
-        nonlocal looked
-        with anyio.fail_after(_BOUND):
-            async with turns.turn():
-                looked = True
-
     try:
-        _run_uvloop(scenario)
+        assert _looks(turns)
     finally:
         turns.close()
-    assert looked
 
 
 def test_a_folder_that_cannot_be_opened_takes_no_turns(tmp_path: Path) -> None:
     turns = LookTurns(tmp_path / "gone")
-    looked = False
-
-    async def scenario() -> None:
-        nonlocal looked
-        with anyio.fail_after(_BOUND):
-            async with turns.turn():
-                looked = True
-
-    _run_uvloop(scenario)
-    turns.close()
-    assert looked
+    try:
+        assert _looks(turns)
+    finally:
+        turns.close()
 
 
 def test_the_embedded_store_takes_turns_and_other_stores_do_not(
