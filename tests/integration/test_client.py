@@ -30,9 +30,11 @@ from taskq.broker.records import AttemptEnded, JobState, OutputText
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
-from tests.support.rqlite_cluster import RqliteCluster
+from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
-BACKENDS = ["sqlite", pytest.param("rqlite", marks=pytest.mark.rqlite), "http"]
+BACKENDS = [*STORE_KINDS, "http"]
+# For the tests of a client on a store of its own, which the HTTP client is not.
+ON_A_STORE = pytest.mark.parametrize("backend", STORE_KINDS, indirect=True)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -76,12 +78,6 @@ def client(connect: Callable[..., taskq.Client]) -> Iterator[taskq.Client]:
     yield made
     if made.http is not None:
         made.close()  # a store's client leaves the store to its fixture
-
-
-def needs_the_store(client: taskq.Client, why: str) -> None:
-    """Skip over HTTP, saying what the HTTP client cannot do."""
-    if client.http is not None:
-        pytest.skip(f"over HTTP: {why}")
 
 
 @pytest.fixture
@@ -238,8 +234,8 @@ def test_a_workflow_runs_parents_first_and_is_waited_for(
     ]
 
 
+@ON_A_STORE  # a second client with a payload limit of its own, on the same store
 def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) -> None:
-    needs_the_store(client, "a client on the server's store, with a payload limit of its own")
     client.validate_spec(taskq.call_spec("m:f", queue=queue))
     with pytest.raises(errors.InvalidJob, match="priority"):
         client.validate_spec(taskq.call_spec("m:f", queue=queue, priority=2**40))
@@ -353,11 +349,10 @@ def test_output_follows_a_job_that_prints_then_ends(
     assert anyio.run(read_async) == stored  # last: leaving it closes a store's client
 
 
+@ON_A_STORE  # the caller's clock against the store's: over HTTP the caller is the server
 def test_a_callers_clock_an_hour_off_changes_no_lease(
-    backend: str, store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
+    store: Store, queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend == "http":
-        pytest.skip("over HTTP: the store's clock is the server's store's, as on sqlite")
     real_time = time.time
     monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
     plan.run(store, job_enqueue([taskq.call_spec("m:f", queue=queue)]))
