@@ -45,7 +45,8 @@ ports (and kills by pid when done), it measures:
    ``PoolSandbox.run`` / ``Sandbox.run`` with no store;
 9. the first result after launch: 2 workers with default settings started
    onto a queued backlog, as the peers' harness starts them, a few times
-   (:mod:`bench.first_result`).
+   (:mod:`bench.first_result`); on SQLite, beside it, the same launch of 2
+   bare Python workers in taskq's shape (:mod:`bench.first_result_floor`).
 
 Each store's phases are in :mod:`bench.measure`; this module holds the
 options, the table and the profile mode.
@@ -171,6 +172,8 @@ ROWS: list[tuple[str, str]] = [
     ("ratio.bulk_vs_raw", "bulk enqueue / raw insert"),
     ("ratio.bulk_vs_jobs_table", "bulk enqueue / raw jobs-table insert"),
     ("start.first_result", "first result after launch, 2 workers"),
+    ("raw.first_result_floor", "  the same with bare Python workers"),
+    ("ratio.first_result_vs_floor", "  first result / its floor"),
     ("drain.broker_only", "drain, broker only (no worker)"),
     ("drain.pool", "drain, pool (first claim -> last)"),
     ("drain.pool_from_start", "drain, pool (from workers' start)"),

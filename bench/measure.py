@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import claim_latency, end_to_end, pickup_floor
+from bench import claim_latency, end_to_end, first_result_floor, pickup_floor
 from bench.common import (
     Result,
     cpu_breakdown,
@@ -125,7 +125,9 @@ def bench_store(
                 "broker bulk enqueue / raw insert into taskq's jobs table",
             )
             _broker_only(client, name, sizes, concurrency, add)
-            _first_result(store, client, root, sizes, add)
+            first_result = _first_result(store, client, root, sizes, add)
+            if name == "sqlite":
+                _first_result_floor(root / "first-result-floor", sizes, first_result, add)
             _pool_phase(store, client, root, name, sizes, concurrency, steady_rate, first_id, add)
             drained = next(r for r in results if r.key == "drain.pool").value or math.nan
             add("ratio.drain_vs_raw", drained / raw, "ratio", "pool drain / raw insert")
@@ -340,12 +342,12 @@ def _broker_only(
 
 def _first_result(
     store: BenchStore, client: Client, root: Path, sizes: Sizes, add: Callable[..., Result]
-) -> None:
+) -> Result:
     launches = sizes.first_result_launches
     say(f"first result after launch: {launches} launches of {WORKERS} default workers")
     directory = root / f"{store.name}-first-result"
     found = first_result_after_launch(store, client, directory, launches=launches)
-    add(
+    return add(
         "start.first_result",
         found["p50_ms"],
         "ms",
@@ -354,6 +356,30 @@ def _first_result(
         f"max {found['max_ms']:.0f} ms (the workers' start-up, as the peers' harness sees it; "
         "an editable install's import hook adds some milliseconds to every Python started)",
         **found,
+    )
+
+
+def _first_result_floor(
+    directory: Path, sizes: Sizes, first_result: Result, add: Callable[..., Result]
+) -> Result:
+    launches = sizes.first_result_launches
+    say(f"first result's floor: {launches} launches of {WORKERS} bare workers")
+    found = first_result_floor.first_result_floor(directory, launches=launches)
+    add(
+        "raw.first_result_floor",
+        found["p50_ms"],
+        "ms",
+        f"median of {launches} launches of {WORKERS} bare Python workers in taskq's shape: "
+        "each imports msgspec, asyncio and sqlite3, starts a fresh interpreter that imports "
+        "msgspec, claims a row and commits its result (bench/first_result_floor.py): "
+        f"min {found['min_ms']:.0f} max {found['max_ms']:.0f} ms",
+        **found,
+    )
+    return add(
+        "ratio.first_result_vs_floor",
+        (first_result.value or math.nan) / found["p50_ms"],
+        "ratio",
+        "first result after launch / the same shape with bare Python",
     )
 
 
