@@ -80,7 +80,7 @@ def check_backup(store: Store, name: str) -> StoreSummary:
             f"table (it holds {_listed(found)})"
         )
     summary = summarize(store)
-    newest = len(migrations.load_migrations())
+    newest = migrations.newest_version()
     if summary.schema_version > newest:
         raise errors.BackupInvalid(
             f"{name} has schema version {summary.schema_version}, newer than this taskq "

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from taskq import errors
 from taskq.broker.ops import queries
@@ -54,11 +56,20 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
 
+def _migration_files() -> Iterator[Traversable]:
+    return (resources.files("taskq.broker.ops") / "sql" / "migrations").iterdir()
+
+
+def newest_version() -> int:
+    """The version of the newest migration shipped with this taskq, from the files' names alone."""
+    names = (_FILE_NAME.match(entry.name) for entry in _migration_files())
+    return max((int(match.group(1)) for match in names if match), default=0)
+
+
 def load_migrations() -> list[Migration]:
     """Every migration shipped with this taskq, in version order."""
-    folder = resources.files("taskq.broker.ops") / "sql" / "migrations"
     found: list[Migration] = []
-    for entry in folder.iterdir():
+    for entry in _migration_files():
         match = _FILE_NAME.match(entry.name)
         if not match:
             continue
@@ -93,15 +104,22 @@ def applied_versions(
     return {int(row["version"]) for row in rows}
 
 
-def check(store: Store) -> None:
-    """Raise :class:`taskq.errors.SchemaBehind` unless ``store`` is up to date; write nothing."""
-    newest = len(load_migrations())
+def _versions_if_any(
+    store: Store, *, consistency: Consistency = Consistency.LINEARIZABLE
+) -> set[int]:
+    """The versions applied to ``store``; none if it has no versions' table yet."""
     try:
-        done = applied_versions(store, consistency=Consistency.WEAK)
+        return applied_versions(store, consistency=consistency)
     except errors.StatementError as exc:
         if "no such table" not in str(exc):
             raise
-        done = set()  # nothing was ever written to this store
+        return set()  # nothing was ever written to this store
+
+
+def check(store: Store) -> None:
+    """Raise :class:`taskq.errors.SchemaBehind` unless ``store`` is up to date; write nothing."""
+    newest = newest_version()
+    done = _versions_if_any(store, consistency=Consistency.WEAK)
     if not done:
         raise errors.SchemaBehind(
             f"{store.url} holds no taskq data yet: a command that only reads does not set it "
@@ -129,6 +147,14 @@ def migrate(store: Store) -> list[int]:
     Safe to call from many processes at once: each migration is applied by
     exactly one of them, and the others see it as already applied.
     """
+    # Up to date, as a store is at almost every start of a worker or a client:
+    # one read, and no migration's file read and parsed, nor a write (on rqlite
+    # a Raft round) to make sure the versions' table exists.
+    newest = newest_version()
+    done = _versions_if_any(store)
+    _refuse_newer(store, done, newest)
+    if done.issuperset(range(1, newest + 1)):
+        return []
     migrations = load_migrations()
     store.execute([Statement(queries.query("migration_table_create"))], idempotent=True)
     done = applied_versions(store)
