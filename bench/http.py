@@ -11,7 +11,11 @@ starts one real ``taskq serve`` (uvicorn, one process) and measures jobs/s of:
    and the latency of a finished job's result (``wait``), p50 in ms, against
    the same on the store;
 4. the floor under any request, ``GET /healthz`` on one connection (p50 ms),
-   and ``POST /jobs`` one per request against ``Client.submit`` (a ratio).
+   and ``POST /jobs`` one per request against ``Client.submit`` (a ratio);
+5. the server's own share: its CPU per ``POST /jobs`` (the store write
+   included), and the floor and ``POST /jobs`` again from ``http.client`` (the
+   standard library), whose requests cost a fraction of httpx's, so what
+   remains of the floor is the server's.
 
 Each HTTP request carries a bearer token, so the server checks it and names
 the submitter, as in production. Every job lands in a queue no worker
@@ -24,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import http.client
+import json
 import math
 import sys
 import tempfile
@@ -31,10 +37,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
-from bench.common import Result, percentile, say
+from bench.common import Result, percentile, process_cpu, say
 from bench.stores import open_bench_store
 from taskq.broker.client.client import Client, call_spec
 from taskq.dev.server import running_server, token_of, write_server_config
@@ -53,8 +60,15 @@ def _posted(answer: httpx.Response) -> None:
         raise RuntimeError(f"POST /jobs answered {answer.status_code}: {answer.text}")
 
 
+def _bare_answer(connection: http.client.HTTPConnection, expected: int) -> None:
+    answer = connection.getresponse()
+    text = answer.read()
+    if answer.status != expected:
+        raise RuntimeError(f"answered {answer.status}: {text!r}")
+
+
 def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int) -> list[Result]:
-    """The six rates on one fresh store of kind ``store_name``."""
+    """The rates, the floor and the ratio on one fresh store of kind ``store_name``."""
     results: list[Result] = []
 
     def add(key: str, rate: float, note: str) -> None:
@@ -139,7 +153,9 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             _rate(jobs, client_batched),
             f"{jobs:,} jobs, submit_many of {batch:,}",
         )
+        server_cpu = process_cpu(server.process.pid)
         add("submit.http_single", _rate(jobs, http_single), f"{jobs:,} POST /jobs, one connection")
+        server_cpu = process_cpu(server.process.pid) - server_cpu
         add(
             "submit.http_single_concurrent",
             _rate(jobs, http_concurrent),
@@ -180,6 +196,17 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             f"{store_name} request floor {floor:.2f} ms p50; "
             f"POST /jobs / Client.submit {ratio:.2f}x"
         )
+        results.append(
+            Result(
+                store_name,
+                "server.cpu_per_post_us",
+                server_cpu / jobs * 1e6,
+                "us",
+                "taskq serve's CPU (all threads) per POST /jobs on one connection, "
+                "the store write included",
+            )
+        )
+        results += _bare_measures(store_name, server.url, jobs)
         finished = client.submit(TARGET, queue="bench-ended", unchecked=True)
         client.cancel(finished.id)
         for key, who in (("result.client_ms", client), ("result.http_client_ms", remote)):
@@ -187,6 +214,49 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             results.append(Result(store_name, key, latency, "ms", "p50 of 200 waits"))
             say(f"{store_name} {key}: {latency:.2f} ms p50")
     return results
+
+
+def _bare_measures(store_name: str, url: str, jobs: int) -> list[Result]:
+    """The floor and POST /jobs from ``http.client``, one kept-alive connection."""
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname or "", address.port)
+    headers = {
+        "Authorization": f"Bearer {token_of('bench')}",
+        "Content-Type": "application/json",
+    }
+
+    def healthz() -> None:
+        connection.request("GET", "/healthz")
+        _bare_answer(connection, 200)
+
+    def post_single() -> None:
+        for n in range(jobs):
+            body = {"target": TARGET, "args": [n], "queue": "bench-bare", "unchecked": True}
+            connection.request("POST", "/jobs", json.dumps(body).encode(), headers)
+            _bare_answer(connection, 201)
+
+    try:
+        floor = _p50_ms(healthz, jobs)
+        rate = _rate(jobs, post_single)
+    finally:
+        connection.close()
+    say(f"{store_name} http.client: floor {floor:.2f} ms p50, POST /jobs {rate:,.0f} jobs/s")
+    return [
+        Result(
+            store_name,
+            "request.floor_bare_ms",
+            floor,
+            "ms",
+            "GET /healthz p50, one connection, from http.client",
+        ),
+        Result(
+            store_name,
+            "submit.http_single_bare",
+            rate,
+            "jobs/s",
+            f"{jobs:,} POST /jobs, one connection, from http.client",
+        ),
+    ]
 
 
 def _answered(answer: httpx.Response) -> None:
