@@ -67,6 +67,9 @@ class ServerSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tls_cert: str | None = None
     tls_key: str | None = None
     tokens: list[TokenSection] = []
+    # A line per request on stderr: off by default, since writing it was a
+    # tenth of the server's CPU for a POST /jobs; errors are logged either way.
+    access_log: bool = False
 
 
 class QueueSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

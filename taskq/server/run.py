@@ -66,9 +66,7 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
         ssl_certfile=settings.tls_cert,
         ssl_keyfile=settings.tls_key,
         log_level="info",
-        # A line per request was a tenth of the server's CPU for a POST /jobs (a log
-        # record, its formatting, a write); an exception is logged all the same.
-        access_log=False,
+        access_log=settings.access_log,
         # A proxy's idle timeout is usually longer than a long-polled result.
         timeout_keep_alive=75,
         server_header=False,

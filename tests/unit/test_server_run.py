@@ -13,12 +13,14 @@ from taskq.config import ServerSection, TokenSection
 from taskq.server import run
 
 
-def _uvicorn_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """What ``serve`` hands ``uvicorn.run``, which is not run."""
+def _uvicorn_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **server: Any
+) -> dict[str, Any]:
+    """What ``serve`` hands ``uvicorn.run``, which is not run, for a ``[server]`` of ``server``."""
     ran: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **settings: ran.update(settings))
     tokens = [TokenSection(name="ops", scopes=["admin"], token="ops-token")]
-    settings = ServerSection(listen="127.0.0.1:0", tokens=tokens)
+    settings = ServerSection(listen="127.0.0.1:0", tokens=tokens, **server)
     run.serve(f"sqlite://{tmp_path / 'taskq.db'}", settings)
     return ran
 
@@ -35,3 +37,9 @@ def test_uvicorn_parses_http_with_httptools(
 
 def test_serve_writes_no_line_per_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _uvicorn_settings(tmp_path, monkeypatch)["access_log"] is False
+
+
+def test_access_log_setting_turns_the_lines_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _uvicorn_settings(tmp_path, monkeypatch, access_log=True)["access_log"] is True
