@@ -46,7 +46,11 @@ ports (and kills by pid when done), it measures:
 9. the first result after launch: 2 workers with default settings started
    onto a queued backlog, as the peers' harness starts them, a few times
    (:mod:`bench.first_result`); on SQLite, beside it, the same launch of 2
-   bare Python workers in taskq's shape (:mod:`bench.first_result_floor`).
+   bare Python workers in taskq's shape (:mod:`bench.first_result_floor`);
+10. submitting over HTTP on a fresh store of its own: ``POST /jobs`` on one
+   connection beside ``Client.submit``, the request's floor (``GET
+   /healthz``) and the server's CPU per request (:mod:`bench.http`, its
+   rows named ``http.*``).
 
 Each store's phases are in :mod:`bench.measure`; this module holds the
 options, the table and the profile mode.
@@ -122,6 +126,8 @@ TARGETS: dict[tuple[str, str], str] = {
     ("claim.ratio", "sqlite"): "<= 1.3",
     # Issue 44: no later than Huey's in the peers' harness (0.21-0.24 s there).
     ("start.first_result", "sqlite"): "<= Huey (~210 ms)",
+    ("http.ratio.http_vs_client_single", "sqlite"): ">= 0.8",
+    ("http.ratio.http_vs_client_single", "rqlite"): ">= 0.8",
 }
 
 
@@ -197,6 +203,12 @@ ROWS: list[tuple[str, str]] = [
     ("claim.p50@large", "claim of 8, p50, large backlog"),
     ("claim.ratio", "claim p50 large / 1,000"),
     ("claim.fill", "fill of the large backlog"),
+    ("http.submit.client_single", "Client.submit beside taskq serve"),
+    ("http.submit.http_single", "POST /jobs, one connection"),
+    ("http.ratio.http_vs_client_single", "  POST /jobs / Client.submit"),
+    ("http.request.floor_ms", "  GET /healthz p50 (httpx)"),
+    ("http.request.floor_bare_ms", "  GET /healthz p50 (http.client)"),
+    ("http.server.cpu_per_post_us", "  server CPU per POST /jobs"),
     ("sandbox.pool", "sandbox, pool, per job"),
     ("sandbox.pool_recycled", "sandbox, pool recycled /200, per job"),
     ("sandbox.process", "sandbox, process, per job"),

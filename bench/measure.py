@@ -13,11 +13,12 @@ import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from bench import claim_latency, end_to_end, first_result_floor, pickup_floor
+from bench import http as http_submits
 from bench.common import (
     Result,
     cpu_breakdown,
@@ -86,6 +87,7 @@ class Sizes:
             "rqlite": [1_000, 5_000] if quick else [1_000, 100_000],
         }
         self.first_result_launches = 3 if quick else 5
+        self.http_jobs = 300 if quick else 1_000
         self.sandbox_pool = 200 if quick else 2_000
         self.sandbox_process = 10 if quick else 100
 
@@ -145,7 +147,17 @@ def bench_store(
             client.close()
         # Claims last: the huge backlog must not slow the other measurements.
         details["claims"] = _claims(store, root, name, sizes, add)
+    # On a fresh store of its own, with this one stopped.
+    results += _over_http(name, root / f"{name}-http", sizes)
     return results, details
+
+
+def _over_http(name: str, root: Path, sizes: Sizes) -> list[Result]:
+    """``POST /jobs`` beside ``Client.submit`` through one ``taskq serve`` (``bench.http``)."""
+    say(f"over HTTP: {sizes.http_jobs:,} jobs each way through taskq serve")
+    root.mkdir(parents=True, exist_ok=True)
+    found = http_submits.measure(name, root, sizes.http_jobs, batch=500, connections=8)
+    return [replace(result, key=f"http.{result.key}") for result in found]
 
 
 def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
