@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
@@ -43,6 +42,8 @@ def slots(count: int, most: int | None) -> str:
 
 def compact_json(value: Any) -> str:
     """JSON on one line, as short as it gets."""
+    import json  # Imported here, not with the module: a worker's start has no use for it
+
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 

@@ -13,7 +13,6 @@ name among its bases, so ``ConnectionResetError`` is retried too.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -148,6 +147,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             wait = min(self.cap, self.base * self.factor ** max(0, attempt - 1))
         except OverflowError:  # long past any cap
             wait = self.cap
+        import random  # Imported here, not with the module: only a failed attempt is delayed
+
         return max(0.0, wait * (1.0 + random.uniform(-self.jitter, self.jitter)))
 
     def retries(self, lineage: Iterable[str]) -> bool:

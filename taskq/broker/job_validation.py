@@ -22,7 +22,6 @@ past a 64-bit integer is more than SQLite or setrlimit hold.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import reprlib
@@ -196,6 +195,10 @@ def fingerprint(spec: JobSpec) -> str:
         request["after"] = list(spec.after)
     if spec.run_anyway:
         request["run_anyway"] = True
+    # Imported here, not with the module: hashlib loads OpenSSL (3 ms), and only
+    # a job with an idempotency key is fingerprinted.
+    import hashlib
+
     return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
 
 
@@ -210,6 +213,8 @@ def workflow_fingerprint(submission: WorkflowSubmission) -> str:
         "jobs": [fingerprint(spec) for spec in submission.jobs],
         "parents": [list(positions) for positions in submission.parents],
     }
+    import hashlib  # as in fingerprint
+
     return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
 
 

@@ -15,13 +15,18 @@ import enum
 import math
 import re
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING
 
-import cronsim
 import msgspec
 
 from taskq import errors
 from taskq.bounds import Bounds, Text
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+# cronsim and zoneinfo (about 4 ms of imports) are imported where a timing is
+# computed: a worker or a command that meets no schedule never needs them.
 
 SKIP_GRACE_SECONDS = 60.0
 NAME = Text(1, 100, r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
@@ -48,6 +53,8 @@ class Timing(msgspec.Struct, frozen=True):
     anchor: float  # the creation time; intervals count from it
 
     def zone(self) -> ZoneInfo:
+        from zoneinfo import ZoneInfo
+
         return ZoneInfo(self.timezone)
 
 
@@ -76,6 +83,10 @@ def validate_timing(
     """A checked :class:`Timing`; a bad expression or zone is a ConfigError naming it."""
     if (cron is None) == (every_seconds is None):
         raise errors.ConfigError("a schedule needs exactly one of a cron expression or an interval")
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    import cronsim
+
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
@@ -100,6 +111,8 @@ def next_tick(timing: Timing, after: float) -> float:
         steps = math.floor((after - timing.anchor) / timing.every_seconds) + 1
         return timing.anchor + max(steps, 0) * timing.every_seconds
     assert timing.cron is not None
+    import cronsim
+
     start = datetime.fromtimestamp(after, timing.zone())
     return next(iter(cronsim.CronSim(timing.cron, start))).timestamp()
 
@@ -112,6 +125,8 @@ def latest_tick(timing: Timing, at_or_before: float) -> float | None:
         steps = math.floor((at_or_before - timing.anchor) / timing.every_seconds)
         return timing.anchor + steps * timing.every_seconds
     assert timing.cron is not None
+    import cronsim
+
     # cronsim walks strictly before its start: start a second late, then
     # step back over a tick that falls in that second.
     start = datetime.fromtimestamp(at_or_before, timing.zone()) + timedelta(seconds=1)
@@ -146,6 +161,8 @@ def due(timing: Timing, next_fire_at: float, catch_up: CatchUp, now: float) -> D
 def describe(timing: Timing) -> str:
     """A short human description for listings."""
     if timing.cron is not None:
+        import cronsim
+
         try:
             text = cronsim.CronSim(timing.cron, datetime.now(UTC)).explain()
         except (cronsim.CronSimError, ValueError, KeyError):

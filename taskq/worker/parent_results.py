@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 
 import anyio.to_thread
 import msgspec
@@ -33,6 +32,11 @@ class ParentsFile:
     """A new file of a job's parents' outcomes, written a page at a time, in declared order."""
 
     def __init__(self, job_id: int) -> None:
+        # Imported here, not with the module: tempfile is 2-3 ms of a worker's
+        # start (random, shutil and the compression modules), and only a job
+        # that reads its parents' results needs a file.
+        import tempfile
+
         descriptor, self.path = tempfile.mkstemp(prefix=f"taskq-parents-{job_id}-", suffix=".jsonl")
         self._file = os.fdopen(descriptor, "wb")
         self.after_position = -1

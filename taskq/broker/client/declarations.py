@@ -17,7 +17,6 @@ written; a schedule's job is resolved when the schedule is added.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -147,6 +146,8 @@ def unknown_name(
 
     ``opt_out``: how the caller submits it anyway (by default, every client's way).
     """
+    import difflib  # Imported here, not with the module: only a refusal needs it
+
     # Names share their module's prefix, which alone makes them 60% alike: ask for more.
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""

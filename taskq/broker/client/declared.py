@@ -23,7 +23,6 @@ so it must be defined at the top of a module the worker is given.
 from __future__ import annotations
 
 import atexit
-import difflib
 import functools
 import inspect
 import os
@@ -152,6 +151,8 @@ def job(
 def _check_options(options: Mapping[str, Any], where: str) -> None:
     """Refuse unknown option names, and values the broker would refuse, at once."""
     for name in sorted(set(options) - JOB_OPTIONS):
+        import difflib  # Imported here, not with the module: only a refusal needs it
+
         close = difflib.get_close_matches(name, JOB_OPTIONS, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise errors.InvalidJob(

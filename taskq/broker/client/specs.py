@@ -6,7 +6,6 @@ API build jobs here; :mod:`taskq.broker.client.client_base` submits them.
 
 from __future__ import annotations
 
-import getpass
 import inspect
 import re
 import socket
@@ -25,6 +24,8 @@ from taskq.retry import RetryPolicy, parse_retry
 
 def default_submitter() -> str:
     """``user@host`` of this process: who submitted a job, unless a client says otherwise."""
+    import getpass  # Imported here, not with the module: a worker never asks (it loads termios)
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):

@@ -11,7 +11,6 @@ table's to say. A submit by name takes its defaults from the version
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,6 +80,10 @@ class Declaration(msgspec.Struct, frozen=True):
 
     def fingerprint(self) -> str:
         """What tells this version from another declaration of the same name."""
+        # Imported here, not with the module: hashlib loads OpenSSL (3 ms), and
+        # a worker that declares nothing never takes a fingerprint.
+        import hashlib
+
         return hashlib.sha256(self.encoded()).hexdigest()[:16]
 
 

@@ -11,8 +11,7 @@ import enum
 import functools
 import json
 import math
-import random
-import secrets
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,6 +136,8 @@ class Backoff(msgspec.Struct, frozen=True):
     jitter: float = 0.25
 
     def factor(self) -> float:
+        import random  # Imported here, not with the module: a worker's start has no use for it
+
         return 1.0 + random.uniform(-self.jitter, self.jitter)
 
 
@@ -364,7 +365,7 @@ def job_report_claim(
             # An end settles the jobs waiting on it (dependencies.settle_statements).
             batch += [*reporting, *dependencies.settle_statements()]
             release_at = len(batch) - 1
-        claim_token = secrets.token_hex(8)
+        claim_token = os.urandom(8).hex()  # as secrets.token_hex, without its import
         claim_at = len(batch)
         if claim is not None:
             batch += claims.claim_statements(claim, claim_token)

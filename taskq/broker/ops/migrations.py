@@ -17,8 +17,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import resources
-from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from taskq import errors
 from taskq.broker.ops import queries
@@ -56,8 +55,8 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
 
-def _migration_files() -> Iterator[Traversable]:
-    return (resources.files("taskq.broker.ops") / "sql" / "migrations").iterdir()
+def _migration_files() -> Iterator[Path]:
+    return (queries.SQL_FOLDER / "migrations").iterdir()
 
 
 def newest_version() -> int:
