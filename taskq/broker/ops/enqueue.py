@@ -243,8 +243,9 @@ def jobs_write(
     """Write the checked ``rows`` in one request, spending their submitters' rates.
 
     The request is the clock's tick, ``before``, the rate spends, the jobs'
-    INSERT (:func:`job_insert_sql`, ``in_workflow`` with ``workflow_key``),
-    then ``after``. A submitter over its rate is
+    INSERT (``job_insert_one`` for a lone job on its own, else
+    :func:`job_insert_sql`, ``in_workflow`` with ``workflow_key``), then
+    ``after``. A submitter over its rate is
     :class:`taskq.errors.RateLimited`, a key stored with another request
     :class:`taskq.errors.IdempotencyConflict`; a constraint that ``before``
     or ``after`` broke is raised as it is, its index counting from the tick
