@@ -6,6 +6,7 @@ by the statement itself.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -22,7 +23,7 @@ from taskq.broker.ops.leases import job_progress
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.queues import job_counts, queue_set_defaults
 from taskq.broker.records import JobState
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.retry import RetryPolicy
 from tests.support.reports import failed, released, report_one
 
@@ -116,6 +117,62 @@ def test_queue_defaults_fill_in_what_a_job_leaves_out(store: Store, queue: str) 
     assert job.retry["retry_on"] == ["OSError"]
     job = _run(store, job_get(explicit))
     assert (job.max_attempts, job.timeout, job.retry["base"]) == (2, 5.0, 1.0)
+
+
+def test_a_job_submitted_alone_is_stored_as_in_a_batch(store: Store, queue: str) -> None:
+    """One job's INSERT (its fields as parameters) writes the row the batch INSERT writes.
+
+    Every column but the id and the key, with the queue's defaults to fill in
+    or merge, and every field a job may set.
+    """
+    _run(
+        store,
+        queue_set_defaults(
+            queue, max_attempts=7, limits={"memory_bytes": "256MiB"}, retry=RetryPolicy(base=30.0)
+        ),
+    )
+    specs = [
+        call_spec("m:f", [1, "x"], {"k": [0.5]}, queue=queue, delay=5.5, submitter="me"),
+        call_spec(
+            "m:f",
+            queue=queue,
+            run_at=T0 + 50,
+            priority=3,
+            labels=["gpu", "big"],
+            limits={"wall_seconds": 9},
+            max_attempts=2,
+            timeout=5,
+            retry=RetryPolicy(base=1.5, retry_on=(OSError,)),
+        ),
+        call_spec("m:f", queue=f"{queue}-bare", timeout=2.25),
+    ]
+    prefix = uuid.uuid4().hex
+    alone = [
+        _run(
+            store,
+            job_enqueue(
+                [msgspec.structs.replace(spec, idempotency_key=f"{prefix}-alone-{at}")], now=T0
+            ),
+        )[0]
+        for at, spec in enumerate(specs)
+    ]
+    batch = [
+        msgspec.structs.replace(spec, idempotency_key=f"{prefix}-batch-{at}")
+        for at, spec in enumerate(specs)
+    ]
+    together = _run(store, job_enqueue(batch, now=T0))
+    assert _stored(store, alone) == _stored(store, together)
+
+
+def _stored(store: Store, ids: list[int]) -> list[dict[str, Any]]:
+    rows = store.query(
+        Statement(
+            "SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id",
+            {"ids": json.dumps(ids)},
+        ),
+        consistency=Consistency.LINEARIZABLE,
+    )
+    return [{k: v for k, v in row.items() if k not in {"id", "idempotency_key"}} for row in rows]
 
 
 def test_bad_queue_defaults_are_refused_and_nothing_is_written(store: Store, queue: str) -> None:

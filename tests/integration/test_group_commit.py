@@ -43,10 +43,11 @@ class GatedStore(DelegatingStore):
         inserts = [s for s in statements if s.sql.lstrip().startswith("INSERT INTO jobs")]
         if not inserts:
             return
-        # One job comes as "spec", several as "specs" (taskq/broker/ops/enqueue.py).
+        # One job on its own comes as its fields, one with parents as "spec", several as
+        # "specs" (taskq/broker/ops/enqueue.py).
         params = inserts[0].params
         specs = params.get("specs", params.get("spec"))
-        self.enqueue_writes.append(str(specs).count('"queue"'))
+        self.enqueue_writes.append(1 if "queue" in params else str(specs).count('"queue"'))
         if len(self.enqueue_writes) == 1:
             self.entered.set()
             assert self._gate.wait(WAIT_SECONDS), "the gate was never opened"

