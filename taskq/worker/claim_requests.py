@@ -109,15 +109,18 @@ class ClaimRequests:
         await self._hold(answer, sent_at)
         return answer.fenced, len(answer.claimed)
 
-    async def claim_if_claimable(self, free: int, sent_at: float) -> int:
+    async def claim_if_claimable(self, free: int, sent_at: float, *, fresh: bool = False) -> int:
         """Claim up to ``free`` jobs alone, if a cheap read first says a claim would find one.
 
         An idle worker's look: the read and the claim go in one operation, so
         that the embedded store runs both in one trip to its thread. Returns
-        how many jobs came; ``sent_at`` as for :meth:`report_and_claim`.
+        how many jobs came; ``sent_at`` as for :meth:`report_and_claim`;
+        ``fresh``: the read must see the latest claims (``job_claimable``).
         """
         op = job_claimable_then(
-            self._holder.settings.queues, job_report_claim([], self._claim_request(free))
+            self._holder.settings.queues,
+            job_report_claim([], self._claim_request(free)),
+            fresh=fresh,
         )
         answer: ReportAnswer | None = await self._look(op)
         if answer is None:

@@ -72,8 +72,12 @@ class Claimer:
                 # In turn with the store's other idle workers, where they take turns: the
                 # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
-                    async with look_turn_of(self._store):
-                        claimed = await self._claims.claim_if_claimable(free, looked_at)
+                    async with look_turn_of(self._store) as after_another:
+                        # Right after another worker's look, a read of a node's own copy
+                        # could miss its claim and send one of nothing (a write by quorum).
+                        claimed = await self._claims.claim_if_claimable(
+                            free, looked_at, fresh=after_another
+                        )
             except errors.StoreError as exc:
                 self._outage.failed(exc)
                 await self._pause(idle)

@@ -682,6 +682,8 @@ def test_the_idle_read_sees_a_new_job_at_once(run: Any, queue: str) -> None:
         assert run(job_claimable([queue])) is True
         assert len(run(job_claim("w", [queue], limit=10, lease_seconds=LEASE))) == 1
         assert run(job_claimable([queue])) is False
+        # The read a look makes right after another worker's: the leader's copy.
+        assert run(job_claimable([queue], fresh=True)) is False
     run(job_enqueue([call_spec("m:f", queue=queue, delay=5.0)]))
     assert run(job_claimable([queue])) is False
     run(job_enqueue([call_spec("m:f", queue=queue)]))

@@ -1,4 +1,4 @@
-"""Idle workers of one embedded store looking in turn: one at a time, never stuck behind a turn.
+"""Idle workers of one store on one machine looking in turn: one at a time, never stuck behind one.
 
 Two ``LookTurns`` on one folder hold separate descriptors, so they exclude
 each other as two worker processes would. Every wait is bounded: a turn that
@@ -169,3 +169,78 @@ def test_the_embedded_store_takes_turns_and_other_stores_do_not(
         "the other process's look",
         "the store's look",
     ]
+
+
+def _turn_after(first: LookTurns, second: LookTurns) -> tuple[bool, bool]:
+    """What the blocks of ``first`` and ``second`` are told; ``second`` asks as ``first`` holds."""
+    told: dict[str, bool] = {}
+
+    async def scenario() -> None:
+        holding = anyio.Event()
+        let_go = anyio.Event()
+
+        async def hold() -> None:
+            async with first.turn() as after_another:
+                told["first"] = after_another
+                holding.set()
+                await let_go.wait()
+
+        async def look() -> None:
+            await holding.wait()
+            async with second.turn() as after_another:
+                told["second"] = after_another
+
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(hold)
+                tasks.start_soon(look)
+                await holding.wait()
+                await anyio.sleep(0.02)
+                let_go.set()
+
+    _run_uvloop(scenario)
+    return told["first"], told["second"]
+
+
+def test_a_look_is_told_whether_another_looked_just_before(tmp_path: Path) -> None:
+    first, second = LookTurns(tmp_path), LookTurns(tmp_path)
+    try:
+        assert _turn_after(first, second) == (False, True)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_idle_workers_of_one_cluster_share_a_turn_and_of_two_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    one = look_turns.cluster_turns(["10.0.0.1:4001", "10.0.0.2:4001"])
+    same = look_turns.cluster_turns(["10.0.0.2:4001", "10.0.0.1:4001"])  # another order
+    other = look_turns.cluster_turns(["10.0.0.9:4001"])
+    try:
+        assert _turn_after(one, same) == (False, True)
+        assert _turn_after(one, other) == (False, False)
+    finally:
+        for turns in (one, same, other):
+            turns.close()
+    assert (tmp_path / "taskq").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_runtime_folder_others_may_enter_takes_no_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another user able to take the lock could hold every look up to its bound.
+    monkeypatch.setattr(look_turns, "_LONGEST_WAIT_SECONDS", _BOUND)
+    (tmp_path / "taskq").mkdir(mode=0o755)
+    (tmp_path / "taskq").chmod(0o755)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    first = look_turns.cluster_turns(["10.0.0.1:4001"])
+    second = look_turns.cluster_turns(["10.0.0.1:4001"])
+    try:
+        # Neither holds a turn: the second looks at once, told of no other look.
+        assert _turn_after(first, second) == (False, False)
+    finally:
+        first.close()
+        second.close()
+    assert list((tmp_path / "taskq").iterdir()) == []

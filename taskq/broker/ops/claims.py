@@ -159,22 +159,24 @@ def job_claim(
     return claimed_rows(results[1].rows)
 
 
-def job_claimable(queues: Sequence[str]) -> Op[bool]:
+def job_claimable(queues: Sequence[str], *, fresh: bool = False) -> Op[bool]:
     """Whether a claim on ``queues`` would find a job now: a cheap read for idle workers.
 
     Read at ``NONE`` consistency: any node answers from its own copy, and a
-    stale answer costs at most one empty claim or one poll interval.
+    stale answer costs at most one empty claim or one poll interval. A
+    ``fresh`` read is the leader's copy (``WEAK``): for a look right after
+    another worker's, whose claim a follower may not have applied yet.
     """
     rows = yield Read(
         Statement(queries.query("job_claimable"), {"queues": json.dumps(list(queues))}),
-        Consistency.NONE,
+        Consistency.WEAK if fresh else Consistency.NONE,
     )
     return bool(rows and rows[0]["ready"])
 
 
-def job_claimable_then(queues: Sequence[str], claim: Op[T]) -> Op[T | None]:
-    """``claim``, if :func:`job_claimable` says it would find a job now; else None, unwritten."""
-    if not (yield from job_claimable(queues)):
+def job_claimable_then(queues: Sequence[str], claim: Op[T], *, fresh: bool = False) -> Op[T | None]:
+    """``claim``, if :func:`job_claimable` (``fresh`` as there) finds a job now; else None."""
+    if not (yield from job_claimable(queues, fresh=fresh)):
         return None
     return (yield from claim)
 

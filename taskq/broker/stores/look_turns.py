@@ -1,4 +1,4 @@
-"""Idle workers of one embedded store looking for work in turn, not all at once.
+"""Idle workers of one store on one machine looking for work in turn, not all at once.
 
 Every idle worker of an SQLite store hears of each commit (``wal_watch``),
 so one submit wakes them all. Each would read whether a job waits, find it,
@@ -13,6 +13,15 @@ that finds the turn taken waits until it is free and then looks: by then the
 claim of the worker that held it has committed, so its read finds the job
 gone, and no write follows, or finds what is left.
 
+On rqlite a hint wakes the idle workers of every machine, each reads, and
+each sends a claim: a write by quorum, which the nodes apply on the cores
+the workers share (a second idle worker on one machine added 0.9 writes to
+every pickup, traced). There the turn of one machine's workers of one
+cluster is a lock file named after its nodes, in a folder only the user can
+enter (:func:`cluster_turns`), and a look made after another's reads the
+leader's copy (``fresh``), since a follower's may not have the other's
+claim yet. Workers on other machines look as before.
+
 The turn only saves work; nothing depends on it. A worker that cannot have it
 within :data:`_LONGEST_WAIT_SECONDS` (its holder frozen, say), or whose
 filesystem has no ``flock``, looks anyway, as every worker did before; a dead
@@ -26,7 +35,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -40,38 +49,46 @@ _RETRY_SECONDS = 0.001
 
 
 class LookTurns:
-    """The turn of the idle workers of the stores in ``folder`` (see module doc)."""
+    """The turn of the idle workers that lock ``path``, a folder or a file (see module doc)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, path: Path, *, create: bool = False) -> None:
         self._fd: int | None
+        flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         try:
-            self._fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:  # the store's own calls will say what is wrong with the folder
+            self._fd = os.open(path, flags, 0o600)
+        except OSError:  # a store's folder: the store's own calls will say what is wrong
             self._fd = None
 
     @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Hold the turn while in the block; enter without it if it is not had in time."""
-        held = await self._take()
+    async def turn(self) -> AsyncIterator[bool]:
+        """Hold the turn while in the block; enter without it if it is not had in time.
+
+        The block is given whether another worker held the turn first: its
+        look, and perhaps its claim, has just been made.
+        """
+        held, waited = await self._take()
         try:
-            yield
+            yield waited
         finally:
             if held:
                 self._give_back()
 
-    async def _take(self) -> bool:
+    async def _take(self) -> tuple[bool, bool]:
+        """Whether the turn was had, and whether another held it first."""
         deadline = time.monotonic() + _LONGEST_WAIT_SECONDS
+        waited = False
         while self._fd is not None:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
+                return True, waited
             except BlockingIOError:
+                waited = True
                 if time.monotonic() >= deadline:
-                    return False
+                    return False, waited
             except OSError:  # no flock on this filesystem
-                return False
+                return False, waited
             await anyio.sleep(_RETRY_SECONDS)
-        return False
+        return False, waited
 
     def _give_back(self) -> None:
         if self._fd is not None:
@@ -84,17 +101,43 @@ class LookTurns:
             self._fd = None
 
 
+def cluster_turns(nodes: Sequence[str]) -> LookTurns:
+    """The turn of this machine's idle workers of the cluster of ``nodes``, in any order.
+
+    A lock file in the user's runtime folder (``$XDG_RUNTIME_DIR/taskq``, or
+    ``taskq-UID`` in the temporary folder), which must be the user's alone:
+    another user able to take the lock could hold every look up to its bound.
+    Where it is not, the workers look without turns.
+    """
+    import hashlib  # Imported here: a command that never looks has no use for it
+    import tempfile
+
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    folder = (
+        Path(runtime) / "taskq" if runtime else Path(tempfile.gettempdir()) / f"taskq-{os.getuid()}"
+    )
+    digest = hashlib.sha256("\n".join(sorted(nodes)).encode()).hexdigest()[:16]
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        state = folder.stat()
+    except OSError:
+        return LookTurns(folder / "none")
+    if state.st_uid != os.getuid() or state.st_mode & 0o077:
+        return LookTurns(folder / "none")
+    return LookTurns(folder / f"rqlite-{digest}.turn", create=True)
+
+
 @runtime_checkable
 class TurnTakingStore(Protocol):
-    """A store whose idle workers look in turn (the embedded store's; a cluster's do not)."""
+    """A store whose idle workers on one machine look in turn."""
 
-    def look_turn(self) -> AbstractAsyncContextManager[None]:
-        """Hold the idle workers' turn to look while in the block (see module doc)."""
+    def look_turn(self) -> AbstractAsyncContextManager[bool]:
+        """Hold the idle workers' turn to look while in the block (see :meth:`LookTurns.turn`)."""
         ...
 
 
-def look_turn_of(store: object) -> AbstractAsyncContextManager[None]:
+def look_turn_of(store: object) -> AbstractAsyncContextManager[bool]:
     """The turn to look on ``store``; for a store without turns, a block that waits for none."""
     if isinstance(store, TurnTakingStore):
         return store.look_turn()
-    return contextlib.nullcontext()
+    return contextlib.nullcontext(False)

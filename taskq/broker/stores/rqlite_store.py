@@ -18,6 +18,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 import anyio
@@ -33,6 +34,7 @@ from taskq.broker.stores.http_plan import (
     run_http_plan_async,
 )
 from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
+from taskq.broker.stores.look_turns import LookTurns, cluster_turns
 from taskq.broker.stores.rqlite_cluster import ClusterView
 from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, Failover, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
@@ -95,6 +97,13 @@ class RqliteStore:
         self._on_stale_read = on_stale_read
         self._stale_node: str | None = None
         self._wake_listener: WakeListener | None = None
+        self._turns: LookTurns | None = None
+
+    def look_turn(self) -> AbstractAsyncContextManager[bool]:
+        """The turn of the cluster's idle workers on this machine to look (``look_turns``)."""
+        if self._turns is None:
+            self._turns = cluster_turns(self.target.nodes)
+        return self._turns.turn()
 
     @property
     def url(self) -> str:

@@ -232,7 +232,7 @@ class SqliteStore:
         """Always: a wait ends on any commit (inotify, or polling ``data_version``)."""
         return True
 
-    def look_turn(self) -> AbstractAsyncContextManager[None]:
+    def look_turn(self) -> AbstractAsyncContextManager[bool]:
         """The turn of this store's idle workers to look for work (``look_turns``)."""
         with self._watcher_lock:
             if self._turns is None:
