@@ -104,21 +104,23 @@ class LookTurns:
 def cluster_turns(nodes: Sequence[str]) -> LookTurns:
     """The turn of this machine's idle workers of the cluster of ``nodes``, in any order.
 
-    A lock file in the user's runtime folder (``$XDG_RUNTIME_DIR/taskq``, or
-    ``taskq-UID`` in the temporary folder), which must be the user's alone:
-    another user able to take the lock could hold every look up to its bound.
-    Where it is not, the workers look without turns.
+    A lock file in the user's runtime folder (``$XDG_RUNTIME_DIR/taskq``), or
+    where there is none in ``turns`` of the user's cache folder (not the
+    temporary folder, which a job's own files share), which must be the
+    user's alone: another user able to take the lock could hold every look up
+    to its bound. Where it is not, the workers look without turns.
     """
     import hashlib  # Imported here: a command that never looks has no use for it
-    import tempfile
+
+    import platformdirs
 
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     folder = (
-        Path(runtime) / "taskq" if runtime else Path(tempfile.gettempdir()) / f"taskq-{os.getuid()}"
+        Path(runtime) / "taskq" if runtime else Path(platformdirs.user_cache_dir("taskq")) / "turns"
     )
     digest = hashlib.sha256("\n".join(sorted(nodes)).encode()).hexdigest()[:16]
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         state = folder.stat()
     except OSError:
         return LookTurns(folder / "none")
