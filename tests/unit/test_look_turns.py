@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -47,42 +48,65 @@ def _looks(turns: LookTurns, *, while_held_by: LookTurns | None = None) -> bool:
     return looked
 
 
-def test_a_second_look_waits_until_the_first_gives_the_turn_back(tmp_path: Path) -> None:
-    first, second = LookTurns(tmp_path), LookTurns(tmp_path)
-    order: list[str] = []
+@dataclass
+class _Held:
+    """What happened when a second look asked for the turn while a first held it."""
+
+    order: list[str] = field(default_factory=list)
+    order_while_held: list[str] = field(default_factory=list)
+    told: dict[str, bool] = field(default_factory=dict)
+
+
+def _second_asks_while_first_holds(first: LookTurns, second: LookTurns) -> _Held:
+    held = _Held()
 
     async def scenario() -> None:
         holding = anyio.Event()
         let_go = anyio.Event()
 
         async def hold() -> None:
-            async with first.turn():
-                order.append("first in")
+            async with first.turn() as after_another:
+                held.order.append("first in")
+                held.told["first"] = after_another
                 holding.set()
                 await let_go.wait()
-                order.append("first out")
+                held.order.append("first out")
 
         async def look() -> None:
             await holding.wait()
-            async with second.turn():
-                order.append("second in")
+            async with second.turn() as after_another:
+                held.order.append("second in")
+                held.told["second"] = after_another
 
         with anyio.fail_after(_BOUND):
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(hold)
                 tasks.start_soon(look)
                 await holding.wait()
-                # The second look has tried and is waiting: it has not come in.
                 await anyio.sleep(0.02)
-                assert order == ["first in"]
+                held.order_while_held = list(held.order)
                 let_go.set()
 
+    _run_uvloop(scenario)
+    return held
+
+
+def _turn_after(first: LookTurns, second: LookTurns) -> tuple[bool, bool]:
+    """What the blocks of ``first`` and ``second`` are told; ``second`` asks as ``first`` holds."""
+    told = _second_asks_while_first_holds(first, second).told
+    return told["first"], told["second"]
+
+
+def test_a_second_look_waits_until_the_first_gives_the_turn_back(tmp_path: Path) -> None:
+    first, second = LookTurns(tmp_path), LookTurns(tmp_path)
     try:
-        _run_uvloop(scenario)
+        held = _second_asks_while_first_holds(first, second)
     finally:
         first.close()
         second.close()
-    assert order == ["first in", "first out", "second in"]
+    # The second look had tried and was waiting: it had not come in.
+    assert held.order_while_held == ["first in"]
+    assert held.order == ["first in", "first out", "second in"]
 
 
 def test_a_turn_held_too_long_is_looked_past(
@@ -169,37 +193,6 @@ def test_the_embedded_store_takes_turns_and_other_stores_do_not(
         "the other process's look",
         "the store's look",
     ]
-
-
-def _turn_after(first: LookTurns, second: LookTurns) -> tuple[bool, bool]:
-    """What the blocks of ``first`` and ``second`` are told; ``second`` asks as ``first`` holds."""
-    told: dict[str, bool] = {}
-
-    async def scenario() -> None:
-        holding = anyio.Event()
-        let_go = anyio.Event()
-
-        async def hold() -> None:
-            async with first.turn() as after_another:
-                told["first"] = after_another
-                holding.set()
-                await let_go.wait()
-
-        async def look() -> None:
-            await holding.wait()
-            async with second.turn() as after_another:
-                told["second"] = after_another
-
-        with anyio.fail_after(_BOUND):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(hold)
-                tasks.start_soon(look)
-                await holding.wait()
-                await anyio.sleep(0.02)
-                let_go.set()
-
-    _run_uvloop(scenario)
-    return told["first"], told["second"]
 
 
 def test_a_look_is_told_whether_another_looked_just_before(tmp_path: Path) -> None:
