@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from taskq import errors
@@ -60,3 +62,30 @@ def test_a_report_that_never_resolves_is_an_error() -> None:
     plan.throw(errors.OutcomeUnknown("lost"))
     with pytest.raises(errors.OutcomeUnknown, match="could not be confirmed"):
         plan.send(running)
+
+
+def test_a_report_sends_only_the_fields_it_has_and_its_times_to_the_microsecond() -> None:
+    # Every node of a cluster parses and logs these rows: a null field is left
+    # out (``->>`` reads NULL either way), and a duration keeps no float noise.
+    attempt = AttemptReport(
+        "succeeded", peak_rss_bytes=4096, cpu_seconds=0.0005840000000000012, ran_seconds=0.25
+    )
+    report = Report(DONE, ReportKind.COMPLETE, attempt, result="done")
+    write = next(job_report([report], now=100.0))
+    assert isinstance(write, Write)
+    attempts, jobs = (
+        json.loads(str(statement.params["reports"]))
+        for statement in write.statements
+        if isinstance(statement.params, dict) and "reports" in statement.params
+    )
+    assert attempts == [
+        {
+            "job_id": 1,
+            "lease_token": "t1",
+            "ran": 0.25,
+            "outcome": "succeeded",
+            "peak_rss_bytes": 4096,
+            "cpu_seconds": 0.000584,
+        }
+    ]
+    assert jobs == [{"job_id": 1, "lease_token": "t1", "result": '"done"'}]
