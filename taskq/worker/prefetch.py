@@ -30,11 +30,14 @@ _NEWEST_WEIGHT = 0.2
 # no-op job in it about 0.08 ms: with 50 ms of short jobs claimed ahead, not
 # one round trip's worth, two workers draining 5,000 no-op jobs on 2 cores
 # committed 90 batches instead of 210, and the nodes spent 1.0 s of CPU
-# instead of 1.7 s (paired runs).
-AHEAD_SECONDS = 0.05
+# instead of 1.7 s (paired runs). With 100 ms, about 12% sooner again and the
+# nodes' CPU 1.51 -> 1.31 s (three rounds of 6 launches in turn); the embedded
+# store's drain did not change (789 against 802 ms), nor did a fan-in's start
+# after its parents' end on rqlite (p99 46 against 55 ms, 60 runs each).
+AHEAD_SECONDS = 0.1
 # The longest a job claimed ahead waits for a slot of its worker before it is
 # handed back; and how long a slot's job must have run for the slot to count
-# as busy beyond the horizon. Ten times the horizon: short jobs claimed ahead
+# as busy beyond the horizon. Five times the horizon: short jobs claimed ahead
 # start long before it, unless a long job stands in their way.
 HAND_BACK_SECONDS = 0.5
 

@@ -20,9 +20,9 @@ def test_claims_ahead_what_the_slots_start_within_the_horizon() -> None:
     prefetch = Prefetch(slots=4, most=100)
     prefetch.job_ran(0.010)
     prefetch.round_took(0.005)
-    # Rounds are shorter than the horizon: each slot starts 5 jobs within it.
-    assert AHEAD_SECONDS == 0.05
-    assert prefetch.jobs == 20
+    # Rounds are shorter than the horizon: each slot starts 10 jobs within it.
+    assert AHEAD_SECONDS == 0.1
+    assert prefetch.jobs == 40
 
 
 def test_a_round_longer_than_the_horizon_sets_how_far_ahead() -> None:
@@ -48,7 +48,8 @@ def test_slack_is_how_long_the_held_jobs_outlast_a_round_trip() -> None:
 def test_long_jobs_get_nothing_claimed_ahead() -> None:
     prefetch = Prefetch(slots=8, most=16)
     prefetch.round_took(0.005)
-    prefetch.job_ran(0.5)
+    # Long: the 8 slots start fewer than one job within the horizon.
+    prefetch.job_ran(1.0)
     assert prefetch.jobs == 0
 
 
