@@ -365,8 +365,7 @@ def _first_result(
         "ms",
         f"median of {launches} launches of {WORKERS} taskq-worker with default settings onto "
         f"{found['backlog']} queued echo jobs, polled every 10 ms: min {found['min_ms']:.0f} "
-        f"max {found['max_ms']:.0f} ms (the workers' start-up, as the peers' harness sees it; "
-        "an editable install's import hook adds some milliseconds to every Python started)",
+        f"max {found['max_ms']:.0f} ms (the workers' start-up, as the peers' harness sees it)",
         **found,
     )
 
