@@ -12,18 +12,13 @@ a whole reply has arrived (``Content-Length``, chunked, or until close).
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
+from taskq import fast_json
 from taskq.broker.stores.http_plan import HttpCall, HttpReply
 
 _MAX_HEAD_BYTES = 64 * 1024
-# A body without the spaces json puts after "," and ":": every byte of a write
-# is read, logged and sent on by each node of an rqlite cluster (about 0.2 us of
-# the nodes' CPU a byte, measured with padded statements); a single submit
-# carried 36 such spaces in 2,145 bytes.
-_SEPARATORS = (",", ":")
 
 
 class ReplyInvalid(Exception):
@@ -63,7 +58,9 @@ def encode_request(call: HttpCall, endpoint: Endpoint, authorization: str | None
         lines.append(f"Authorization: {authorization}")
     body = b""
     if call.body is not None:
-        body = json.dumps(call.body, separators=_SEPARATORS).encode()
+        # Compact: every byte of a write is read, logged and sent on by each node of
+        # an rqlite cluster (about 0.2 us of the nodes' CPU a byte, measured).
+        body = fast_json.dumps(call.body)
         lines.append("Content-Type: application/json")
     if call.body is not None or call.method not in {"GET", "HEAD"}:
         lines.append(f"Content-Length: {len(body)}")
@@ -203,7 +200,7 @@ class ReplyReader:
         assert self._status is not None
         text = self._body.decode("utf-8", errors="replace")
         try:
-            data = json.loads(text) if text else None
+            data = fast_json.loads(text) if text else None
         except ValueError:
             data = None
         return HttpReply(status=self._status, data=data, text=text, headers=self._headers)
