@@ -141,7 +141,7 @@ def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path
             "finished_at, outcome, output_bytes) VALUES (1, 1, 'w', 't', 1, 2, 'succeeded', 4)"
         )
         conn.execute("INSERT INTO job_output VALUES (1, 0, 4, 'old\n')")
-    assert migrate(store) == [12]
+    assert migrate(store) == [12, 13]
     [execution] = plan.run(store, execution_list(job_id=1))
     assert (execution.log_tail, execution.output_bytes) == ("old\n", 4)
     events = plan.run(store, OutputReader(1).next_page())
@@ -149,3 +149,51 @@ def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path
     [row] = store.query(Statement("SELECT output_inline FROM executions"))
     assert row["output_inline"] is None
     store.close()
+
+
+def _counters(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
+    return conn.execute(
+        "SELECT idempotency_key, parents_left, parents_failed FROM jobs "
+        "WHERE idempotency_key LIKE 'c%' ORDER BY id"
+    ).fetchall()
+
+
+def test_the_counting_triggers_made_anew_count_on_from_where_the_old_ones_left(
+    tmp_path: Path,
+) -> None:
+    """0013 replaces the parent-counting triggers: children counted half by each stay right.
+
+    Two parents of three children each: every parent has more than one
+    child, so the triggers for the first child and for the others both fire.
+    """
+    path = tmp_path / "old.db"
+    store = _store_at(path, 12)
+    with sqlite3.connect(path) as conn:
+        for key, state, has_children, parents_left in (
+            ("p1", "running", 1, 0),
+            ("p2", "running", 1, 0),
+            ("c1", "waiting", 0, 2),
+            ("c2", "waiting", 0, 2),
+            ("c3", "waiting", 0, 2),
+        ):
+            conn.execute(
+                "INSERT INTO jobs (queue, kind, payload, run_at, idempotency_key, created_at, "
+                "state, has_children, parents_left) VALUES ('q', 'call', '{}', 0, ?, 0, ?, ?, ?)",
+                (key, state, has_children, parents_left),
+            )
+        for child in (3, 4, 5):
+            conn.executemany(
+                "INSERT INTO job_parents (child_id, position, parent_id) VALUES (?, ?, ?)",
+                [(child, 0, 1), (child, 1, 2)],
+            )
+        conn.execute("UPDATE jobs SET state = 'succeeded' WHERE idempotency_key = 'p1'")
+        assert _counters(conn) == [("c1", 1, 0), ("c2", 1, 0), ("c3", 1, 0)]
+    assert migrate(store) == [13]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE jobs SET state = 'dead' WHERE idempotency_key = 'p2'")
+        assert _counters(conn) == [("c1", 0, 1), ("c2", 0, 1), ("c3", 0, 1)]
+        # Retried, the dead parent is waited for again; a child no longer waiting is not.
+        conn.execute("UPDATE jobs SET state = 'cancelled' WHERE idempotency_key = 'c3'")
+        conn.execute("UPDATE jobs SET state = 'queued' WHERE idempotency_key = 'p2'")
+        assert _counters(conn) == [("c1", 1, 0), ("c2", 1, 0), ("c3", 0, 1)]

@@ -241,28 +241,81 @@ CREATE INDEX job_parents_parent ON job_parents (parent_id, child_id);
 -- each parent, so that two parents ending at once on two workers count
 -- twice and release their child once. Only waiting children count: a child
 -- cancelled (or run) meanwhile has its counters recomputed if it ever waits
--- again. Neither trigger changes a state, so neither fires another (SQLite's
+-- again. No trigger here changes a state, so none fires another (SQLite's
 -- recursive_triggers is off; rqlite gives no way to turn it on).
+--
+-- Each firing must build no temporary b-tree (migration 0013 says why): the
+-- states are compared one by one, not listed with IN, and a parent's first
+-- child is found by a lookup. Most parents have one child; the *_more
+-- triggers, which reach the others, fire only for a parent that has more.
 CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON jobs
-WHEN new.has_children = 1 AND old.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
-    AND new.state IN ('succeeded', 'failed', 'dead', 'cancelled')
+WHEN new.has_children = 1
+    AND old.state <> 'succeeded' AND old.state <> 'failed'
+    AND old.state <> 'dead' AND old.state <> 'cancelled'
+    AND (new.state = 'succeeded' OR new.state = 'failed'
+        OR new.state = 'dead' OR new.state = 'cancelled')
 BEGIN
     UPDATE jobs SET
         parents_left = parents_left - 1,
         parents_failed = parents_failed + (new.state <> 'succeeded')
-    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+    WHERE id = (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
+END;
+
+CREATE TRIGGER jobs_parent_ended_more AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1
+    AND old.state <> 'succeeded' AND old.state <> 'failed'
+    AND old.state <> 'dead' AND old.state <> 'cancelled'
+    AND (new.state = 'succeeded' OR new.state = 'failed'
+        OR new.state = 'dead' OR new.state = 'cancelled')
+    AND EXISTS (
+        SELECT 1 FROM job_parents WHERE parent_id = new.id
+            AND child_id > (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+    )
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left - 1,
+        parents_failed = parents_failed + (new.state <> 'succeeded')
+    WHERE id IN (
+        SELECT child_id FROM job_parents WHERE parent_id = new.id
+            AND child_id > (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+    )
         AND state = 'waiting';
 END;
 
 -- A parent retried leaves its end: its waiting children wait for it again.
 CREATE TRIGGER jobs_parent_reopened AFTER UPDATE OF state ON jobs
-WHEN new.has_children = 1 AND old.state IN ('succeeded', 'failed', 'dead', 'cancelled')
-    AND new.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
+WHEN new.has_children = 1
+    AND (old.state = 'succeeded' OR old.state = 'failed'
+        OR old.state = 'dead' OR old.state = 'cancelled')
+    AND new.state <> 'succeeded' AND new.state <> 'failed'
+    AND new.state <> 'dead' AND new.state <> 'cancelled'
 BEGIN
     UPDATE jobs SET
         parents_left = parents_left + 1,
         parents_failed = parents_failed - (old.state <> 'succeeded')
-    WHERE id IN (SELECT child_id FROM job_parents WHERE parent_id = new.id)
+    WHERE id = (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+        AND state = 'waiting';
+END;
+
+CREATE TRIGGER jobs_parent_reopened_more AFTER UPDATE OF state ON jobs
+WHEN new.has_children = 1
+    AND (old.state = 'succeeded' OR old.state = 'failed'
+        OR old.state = 'dead' OR old.state = 'cancelled')
+    AND new.state <> 'succeeded' AND new.state <> 'failed'
+    AND new.state <> 'dead' AND new.state <> 'cancelled'
+    AND EXISTS (
+        SELECT 1 FROM job_parents WHERE parent_id = new.id
+            AND child_id > (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+    )
+BEGIN
+    UPDATE jobs SET
+        parents_left = parents_left + 1,
+        parents_failed = parents_failed - (old.state <> 'succeeded')
+    WHERE id IN (
+        SELECT child_id FROM job_parents WHERE parent_id = new.id
+            AND child_id > (SELECT min(child_id) FROM job_parents WHERE parent_id = new.id)
+    )
         AND state = 'waiting';
 END;
 
