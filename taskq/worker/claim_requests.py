@@ -106,7 +106,7 @@ class ClaimRequests:
         answer: ReportAnswer = await self._holder.run(
             job_report_claim(reports, self._claim_request(free))
         )
-        await self._hold(answer, sent_at)
+        await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
 
     async def claim_if_claimable(self, free: int, sent_at: float, *, fresh: bool = False) -> int:
@@ -125,11 +125,15 @@ class ClaimRequests:
         answer: ReportAnswer | None = await self._look(op)
         if answer is None:
             return 0
-        await self._hold(answer, sent_at)
+        await self._hold(answer, sent_at, asked=free)
         return len(answer.claimed)
 
-    async def _hold(self, answer: ReportAnswer, sent_at: float) -> None:
-        """Hold the jobs ``answer`` claimed (their leases from ``sent_at``); hint the rest."""
+    async def _hold(self, answer: ReportAnswer, sent_at: float, *, asked: int) -> None:
+        """Hold the jobs ``answer`` claimed (their leases from ``sent_at``); hint the rest.
+
+        ``asked``: how many the claim asked for (fewer came: the queues are drained).
+        """
+        self._holder.slots.prefetch.claim_came(len(answer.claimed), asked)
         for job in answer.claimed:
             running = RunningJob(job, renewed_at=sent_at)
             self._holder.slots.hold(running)

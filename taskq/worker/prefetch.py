@@ -19,6 +19,14 @@ Claimed further ahead than one round trip, the slots have work for longer
 than a round takes, and the reports may wait to go together (see
 :meth:`Prefetch.slack`): a replicated store then commits fewer, larger
 batches, and each commit costs its nodes far more than a job does.
+
+Once a claim comes back with fewer jobs than it asked for, the worker's
+queues are drained: a claim riding with a report would find nothing to
+refill the slots with, so the reports stop hurrying ahead of the held jobs
+and gather for a batch as usual. The jobs of a burst then report in one
+write rather than two, of which the second waits for the first on a
+replicated store; a workflow's fan-in, released by the last of them, starts
+one write sooner.
 """
 
 from __future__ import annotations
@@ -50,12 +58,17 @@ class Prefetch:
         self.most = most
         self._job_seconds: float | None = None
         self._round_seconds: float | None = None
+        self._drained = False
 
     def job_ran(self, seconds: float) -> None:
         self._job_seconds = _averaged(self._job_seconds, seconds)
 
     def round_took(self, seconds: float) -> None:
         self._round_seconds = _averaged(self._round_seconds, seconds)
+
+    def claim_came(self, claimed: int, asked: int) -> None:
+        """A claim asked for ``asked`` jobs and ``claimed`` came (fewer: the queues are drained)."""
+        self._drained = claimed < asked
 
     @property
     def jobs(self) -> int:
@@ -80,12 +93,12 @@ class Prefetch:
     def slack(self, unfinished: int) -> float | None:
         """How long ``unfinished`` held jobs keep the slots busy beyond one round trip.
 
-        None while no job is claimed ahead. At zero or below, a batch of
-        reports should go now: the claim riding with it must arrive before
-        the slots run out of jobs.
+        None while no job is claimed ahead, or when the last claim found the
+        queues drained. At zero or below, a batch of reports should go now:
+        the claim riding with it must arrive before the slots run out of jobs.
         """
         job, round_trip = self._job_seconds, self._round_seconds
-        if job is None or round_trip is None or self.jobs <= 0:
+        if job is None or round_trip is None or self.jobs <= 0 or self._drained:
             return None
         return unfinished * job / self.slots - round_trip
 

@@ -45,6 +45,20 @@ def test_slack_is_how_long_the_held_jobs_outlast_a_round_trip() -> None:
     assert prefetch.slack(20) is None  # long jobs: none claimed ahead, reports go promptly
 
 
+def test_no_slack_once_a_claim_found_the_queues_drained() -> None:
+    prefetch = Prefetch(slots=2, most=100)
+    prefetch.job_ran(0.002)
+    prefetch.round_took(0.010)
+    prefetch.claim_came(100, 100)
+    assert prefetch.slack(10) == pytest.approx(0.0)
+    # Fewer came than asked for: no claim would refill the slots, so no hurry.
+    prefetch.claim_came(3, 100)
+    assert prefetch.slack(10) is None
+    assert prefetch.jobs == 100  # still claims ahead, should jobs come again
+    prefetch.claim_came(100, 100)
+    assert prefetch.slack(10) == pytest.approx(0.0)
+
+
 def test_long_jobs_get_nothing_claimed_ahead() -> None:
     prefetch = Prefetch(slots=8, most=16)
     prefetch.round_took(0.005)
