@@ -25,7 +25,7 @@ from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
 from taskq.worker.output_flusher import OutputFlusher
-from taskq.worker.parent_results import with_parents_file
+from taskq.worker.parent_results import with_parents
 from taskq.worker.prefetch import HAND_BACK_SECONDS
 from taskq.worker.progress_forwarding import forward_progress
 from taskq.worker.running import RunningJob, StopReason
@@ -232,7 +232,7 @@ class Executor:
         if isinstance(request, Outcome):
             return request
         if job.parent_count:
-            request = await with_parents_file(request, running, self._run)
+            request = await with_parents(request, running, self._run)
             if isinstance(request, Outcome):
                 return request
 

@@ -13,7 +13,7 @@ given over them, the arguments bound to its published parameters.
   attempt for good (it would fail the same way again): the refusal names the
   step, with the names close to it, and nothing is spawned.
 - A store that cannot be read fails the attempt as a store failure before
-  its job starts does (``parent_results.with_parents_file``): retried by the
+  its job starts does (``parent_results.with_parents``): retried by the
   job's policy while it has attempts left, its spawn with it.
 
 Only a report with steps by name comes here; every other one is made as it

@@ -28,7 +28,7 @@ from taskq.broker.records import (
 )
 from taskq.job_context import MAX_SPAWN_JOBS, JobContext, NamedStep
 from taskq.worker import parent_results
-from taskq.worker.parent_results import PAGE, with_parents_file
+from taskq.worker.parent_results import PAGE, with_parents
 from taskq.worker.running import RunningJob
 from taskq.worker.sandbox import parents_file, protocol
 from taskq.worker.sandbox.outcome import Outcome, Status
@@ -83,6 +83,24 @@ async def test_a_fan_in_reads_every_parent_from_the_file_in_order(
         "parent_count": count,
     }
     assert outcome.spawn is None
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_fan_in_reads_the_parents_sent_with_its_request_in_order(
+    sandbox: Sandbox,
+) -> None:
+    parents = tuple(ParentResult(i, 100 + i, JobState.SUCCEEDED, i) for i in range(5))
+    outcome = await run(sandbox, "total", parent_count=5, parents=parents)
+    assert outcome.status is Status.SUCCEEDED, outcome.error
+    assert outcome.result == {"sum": 10, "count": 5, "in_order": True, "parent_count": 5}
+    error = {"type": "ValueError", "message": "on purpose", "traceback": ""}
+    failed = (
+        ParentResult(0, 1, JobState.SUCCEEDED, 4),
+        ParentResult(1, 2, JobState.DEAD, error=error),
+    )
+    outcome = await run(sandbox, "outcomes", parent_count=2, parents=failed)
+    assert outcome.result == [["succeeded", None], ["dead", "ValueError"]]
 
 
 @pytest.mark.anyio
@@ -209,7 +227,7 @@ async def test_parents_that_cannot_be_read_fail_the_attempt_and_leave_no_file(
     async def unavailable(after_position: int) -> list[ParentResult]:
         raise errors.StoreUnavailable("no store")
 
-    outcome = await with_parents_file(request, running, unavailable)
+    outcome = await with_parents(request, running, unavailable)
     assert isinstance(outcome, Outcome)
     assert outcome.status is Status.ERROR
     assert "parents' results could not be read" in (outcome.error or {})["message"]
@@ -226,7 +244,7 @@ async def test_parents_that_cannot_be_read_fail_the_attempt_and_leave_no_file(
         asked.append(after_position)
         return pages[len(asked) - 1]
 
-    prepared = await with_parents_file(request, running, store)
+    prepared = await with_parents(request, running, store)
     assert not isinstance(prepared, Outcome)
     assert asked == [-1, PAGE - 1]
     assert prepared.job.parents_file == running.parents_file
@@ -259,11 +277,20 @@ async def test_the_parents_handed_over_with_the_claim_are_not_read_again(
         asked.append(after_position)
         return parents[after_position + 1 :][:PAGE]
 
-    prepared = await with_parents_file(request, running, store)
+    prepared = await with_parents(request, running, store)
     assert not isinstance(prepared, Outcome)
-    assert asked == ([] if handed_over == len(parents) else [handed_over - 1])
-    assert list(parents_file.read(str(running.parents_file))) == parents
-    running.drop_parents_file()
+    if handed_over == len(parents):
+        # All of them came: they go with the request, and no file is made.
+        assert asked == []
+        assert prepared.job.parents == tuple(parents)
+        assert prepared.job.parents_file is None
+        assert running.parents_file is None
+        assert list(tmp_path.iterdir()) == []
+    else:
+        assert asked == [handed_over - 1]
+        assert prepared.job.parents is None
+        assert list(parents_file.read(str(running.parents_file))) == parents
+        running.drop_parents_file()
 
 
 def _claimed(job_id: int) -> ClaimedJob:

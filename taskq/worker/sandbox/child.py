@@ -37,7 +37,7 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -45,6 +45,7 @@ import msgspec
 
 from taskq import job_context, retry
 from taskq.broker.limits import Limits, parse_limits
+from taskq.broker.records import ParentResult
 from taskq.worker.sandbox import (
     call_targets,
     job_logging,
@@ -298,7 +299,7 @@ def run_job(
         checkpoint_json=job.checkpoint_json,
         send=send,
         parent_count=job.parent_count,
-        parents=None if job.parents_file is None else partial(parents_file.read, job.parents_file),
+        parents=_parents_reader(job),
     )
     job_context.enter(context)
     try:
@@ -315,6 +316,15 @@ def run_job(
         # Under the context's lock: no update from a thread the job left follows its result.
         context.close()
         job_context.enter(None)
+
+
+def _parents_reader(job: protocol.JobIdentity) -> Callable[[], Iterator[ParentResult]] | None:
+    """How the job reads its parents' outcomes: from its request, or from the worker's file."""
+    if job.parents is not None:
+        return partial(iter, job.parents)
+    if job.parents_file is not None:
+        return partial(parents_file.read, job.parents_file)
+    return None
 
 
 def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any]:

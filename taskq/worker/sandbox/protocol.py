@@ -38,7 +38,7 @@ import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import limits
-from taskq.broker.records import WorkflowSubmission
+from taskq.broker.records import ParentResult, WorkflowSubmission
 from taskq.job_context import MAX_CHECKPOINT_BYTES, MAX_SPAWN_BYTES, JobUpdate, NamedStep
 from taskq.worker.sandbox import outcome, payloads, spawn_message
 
@@ -111,6 +111,8 @@ class JobIdentity(msgspec.Struct, frozen=True):
     """How many parents the job has (jobs of its workflow it ran after)."""
     parents_file: str | None = None
     """Where the worker wrote how they ended (see ``parents_file``)."""
+    parents: tuple[ParentResult, ...] | None = None
+    """How they ended, when all of them came with the claim: sent with the request, no file."""
 
 
 class JobRequest(msgspec.Struct, frozen=True):
