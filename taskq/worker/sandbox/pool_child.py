@@ -176,7 +176,8 @@ class PoolChild:
         self._in_flight[job.seq] = job
         if len(self._in_flight) == 1:
             self._begin(job)
-        self._send(protocol.encode_message(message))
+        # Alone in flight: the child is idle, waiting for it.
+        self._send(protocol.encode_message(message), at_once=len(self._in_flight) == 1)
         self._last_request = request
         if stop is not None:
             job.unhook_stop = stop.on_set(lambda: self._stop(job))
@@ -353,11 +354,18 @@ class PoolChild:
 
     # -- the control channel
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytes, *, at_once: bool = False) -> None:
         # The frames of one pass of the loop go out in one send: a slot topping
         # up its child sends it several jobs in a row, and on a VM each send
         # that wakes a sleeping child costs tens of microseconds on both sides.
+        # ``at_once``: a job for an idle child, which would otherwise wait out
+        # the rest of the pass (0.2-0.3 ms on a busy loop); jobs queued behind
+        # it in the same pass still go together.
         if not self._outbox:
+            if at_once:
+                self._outbox = frame
+                self._send_some()
+                return
             self._loop.call_soon(self._send_some)
         # else a send is already due: the one scheduled, or the writer's.
         self._outbox += frame
