@@ -7,6 +7,7 @@ import json
 import pytest
 
 from taskq import errors
+from taskq.broker.ops import queries
 from taskq.broker.ops.leases import Report, ReportKind, job_report
 from taskq.broker.ops.plan import Read, Write
 from taskq.broker.records import AttemptReport, Fenced, Lease
@@ -37,15 +38,14 @@ def test_an_unknown_outcome_is_resolved_job_by_job() -> None:
     )
     # Only the report that certainly did not land is sent again.
     assert isinstance(retry, Write)
-    # The clock, the attempt's end, the job's, then the settling of jobs waiting on it.
-    assert len(retry.statements) == 1 + 2 + 2
+    # The clock, the attempt's end, the job's, then the release of jobs waiting on it.
+    assert len(retry.statements) == 1 + 2 + 1
     with pytest.raises(StopIteration) as done:
         plan.send(
             [
                 StatementResult(),
                 StatementResult(),
                 StatementResult(rows=[{"id": 2, "lease_token": "t2"}]),
-                StatementResult(),
                 StatementResult(),
             ]
         )
@@ -89,3 +89,32 @@ def test_a_report_sends_only_the_fields_it_has_and_its_times_to_the_microsecond(
         }
     ]
     assert jobs == [{"job_id": 1, "lease_token": "t1", "result": '"done"'}]
+
+
+def _settling(write: Write) -> list[str]:
+    names = {queries.query(name): name for name in ("job_cascade_cancel", "job_release_ready")}
+    return [names[statement.sql] for statement in write.statements if statement.sql in names]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "settling"),
+    [
+        # Successes doom no waiting job: the write only releases.
+        ([ReportKind.COMPLETE, ReportKind.COMPLETE], ["job_release_ready"]),
+        # A failure, or a release that may end cancelled, may doom one: the cascade goes first.
+        ([ReportKind.COMPLETE, ReportKind.FAIL], ["job_cascade_cancel", "job_release_ready"]),
+        ([ReportKind.RELEASE], ["job_cascade_cancel", "job_release_ready"]),
+    ],
+)
+def test_a_report_write_cascades_only_when_an_end_may_doom_a_waiting_job(
+    kinds: list[ReportKind], settling: list[str]
+) -> None:
+    reports = [
+        Report(Lease(index, f"t{index}"), kind, AttemptReport("succeeded"), result=index)
+        for index, kind in enumerate(kinds, start=1)
+    ]
+    write = next(job_report(reports, now=100.0))
+    assert isinstance(write, Write)
+    assert _settling(write) == settling
+    # The release is the write's last statement: its rows say which queues it freed.
+    assert write.statements[-1].sql == queries.query("job_release_ready")

@@ -29,7 +29,7 @@ its parents are stored, its parents in declared order: the stored ones' ids, the
 positions in the request] (see ``job_parents_insert_positional``)."""
 
 
-def settle_statements() -> list[Statement]:
+def settle_statements(*, cascade: bool = True) -> list[Statement]:
     """The end of every write that can end, reopen or add a job with parents.
 
     First the cascade (waiting jobs a failed parent dooms, and theirs, end
@@ -37,11 +37,16 @@ def settle_statements() -> list[Statement]:
     queued), which sees what the cascade ended. Each reads a partial index
     that is empty between writes, so a write with nothing to settle pays two
     probes.
+
+    ``cascade=False`` leaves the cascade out, for a write whose only ends are
+    successes: it dooms no job. The release is what such a write returns, and
+    is always last. rqlite prepares every statement anew on each node, so the
+    statement left out saves a report write about half a millisecond there.
     """
-    return [
-        Statement(queries.query("job_cascade_cancel")),
-        Statement(queries.query("job_release_ready")),
-    ]
+    release = Statement(queries.query("job_release_ready"))
+    if not cascade:
+        return [release]
+    return [Statement(queries.query("job_cascade_cancel")), release]
 
 
 def written_statements(

@@ -375,8 +375,10 @@ def job_report_claim(
             batch += output_statements(outputs, reported=True)
             reporting = _report_statements(pending, backoff)
             job_updates = range(len(batch) + 1, len(batch) + len(reporting))
-            # An end settles the jobs waiting on it (dependencies.settle_statements).
-            batch += [*reporting, *dependencies.settle_statements()]
+            # An end settles the jobs waiting on it (dependencies.settle_statements);
+            # only an end other than success can doom one.
+            doom = any(report.kind is not ReportKind.COMPLETE for report in pending)
+            batch += [*reporting, *dependencies.settle_statements(cascade=doom)]
             release_at = len(batch) - 1
         claim_token = os.urandom(8).hex()  # as secrets.token_hex, without its import
         claim_at = len(batch)
