@@ -141,7 +141,7 @@ def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path
             "finished_at, outcome, output_bytes) VALUES (1, 1, 'w', 't', 1, 2, 'succeeded', 4)"
         )
         conn.execute("INSERT INTO job_output VALUES (1, 0, 4, 'old\n')")
-    assert migrate(store) == [12, 13]
+    assert migrate(store) == [12, 13, 14]
     [execution] = plan.run(store, execution_list(job_id=1))
     assert (execution.log_tail, execution.output_bytes) == ("old\n", 4)
     events = plan.run(store, OutputReader(1).next_page())
@@ -149,6 +149,15 @@ def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path
     [row] = store.query(Statement("SELECT output_inline FROM executions"))
     assert row["output_inline"] is None
     store.close()
+
+
+def _insert_jobs(conn: sqlite3.Connection, jobs: list[tuple[str, str, int, int]]) -> None:
+    """Jobs by (key, state, has_children, parents_left), their ids 1, 2... in that order."""
+    conn.executemany(
+        "INSERT INTO jobs (queue, kind, payload, run_at, idempotency_key, created_at, "
+        "state, has_children, parents_left) VALUES ('q', 'call', '{}', 0, ?, 0, ?, ?, ?)",
+        jobs,
+    )
 
 
 def _counters(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
@@ -169,18 +178,16 @@ def test_the_counting_triggers_made_anew_count_on_from_where_the_old_ones_left(
     path = tmp_path / "old.db"
     store = _store_at(path, 12)
     with sqlite3.connect(path) as conn:
-        for key, state, has_children, parents_left in (
-            ("p1", "running", 1, 0),
-            ("p2", "running", 1, 0),
-            ("c1", "waiting", 0, 2),
-            ("c2", "waiting", 0, 2),
-            ("c3", "waiting", 0, 2),
-        ):
-            conn.execute(
-                "INSERT INTO jobs (queue, kind, payload, run_at, idempotency_key, created_at, "
-                "state, has_children, parents_left) VALUES ('q', 'call', '{}', 0, ?, 0, ?, ?, ?)",
-                (key, state, has_children, parents_left),
-            )
+        _insert_jobs(
+            conn,
+            [
+                ("p1", "running", 1, 0),
+                ("p2", "running", 1, 0),
+                ("c1", "waiting", 0, 2),
+                ("c2", "waiting", 0, 2),
+                ("c3", "waiting", 0, 2),
+            ],
+        )
         for child in (3, 4, 5):
             conn.executemany(
                 "INSERT INTO job_parents (child_id, position, parent_id) VALUES (?, ?, ?)",
@@ -188,12 +195,41 @@ def test_the_counting_triggers_made_anew_count_on_from_where_the_old_ones_left(
             )
         conn.execute("UPDATE jobs SET state = 'succeeded' WHERE idempotency_key = 'p1'")
         assert _counters(conn) == [("c1", 1, 0), ("c2", 1, 0), ("c3", 1, 0)]
-    assert migrate(store) == [13]
+    assert migrate(store) == [13, 14]
     store.close()
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE jobs SET state = 'dead' WHERE idempotency_key = 'p2'")
+        # As the store's own statements do (0014), an end sets finished_at, a retry clears it.
+        conn.execute("UPDATE jobs SET state = 'dead', finished_at = 1 WHERE idempotency_key = 'p2'")
         assert _counters(conn) == [("c1", 0, 1), ("c2", 0, 1), ("c3", 0, 1)]
         # Retried, the dead parent is waited for again; a child no longer waiting is not.
-        conn.execute("UPDATE jobs SET state = 'cancelled' WHERE idempotency_key = 'c3'")
-        conn.execute("UPDATE jobs SET state = 'queued' WHERE idempotency_key = 'p2'")
+        conn.execute(
+            "UPDATE jobs SET state = 'cancelled', finished_at = 1 WHERE idempotency_key = 'c3'"
+        )
+        conn.execute(
+            "UPDATE jobs SET state = 'queued', finished_at = NULL WHERE idempotency_key = 'p2'"
+        )
         assert _counters(conn) == [("c1", 1, 0), ("c2", 1, 0), ("c3", 0, 1)]
+
+
+def test_after_0014_the_counting_triggers_follow_ends_not_every_change_of_state(
+    tmp_path: Path,
+) -> None:
+    """0014 puts the parent-counting triggers on finished_at: a claim is prepared without them."""
+    path = tmp_path / "old.db"
+    store = _store_at(path, 13)
+    assert migrate(store) == [14]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        _insert_jobs(conn, [("p1", "queued", 1, 0), ("c1", "waiting", 0, 1)])
+        conn.execute("INSERT INTO job_parents (child_id, position, parent_id) VALUES (2, 0, 1)")
+        claim = "UPDATE jobs SET state = 'running' WHERE idempotency_key = 'p1'"
+        programs = [row[1] for row in conn.execute(f"EXPLAIN {claim}")]
+        conn.execute(claim)
+        # The end: the parent's counting trigger fires.
+        conn.execute(
+            "UPDATE jobs SET state = 'succeeded', finished_at = 1 WHERE idempotency_key = 'p1'"
+        )
+        assert _counters(conn) == [("c1", 0, 0)]
+    # The claim's program carries the count trigger alone (one sub-program), not the four
+    # parent-counting ones as well.
+    assert programs.count("Program") == 1
