@@ -27,6 +27,9 @@ from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
 from taskq.worker.store_runner import Run
 
+PARENTS_SEEN_SECONDS = 300.0
+"""How long after a job with parents came a worker's claims still ask for parents' outcomes."""
+
 
 class ClaimRequests:
     """Claims for a worker's free slots, and holds the jobs that come."""
@@ -54,6 +57,8 @@ class ClaimRequests:
         self._leaving_in_flight = 0
         self.last_claimed = float("-inf")
         """When the last job came (monotonic): an idle worker looks again sooner for a while."""
+        self._parents_seen = float("-inf")
+        """When a job with parents last came (monotonic): see ``_with_parents``."""
 
     async def send_reports(self, reports: list[Report]) -> list[Fenced]:
         """Acknowledge, and claim in the same request for the slots these reports free."""
@@ -103,9 +108,8 @@ class ClaimRequests:
         lease runs from no sooner. Returns the reports' verdicts and how
         many jobs came.
         """
-        answer: ReportAnswer = await self._holder.run(
-            job_report_claim(reports, self._claim_request(free))
-        )
+        request = self._claim_request(free, releasing=self._may_release_jobs(reports))
+        answer: ReportAnswer = await self._holder.run(job_report_claim(reports, request))
         await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
 
@@ -135,6 +139,8 @@ class ClaimRequests:
         """
         self._holder.slots.prefetch.claim_came(len(answer.claimed), asked)
         for job in answer.claimed:
+            if job.parent_count:
+                self._parents_seen = time.monotonic()
             running = RunningJob(job, renewed_at=sent_at)
             self._holder.slots.hold(running)
             if self._holder.deadline.expired():
@@ -161,11 +167,22 @@ class ClaimRequests:
         )
         return count
 
-    def _claim_request(self, limit: int) -> ClaimRequest:
+    def _claim_request(self, limit: int, *, releasing: bool = False) -> ClaimRequest:
         return ClaimRequest(
             worker_id=self._holder.worker_id,
             queues=self._holder.settings.queues,
             limit=limit,
             lease_seconds=self._holder.settings.lease_seconds,
             labels=self._holder.settings.labels,
+            with_parents=releasing or self._with_parents(),
         )
+
+    def _with_parents(self) -> bool:
+        """Whether claims should bring the outcomes of a job's parents with it.
+
+        Only while jobs with parents have come lately, or when the write's
+        reports may release one (``releasing``): the clause costs every claim
+        on rqlite, and without it the first job with parents a worker meets
+        reads its parents' outcomes in a request of its own.
+        """
+        return time.monotonic() - self._parents_seen < PARENTS_SEEN_SECONDS

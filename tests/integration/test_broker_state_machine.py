@@ -325,8 +325,9 @@ class LeaseMachine(RuleBasedStateMachine):
     @rule(
         worker=st.sampled_from(WORKERS),
         limit=st.integers(min_value=1, max_value=3),
+        with_parents=st.booleans(),
     )
-    def claim(self, worker: str, limit: int) -> None:
+    def claim(self, worker: str, limit: int, with_parents: bool) -> None:
         before = self.jobs()
         runnable = [
             row
@@ -338,7 +339,14 @@ class LeaseMachine(RuleBasedStateMachine):
         if self.store.armed is Loss.BEFORE_APPLY:
             expected = set()  # the claim never took effect, and the broker must find that out
         claimed = self.run(
-            job_claim(worker, [self.queue], limit=limit, lease_seconds=LEASE_SECONDS, now=self.now)
+            job_claim(
+                worker,
+                [self.queue],
+                limit=limit,
+                lease_seconds=LEASE_SECONDS,
+                with_parents=with_parents,
+                now=self.now,
+            )
         )
         assert {job.lease.job_id for job in claimed} == expected
         issued = {lease.token for lease in self.issued}
@@ -352,7 +360,8 @@ class LeaseMachine(RuleBasedStateMachine):
             self.claims[job_id] += 1
             # What the claim hands over of its parents is how they ended, in order.
             parents = self.parents.get(job_id, [])
-            if not parents:
+            if not parents or not with_parents:
+                # A claim that did not ask brings none: the job reads them itself.
                 assert job.first_parents is None
             else:
                 assert job.first_parents is not None

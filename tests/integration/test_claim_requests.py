@@ -24,6 +24,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim, job_claimable_then
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import WorkflowSubmission
@@ -156,3 +157,43 @@ async def _look_in_one_thread(store: Store) -> None:
     assert len(threads) == 3  # the read, the claim, the answer
     assert len(set(threads)) == 1
     assert threads[0] != threading.get_ident()
+
+
+def _queued_child(store: Store, queue: str) -> int:
+    """A parent and its child in ``queue``, the parent run and ended: the child's id."""
+    parent, child = _submit_pairs(store, queue, chained=True)
+    [claimed] = plan.run(store, job_claim("elsewhere", [queue], limit=1, lease_seconds=60))
+    assert claimed.lease.job_id == parent
+    plan.run(store, job_report([completed(claimed.lease, "parent's result")]))
+    return child
+
+
+async def test_claims_bring_parents_outcomes_once_jobs_with_parents_come(store: Store) -> None:
+    """The clause is left out of a worker's claims until a job with parents comes to it."""
+    queue = f"parents-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(store, queue)
+    first = _queued_child(store, queue)
+    _, took = await claims.report_and_claim([], 1, time.monotonic())
+    assert took == 1
+    # The first such job reads its parents' outcomes itself: none came with the claim.
+    met = slots.held[first].job
+    assert (met.parent_count, met.first_parents) == (1, None)
+    slots.release(slots.held[first])
+    second = _queued_child(store, queue)
+    _, took = await claims.report_and_claim([], 1, time.monotonic())
+    assert took == 1
+    [outcome] = slots.held[second].job.first_parents or ()
+    assert outcome.result == "parent's result"
+
+
+async def test_a_report_that_may_release_a_job_claims_it_with_its_parents_outcomes(
+    store: Store,
+) -> None:
+    queue = f"parents-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(store, queue)
+    first, second = _submit_pairs(store, queue, chained=True)
+    await claims.report_and_claim([], 1, time.monotonic())
+    [verdict] = await claims.send_reports([completed(slots.held[first].job.lease, "first's")])
+    assert verdict.value == "accepted"
+    [outcome] = slots.held[second].job.first_parents or ()
+    assert outcome.result == "first's"
