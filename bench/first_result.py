@@ -6,9 +6,11 @@ their start-up: Python starting, the worker's imports, its store, its first
 pool child (issue 44 brought it level with Huey's). This launches 2
 ``taskq-worker`` processes with default settings (the bench's jobs module
 only) onto a queue of echo jobs, polls the store every 10 ms as that
-harness does, and takes the first job's ``finished_at`` less the wall time
-just before the launch. A few launches, each on a queue of its own; the
-workers are stopped after each, and the jobs they left are cancelled.
+harness does, and takes the time the poll first sees a result less the wall
+time just before the launch: the first job's report is part of it. Beside it,
+the first job's own end (its ``finished_at``, the worker's measure). A few
+launches, each on a queue of its own; the workers are stopped after each,
+and the jobs they left are cancelled.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def first_result_after_launch(
 ) -> dict[str, Any]:
     """Milliseconds from launch to the first result, for each of ``launches``, and their median."""
     taken: list[float] = []
+    ended: list[float] = []
     for launch in range(launches):
         queue = f"bench-first-result-{launch}"
         first_id = enqueue_echo(client, queue, 0, BACKLOG)
@@ -53,11 +56,13 @@ def first_result_after_launch(
                 "the first result after launch",
                 interval=POLL_SECONDS,
             )
+            seen = time.time()
         finally:
             fleet.close()
         jobs = list(jobs_since(client.store, queue, first_id))
         first = min(job.finished_at for job in jobs if job.finished_at is not None)
-        taken.append(1000 * (first - launched))
+        taken.append(1000 * (seen - launched))
+        ended.append(1000 * (first - launched))
         plan.run(client.store, job_cancel([job.id for job in jobs if job.finished_at is None]))
     return {
         "launches": launches,
@@ -66,4 +71,5 @@ def first_result_after_launch(
         "min_ms": min(taken),
         "max_ms": max(taken),
         "ms": [round(value, 1) for value in taken],
+        "ended_p50_ms": statistics.median(ended),
     }

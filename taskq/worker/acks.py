@@ -84,6 +84,8 @@ class AckBatcher:
         # Urgent reports in the queue: counted, as this is asked on every submit.
         self._urgent_waiting = 0
         self._sends: anyio.abc.TaskGroup | None = None
+        self.first_answered = anyio.Event()
+        """Set once the store has answered a batch: the worker's first report is written."""
 
     def _batch_is_ready(self) -> bool:
         waiting = len(self._queue)
@@ -168,6 +170,7 @@ class AckBatcher:
             verdicts = await self._send_until_known([pending.report for pending in batch])
         finally:
             self._in_flight -= 1
+        self.first_answered.set()
         for pending, verdict in zip(batch, verdicts, strict=True):
             if not pending.verdict.done():  # done: its job's task was cancelled
                 pending.verdict.set_result(verdict)

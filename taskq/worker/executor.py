@@ -144,6 +144,8 @@ class Executor:
         the slot moves on: the job stays held (``Slots.held``) until the store
         has answered.
         """
+        with self._slots.starting():
+            await self._sandboxes.ready(sandbox)
         taken: _Taken = collections.deque()
         self._taken_by_slots.append((taken, sandbox))
         try:

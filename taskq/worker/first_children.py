@@ -58,7 +58,8 @@ class FirstChildren:
             return
         # One: the first jobs need no more, and on a machine of few cores the
         # others would take CPU from this one and from the worker's start. The
-        # worker starts them as it registers (``SlotSandboxes.warm_up``).
+        # worker starts them once its first report is written
+        # (``SlotSandboxes.start_the_rest``).
         # The hard limits of a pool child are the worker's maximums (``JobPreparer.worker_max``).
         ceiling = settings.max_limits
         if not settings.modules:

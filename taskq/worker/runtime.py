@@ -43,7 +43,7 @@ from taskq.worker.sandbox import cgroups
 from taskq.worker.sandbox.cgroups import CgroupPlan
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
-from taskq.worker.slot_sandboxes import SlotSandboxes
+from taskq.worker.slot_sandboxes import REST_OF_POOL_AFTER_SECONDS, SlotSandboxes
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run
@@ -89,13 +89,7 @@ class Worker:
         """Register, work until drained (see :meth:`drain`), hand back, deregister."""
         registered = False
         try:
-            # Pool children start while the worker registers, and before the
-            # first claim: a claimed job's lease is running, and an interpreter
-            # start is tens of milliseconds (the worker's start-up counts
-            # towards its first jobs' wait).
-            async with anyio.create_task_group() as starting:
-                starting.start_soon(self.sandboxes.warm_up)
-                registered = await self._register()
+            registered = await self._register()
             if not registered:
                 return  # drained while the disk was full: nothing was claimed
             self.events.emit(
@@ -113,6 +107,7 @@ class Worker:
                 loops.start_soon(self.acks.run, self.stopped)
                 loops.start_soon(self.executor.hand_back_overdue, self.stopped)
                 loops.start_soon(self.output.run, self.stopped)
+                loops.start_soon(self._start_rest_of_pool)
                 if self.maintainer is not None:
                     loops.start_soon(partial(self.maintainer.run_forever, stop=self.stopped))
                 if self.publisher is not None and self.publisher.pending:
@@ -136,6 +131,16 @@ class Worker:
             self.stopped.set()
             with anyio.CancelScope(shield=True):
                 await self._close(deregister=registered)
+
+    async def _start_rest_of_pool(self) -> None:
+        """Start the pool children that did not start with the worker (see ``slot_sandboxes``).
+
+        Once the worker's first report is written, or ``REST_OF_POOL_AFTER_SECONDS``
+        after it registered if none is by then (no job came, or a long one).
+        """
+        with anyio.move_on_after(REST_OF_POOL_AFTER_SECONDS):
+            await self.acks.first_answered.wait()
+        self.sandboxes.start_the_rest()
 
     def drain(self) -> None:
         """Stop claiming; running jobs get the grace period, then are handed back."""

@@ -3,6 +3,13 @@
 In pool isolation each slot has a ``PoolSandbox`` of its own (a pool child
 runs one job at a time); in process isolation every slot shares one
 ``Sandbox``, which starts a fresh child per job and keeps nothing between.
+
+A worker starts one pool child before anything else (``first_children``).
+The other slots start theirs later (``start_the_rest``): on a machine of few
+cores, an interpreter starting beside the first job takes CPU from that job
+and from its report, which is when the worker's first result is written.
+Until its child has started, a slot takes no job: the claimed jobs go to
+the slot that is ready.
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings
+
+# The longest the slots whose child did not start with the worker wait for
+# its first report before starting theirs: a slot that could run a job waits
+# that much longer at start when no report comes soon.
+REST_OF_POOL_AFTER_SECONDS = 0.1
 
 
 class SlotSandboxes:
@@ -38,6 +50,14 @@ class SlotSandboxes:
         self.in_use = [
             self._new(waiting.pop(0) if waiting else None) for _ in range(settings.min_slots)
         ]
+        # The slots whose pool child did not start with the worker: they take
+        # jobs once theirs has, after ``start_the_rest``.
+        self._not_started = (
+            {id(sandbox) for sandbox in self.in_use[len(started) :]}
+            if self._shared is None
+            else set()
+        )
+        self._rest_may_start = anyio.Event()
 
     def _new(self, started: ChildProcess | None = None) -> Sandbox:
         if self._shared is not None:
@@ -52,11 +72,21 @@ class SlotSandboxes:
     def distinct(self) -> list[Sandbox]:
         return list({id(sandbox): sandbox for sandbox in self.in_use}.values())
 
-    async def warm_up(self) -> None:
-        """Start the children kept between jobs now, so that the first jobs do not wait."""
-        async with anyio.create_task_group() as warming:
-            for sandbox in self.distinct():
-                warming.start_soon(sandbox.warm_up)
+    async def ready(self, sandbox: Sandbox) -> None:
+        """Wait until the slot of ``sandbox`` may take jobs: its child has started.
+
+        At once for a child started with the worker, for slots added later
+        (``made_ready`` starts their children first), and in process isolation.
+        """
+        if id(sandbox) not in self._not_started:
+            return
+        await self._rest_may_start.wait()
+        await sandbox.warm_up()
+        self._not_started.discard(id(sandbox))
+
+    def start_the_rest(self) -> None:
+        """Let the slots whose child did not start with the worker start theirs now."""
+        self._rest_may_start.set()
 
     async def made_ready(self, count: int) -> list[Sandbox]:
         """``count`` new sandboxes for new slots, their children started (not yet in use).

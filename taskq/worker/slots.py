@@ -42,6 +42,8 @@ class Slots:
         self._executing = 0
         # Slots waiting for a claimed job: the jobs they will take are not to be queued.
         self._idle = 0
+        # Slots waiting for their pool child to start (``SlotSandboxes.ready``).
+        self._starting = 0
         # When each busy slot's job started, by slot: read on every claim, so kept
         # apart from the held jobs, which may be hundreds.
         self._running_since: dict[object, float] = {}
@@ -73,17 +75,33 @@ class Slots:
     def take_overdue(self) -> list[RunningJob]:
         """Take out the jobs that waited for a slot longer than ``HAND_BACK_SECONDS``, to hand back.
 
-        The others keep their order.
+        The others keep their order. The oldest, one for each slot still
+        starting its child, are not claimed ahead but claimed for those slots:
+        they stay.
         """
         since = self._clock() - HAND_BACK_SECONDS
         kept: list[RunningJob] = []
         overdue: list[RunningJob] = []
+        for_starting_slots = self._starting
         while not self._waiting.empty():
             running = self._waiting.get_nowait()
+            if for_starting_slots:
+                for_starting_slots -= 1
+                kept.append(running)
+                continue
             (overdue if running.claimed < since else kept).append(running)
         for running in kept:
             self._waiting.put_nowait(running)
         return overdue
+
+    @contextmanager
+    def starting(self) -> Iterator[None]:
+        """A slot waits for its pool child to start while in the block."""
+        self._starting += 1
+        try:
+            yield
+        finally:
+            self._starting -= 1
 
     @contextmanager
     def promised(self, jobs: int) -> Iterator[None]:

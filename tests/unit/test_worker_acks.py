@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import pytest
 
@@ -10,6 +13,17 @@ from taskq.broker.records import AttemptReport, Fenced, Lease
 from taskq.worker.acks import AckBatcher
 
 pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def running(batcher: AckBatcher) -> AsyncIterator[None]:
+    """``batcher`` sending while in the block, which has 5 s; it stops when the block ends."""
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            yield
+            stop.set()
 
 
 def report(job_id: int) -> Report:
@@ -34,67 +48,55 @@ async def test_reports_wait_while_the_jobs_held_outlast_a_round_trip() -> None:
     sent = Sent()
     slack: list[float | None] = [10.0]
     batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: slack[0])
-    stop = anyio.Event()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(batcher.run, stop)
-            verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
-            # Held: the slots have work for longer than a round trip.
-            for _ in range(20):
-                await anyio.sleep(0)
-            assert sent.batches == []
-            # The jobs held will last one round trip more: the next report sends all.
-            slack[0] = 0.0
-            changed = sent.changed
-            verdicts.append(batcher.submit(report(3)))
-            await changed.wait()
-            assert sent.batches == [[1, 2, 3]]
-            assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
-            stop.set()
+    async with running(batcher):
+        verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
+        # Held: the slots have work for longer than a round trip.
+        for _ in range(20):
+            await anyio.sleep(0)
+        assert sent.batches == []
+        # The jobs held will last one round trip more: the next report sends all.
+        slack[0] = 0.0
+        changed = sent.changed
+        verdicts.append(batcher.submit(report(3)))
+        await changed.wait()
+        assert sent.batches == [[1, 2, 3]]
+        assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
 
 
 async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -> None:
     sent = Sent()
     batcher = AckBatcher(sent.send, give_up_after=60.0, max_delay=0.001, max_hold=10.0)
-    stop = anyio.Event()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(batcher.run, stop)
-            changed = sent.changed
-            verdict = batcher.submit(report(1))
-            await changed.wait()
-            assert sent.batches == [[1]]
-            assert await verdict is Fenced.ACCEPTED
-            stop.set()
+    async with running(batcher):
+        changed = sent.changed
+        verdict = batcher.submit(report(1))
+        await changed.wait()
+        assert sent.batches == [[1]]
+        assert await verdict is Fenced.ACCEPTED
 
 
 async def test_a_report_that_frees_other_jobs_goes_at_once_with_those_gathered() -> None:
     sent = Sent()
     # Held for 10 s as plain reports would be, with jobs claimed ahead.
     batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: 10.0)
-    stop = anyio.Event()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(batcher.run, stop)
-            verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
-            for _ in range(20):
-                await anyio.sleep(0)
-            assert sent.batches == []  # plain reports still wait for company
-            changed = sent.changed
-            verdicts.append(batcher.submit(report(3), urgent=True))
-            await changed.wait()
-            assert sent.batches == [[1, 2, 3]]
-            assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
-            # Plain reports after it wait as before.
-            batcher.submit(report(4))
-            for _ in range(20):
-                await anyio.sleep(0)
-            assert sent.batches == [[1, 2, 3]]
-            changed = sent.changed
-            batcher.submit(report(5), urgent=True)
-            await changed.wait()
-            assert sent.batches == [[1, 2, 3], [4, 5]]
-            stop.set()
+    async with running(batcher):
+        verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
+        for _ in range(20):
+            await anyio.sleep(0)
+        assert sent.batches == []  # plain reports still wait for company
+        changed = sent.changed
+        verdicts.append(batcher.submit(report(3), urgent=True))
+        await changed.wait()
+        assert sent.batches == [[1, 2, 3]]
+        assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 3
+        # Plain reports after it wait as before.
+        batcher.submit(report(4))
+        for _ in range(20):
+            await anyio.sleep(0)
+        assert sent.batches == [[1, 2, 3]]
+        changed = sent.changed
+        batcher.submit(report(5), urgent=True)
+        await changed.wait()
+        assert sent.batches == [[1, 2, 3], [4, 5]]
 
 
 async def test_an_urgent_report_goes_beside_a_batch_in_flight_and_plain_ones_do_not() -> None:
@@ -110,21 +112,36 @@ async def test_an_urgent_report_goes_beside_a_batch_in_flight_and_plain_ones_do_
         return [Fenced.ACCEPTED] * len(reports)
 
     batcher = AckBatcher(send, give_up_after=60.0, max_delay=0.0)
-    stop = anyio.Event()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(batcher.run, stop)
-            first = batcher.submit(report(1))
-            await sent_one.wait()
-            plain = batcher.submit(report(2))
-            for _ in range(20):
-                await anyio.sleep(0)
-            assert batches == [[1]]  # a plain report waits for the answer in flight
-            urgent = batcher.submit(report(3), urgent=True)
-            assert await urgent is Fenced.ACCEPTED
-            assert batches == [[1], [2, 3]]
-            assert await plain is Fenced.ACCEPTED
-            assert not first.done()
-            answer.set()
-            assert await first is Fenced.ACCEPTED
-            stop.set()
+    async with running(batcher):
+        first = batcher.submit(report(1))
+        await sent_one.wait()
+        plain = batcher.submit(report(2))
+        for _ in range(20):
+            await anyio.sleep(0)
+        assert batches == [[1]]  # a plain report waits for the answer in flight
+        urgent = batcher.submit(report(3), urgent=True)
+        assert await urgent is Fenced.ACCEPTED
+        assert batches == [[1], [2, 3]]
+        assert await plain is Fenced.ACCEPTED
+        assert not first.done()
+        answer.set()
+        assert await first is Fenced.ACCEPTED
+
+
+async def test_first_answered_is_set_once_the_store_has_answered_a_batch() -> None:
+    answer = anyio.Event()
+    sent = Sent()
+
+    async def send(reports: list[Report]) -> list[Fenced]:
+        await answer.wait()
+        return await sent.send(reports)
+
+    batcher = AckBatcher(send, give_up_after=60.0, still_running=lambda: 0)
+    async with running(batcher):
+        verdict = batcher.submit(report(1))
+        await anyio.wait_all_tasks_blocked()
+        # Sent, not answered: the worker's first report is not written yet.
+        assert not batcher.first_answered.is_set()
+        answer.set()
+        await batcher.first_answered.wait()
+        assert await verdict is Fenced.ACCEPTED

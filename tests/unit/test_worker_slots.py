@@ -102,3 +102,17 @@ def test_jobs_waiting_past_the_bound_are_taken_out_to_hand_back_in_order() -> No
     clock.now += HAND_BACK_SECONDS + 0.01
     assert slots.take_overdue() == [early]
     assert slots.take_waiting() is late
+
+
+def test_the_oldest_jobs_wait_for_the_slots_still_starting_their_child() -> None:
+    clock = Clock()
+    slots = Slots(2, Prefetch(slots=2, most=4), clock=clock)
+    first, ahead = claimed(1), claimed(2)
+    first.claimed = ahead.claimed = clock.now
+    slots.hold(first)
+    slots.hold(ahead)
+    clock.now += HAND_BACK_SECONDS + 0.01
+    with slots.starting():
+        # The first is the starting slot's, not claimed ahead: only the other goes back.
+        assert slots.take_overdue() == [ahead]
+        assert slots.take_waiting() is first
