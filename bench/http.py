@@ -207,6 +207,17 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             )
         )
         results += _bare_measures(store_name, server.url, jobs)
+        bare = next(r.value for r in results if r.key == "submit.http_single_bare") or math.nan
+        results.append(
+            Result(
+                store_name,
+                "ratio.http_bare_vs_client_single",
+                bare / single["submit.client_single"],
+                "ratio",
+                "POST /jobs on one connection from http.client / Client.submit: "
+                "the same with a client whose own cost is small",
+            )
+        )
         finished = client.submit(TARGET, queue="bench-ended", unchecked=True)
         client.cancel(finished.id)
         for key, who in (("result.client_ms", client), ("result.http_client_ms", remote)):

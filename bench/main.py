@@ -128,6 +128,8 @@ TARGETS: dict[tuple[str, str], str] = {
     ("start.first_result", "sqlite"): "<= Huey (~210 ms)",
     ("http.ratio.http_vs_client_single", "sqlite"): ">= 0.8",
     ("http.ratio.http_vs_client_single", "rqlite"): ">= 0.8",
+    ("http.ratio.http_bare_vs_client_single", "sqlite"): ">= 0.8",
+    ("http.ratio.http_bare_vs_client_single", "rqlite"): ">= 0.8",
 }
 
 
@@ -206,6 +208,7 @@ ROWS: list[tuple[str, str]] = [
     ("http.submit.client_single", "Client.submit beside taskq serve"),
     ("http.submit.http_single", "POST /jobs, one connection"),
     ("http.ratio.http_vs_client_single", "  POST /jobs / Client.submit"),
+    ("http.ratio.http_bare_vs_client_single", "  the same from http.client"),
     ("http.request.floor_ms", "  GET /healthz p50 (httpx)"),
     ("http.request.floor_bare_ms", "  GET /healthz p50 (http.client)"),
     ("http.server.cpu_per_post_us", "  server CPU per POST /jobs"),
