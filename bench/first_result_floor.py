@@ -9,9 +9,10 @@ imports msgspec before it can take a job. Then the worker claims a job in
 one write, hands it to the child, and writes its result in a second.
 
 This runs that shape with bare Python: 2 launches of a script that does
-exactly the above against a table of one column, and takes the first
-result's commit time less the launch time. taskq's own start-up, above
-this, is its imports, its settings, its roles and its messages.
+exactly the above against a table of one column, and takes the time a poll
+every 10 ms first sees a result (as ``start.first_result`` does) less the
+launch time. taskq's own start-up, above this, is its imports, its
+settings, its roles and its messages.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ child.kill()
 
 WORKERS = 2
 BACKLOG = 100
+POLL_SECONDS = 0.010  # as start.first_result polls
 
 
 def first_result_floor(directory: Path, *, launches: int) -> dict[str, Any]:
@@ -75,12 +77,11 @@ def first_result_floor(directory: Path, *, launches: int) -> dict[str, Any]:
         workers = [
             subprocess.Popen([sys.executable, "-c", script, str(path)]) for _ in range(WORKERS)
         ]
+        seen = _first_seen(path, launched + 60)
         for worker in workers:
             if worker.wait(timeout=60) != 0:
                 raise RuntimeError(f"a floor worker failed with status {worker.returncode}")
-        with sqlite3.connect(path) as conn:
-            (first,) = conn.execute("SELECT min(finished_at) FROM jobs").fetchone()
-        taken.append(1000 * (first - launched))
+        taken.append(1000 * (seen - launched))
     return {
         "launches": launches,
         "p50_ms": statistics.median(taken),
@@ -88,6 +89,20 @@ def first_result_floor(directory: Path, *, launches: int) -> dict[str, Any]:
         "max_ms": max(taken),
         "ms": [round(value, 1) for value in taken],
     }
+
+
+def _first_seen(path: Path, deadline: float) -> float:
+    """When a poll of ``path`` every 10 ms first finds a result."""
+    conn = sqlite3.connect(path, timeout=10.0)
+    try:
+        while time.time() < deadline:
+            (done,) = conn.execute("SELECT count(*) FROM jobs WHERE state = 'done'").fetchone()
+            if done:
+                return time.time()
+            time.sleep(POLL_SECONDS)
+    finally:
+        conn.close()
+    raise RuntimeError("no floor worker wrote a result within 60 s")
 
 
 def _queue_backlog(path: Path) -> None:
