@@ -52,11 +52,7 @@ class SlotSandboxes:
         ]
         # The slots whose pool child did not start with the worker: they take
         # jobs once theirs has, after ``start_the_rest``.
-        self._not_started = (
-            {id(sandbox) for sandbox in self.in_use[len(started) :]}
-            if self._shared is None
-            else set()
-        )
+        self._not_started = self.in_use[len(started) :] if self._shared is None else []
         self._rest_may_start = anyio.Event()
 
     def _new(self, started: ChildProcess | None = None) -> Sandbox:
@@ -78,11 +74,11 @@ class SlotSandboxes:
         At once for a child started with the worker, for slots added later
         (``made_ready`` starts their children first), and in process isolation.
         """
-        if id(sandbox) not in self._not_started:
+        if not any(waiting is sandbox for waiting in self._not_started):
             return
         await self._rest_may_start.wait()
         await sandbox.warm_up()
-        self._not_started.discard(id(sandbox))
+        self._not_started = [waiting for waiting in self._not_started if waiting is not sandbox]
 
     def start_the_rest(self) -> None:
         """Let the slots whose child did not start with the worker start theirs now."""
