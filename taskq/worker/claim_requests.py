@@ -67,7 +67,8 @@ class ClaimRequests:
         # to its claim: a batch sent beside it (an urgent one, see ``acks``) counts them
         # once, or it would claim nothing, not even for the job its report releases.
         free = self._holder.slots.to_claim() + leaving + self._leaving_in_flight
-        if self._may_release_jobs(reports):
+        releasing = self._may_release_jobs(reports)
+        if releasing:
             # Claims ahead may have promised every slot to a claim sent before
             # this write could release anything: one more, for a job it frees in
             # this worker's queues, saves that job a write (a hint and a claim
@@ -82,7 +83,9 @@ class ClaimRequests:
         self._leaving_in_flight += leaving
         try:
             with self._holder.slots.promised(free):
-                verdicts, _ = await self.report_and_claim(reports, free, sent_at)
+                verdicts, _ = await self.report_and_claim(
+                    reports, free, sent_at, releasing=releasing
+                )
         finally:
             self._leaving_in_flight -= leaving
         self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
@@ -100,15 +103,16 @@ class ClaimRequests:
         return False
 
     async def report_and_claim(
-        self, reports: list[Report], free: int, sent_at: float
+        self, reports: list[Report], free: int, sent_at: float, *, releasing: bool = False
     ) -> tuple[list[Fenced], int]:
         """Send ``reports`` and claim up to ``free`` jobs in one request; hold those claimed.
 
         ``sent_at`` is when the request was sent, or earlier: a claimed
-        lease runs from no sooner. Returns the reports' verdicts and how
-        many jobs came.
+        lease runs from no sooner. ``releasing``: whether the reports may
+        release jobs (``_may_release_jobs``), so that the claim brings the
+        parents' outcomes. Returns the reports' verdicts and how many jobs came.
         """
-        request = self._claim_request(free, releasing=self._may_release_jobs(reports))
+        request = self._claim_request(free, releasing=releasing)
         answer: ReportAnswer = await self._holder.run(job_report_claim(reports, request))
         await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
