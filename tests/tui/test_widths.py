@@ -136,15 +136,41 @@ def _cut_cells(table: KeyedTable) -> list[str]:
     return cut
 
 
+def _fits_its_room(table: KeyedTable) -> bool:
+    """Whether no cell is drawn cut while the table leaves columns free."""
+    if _free_columns(table) <= 0:
+        return True
+    return all(
+        drawn == table.cell_text(key, column)
+        for key in table.row_keys()
+        for column, drawn in _drawn(table, key).items()
+    )
+
+
+async def _widths_settled(pilot: Pilot[None], tables: list[KeyedTable]) -> None:
+    """Wait until every table fits its room.
+
+    Rows arrive before the table is laid out again: on a busy machine it may
+    be drawn for a moment with the widths of the room it had before (a
+    scrollbar that has just gone), cut with columns free. A table that stays
+    so fails here.
+    """
+    await wait_for(
+        pilot, lambda: all(_fits_its_room(table) for table in tables), "the tables to fit"
+    )
+
+
 async def _overview_loaded(pilot: Pilot[None], app: ConsoleApp) -> None:
     workers = app.screen.query_one(WorkersTable)
     await wait_for(pilot, lambda: workers.row_count == 4, "the workers")
+    await _widths_settled(pilot, list(app.screen.query(KeyedTable)))
 
 
 async def _jobs_loaded(pilot: Pilot[None], app: ConsoleApp) -> None:
     await app.show_jobs(JobFilter(queue="images"))
     jobs = app.screen.query_one(JobsTable)
     await wait_for(pilot, lambda: jobs.row_count > 0, "the jobs")
+    await _widths_settled(pilot, [jobs])
 
 
 @pytest.mark.parametrize("width", [120, 200])
