@@ -29,6 +29,7 @@ reader callbacks directly (anyio has no persistent fd watch).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 
@@ -365,6 +366,12 @@ class PoolChild:
             if at_once:
                 self._outbox = frame
                 self._send_some()
+                # A socket's wake-up is a "sync" one: Linux tends to queue the child
+                # on this CPU, behind the rest of the loop's pass. Yielding lets it
+                # start the job now (0.17 against 0.39-0.45 ms from the send to the
+                # child's read, traced); where it went to another CPU this is a
+                # syscall that changes nothing.
+                os.sched_yield()
                 return
             self._loop.call_soon(self._send_some)
         # else a send is already due: the one scheduled, or the writer's.
