@@ -117,6 +117,13 @@ def _free_columns(table: KeyedTable) -> int:
     return table.scrollable_content_region.width - table.virtual_size.width
 
 
+def _cells(table: KeyedTable) -> Iterator[tuple[str, str]]:
+    """Each cell in view as ``(whole text, text drawn)``."""
+    for key in table.row_keys():
+        for column, drawn in _drawn(table, key).items():
+            yield table.cell_text(key, column), drawn
+
+
 def _cut_cells(table: KeyedTable) -> list[str]:
     """The cells drawn shorter than their text, each as ``whole -> drawn``.
 
@@ -124,27 +131,19 @@ def _cut_cells(table: KeyedTable) -> list[str]:
     without an ellipsis saying so.
     """
     cut = []
-    for key in table.row_keys():
-        for column, drawn in _drawn(table, key).items():
-            whole = table.cell_text(key, column)
-            if drawn == whole:
-                continue
-            assert "…" in drawn, f"{whole!r} drawn as {drawn!r}, cut silently"
-            free = _free_columns(table)
-            assert free <= 0, f"{whole!r} drawn as {drawn!r} with {free} columns free"
-            cut.append(f"{whole} -> {drawn}")
+    for whole, drawn in _cells(table):
+        if drawn == whole:
+            continue
+        assert "…" in drawn, f"{whole!r} drawn as {drawn!r}, cut silently"
+        free = _free_columns(table)
+        assert free <= 0, f"{whole!r} drawn as {drawn!r} with {free} columns free"
+        cut.append(f"{whole} -> {drawn}")
     return cut
 
 
 def _fits_its_room(table: KeyedTable) -> bool:
     """Whether no cell is drawn cut while the table leaves columns free."""
-    if _free_columns(table) <= 0:
-        return True
-    return all(
-        drawn == table.cell_text(key, column)
-        for key in table.row_keys()
-        for column, drawn in _drawn(table, key).items()
-    )
+    return _free_columns(table) <= 0 or all(drawn == whole for whole, drawn in _cells(table))
 
 
 async def _widths_settled(pilot: Pilot[None], tables: list[KeyedTable]) -> None:
