@@ -15,7 +15,10 @@ sends the workers of those queues the hint a submitting client sends.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 import anyio
 
@@ -23,6 +26,7 @@ from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.claims import ClaimRequest, job_backlog, job_claimable_then
 from taskq.broker.ops.leases import Report, ReportAnswer, job_report_claim
 from taskq.broker.records import Fenced
+from taskq.broker.stores.look_turns import NO_TURNS, LookTurns
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
 from taskq.worker.store_runner import Run
@@ -117,22 +121,53 @@ class ClaimRequests:
         await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
 
-    async def claim_if_claimable(self, free: int, sent_at: float, *, fresh: bool = False) -> int:
+    async def claim_if_claimable(
+        self, free: int, sent_at: float, *, turns: LookTurns = NO_TURNS
+    ) -> int:
         """Claim up to ``free`` jobs alone, if a cheap read first says a claim would find one.
 
         An idle worker's look: the read and the claim go in one operation, so
-        that the embedded store runs both in one trip to its thread. Returns
-        how many jobs came; ``sent_at`` as for :meth:`report_and_claim`;
-        ``fresh``: the read must see the latest claims (``job_claimable``).
+        that the embedded store runs both in one trip to its thread. The claim
+        is made in turn with the machine's other idle workers (``turns``): a
+        look that found work but finds the turn taken waits for it and looks
+        again, by when the other's claim is made. Returns how many jobs came;
+        ``sent_at`` as for :meth:`report_and_claim`.
         """
+        claimed = await self._look_once(free, sent_at, turns)
+        if claimed is not None:
+            return claimed
+        async with turns.turn() as after_another:
+            # Right after another worker's claim, a read of a node's own copy
+            # could miss it and send a claim of nothing (a write by quorum).
+            claimed = await self._look_once(free, sent_at, None, fresh=after_another)
+        return claimed or 0
+
+    async def _look_once(
+        self, free: int, sent_at: float, turns: LookTurns | None, *, fresh: bool = False
+    ) -> int | None:
+        """One look: how many jobs came, or None if it found work and another held ``turns``."""
+        turn_taken = False
+        gate: Callable[[], AbstractContextManager[bool]] | None = None
+        if turns is not None:
+            look_turns = turns
+
+            @contextlib.contextmanager
+            def in_turn() -> Iterator[bool]:
+                nonlocal turn_taken
+                with look_turns.turn_if_free() as free_now:
+                    turn_taken = not free_now
+                    yield free_now
+
+            gate = in_turn
         op = job_claimable_then(
             self._holder.settings.queues,
             job_report_claim([], self._claim_request(free)),
             fresh=fresh,
+            gate=gate,
         )
         answer: ReportAnswer | None = await self._look(op)
         if answer is None:
-            return 0
+            return None if turn_taken else 0
         await self._hold(answer, sent_at, asked=free)
         return len(answer.claimed)
 

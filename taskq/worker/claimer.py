@@ -14,7 +14,7 @@ import time
 import anyio
 
 from taskq import errors
-from taskq.broker.stores.look_turns import look_turn_of
+from taskq.broker.stores.look_turns import look_turns_of
 from taskq.broker.stores.store import Store, tells_of_changes
 from taskq.worker.acks import AckBatcher
 from taskq.worker.claim_requests import ClaimRequests
@@ -72,12 +72,9 @@ class Claimer:
                 # In turn with the store's other idle workers, where they take turns: the
                 # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
-                    async with look_turn_of(self._store) as after_another:
-                        # Right after another worker's look, a read of a node's own copy
-                        # could miss its claim and send one of nothing (a write by quorum).
-                        claimed = await self._claims.claim_if_claimable(
-                            free, looked_at, fresh=after_another
-                        )
+                    claimed = await self._claims.claim_if_claimable(
+                        free, looked_at, turns=look_turns_of(self._store)
+                    )
             except errors.StoreError as exc:
                 self._outage.failed(exc)
                 await self._pause(idle)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,6 +28,8 @@ from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import WorkflowSubmission
+from taskq.broker.stores import look_turns
+from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Statement, StatementResult, Store
 from taskq.worker.claim_requests import ClaimRequests
@@ -45,6 +47,8 @@ from tests.support.reports import completed
 pytestmark = pytest.mark.anyio
 
 T = TypeVar("T")
+# A bound on each wait for a condition: reached only when the behaviour is wrong.
+_BOUND = 10.0
 
 
 def _claims(store: Store, queue: str, look: Run | None = None) -> tuple[ClaimRequests, Slots]:
@@ -117,6 +121,53 @@ async def test_an_idle_look_writes_only_when_a_job_waits(store: Store) -> None:
     # The second job waits on the first: nothing to claim, nothing written.
     assert await claims.claim_if_claimable(1, time.monotonic()) == 0
     assert counted.writes == 1
+
+
+@pytest.fixture
+def turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[LookTurns, LookTurns]]:
+    """Another idle worker's turns and ours, on one folder; a turn is waited for up to a minute."""
+    monkeypatch.setattr(look_turns, "_LONGEST_WAIT_SECONDS", 60.0)
+    others, ours = LookTurns(tmp_path), LookTurns(tmp_path)
+    try:
+        yield others, ours
+    finally:
+        others.close()
+        ours.close()
+
+
+async def test_a_look_that_finds_nothing_takes_no_turn(
+    store: Store, turns: tuple[LookTurns, LookTurns]
+) -> None:
+    """Another worker's look holding the turn does not hold up one with nothing to claim."""
+    others, ours = turns
+    claims, _ = _claims(store, f"turn-{uuid.uuid4().hex[:8]}", look=look_runner(store))
+    with others.turn_if_free() as held, anyio.fail_after(_BOUND):
+        assert held
+        assert await claims.claim_if_claimable(1, time.monotonic(), turns=ours) == 0
+
+
+async def test_a_look_that_finds_work_claims_once_another_gives_the_turn_back(
+    store: Store, turns: tuple[LookTurns, LookTurns]
+) -> None:
+    others, ours = turns
+    queue = f"turn-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(store, queue, look=look_runner(store))
+    [job_id] = plan.run(
+        store, job_enqueue([call_spec("tests.support.jobs:echo", [1], queue=queue)])
+    )
+    took: list[int] = []
+
+    async def look() -> None:
+        took.append(await claims.claim_if_claimable(1, time.monotonic(), turns=ours))
+
+    with anyio.fail_after(_BOUND):
+        async with anyio.create_task_group() as tasks:
+            with others.turn_if_free() as held:
+                assert held
+                tasks.start_soon(look)
+                await anyio.sleep(0.05)  # the look has read, and waits for the turn
+                assert (took, list(slots.held)) == ([], []), "no claim without the turn"
+    assert (took, list(slots.held)) == ([1], [job_id])
 
 
 async def test_an_idle_look_on_the_embedded_store_goes_to_its_thread_once(tmp_path: Path) -> None:

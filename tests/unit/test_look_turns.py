@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from taskq.broker.stores import look_turns
-from taskq.broker.stores.look_turns import LookTurns, look_turn_of
+from taskq.broker.stores.look_turns import NO_TURNS, LookTurns, look_turns_of
 from taskq.broker.stores.sqlite_store import SqliteStore
 
 _BOUND = 10.0
@@ -171,12 +171,13 @@ def test_the_embedded_store_takes_turns_and_other_stores_do_not(
 
     async def scenario() -> None:
         with anyio.fail_after(_BOUND):
-            async with look_turn_of(object()):
+            assert look_turns_of(object()) is NO_TURNS
+            async with look_turns_of(object()).turn():
                 order.append("a store without turns looks at once")
             async with anyio.create_task_group() as tasks, other_process.turn():
 
                 async def look() -> None:
-                    async with look_turn_of(store):
+                    async with look_turns_of(store).turn():
                         order.append("the store's look")
 
                 tasks.start_soon(look)
@@ -237,3 +238,38 @@ def test_a_runtime_folder_others_may_enter_takes_no_turns(
         first.close()
         second.close()
     assert list((tmp_path / "taskq").iterdir()) == []
+
+
+def test_a_turn_taken_only_if_free_is_held_in_the_block_and_given_back(tmp_path: Path) -> None:
+    first, other = LookTurns(tmp_path), LookTurns(tmp_path)
+    try:
+        with first.turn_if_free() as may_claim:
+            assert may_claim
+            with other.turn_if_free() as other_may_claim:
+                assert not other_may_claim, "another's look holds the turn"
+        with other.turn_if_free() as other_may_claim:
+            assert other_may_claim, "the turn was given back"
+    finally:
+        first.close()
+        other.close()
+
+
+def test_without_turns_a_look_may_always_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with NO_TURNS.turn_if_free() as may_claim:
+        assert may_claim
+    gone = LookTurns(tmp_path / "gone")
+    with gone.turn_if_free() as may_claim:
+        assert may_claim
+
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(38, "Function not implemented")
+
+    turns = LookTurns(tmp_path)
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    try:
+        with turns.turn_if_free() as may_claim:
+            assert may_claim
+    finally:
+        turns.close()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import msgspec
@@ -197,11 +198,25 @@ def job_claimable(queues: Sequence[str], *, fresh: bool = False) -> Op[bool]:
     return bool(rows and rows[0]["ready"])
 
 
-def job_claimable_then(queues: Sequence[str], claim: Op[T], *, fresh: bool = False) -> Op[T | None]:
-    """``claim``, if :func:`job_claimable` (``fresh`` as there) finds a job now; else None."""
+def job_claimable_then(
+    queues: Sequence[str],
+    claim: Op[T],
+    *,
+    fresh: bool = False,
+    gate: Callable[[], AbstractContextManager[bool]] | None = None,
+) -> Op[T | None]:
+    """``claim``, if :func:`job_claimable` (``fresh`` as there) finds a job now; else None.
+
+    ``gate``, if given, is entered once the read found a job, and the claim
+    is made inside it only if it gives True: the turn of a machine's idle
+    workers (``stores.look_turns``), held while the claim is written.
+    """
     if not (yield from job_claimable(queues, fresh=fresh)):
         return None
-    return (yield from claim)
+    if gate is None:
+        return (yield from claim)
+    with gate() as open_:
+        return (yield from claim) if open_ else None
 
 
 def job_backlog(queues: Sequence[str], labels: Sequence[str], *, limit: int) -> Op[int]:

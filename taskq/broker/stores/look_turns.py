@@ -7,11 +7,15 @@ lock and then commit a claim of nothing, with its fsync, while the first
 worker hands the job to its child. With two idle workers on two cores, that
 second claim made a pickup half as slow again (traced, issue 44).
 
-So an idle worker looks while it holds a turn: an advisory lock (``flock``)
-on the store's directory, which every process on the machine sees. A worker
-that finds the turn taken waits until it is free and then looks: by then the
-claim of the worker that held it has committed, so its read finds the job
-gone, and no write follows, or finds what is left.
+So an idle worker claims while it holds a turn: an advisory lock (``flock``)
+on the store's directory, which every process on the machine sees. It reads
+first, without the turn, and takes the turn only if the read found work it
+could claim (:meth:`LookTurns.turn_if_free`): a look that finds nothing, as
+a worker's whose queues the commit did not touch, holds up nobody. A worker
+that finds the turn taken waits until it is free (:meth:`LookTurns.turn`) and
+then looks again: by then the claim of the worker that held it has
+committed, so its read finds the job gone, and no write follows, or finds
+what is left.
 
 On rqlite a hint wakes the idle workers of every machine, each reads, and
 each sends a claim: a write by quorum, which the nodes apply on the cores
@@ -35,8 +39,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -51,13 +54,15 @@ _RETRY_SECONDS = 0.001
 class LookTurns:
     """The turn of the idle workers that lock ``path``, a folder or a file (see module doc)."""
 
-    def __init__(self, path: Path, *, create: bool = False) -> None:
-        self._fd: int | None
+    def __init__(self, path: Path | None, *, create: bool = False) -> None:
+        """Turns on the lock at ``path``; None: no turns, every look claims at once."""
+        self._fd: int | None = None
+        if path is None:
+            return
         flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-        try:
+        # A store's folder that cannot be opened: the store's own calls will say what is wrong.
+        with contextlib.suppress(OSError):
             self._fd = os.open(path, flags, 0o600)
-        except OSError:  # a store's folder: the store's own calls will say what is wrong
-            self._fd = None
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[bool]:
@@ -72,6 +77,30 @@ class LookTurns:
         finally:
             if held:
                 self._give_back()
+
+    @contextlib.contextmanager
+    def turn_if_free(self) -> Iterator[bool]:
+        """Hold the turn while in the block if no other look holds it now.
+
+        The block is given whether the look may claim: False only while
+        another holds the turn (wait for it with :meth:`turn`, then look
+        again); True where there are no turns to take.
+        """
+        if self._fd is None:
+            yield True
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:  # no flock on this filesystem
+            yield True
+            return
+        try:
+            yield True
+        finally:
+            self._give_back()
 
     async def _take(self) -> tuple[bool, bool]:
         """Whether the turn was had, and whether another held it first."""
@@ -133,13 +162,15 @@ def cluster_turns(nodes: Sequence[str]) -> LookTurns:
 class TurnTakingStore(Protocol):
     """A store whose idle workers on one machine look in turn."""
 
-    def look_turn(self) -> AbstractAsyncContextManager[bool]:
-        """Hold the idle workers' turn to look while in the block (see :meth:`LookTurns.turn`)."""
+    def look_turns(self) -> LookTurns:
+        """The turn of this store's idle workers to claim (see :class:`LookTurns`)."""
         ...
 
 
-def look_turn_of(store: object) -> AbstractAsyncContextManager[bool]:
-    """The turn to look on ``store``; for a store without turns, a block that waits for none."""
-    if isinstance(store, TurnTakingStore):
-        return store.look_turn()
-    return contextlib.nullcontext(False)
+NO_TURNS = LookTurns(None)
+"""The turns of a store whose idle workers take none: every look claims at once."""
+
+
+def look_turns_of(store: object) -> LookTurns:
+    """The turns to claim on ``store``; :data:`NO_TURNS` for a store without them."""
+    return store.look_turns() if isinstance(store, TurnTakingStore) else NO_TURNS

@@ -18,7 +18,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 import anyio
@@ -99,11 +98,11 @@ class RqliteStore:
         self._wake_listener: WakeListener | None = None
         self._turns: LookTurns | None = None
 
-    def look_turn(self) -> AbstractAsyncContextManager[bool]:
-        """The turn of the cluster's idle workers on this machine to look (``look_turns``)."""
+    def look_turns(self) -> LookTurns:
+        """The turn of the cluster's idle workers on this machine to claim (``look_turns``)."""
         if self._turns is None:
             self._turns = cluster_turns(self.target.nodes)
-        return self._turns.turn()
+        return self._turns
 
     @property
     def url(self) -> str:

@@ -32,7 +32,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -232,12 +231,12 @@ class SqliteStore:
         """Always: a wait ends on any commit (inotify, or polling ``data_version``)."""
         return True
 
-    def look_turn(self) -> AbstractAsyncContextManager[bool]:
-        """The turn of this store's idle workers to look for work (``look_turns``)."""
+    def look_turns(self) -> LookTurns:
+        """The turn of this store's idle workers to claim (``look_turns``)."""
         with self._watcher_lock:
             if self._turns is None:
                 self._turns = LookTurns(self.path.parent)
-            return self._turns.turn()
+            return self._turns
 
     def nodes(self) -> list[NodeInfo]:
         return [
