@@ -28,16 +28,17 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import jobs_pythonpath, percentile
+from bench.common import children_of, jobs_pythonpath, percentile, process_cpu, wait_until
 from bench.end_to_end import pickup
 from bench.stores import BenchStore
 from taskq.broker.client.client import Client
 from taskq.broker.client.flows import group, step
-from taskq.dev.workers import WorkerFleet, environment_without
+from taskq.dev.workers import WorkerFleet, WorkerProcess, environment_without
 
 PARENTS = 50
 PICKUP_QUEUE = "bench-wf-pickup"
@@ -175,6 +176,7 @@ def measure(
             fleet.start(store.url, tag=f"fan-in-{index + 1}", args=args)
         for worker in fleet.workers:
             worker.wait_for_event("worker_started", timeout=30.0)
+        _wait_for_idle_pools(fleet.workers, concurrency)
         # A first workflow warms the pools' children and the client's view of the workers.
         fan_in_delay(client, SAME, SAME)
         per_block = max(1, runs // blocks)
@@ -198,3 +200,42 @@ def measure(
                 time.sleep(GAP_SECONDS)
                 figures.real_length.append(fan_in_delay(client, SAME, SAME, real_length=True))
     return figures
+
+
+def _wait_for_idle_pools(workers: Sequence[WorkerProcess], slots: int) -> None:
+    """Until each worker has a pool child for each of its ``slots``, none still starting.
+
+    A worker starts one pool child at once and the others once its first
+    report is written (``SlotSandboxes``). With rqlite's 16 slots a worker,
+    30 interpreters importing at once held both cores for about a second,
+    and the first pickups measured then took 0.3-0.7 s (traced).
+    """
+    children_seen: list[int] = []
+    cpu_seen = -1.0
+
+    def settled() -> bool:
+        nonlocal children_seen, cpu_seen
+        children = [
+            child
+            for worker in workers
+            for child in children_of(worker.pid)
+            if _is_pool_child(child)
+        ]
+        cpu = sum(process_cpu(child) for child in children)
+        # Idle: no more children, and no CPU used by them since the last look.
+        done = len(children) >= slots * len(workers) and (children, cpu) == (
+            children_seen,
+            cpu_seen,
+        )
+        children_seen, cpu_seen = children, cpu
+        return done
+
+    wait_until(settled, 60.0, "the workers' pool children starting", interval=0.1)
+
+
+def _is_pool_child(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"taskq.worker.sandbox.child\0pool" in cmdline.read()
+    except OSError:
+        return False
