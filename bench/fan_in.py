@@ -38,6 +38,7 @@ from bench.end_to_end import pickup
 from bench.stores import BenchStore
 from taskq.broker.client.client import Client
 from taskq.broker.client.flows import group, step
+from taskq.dev.processes import runs_with
 from taskq.dev.workers import WorkerFleet, WorkerProcess, environment_without
 
 PARENTS = 50
@@ -219,7 +220,7 @@ def _wait_for_idle_pools(workers: Sequence[WorkerProcess], slots: int) -> None:
             child
             for worker in workers
             for child in children_of(worker.pid)
-            if _is_pool_child(child)
+            if runs_with(child, "taskq.worker.sandbox.child pool")
         ]
         cpu = sum(process_cpu(child) for child in children)
         # Idle: no more children, and no CPU used by them since the last look.
@@ -231,11 +232,3 @@ def _wait_for_idle_pools(workers: Sequence[WorkerProcess], slots: int) -> None:
         return done
 
     wait_until(settled, 60.0, "the workers' pool children starting", interval=0.1)
-
-
-def _is_pool_child(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return b"taskq.worker.sandbox.child\0pool" in cmdline.read()
-    except OSError:
-        return False

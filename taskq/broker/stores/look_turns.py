@@ -86,38 +86,41 @@ class LookTurns:
         another holds the turn (wait for it with :meth:`turn`, then look
         again); True where there are no turns to take.
         """
-        if self._fd is None:
-            yield True
-            return
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        held = self._try()
+        if held is None:
             yield False
-            return
-        except OSError:  # no flock on this filesystem
-            yield True
             return
         try:
             yield True
         finally:
-            self._give_back()
+            if held:
+                self._give_back()
 
     async def _take(self) -> tuple[bool, bool]:
         """Whether the turn was had, and whether another held it first."""
         deadline = time.monotonic() + _LONGEST_WAIT_SECONDS
         waited = False
-        while self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True, waited
-            except BlockingIOError:
-                waited = True
-                if time.monotonic() >= deadline:
-                    return False, waited
-            except OSError:  # no flock on this filesystem
+        while (held := self._try()) is None:
+            waited = True
+            if time.monotonic() >= deadline:
                 return False, waited
             await anyio.sleep(_RETRY_SECONDS)
-        return False, waited
+        return held, waited
+
+    def _try(self) -> bool | None:
+        """Take the turn if free: whether it is held now, None while another holds it.
+
+        False where there are no turns to take (no folder, no ``flock``).
+        """
+        if self._fd is None:
+            return False
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        except OSError:  # no flock on this filesystem
+            return False
+        return True
 
     def _give_back(self) -> None:
         if self._fd is not None:
