@@ -260,5 +260,6 @@ def test_a_backup_never_overwrites_a_file(tmp_path: Path) -> None:
     assert existing.read_text() == "keep me"
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "source.db",
+        "source.db-commits",  # the store's commits' mark (broker/stores/wal_watch.py)
         "taken.backup",
     ], "no partial file is left behind"

@@ -7,6 +7,7 @@ rather than passes slowly.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -38,6 +39,15 @@ def _commit_elsewhere(path: Path) -> None:
         other.close()
 
 
+def _commit_unmarked(path: Path) -> None:
+    """One commit by a writer that marks nothing (another program, an older taskq)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("INSERT INTO marks (at) VALUES (2)")
+    finally:
+        other.close()
+
+
 @pytest.fixture(params=["inotify", "polling"])
 def store(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -52,9 +62,11 @@ def store(
 
 
 async def _wait_ended_by_commit(
-    store: SqliteStore, first: Callable[[], None] = lambda: None
+    store: SqliteStore,
+    first: Callable[[], None] = lambda: None,
+    commit: Callable[[Path], None] = _commit_elsewhere,
 ) -> None:
-    """Start a long wait; once it waits do ``first``, see it still wait, commit, and see it end."""
+    """Start a long wait; once it waits do ``first``, see it still wait, ``commit``, see it end."""
     ended = anyio.Event()
 
     async def wait() -> None:
@@ -68,7 +80,7 @@ async def _wait_ended_by_commit(
             first()
             await anyio.wait_all_tasks_blocked()
             assert not ended.is_set()
-            await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
+            await anyio.to_thread.run_sync(commit, store.path)
             await ended.wait()
 
 
@@ -148,3 +160,46 @@ def test_a_client_that_never_waits_loads_no_watcher(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert shown.stdout.strip() == "False", shown
+
+
+def test_a_commit_by_a_writer_that_marks_nothing_still_ends_the_wait(store: SqliteStore) -> None:
+    _run(lambda: _wait_ended_by_commit(store, commit=_commit_unmarked))
+
+
+def test_a_marked_commit_ends_the_wait_without_polling_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A taskq writer's mark is heard: no thread looks at the store while a commit is under way."""
+    looked: list[str] = []
+
+    def settle(self: wal_watch.WalWatcher, since: int) -> bool:
+        looked.append("settle")
+        return False
+
+    async def poll(self: wal_watch.WalWatcher, seconds: float, since: int) -> None:
+        looked.append("poll")
+        await anyio.sleep(seconds)
+
+    monkeypatch.setattr(wal_watch.WalWatcher, "_settle", settle)
+    monkeypatch.setattr(wal_watch.WalWatcher, "_poll_for_change", poll)
+    store = SqliteStore(tmp_path / "jobs.db")
+    try:
+        store.execute([Statement("CREATE TABLE marks (at INTEGER)", {})])
+        for _ in range(3):
+            _run(lambda: _wait_ended_by_commit(store))
+    finally:
+        store.close()
+    assert looked == []
+    assert wal_watch.commit_mark_path(store.path).exists()
+
+
+def test_a_store_whose_commits_cannot_be_marked_still_commits(tmp_path: Path) -> None:
+    """Where no mark file can be written (here a folder stands in its place), nothing fails."""
+    wal_watch.commit_mark_path(tmp_path / "jobs.db").mkdir()
+    store = SqliteStore(tmp_path / "jobs.db")
+    try:
+        store.execute([Statement("CREATE TABLE marks (at INTEGER)", {})])
+        store.execute([Statement("INSERT INTO marks (at) VALUES (1)", {})])
+        assert store.query(Statement("SELECT count(*) AS n FROM marks", {})) == [{"n": 1}]
+    finally:
+        store.close()

@@ -33,6 +33,7 @@ from taskq.broker.ops.backups import StoreSummary
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
+from taskq.broker.stores.wal_watch import commit_mark_path
 
 Progress = Callable[[dict[str, Any]], None]
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -196,7 +197,12 @@ def _staging(folder: Path, name: str) -> Iterator[Path]:
     try:
         yield staging
     finally:
-        for leftover in (staging, _wal_of(staging), Path(f"{staging}-shm")):
+        for leftover in (
+            staging,
+            _wal_of(staging),
+            Path(f"{staging}-shm"),
+            commit_mark_path(staging),
+        ):
             leftover.unlink(missing_ok=True)
 
 

@@ -42,7 +42,7 @@ import anyio.to_thread
 from taskq import errors
 from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
-from taskq.broker.stores.wal_watch import WalWatcher
+from taskq.broker.stores.wal_watch import CommitMark, WalWatcher
 
 _T = TypeVar("_T")
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
@@ -85,6 +85,8 @@ class SqliteStore:
         # process: the async entry points run the same code in a worker thread.
         self._lock = threading.Lock()
         self._conn = self._connect()
+        # Tells the idle workers' watchers of each commit this process makes (wal_watch).
+        self._commit_mark = CommitMark(self.path)
         # Not under ``_lock``: the event loop takes it, and must not wait for a statement.
         self._watcher_lock = threading.Lock()
         self._watcher: WalWatcher | None = None
@@ -164,6 +166,7 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 _roll_back(conn)
                 raise self._wrap(exc, index=len(statements), sql="COMMIT") from exc
+            self._commit_mark.tell()
             return results
 
     def _while_locked(self, attempt: Callable[[], _T]) -> _T:
@@ -275,6 +278,7 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            self._commit_mark.close()
             if self._watcher is not None:
                 self._watcher.close()
         with self._watcher_lock:

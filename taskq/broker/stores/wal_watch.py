@@ -1,14 +1,18 @@
 """Seeing another process's commit to an SQLite file within a fraction of a millisecond.
 
-An idle worker waits for the store to change. SQLite pushes nothing, but a
-commit in WAL mode writes its pages to the ``-wal`` file beside the database,
-and on Linux inotify tells of such a write without any polling. The write
-comes before the commit's fsync and before the commit is visible, so on a
-write the watcher looks at ``PRAGMA data_version`` (which moves when any
-connection commits, and costs a read of shared memory) from a tenth of a
-millisecond on until it moves (see :data:`_SETTLE_SECONDS`). Where inotify
-is missing (another system, a full inotify limit) the watcher polls
-``data_version`` every :data:`_FALLBACK_POLL_SECONDS` instead.
+An idle worker waits for the store to change. SQLite pushes nothing, so
+every taskq process that writes to the file tells of each commit once it has
+committed: it writes a byte to ``<store>-commits`` beside the database
+(:class:`CommitMark`), and on Linux inotify tells the waiting processes of
+that write without any polling. A commit's own writes to the ``-wal`` file
+come before its fsync, before the commit is visible: the watcher takes one
+for a commit under way, and waits for its mark. A commit whose writer marks
+nothing (another program, a taskq older than the mark) is seen all the same:
+when no mark follows a write to the WAL within :data:`_MARK_SECONDS`, the
+watcher looks at ``PRAGMA data_version`` (which moves when any connection
+commits, and costs a read of shared memory) until it moves or the wait ends.
+Where inotify is missing (another system, a full inotify limit) the watcher
+polls ``data_version`` every :data:`_FALLBACK_POLL_SECONDS` instead.
 
 The watcher lives as long as its store: one connection and one inotify
 descriptor, not one per wait. Writes made between two waits stay queued in
@@ -21,7 +25,9 @@ cheap look; a missed one costs it a whole idle interval.
 from __future__ import annotations
 
 import contextlib
+import enum
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -35,16 +41,77 @@ if TYPE_CHECKING:
     import asyncinotify
 
 _FALLBACK_POLL_SECONDS = 0.001
-# After a write to the WAL the watcher looks for the commit to show every
-# 0.05 ms for as long as a commit's fsync usually takes (0.4-1 ms here), then
-# less and less often, for up to 20 ms. Pauses that grew from the first look
-# on saw a commit 0.1-0.3 ms after it showed (pickups 0.07-0.12 ms sooner at
-# the median without them, 10 blocks of 150 in turn). Events come for each
-# write of a commit, so some arrive after the commit they belong to has been
-# seen; such a late event costs some dozens of looks, not a spinning thread.
+# How long a write to the WAL waits for its commit's mark before the watcher
+# polls: a commit's fsync takes 0.4-1 ms here, a slow disk's some tens.
+# Watchers polled for every commit before the mark (every 0.05 ms from its
+# first write to the WAL until it showed): in a burst of 50 no-op jobs and
+# their fan-in on 2 cores, each of two workers spent 5-7 ms of CPU a burst
+# on it (sampled with py-spy), on cores the jobs' own work needed.
+_MARK_SECONDS = 0.05
+# Without a mark, the watcher looks for the commit to show every 0.05 ms for
+# as long as a commit's fsync usually takes, then less and less often, for up
+# to 20 ms.
 _SETTLE_PAUSE_SECONDS = 0.00005
 _STEADY_SETTLE_SECONDS = 0.002
 _SETTLE_SECONDS = 0.02
+_MARK_SUFFIX = "-commits"
+
+
+def commit_mark_path(store: Path) -> Path:
+    """The file beside the SQLite file ``store`` whose writes tell of its commits."""
+    return store.with_name(store.name + _MARK_SUFFIX)
+
+
+class CommitMark:
+    """A writer's half of the watch: a byte written to the mark file after each commit.
+
+    The write changes nothing anyone reads; it exists for the inotify event
+    it makes, which reaches the watchers once the commit can be seen. Where
+    the file cannot be opened (a folder this user may only read) nothing is
+    marked, and the watchers see the commits by polling (module doc).
+    """
+
+    def __init__(self, store: Path) -> None:
+        self._store = store
+        self._fd: int | None = None
+        self._opened = False
+
+    def tell(self) -> None:
+        """Mark a commit: one byte, in place (under a microsecond)."""
+        if not self._opened:
+            # At the first commit: a process that only reads leaves no file behind.
+            self._opened = True
+            self._fd = self._open()
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.pwrite(self._fd, b"\0", 0)
+
+    def _open(self) -> int | None:
+        try:
+            # The database's own modes, as SQLite gives its -wal and -shm files:
+            # every user who may write to the store may mark its commits.
+            mode = self._store.stat().st_mode & 0o666
+        except OSError:
+            mode = 0o644
+        try:
+            return os.open(
+                commit_mark_path(self._store), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, mode
+            )
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class _Heard(enum.Enum):
+    """What a read of the inotify descriptor heard, the most telling first."""
+
+    MARK = "a commit marked by its writer"
+    WAL = "a write to the WAL"
+    NOTHING = "only writes to other files"
 
 
 class WalWatcher:
@@ -52,6 +119,7 @@ class WalWatcher:
 
     def __init__(self, path: Path) -> None:
         self._wal_name = path.name + "-wal"
+        self._mark_name = commit_mark_path(path).name
         self._conn = sqlite3.connect(path, timeout=1.0, check_same_thread=False)
         self._conn_lock = threading.Lock()
         self._busy = threading.Lock()
@@ -81,21 +149,37 @@ class WalWatcher:
     async def _wait_for_commit(self, inotify: asyncinotify.Inotify) -> None:
         while self._version() == self._seen:
             await anyio.wait_readable(inotify.fd)
-            if not self._wal_written(inotify):
-                continue
-            # In a thread: the event loop's timers (uvloop's) have a
-            # millisecond's grain, and a shorter sleep there spins.
+            heard = self._heard(inotify)
+            if heard is not _Heard.WAL or await self._mark_heard(inotify):
+                continue  # nothing new, or a mark: its commit shows (unless already seen)
+            # A write to the WAL and no mark: a writer that marks nothing, or one
+            # whose fsync is very slow. In a thread: the event loop's timers
+            # (uvloop's) have a millisecond's grain, and a shorter sleep there spins.
             if not await anyio.to_thread.run_sync(self._settle, self._seen, abandon_on_cancel=True):
                 # Not shown yet: a very slow fsync, or a late event of a commit
                 # already seen. Polling until the wait ends misses neither.
                 await self._poll_for_change(math.inf, self._seen)
 
-    def _wal_written(self, inotify: asyncinotify.Inotify) -> bool:
-        """Read every queued event; whether one was a write to this store's WAL."""
-        written = False
+    async def _mark_heard(self, inotify: asyncinotify.Inotify) -> bool:
+        """After a write to the WAL: whether its commit's mark came within :data:`_MARK_SECONDS`."""
+        with anyio.move_on_after(_MARK_SECONDS):
+            while True:
+                await anyio.wait_readable(inotify.fd)
+                if self._heard(inotify) is _Heard.MARK:
+                    return True
+        return False
+
+    def _heard(self, inotify: asyncinotify.Inotify) -> _Heard:
+        """Read every queued event; the most telling of them (see :class:`_Heard`)."""
+        heard = _Heard.NOTHING
         while (event := inotify.sync_get()) is not None:
-            written = written or event.name is None or event.name.name == self._wal_name
-        return written
+            if event.name is None:  # the queue overflowed: a mark may be lost
+                heard = _Heard.WAL if heard is _Heard.NOTHING else heard
+            elif event.name.name == self._mark_name:
+                heard = _Heard.MARK
+            elif event.name.name == self._wal_name and heard is _Heard.NOTHING:
+                heard = _Heard.WAL
+        return heard
 
     def _settle(self, since: int) -> bool:
         """Wait briefly for a write to the WAL to show as a commit; whether it did."""
