@@ -52,6 +52,10 @@ class Claimer:
         self._acks = acks
         self._outage = outage
         self._draining = draining
+        # Asked once: each is an isinstance check against a Protocol, which Python
+        # answers by walking the Protocol's members, and an idle worker looks often.
+        self._turns = look_turns_of(store)
+        self._told_of_changes = tells_of_changes(store)
 
     async def run(self) -> None:
         """Claim for free slots; while busy, most claims ride along with acknowledgements."""
@@ -73,7 +77,7 @@ class Claimer:
                 # one commit that woke them all is claimed by one, not by each.
                 with self._slots.promised(free):
                     claimed = await self._claims.claim_if_claimable(
-                        free, looked_at, turns=look_turns_of(self._store)
+                        free, looked_at, turns=self._turns
                     )
             except errors.StoreError as exc:
                 self._outage.failed(exc)
@@ -88,7 +92,7 @@ class Claimer:
             interval = poll_interval(
                 idle,
                 since_claim=time.monotonic() - self._claims.last_claimed,
-                told_of_changes=tells_of_changes(self._store),
+                told_of_changes=self._told_of_changes,
             )
             # Looks start an interval apart, not an interval after the last claim
             # ended: a claim's write (a Raft round on rqlite) would add to the wait.
@@ -110,12 +114,10 @@ class Claimer:
                 await self._store.wait_for_change(seconds)
                 waits.cancel_scope.cancel()
 
-            async def slot_freed() -> None:
-                await changed.wait()
-                waits.cancel_scope.cancel()
-
+            # One task, not two: an idle worker pauses after every commit anyone makes.
             waits.start_soon(store_changed)
-            waits.start_soon(slot_freed)
+            await changed.wait()
+            waits.cancel_scope.cancel()
 
 
 def poll_interval(idle: float, *, since_claim: float, told_of_changes: bool) -> float:
