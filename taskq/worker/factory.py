@@ -155,6 +155,7 @@ def build_worker(
         sandboxes=sandboxes,
         cgroup_plan=children.cgroup_plan,
         deadline=deadline,
+        start_turn=children.start_turn,
         heartbeat=heartbeat,
         maintainer=maintainer,
         autoscaler=autoscaler,

@@ -11,7 +11,8 @@ own imports them, as before.
 
 What every child starts with (the jobs' environment, the lease deadline
 their keepers hold them to, the control groups) is made here too, once, and
-handed to the worker that ``factory.build_worker`` builds.
+handed to the worker that ``factory.build_worker`` builds, with the start turn
+the worker holds while it starts (``start_turns``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
+from taskq.worker.start_turns import StartTurn
 
 
 class FirstChildren:
@@ -35,7 +37,9 @@ class FirstChildren:
     ``close`` stops them (a worker that stops before it works).
     """
 
-    def __init__(self, settings: WorkerSettings) -> None:
+    def __init__(self, settings: WorkerSettings, start_turn: StartTurn) -> None:
+        self.start_turn = start_turn
+        """Given back once the worker has started (``Worker.run``), or by :meth:`close`."""
         self.deadline = LeaseDeadline(
             lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
         )
@@ -84,3 +88,4 @@ class FirstChildren:
             child.close()
         cgroups.remove(self.cgroup_plan)
         self.deadline.close()
+        self.start_turn.give_back()

@@ -16,6 +16,7 @@ from taskq.config import load_config
 from taskq.worker.cpus import pin_process
 from taskq.worker.first_children import FirstChildren
 from taskq.worker.settings import LOG_FORMATS, setting_flags, settings_from
+from taskq.worker.start_turns import StartTurn
 
 EXIT_ERROR = 1
 EXIT_CONFIG = 2
@@ -55,13 +56,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.check_runs_something()
     except errors.ConfigError as exc:
         return _config_error(exc)
+    store_url = args.store or config.store_url
+    # Before pinning: the turns are as many as the machine's CPUs allow.
+    turn = StartTurn.take(store_url or "")
     if settings.cpus is not None:
         pin_process(settings.cpus)  # first: the children inherit it
     # The children start while the worker imports the rest of itself (its event
     # loop, the store's drivers, its roles): both are on the way to the first job.
     try:
-        children = FirstChildren(settings)
+        children = FirstChildren(settings, turn)
     except OSError as exc:
+        turn.give_back()
         print(f"taskq-worker: error: cannot start a sandbox child: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
@@ -74,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _config_error(exc)
         raise
     return serving.serve(
-        args.store or config.store_url,
+        store_url,
         settings,
         children,
         log_format=args.log_format,

@@ -45,6 +45,7 @@ from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slot_sandboxes import REST_OF_POOL_AFTER_SECONDS, SlotSandboxes
 from taskq.worker.slots import Slots
+from taskq.worker.start_turns import StartTurn
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run
 
@@ -74,6 +75,8 @@ class Worker:
     sandboxes: SlotSandboxes
     cgroup_plan: CgroupPlan
     deadline: LeaseDeadline
+    start_turn: StartTurn
+    """Held while the worker starts, so that workers launched beside it start after it."""
     heartbeat: Heartbeat
     maintainer: Maintainer | None
     autoscaler: Autoscaler | None
@@ -107,7 +110,7 @@ class Worker:
                 loops.start_soon(self.acks.run, self.stopped)
                 loops.start_soon(self.executor.hand_back_overdue, self.stopped)
                 loops.start_soon(self.output.run, self.stopped)
-                loops.start_soon(self._start_rest_of_pool)
+                loops.start_soon(self._end_start)
                 if self.maintainer is not None:
                     loops.start_soon(partial(self.maintainer.run_forever, stop=self.stopped))
                 if self.publisher is not None and self.publisher.pending:
@@ -132,14 +135,16 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await self._close(deregister=registered)
 
-    async def _start_rest_of_pool(self) -> None:
-        """Start the pool children that did not start with the worker (see ``slot_sandboxes``).
+    async def _end_start(self) -> None:
+        """Give back the start turn, and start the pool children that did not start
+        with the worker (see ``slot_sandboxes``).
 
         Once the worker's first report is written, or ``REST_OF_POOL_AFTER_SECONDS``
         after it registered if none is by then (no job came, or a long one).
         """
         with anyio.move_on_after(REST_OF_POOL_AFTER_SECONDS):
             await self.acks.first_answered.wait()
+        self.start_turn.give_back()
         self.sandboxes.start_the_rest()
 
     def drain(self) -> None:
@@ -196,6 +201,7 @@ class Worker:
         return False
 
     async def _close(self, *, deregister: bool) -> None:
+        self.start_turn.give_back()  # drained before it had started
         await self.sandboxes.aclose()
         cgroups.remove(self.cgroup_plan)
         self.deadline.close()

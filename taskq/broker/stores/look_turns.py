@@ -45,6 +45,8 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
+from taskq.turn_folder import turn_folder
+
 # A look and its claim take a couple of milliseconds; a disk's stall, some tens.
 _LONGEST_WAIT_SECONDS = 0.05
 # The event loop's timers have a millisecond's grain (see wal_watch).
@@ -136,28 +138,16 @@ class LookTurns:
 def cluster_turns(nodes: Sequence[str]) -> LookTurns:
     """The turn of this machine's idle workers of the cluster of ``nodes``, in any order.
 
-    A lock file in the user's runtime folder (``$XDG_RUNTIME_DIR/taskq``), or
-    where there is none in ``turns`` of the user's cache folder (not the
-    temporary folder, which a job's own files share), which must be the
-    user's alone: another user able to take the lock could hold every look up
-    to its bound. Where it is not, the workers look without turns.
+    A lock file named after the nodes in the user's turn folder
+    (:func:`taskq.turn_folder.turn_folder`); where the user has none of their
+    own, the workers look without turns.
     """
     import hashlib  # Imported here: a command that never looks has no use for it
 
-    import platformdirs
-
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    folder = (
-        Path(runtime) / "taskq" if runtime else Path(platformdirs.user_cache_dir("taskq")) / "turns"
-    )
+    folder = turn_folder()
+    if folder is None:
+        return NO_TURNS
     digest = hashlib.sha256("\n".join(sorted(nodes)).encode()).hexdigest()[:16]
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        state = folder.stat()
-    except OSError:
-        return LookTurns(folder / "none")
-    if state.st_uid != os.getuid() or state.st_mode & 0o077:
-        return LookTurns(folder / "none")
     return LookTurns(folder / f"rqlite-{digest}.turn", create=True)
 
 
