@@ -61,7 +61,7 @@ from taskq.job_context import JobContext, JobUpdate
 from taskq.worker import spawn_names
 from taskq.worker.parent_results import PAGE, ParentsFile
 from taskq.worker.reports import report_of
-from taskq.worker.sandbox import child, judging, protocol
+from taskq.worker.sandbox import job_process, judging, protocol
 from taskq.worker.sandbox.outcome import Outcome, refused_outcome
 from taskq.worker.sandbox.payloads import Policy
 from taskq.worker.sandbox.preparation import JobPreparer
@@ -175,7 +175,7 @@ def _run_prepared(job: ClaimedJob, parents_file: str | None) -> tuple[Outcome, s
         request = msgspec.structs.replace(request, job=identity)
     updates: list[JobUpdate] = []
     started = time.monotonic()
-    body = child.run_job(request, updates.append)
+    body = job_process.run_job(request, updates.append)
     report = protocol.parse_report(body)
     supervised = Supervised(
         EndReason.REPORTED, report, None, None, 0, "", time.monotonic() - started

@@ -19,6 +19,7 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.records import JobState
+from tests.support.groups_at_import import GROUPS_NOTE_ENV
 from tests.support.rqlite_cluster import running_cluster
 from tests.support.worker_process import WorkerFleet, WorkerProcess, process_gone, wait_until
 
@@ -269,6 +270,38 @@ def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
     assert client.list() == []
     # Just under the limit is fine: the bound is the payload's, not a guess.
     client.submit(f"{JOBS}:echo", "x" * ((1 << 20) - 200), unchecked=True)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_module_and_job_code_run_only_inside_the_jobs_control_groups(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    # The keeper moves its job process into the groups while that process
+    # imports taskq's own code; nothing else may run there before the move.
+    note = tmp_path / "groups-at-import"
+    worker = workers.start(
+        store_url,
+        worker={
+            "isolation": isolation,
+            "modules": ["tests.support", "tests.support.groups_at_import"],
+            "env_passthrough": [GROUPS_NOTE_ENV],
+        },
+        extra_env={GROUPS_NOTE_ENV: str(note)},
+    )
+    assert "processes capped by cgroup" in worker.wait_for_event("worker_started")["containment"]
+    handle = client.submit("tests.support.groups_at_import:own_groups", unchecked=True)
+    job = client.wait(handle.id, timeout=60)
+    assert job.state is JobState.SUCCEEDED, client.executions(handle.id)
+    assert "/keeper-" in job.result
+    imports = note.read_text().splitlines()
+    if isolation == "pool":
+        # Each pool child imports the modules as it starts, before its first job.
+        assert imports
+        assert all("/keeper-" in groups for groups in imports), imports
+    else:
+        # The job's own import, after the module check's child of its own.
+        assert len(imports) == 2, imports
+        assert "/keeper-" in imports[-1]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)

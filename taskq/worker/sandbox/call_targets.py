@@ -1,5 +1,5 @@
 """A job's target in its child: the function it names, whether it may run here, and
-whether its arguments fit (``child.run_job`` asks, in that order)."""
+whether its arguments fit (``job_process.run_job`` asks, in that order)."""
 
 from __future__ import annotations
 

@@ -25,26 +25,29 @@ line says which holds (``describe``).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+from typing import TYPE_CHECKING, NamedTuple
 
-import msgspec
+if TYPE_CHECKING:
+    from taskq.broker.limits import Limits
 
-from taskq.broker.limits import Limits
-
-# Paths are strings, not pathlib's: every sandbox child imports this as it
-# starts, and pathlib's import was about 4 ms of the child's 55 ms of imports.
+# Paths are strings, not pathlib's, and the plan is no msgspec Struct: a
+# sandbox child's keeper imports this before it splits from its job process
+# (see ``keeper``), and what it imports then counts twice (pathlib's import
+# was about 4 ms of a child's 55 ms of imports, msgspec's is 25).
 _PROC_MOUNTS = "/proc/self/mountinfo"
 _PROC_CGROUP = "/proc/self/cgroup"
 
 
-class Group(msgspec.Struct, frozen=True):
+class Group(NamedTuple):
     """Where one controller's groups are made, and in which cgroup version."""
 
     parent: str
     version: int
 
 
-class CgroupPlan(msgspec.Struct, frozen=True):
+class CgroupPlan(NamedTuple):
     """The groups a sandbox child's keeper makes for its job process, by purpose."""
 
     pids: Group | None = None
@@ -57,6 +60,14 @@ class CgroupPlan(msgspec.Struct, frozen=True):
     def groups(self) -> list[Group]:
         chosen = (self.pids, self.memory, self.kill, self.cpu)
         return list({group.parent: group for group in chosen if group is not None}.values())
+
+    def to_json(self) -> str:
+        """The plan for a child's command line, where :meth:`from_json` reads it."""
+        return json.dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> CgroupPlan:
+        return cls(*(None if group is None else Group(*group) for group in json.loads(text)))
 
 
 def create(worker_pid: int) -> CgroupPlan:
@@ -115,7 +126,7 @@ def remove(plan: CgroupPlan) -> None:
 
 
 class JobGroups:
-    """A keeper's groups for its job process: made before the fork, joined by the job process."""
+    """A keeper's groups for its job process: made before the fork; the keeper moves the job in."""
 
     def __init__(self, plan: CgroupPlan, keeper_pid: int) -> None:
         self._plan = plan
@@ -126,10 +137,10 @@ class JobGroups:
             if made is not None:
                 self._paths[group.parent] = made
 
-    def join(self) -> None:
-        """Move the calling process (the job process, before any job) into the groups."""
+    def join(self, pid: int) -> None:
+        """Move process ``pid`` (the job process, before any job) into the groups."""
         for path in self._paths.values():
-            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+            _write(os.path.join(path, "cgroup.procs"), str(pid))
 
     def apply(self, limits: Limits) -> None:
         """Set the next job's process cap and memory bound (from the job process)."""

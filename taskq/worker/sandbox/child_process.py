@@ -164,7 +164,7 @@ class ChildProcess:
             argv += ["--deadline-fd", str(setup.deadline.fileno())]
             passed.append(setup.deadline.fileno())
         if setup.cgroups is not None and setup.cgroups.groups():
-            argv += ["--cgroups", _json(setup.cgroups)]
+            argv += ["--cgroups", setup.cgroups.to_json()]
         marker = os.urandom(8).hex()
         if ceiling is not None:
             argv += ["--ceiling", _json(ceiling.to_dict()), "--marker", marker]

@@ -27,7 +27,7 @@ every process the job started, the moment any of these happens:
   it, the job's control group where it has one (``JobGroups.cpu_seconds``),
   else the processes in /proc, from when it first sees the job, and kills
   the job once that passes the limit plus the grace RLIMIT_CPU gives
-  (``rlimits.CPU_GRACE_SECONDS``). RLIMIT_CPU, set inside the job, normally
+  (``CPU_GRACE_SECONDS``). RLIMIT_CPU, set inside the job, normally
   stops it first; this holds when the job raised its own limit.
 - **The worker asks** (it closes its side of the socket; SIGTERM works too),
   or **the job process ends.**
@@ -57,12 +57,18 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from taskq.broker.limits import Limits
 from taskq.worker.sandbox import linux
 from taskq.worker.sandbox.cgroups import CgroupPlan, JobGroups
-from taskq.worker.sandbox.rlimits import CPU_GRACE_SECONDS
+
+if TYPE_CHECKING:
+    from taskq.broker.limits import Limits
+
+CPU_GRACE_SECONDS = 1
+"""The kernel sends SIGXCPU at the soft limit and SIGKILL at the hard limit
+(``rlimits``); one second between them lets SIGXCPU arrive first, so the
+outcome reads clearly. The keeper's own CPU watch allows as much."""
 
 LEASE_ENDED = b"L"
 WALL_CLOCK_ENDED = b"W"
@@ -84,9 +90,27 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 class JobClock:
     """The job process's side: when the current job must be over, and its groups' bounds."""
 
-    def __init__(self, shared: mmap.mmap, groups: JobGroups | None) -> None:
+    def __init__(self, shared: mmap.mmap, groups: JobGroups | None, moved_fd: int) -> None:
         self._shared = shared
         self._groups = groups
+        self._moved_fd: int | None = moved_fd
+
+    def wait_until_contained(self) -> None:
+        """Return once the keeper has moved this process into its control groups.
+
+        Before any code but taskq's own runs here: a job's, or a module's the
+        worker imports. A keeper gone before it said so leaves nothing to
+        wait for, and the kernel's SIGKILL (the parent-death signal) on its way.
+        """
+        if self._moved_fd is None:
+            return
+        fd, self._moved_fd = self._moved_fd, None
+        try:
+            said = os.read(fd, 1)
+        finally:
+            os.close(fd)
+        if not said:
+            os._exit(1)
 
     def job_started(self, limits: Limits) -> None:
         """A job starts now, within ``limits`` (its wall clock, process cap, memory)."""
@@ -195,8 +219,12 @@ def split(
 
     ``job_fds`` are the job process's channels to the worker, which the keeper
     closes; ``keeper_fd`` is the keeper's, which the job process closes.
-    ``kill_by`` reads the worker's lease deadline. The job process joins
-    control groups of its own where ``cgroups`` says.
+    ``kill_by`` reads the worker's lease deadline. The keeper moves the job
+    process into control groups of its own where ``cgroups`` says, while the
+    job process imports what runs jobs: the first such move in a while waits
+    for the kernel (an RCU grace period, 5-16 ms on a VM), which then costs
+    the job process nothing. It waits for the move before any job code
+    (:meth:`JobClock.wait_until_contained`).
     """
     # First of all, so that no moment passes in which the worker could die unnoticed.
     linux.set_parent_death_signal(signal.SIGTERM)
@@ -208,16 +236,21 @@ def split(
     shared = mmap.mmap(-1, _DEADLINE.size)
     keeper_pid = os.getpid()
     groups = None if cgroups is None else JobGroups(cgroups, keeper_pid)
+    moved_read, moved_write = os.pipe2(os.O_CLOEXEC)
     job_pid = os.fork()
     if job_pid == 0:
+        os.close(moved_write)
         os.setpgid(0, 0)
         linux.set_parent_death_signal(signal.SIGKILL)
         if os.getppid() != keeper_pid:
             os._exit(1)
         os.close(keeper_fd)
-        if groups is not None:
-            groups.join()
-        return JobClock(shared, groups)
+        return JobClock(shared, groups, moved_read)
+    os.close(moved_read)
+    if groups is not None:
+        groups.join(job_pid)
+    os.write(moved_write, b"M")
+    os.close(moved_write)
     for fd in job_fds:
         os.close(fd)
     # Nothing of the job's reads from here: its stdin stays /dev/null, and the

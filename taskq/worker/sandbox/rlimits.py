@@ -22,7 +22,7 @@ RLIMIT_CPU counts the process's whole life, so a pool job's CPU limit is
 up to one second more). A pool child's hard CPU limit stays unlimited, since
 the next job needs more than this one, so a pool job could raise its soft
 one: the keeper, outside the job, measures the job's CPU time and kills it
-past its limit and ``CPU_GRACE_SECONDS`` (see ``keeper``), in either isolation.
+past its limit and ``keeper.CPU_GRACE_SECONDS``, in either isolation.
 """
 
 from __future__ import annotations
@@ -36,10 +36,8 @@ import msgspec
 
 from taskq.broker.limits import Limits
 from taskq.worker.sandbox import linux
+from taskq.worker.sandbox.keeper import CPU_GRACE_SECONDS
 
-CPU_GRACE_SECONDS = 1
-"""The kernel sends SIGXCPU at the soft limit and SIGKILL at the hard limit; one
-second between them lets SIGXCPU arrive first, so the outcome reads clearly."""
 KIB = 1024
 """The unit of ``ru_maxrss`` and of /proc's memory figures on Linux."""
 # RLIMIT_CORE is always 0: a crashing job's core dumps (SIGSEGV, SIGXCPU and
