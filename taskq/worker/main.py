@@ -8,6 +8,7 @@ once, still handing jobs back.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -48,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # What the start allocates lives as long as the worker (its modules, its
+    # settings): collecting cycles meanwhile finds none, and took 5% of the
+    # CPU of its imports. ``serving.serve`` turns collection back on.
+    gc.disable()
     args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config)

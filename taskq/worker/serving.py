@@ -70,6 +70,7 @@ def serve(
     (and again later, should the store fail then). ``children``: those started
     with it, which the worker takes on (or stops, should it not get that far).
     """
+    _tune_garbage_collection()
     events = EventLog(format=log_format)
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
@@ -88,7 +89,6 @@ def serve(
         raise
     publisher = publishing.Publisher(worker_id, declarations, events)
     publisher.publish(store)
-    _tune_garbage_collection()
     failure: errors.StoreError | None = None
     try:
         # uvloop: the loop's own work per job (callbacks, timers, fd watches)
@@ -150,6 +150,8 @@ def _tune_garbage_collection() -> None:
     (a young-generation pass every 700 allocations) ran every few jobs and
     cost 5-15% of the embedded drain's throughput. Everything imported
     so far lives as long as the process: frozen, later passes skip it.
+    Collection was off while the worker started (``main``): on again.
     """
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+    gc.enable()
