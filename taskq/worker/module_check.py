@@ -80,7 +80,8 @@ class ModuleCheck:
         """The modules imported by a child Python started for that alone (process isolation)."""
         child = subprocess.Popen(
             [
-                *(sys.executable, "-m", "taskq.worker.sandbox.module_imports"),
+                # -P, as for every sandbox child (``child_process``).
+                *(sys.executable, "-P", "-m", "taskq.worker.sandbox.module_imports"),
                 *(msgspec.json.encode(list(import_path)).decode(), *modules),
             ],
             env=dict(env),

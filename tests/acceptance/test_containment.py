@@ -273,6 +273,23 @@ def test_a_payload_over_the_size_limit_is_refused_and_nothing_is_written(
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_taskq_module_in_the_workers_folder_never_runs_in_its_children(
+    isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
+) -> None:
+    # A user's own taskq.py beside the worker, or one a job wrote into the
+    # folder it runs in: a child starting there imports the installed taskq.
+    imported = tmp_path / "imported"
+    folder = workers.root / "w"  # the folder the worker tagged "w" runs in
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "taskq.py").write_text(f"open({str(imported)!r}, 'w').close()\n")
+    workers.start(store_url, tag="w", worker={"isolation": isolation})
+    job = client.wait(client.submit(f"{JOBS}:add", 1, 2, unchecked=True).id, timeout=60)
+    assert job.state is JobState.SUCCEEDED, client.executions(job.id)
+    assert job.result == 3
+    assert not imported.exists()
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_module_and_job_code_run_only_inside_the_jobs_control_groups(
     isolation: str, workers: WorkerFleet, client: taskq.Client, store_url: str, tmp_path: Path
 ) -> None:

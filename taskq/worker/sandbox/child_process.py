@@ -156,7 +156,10 @@ class ChildProcess:
         output_fd, child_output_fd = os.pipe()
         # A command's stdout is its result: a pipe of its own, kept apart from stderr.
         stdout_fd, child_stdout_fd = os.pipe() if mode == "exec" else (None, child_output_fd)
-        argv = [sys.executable, "-u", "-m", "taskq.worker.sandbox.child", mode]
+        # -P: not the folder it starts in first on its import path, as ``-m`` would
+        # put it: a taskq.py there (a user's, or one a job wrote) would run in
+        # the keeper, outside the job's limits, instead of taskq's own code.
+        argv = [sys.executable, "-u", "-P", "-m", "taskq.worker.sandbox.child", mode]
         argv += ["--control-fd", str(child_control.fileno())]
         argv += ["--keeper-fd", str(child_keeper.fileno()), "--worker-pid", str(os.getpid())]
         passed = [child_control.fileno(), child_keeper.fileno()]
