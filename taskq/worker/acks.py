@@ -20,10 +20,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import anyio
 import anyio.abc
+import msgspec
 
 from taskq import errors
 from taskq.broker.ops.leases import Report
@@ -34,8 +34,7 @@ log = logging.getLogger("taskq.worker")
 Send = Callable[[list[Report]], Awaitable[list[Fenced]]]
 
 
-@dataclass
-class _Pending:
+class _Pending(msgspec.Struct):
     report: Report
     verdict: asyncio.Future[Fenced]
     urgent: bool

@@ -10,9 +10,9 @@ keepers enforce should the worker freeze) follows the oldest renewal left.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 from taskq import errors
 from taskq.broker.ops.leases import job_heartbeat
@@ -27,8 +27,7 @@ from taskq.worker.store_runner import Run
 from taskq.worker.waiting import first_of
 
 
-@dataclass(frozen=True)
-class LeaseHolder:
+class LeaseHolder(msgspec.Struct, frozen=True):
     """A worker as the holder of its jobs' leases, which its claims take and its heartbeat renews.
 
     Who holds them (``worker_id``), in which store (``run``), for which jobs

@@ -6,9 +6,9 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import anyio
+import msgspec
 
 from taskq.broker.ops.output import AttemptOutput
 from taskq.broker.records import ClaimedJob, Lease
@@ -25,16 +25,15 @@ class StopReason:
     HAND_BACK = "hand_back"  # claimed ahead, and no slot of ours started it in time
 
 
-@dataclass
-class RunningJob:
+class RunningJob(msgspec.Struct):
     job: ClaimedJob
     renewed_at: float
     """When the request that last renewed its lease (or claimed it) was sent: monotonic."""
-    cancel: StopRequest = field(default_factory=StopRequest)
-    claimed: float = field(default_factory=time.monotonic)
+    cancel: StopRequest = msgspec.field(default_factory=StopRequest)
+    claimed: float = msgspec.field(default_factory=time.monotonic)
     """When it was claimed (monotonic): a job claimed ahead goes back once it waited too long."""
     stopped_because: str | None = None
-    started: float = field(default_factory=time.monotonic)
+    started: float = msgspec.field(default_factory=time.monotonic)
     """When its slot handed it on, or it reached the head of its pool child's queue: monotonic."""
     progress: JobUpdate | None = None
     """What the job last said: forwarded while it runs, and sent with its report, so the

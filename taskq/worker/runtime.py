@@ -18,10 +18,10 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import dataclass
 from functools import partial
 
 import anyio
+import msgspec
 
 from taskq import errors
 from taskq.broker.ops.maintenance import Maintainer
@@ -57,8 +57,7 @@ def new_worker_id(settings: WorkerSettings) -> str:
     return f"{settings.name}-{uuid.uuid4().hex[:8]}"
 
 
-@dataclass(eq=False, kw_only=True)
-class Worker:
+class Worker(msgspec.Struct, eq=False, kw_only=True):
     """One worker process's jobs and loops, against one store; ``factory.build_worker`` makes it."""
 
     store: Store

@@ -15,7 +15,6 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
@@ -49,8 +48,7 @@ _NAME_LISTS = ("queues", "labels", "modules", "env_passthrough")
 _SIZES = ("memory_budget", "output_keep_bytes")
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(msgspec.Struct, frozen=True):
     """A setting's flag on ``taskq-worker``: ``--`` and the setting's name, dashed.
 
     Declared on the setting (``Annotated[..., Flag(...)]``), so a new setting
@@ -67,8 +65,7 @@ class Flag:
     choices: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
-class SettingFlag:
+class SettingFlag(msgspec.Struct, frozen=True):
     """One setting's flag as a parser takes it: its declaration, and whether it is a switch."""
 
     setting: str

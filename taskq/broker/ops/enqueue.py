@@ -7,8 +7,9 @@ import json
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import job_validation
@@ -28,8 +29,7 @@ or a key instead; clients may set another bound.
 """
 
 
-@dataclass(frozen=True, slots=True)
-class PositionalKeys:
+class PositionalKeys(msgspec.Struct, frozen=True):
     """Jobs keyed by their position in the request: job i's key is ``{prefix}/{i}``.
 
     A workflow's jobs are: the INSERT computes their keys (and gives them all

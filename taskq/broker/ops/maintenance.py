@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
@@ -182,8 +181,7 @@ class MaintenanceService(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseRequeuer:
+class LeaseRequeuer(msgspec.Struct, frozen=True):
     """Gives jobs whose lease expired back to their queue (or ends them dead/cancelled)."""
 
     interval: float = 1.0
@@ -204,8 +202,7 @@ class LeaseRequeuer:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class LostWorkerMarker:
+class LostWorkerMarker(msgspec.Struct, frozen=True):
     """Marks workers lost whose heartbeat is older than ``grace_seconds``."""
 
     grace_seconds: float = 30.0
@@ -224,8 +221,7 @@ class LostWorkerMarker:
         return {"lost": len(lost)}
 
 
-@dataclass(frozen=True, slots=True)
-class Pruner:
+class Pruner(msgspec.Struct, frozen=True):
     """Deletes finished jobs, their attempts and gone workers past the retention."""
 
     retention_seconds: float = 7 * 24 * 3600.0
@@ -248,8 +244,7 @@ class Pruner:
         return {"pruned": pruned}
 
 
-@dataclass(frozen=True, slots=True)
-class Scheduler:
+class Scheduler(msgspec.Struct, frozen=True):
     """Enqueues the due tick of every periodic job (each tick once, whoever runs it)."""
 
     interval: float = 1.0
@@ -274,8 +269,7 @@ def run_once(
     return plan.run(store, service.plan_once(now=now))
 
 
-@dataclass
-class Maintainer:
+class Maintainer(msgspec.Struct):
     """Runs the services on a tick while this process holds the leader lease.
 
     With ``renewed_by_heartbeat`` a worker's heartbeat renews the lease in its
@@ -287,12 +281,12 @@ class Maintainer:
 
     store: Store
     holder: str
-    services: list[MaintenanceService] = field(default_factory=default_services)
+    services: list[MaintenanceService] = msgspec.field(default_factory=default_services)
     tick_seconds: float = 1.0
     lease_seconds: float = 10.0
     renewed_by_heartbeat: bool = False
     is_leader: bool = False
-    _last_run: dict[str, float] = field(default_factory=dict)
+    _last_run: dict[str, float] = msgspec.field(default_factory=dict)
     _elected_at: float = float("-inf")
 
     def __post_init__(self) -> None:

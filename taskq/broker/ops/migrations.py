@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from taskq import errors
 from taskq.broker.ops import queries
@@ -28,8 +29,7 @@ _UNKNOWN_OUTCOME_TRIES = 3
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
+class Migration(msgspec.Struct, frozen=True):
     version: int
     name: str
     statements: tuple[str, ...]

@@ -32,12 +32,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+import msgspec
 
 from taskq import errors
 from taskq.broker.stores.look_turns import LookTurns
@@ -62,8 +62,7 @@ _LONGEST_LOCK_RETRY_SECONDS = 0.001
 _WAL_AUTOCHECKPOINT_PAGES = 1_000
 
 
-@dataclass(frozen=True, slots=True)
-class SqliteOptions:
+class SqliteOptions(msgspec.Struct, frozen=True):
     """Tuning of the embedded store, settable in the store URL's query string."""
 
     busy_timeout_ms: int = 10_000

@@ -10,9 +10,10 @@ names a cluster by any of its nodes. Options ride in the query string, e.g.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
+
+import msgspec
 
 from taskq import errors
 
@@ -22,8 +23,7 @@ _RQLITE_OPTIONS = {"timeout", "ca_file", "insecure", "retries"}
 _SYNCHRONOUS_LEVELS = {"OFF", "NORMAL", "FULL", "EXTRA"}
 
 
-@dataclass(frozen=True, slots=True)
-class SqliteTarget:
+class SqliteTarget(msgspec.Struct, frozen=True):
     """An embedded store: a file path and its tuning."""
 
     path: Path
@@ -31,8 +31,7 @@ class SqliteTarget:
     synchronous: str = "FULL"
 
 
-@dataclass(frozen=True, slots=True)
-class RqliteTarget:
+class RqliteTarget(msgspec.Struct, frozen=True):
     """A cluster: its known nodes, credentials, TLS settings and request bounds."""
 
     nodes: tuple[str, ...]

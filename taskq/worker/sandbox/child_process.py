@@ -30,7 +30,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -59,8 +58,7 @@ def _spawner() -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-spawn")
 
 
-@dataclass(frozen=True, slots=True)
-class ChildSetup:
+class ChildSetup(msgspec.Struct, frozen=True):
     """What every child of one worker starts with, whatever its mode."""
 
     env: Mapping[str, str]
@@ -75,8 +73,7 @@ class ChildSetup:
     """Where a pool child imports them from (``None``: its own ``sys.path``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ended:
+class Ended(msgspec.Struct, frozen=True):
     """How a child process ended, and what it used over its whole life."""
 
     exit_code: int | None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, cast
 
 import msgspec
@@ -67,8 +66,7 @@ class ShellPayload(msgspec.Struct, frozen=True):
 Payload: TypeAlias = CallPayload | PythonExecPayload | ShellPayload
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(msgspec.Struct, frozen=True):
     """What a worker is configured to run: ``call`` targets from its modules, and which kinds."""
 
     modules: tuple[str, ...] = ()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from taskq.broker.limits import Limits
 from taskq.job_context import JobUpdate
@@ -13,9 +14,12 @@ from taskq.worker.sandbox.output import OutputTail
 from taskq.worker.sandbox.supervision import EndReason
 
 
-@dataclass(eq=False)
-class PoolJob:
-    """A job in a child (see ``pool_child``): what the child said of it, and how it is going."""
+class PoolJob(msgspec.Struct, eq=False, weakref=True):
+    """A job in a child (see ``pool_child``): what the child said of it, and how it is going.
+
+    Weakly referable: a test holds a finished job by a weak reference, to show
+    that nothing keeps it (a reference cycle would, until the collector ran).
+    """
 
     seq: int
     limits: Limits

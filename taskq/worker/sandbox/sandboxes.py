@@ -46,11 +46,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
 import anyio
+import msgspec
 
 from taskq.broker.limits import Limits
 from taskq.job_context import JobUpdate
@@ -77,8 +77,7 @@ OutputCallback = Callable[[bytes], None]
 _POOL_CHILD_SURVIVES = {Status.SUCCEEDED, Status.ERROR, Status.RESULT_INVALID}
 
 
-@dataclass(eq=False)
-class StartedJob:
+class StartedJob(msgspec.Struct, eq=False):
     """A job handed to a sandbox: its request, and where it is (if anywhere yet)."""
 
     request: protocol.JobRequest
