@@ -31,34 +31,87 @@ to stderr (``job_logging``), set up once before the first job.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import math
 import os
 import socket
 import sys
+from typing import NamedTuple
 
 from taskq.worker.sandbox import keeper
 from taskq.worker.sandbox.cgroups import CgroupPlan
 from taskq.worker.sandbox.lease_deadline import read_shared
 
 
+class Arguments(NamedTuple):
+    """The child's command line, which only the worker writes (``ChildProcess.start``)."""
+
+    mode: str
+    control_fd: int
+    keeper_fd: int
+    worker_pid: int
+    deadline_fd: int | None
+    """memfd of the worker's lease deadline."""
+    cgroups: str | None
+    """Where the job's control groups go, as JSON."""
+    ceiling: str | None
+    """Pool mode: the worker's maximum limits, as JSON."""
+    marker: str | None
+    """Pool mode: the token of this child's output markers."""
+    modules: str | None
+    """Pool mode: the worker's modules, to import at once, comma-separated."""
+    import_path: str | None
+    """Pool mode: where to import them from, as JSON."""
+    report_fd: int | None
+    """Pool mode: where to say how that went."""
+
+
+_MODES = ("once", "pool", "exec")
+_NUMBERS = ("--control-fd", "--keeper-fd", "--worker-pid", "--deadline-fd", "--report-fd")
+_TEXTS = ("--cgroups", "--ceiling", "--marker", "--modules", "--import-path")
+_REQUIRED = ("--control-fd", "--keeper-fd", "--worker-pid")
+
+
+def parse_arguments(argv: list[str]) -> Arguments:
+    """``MODE --option value ...``, by hand: building argparse's parser for these
+    eleven options took 5 ms of CPU at every child's start. Anything else is an
+    error (``SystemExit``, status 2), as a child's command line is the worker's
+    own."""
+    if not argv or argv[0] not in _MODES:
+        raise SystemExit(f"taskq child: the mode must be one of {', '.join(_MODES)}: {argv[:1]}")
+    pairs = argv[1:]
+    if len(pairs) % 2:
+        raise SystemExit(f"taskq child: {pairs[-1]} has no value")
+    given = dict(zip(pairs[::2], pairs[1::2], strict=True))
+    unknown = sorted(set(given) - {*_NUMBERS, *_TEXTS})
+    missing = [name for name in _REQUIRED if name not in given]
+    if unknown or missing:
+        raise SystemExit(f"taskq child: unknown options {unknown}, missing {missing}")
+    numbers: dict[str, int | None] = {}
+    for name in _NUMBERS:
+        value = given.get(name)
+        if value is not None and not value.isdigit():
+            raise SystemExit(f"taskq child: {name} takes a number, not {value!r}")
+        numbers[name] = None if value is None else int(value)
+    return Arguments(
+        mode=argv[0],
+        control_fd=int(given["--control-fd"]),
+        keeper_fd=int(given["--keeper-fd"]),
+        worker_pid=int(given["--worker-pid"]),
+        deadline_fd=numbers["--deadline-fd"],
+        cgroups=given.get("--cgroups"),
+        ceiling=given.get("--ceiling"),
+        marker=given.get("--marker"),
+        modules=given.get("--modules"),
+        import_path=given.get("--import-path"),
+        report_fd=numbers["--report-fd"],
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the worker on the control socket in the given mode."""
-    parser = argparse.ArgumentParser(prog="python -m taskq.worker.sandbox.child")
-    parser.add_argument("mode", choices=["once", "pool", "exec"])
-    parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--keeper-fd", type=int, required=True)
-    parser.add_argument("--worker-pid", type=int, required=True)
-    parser.add_argument("--deadline-fd", type=int, help="memfd of the worker's lease deadline")
-    parser.add_argument("--cgroups", help="where the job's control groups go, as JSON")
-    parser.add_argument("--ceiling", help="pool mode: the worker's maximum limits, as JSON")
-    parser.add_argument("--marker", help="pool mode: the token of this child's output markers")
-    parser.add_argument("--modules", help="pool mode: the worker's modules, to import at once")
-    parser.add_argument("--import-path", help="pool mode: where to import them from, as JSON")
-    parser.add_argument("--report-fd", type=int, help="pool mode: where to say how that went")
-    args = parser.parse_args(argv)
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
     # The job's own subprocesses (and an exec'd command) must not inherit the channels.
     job_fds = [args.control_fd] + ([] if args.report_fd is None else [args.report_fd])
     for fd in [*job_fds, args.keeper_fd]:
@@ -92,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
         # Once, before any job: a pool child's later jobs find it set up.
         job_logging.send_records_to_stderr()
     if args.mode == "pool":
+        if args.ceiling is None or args.marker is None:
+            raise SystemExit("taskq child: pool mode needs --ceiling and --marker")
         modules = args.modules.split(",") if args.modules else []
         import_path = json.loads(args.import_path) if args.import_path else sys.path
         job_process.serve_pool(
