@@ -249,7 +249,9 @@ def split(
     os.close(moved_read)
     if groups is not None:
         groups.join(job_pid)
-    os.write(moved_write, b"M")
+    # A job process already gone closed the pipe: the keeping below sees it end.
+    with contextlib.suppress(OSError):
+        os.write(moved_write, b"M")
     os.close(moved_write)
     for fd in job_fds:
         os.close(fd)
