@@ -11,6 +11,7 @@ every turn up to its bound; where it is not, no turns are taken.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -33,3 +34,15 @@ def turn_folder() -> Path | None:
     if state.st_uid != os.getuid() or state.st_mode & 0o077:
         return None
     return folder
+
+
+def try_lock(fd: int) -> bool | None:
+    """Take the lock on ``fd`` if it is free: True if taken, None while another
+    holds it, False where the filesystem has no ``flock`` (no turns to take)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return False
+    return True

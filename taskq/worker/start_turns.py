@@ -24,13 +24,12 @@ say) starts anyway, as does one with no turn folder of its own or no
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 import zlib
 from pathlib import Path
 
-from taskq.turn_folder import turn_folder
+from taskq.turn_folder import try_lock, turn_folder
 
 # A start takes 0.1-0.3 s on 2 cores, longer with every core busy.
 LONGEST_WAIT_SECONDS = 1.0
@@ -80,10 +79,10 @@ class StartTurn:
         deadline = time.monotonic() + longest_wait
         while True:
             for fd in fds:
-                taken = _try(fd)
-                if taken is not False:
+                taken = try_lock(fd)
+                if taken is not None:  # taken, or no flock here (no turns)
                     _close([other for other in fds if other != fd])
-                    if taken is None:  # no flock here: no turns
+                    if not taken:
                         _close([fd])
                         return cls(None)
                     return cls(fd)
@@ -97,17 +96,6 @@ class StartTurn:
         if self._fd is not None:
             _close([self._fd])
             self._fd = None
-
-
-def _try(fd: int) -> bool | None:
-    """Take the lock if free: True if taken, False while another holds it, None: no flock."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return None
-    return True
 
 
 def _close(fds: list[int]) -> None:

@@ -45,7 +45,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
-from taskq.turn_folder import turn_folder
+from taskq.turn_folder import try_lock, turn_folder
 
 # A look and its claim take a couple of milliseconds; a disk's stall, some tens.
 _LONGEST_WAIT_SECONDS = 0.05
@@ -116,13 +116,7 @@ class LookTurns:
         """
         if self._fd is None:
             return False
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None
-        except OSError:  # no flock on this filesystem
-            return False
-        return True
+        return try_lock(self._fd)
 
     def _give_back(self) -> None:
         if self._fd is not None:
