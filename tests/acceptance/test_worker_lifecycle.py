@@ -20,7 +20,12 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import JobState
 from taskq.worker.cpus import format_cpu_list
-from tests.support.worker_process import WorkerFleet, WorkerProcess, wait_until
+from tests.support.worker_process import (
+    WorkerFleet,
+    WorkerProcess,
+    freeze_between_writes,
+    wait_until,
+)
 
 JOBS = "tests.support.jobs"
 
@@ -66,14 +71,15 @@ def test_a_paused_workers_late_result_is_refused(
     """SIGSTOP past the lease: another worker finishes the job; after SIGCONT the result drops.
 
     The paused worker runs without maintenance, so the other one leads from
-    its start and requeues the job as soon as its lease lapses.
+    its start and requeues the job as soon as its lease lapses. It is frozen
+    between its writes: one frozen inside a commit would hold the other's up.
     """
     first = workers.start(store_url, tag="first", worker={"maintenance": False})
     handle = client.submit(f"{JOBS}:sleep_and_identify", 4, max_attempts=3, unchecked=True)
     first.wait_for_event("job_started", job=handle.id)
     second = workers.start(store_url, tag="second")
 
-    first.send_signal(signal.SIGSTOP)
+    freeze_between_writes(first, Path(store_url.removeprefix("sqlite://")))
     try:
         job = client.wait(handle.id, timeout=30)
     finally:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -148,3 +151,51 @@ class WorkerFleet:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Every thread of ``pid`` is in the stopped state (SIGSTOP reaches threads one by one)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "T":
+            return False
+    return True
+
+
+def _write_lock_is_free(database: Path) -> bool:
+    """Whether a writer can begin on the embedded store at once."""
+    connection = sqlite3.connect(database, timeout=0.5, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()
+
+
+def freeze_between_writes(worker: WorkerProcess, database: Path) -> None:
+    """SIGSTOP ``worker`` at a moment it holds no write lock on the embedded store.
+
+    A process frozen inside its commit holds every other writer of the file
+    up until it runs again (docs/stores.md). A test about a frozen worker's
+    lease means a worker frozen between its writes, so a freeze that lands
+    inside one is undone and tried again.
+    """
+    for _ in range(100):
+        worker.send_signal(signal.SIGSTOP)
+        assert wait_until(lambda: _all_threads_stopped(worker.pid), timeout=5, interval=0.005)
+        if _write_lock_is_free(database):
+            return
+        worker.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+    raise AssertionError(f"worker {worker.pid} held the store's write lock at each of 100 tries")
