@@ -11,8 +11,8 @@ from taskq.cli import command, connection
 from taskq.config import config_file_read, load_config
 
 INSTALL_HINT = (
-    "taskq serve needs the server extra: pip install 'taskq-lab[server]' "
-    "(in a checkout: pip install '.[server]')"
+    "taskq serve needs the server extra: pip install '.[server]' in taskq's checkout "
+    "(scripts/taskq installs it)"
 )
 # What the extra installs: one of them missing is the hint above, not a traceback.
 SERVER_PACKAGES = frozenset({"starlette", "uvicorn", "prometheus_client"})

@@ -2,6 +2,5 @@
 
 Stateless: every answer comes from the store, so several servers can run
 behind a load balancer against one rqlite cluster. Needs the ``server``
-extra (``pip install 'taskq-lab[server]'``, or ``pip install '.[server]'`` in a
-checkout).
+extra (``pip install '.[server]'`` in taskq's checkout).
 """

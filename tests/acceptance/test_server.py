@@ -397,7 +397,7 @@ def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     assert ran.returncode == 2, ran
     assert ran.stderr == (
         "taskq: error: taskq serve needs the server extra: "
-        "pip install 'taskq-lab[server]' (in a checkout: pip install '.[server]')\n"
+        "pip install '.[server]' in taskq's checkout (scripts/taskq installs it)\n"
     )
 
 

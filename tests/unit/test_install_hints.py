@@ -1,7 +1,8 @@
-"""Every install hint names taskq's own distribution, which is not called taskq.
+"""Every install hint installs from taskq's checkout, never a package by name.
 
-``taskq`` on PyPI is an unrelated project, so the distribution is named in
-pyproject.toml, and a hint that names any other one installs the wrong thing.
+The distribution is named taskq, as its import package and commands are (and
+as tools that ask for its version by name expect), but ``taskq`` on PyPI is
+an unrelated project: a hint naming a package would install the wrong thing.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ def _hinted_files() -> list[Path]:
     ]
 
 
-def test_the_distribution_is_not_the_unrelated_taskq() -> None:
-    assert _distribution() != "taskq"
+def test_the_distribution_is_named_as_its_package() -> None:
+    assert _distribution() == "taskq"
 
 
-def test_every_install_hint_names_this_distribution_or_the_checkout() -> None:
-    wanted = {_distribution(), "."}
+def test_every_install_hint_names_the_checkout() -> None:
+    wanted = {"."}
     hints = {
         (path.relative_to(REPO).as_posix(), name)
         for path in _hinted_files()
