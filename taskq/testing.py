@@ -80,7 +80,8 @@ def temporary_client(*, modules: Iterable[str] = (), **options: Any) -> Iterator
     ``options`` go to the client (``submitter=...``). The ``@taskq.job``
     declarations of ``modules`` are published as a worker of them would
     publish them, so that submits by name (``client.submit("myapp.tasks:resize")``)
-    find them; a name not declared needs ``unchecked=True``.
+    find them; a name no module declares is found if this process imports
+    it, else needs ``unchecked=True``.
     """
     with tempfile.TemporaryDirectory(prefix="taskq-test-") as directory:
         url = f"sqlite://{Path(directory) / 'taskq.db'}?synchronous=off"

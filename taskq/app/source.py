@@ -133,7 +133,7 @@ class ConsoleSource:
         store_now: Callable[[], float] | None = None,
     ):
         """``store_now`` fixes the time throughput counts back from (tests); else the store's."""
-        self.client = AsyncClient(store=store)
+        self.client = AsyncClient(store=store, import_names=False)
         self.throughput_minutes = throughput_minutes
         self.page_size = page_size
         self.store_now = store_now

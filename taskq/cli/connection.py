@@ -64,7 +64,7 @@ def client(
 def client_at(url: str, *, migrate: bool = True, read_only: bool = False) -> Iterator[Client]:
     """A client over the store at ``url``, opened as :func:`opened_url` does."""
     with opened_url(url, migrate=migrate, read_only=read_only) as store:
-        yield Client(store=store)
+        yield Client(store=store, import_names=False)
 
 
 @contextmanager

@@ -56,7 +56,7 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
     # Opened (and migrated) before listening: a bad URL or a store that is not
     # there fails the command at once rather than every request.
     store = open_store(store_url)
-    app = create_app(lambda: AsyncClient(store=store), tokens)
+    app = create_app(lambda: AsyncClient(store=store, import_names=False), tokens)
     if tokens.open:
         log.warning("no tokens configured: every request may do everything, as 'anonymous'")
     uvicorn.run(

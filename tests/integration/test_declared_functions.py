@@ -120,3 +120,52 @@ def test_a_queue_no_live_worker_takes_is_not_served(client: taskq.Client) -> Non
     assert queue in client.served_queues()
     plan.run(client.store, worker_set_state(worker_id, "stopped"))
     assert queue not in client.served_queues()
+
+
+IMPORTABLE = "tests.support.importable_jobs"
+
+
+def test_a_name_this_process_imports_is_submitted_as_the_function_would_be(
+    client: taskq.Client,
+) -> None:
+    """No worker declares it yet, but the client imports it: checked against its signature."""
+    name, queue = f"{IMPORTABLE}:resize", names()[1]
+    job = client.get(client.submit(name, "in.png", kwargs={"width": 400}, queue=queue).id)
+    assert (job.queue, job.max_attempts, job.state) == (queue, 3, JobState.QUEUED)
+    assert job.payload == {"target": name, "args": ["in.png"], "kwargs": {"width": 400}}
+
+    with pytest.raises(errors.InvalidJob, match="missing a required argument: 'path'") as bad:
+        client.submit(name, queue=queue)
+    assert bad.value.field == "args"
+    assert [each.id for each in client.list(taskq.JobQuery(queue=queue))] == [job.id]
+
+
+def test_a_name_that_imports_under_another_name_or_not_at_all_is_refused(
+    client: taskq.Client,
+) -> None:
+    """``echo`` is only imported into the module: a worker would not find it by this name."""
+    queue = names()[1]
+    for name in (f"{IMPORTABLE}:echo", f"{IMPORTABLE}:no_such_job", "tests.no_such_module:f"):
+        with pytest.raises(errors.UnknownFunction, match="nor does this process import"):
+            client.submit(name, 1, queue=queue)
+    assert client.list(taskq.JobQuery(queue=queue)) == []
+
+
+def test_a_workers_declaration_wins_over_the_function_imported_here(
+    client: taskq.Client,
+) -> None:
+    name, queue = f"{IMPORTABLE}:resize_declared", names()[1]
+    serving(client, "w1", [queue], declaration(name, queue=queue, max_attempts=7))
+    job = client.get(client.submit(name, "in.png").id)
+    assert (job.queue, job.max_attempts) == (queue, 7)
+
+
+def test_the_command_line_never_imports_a_name(url: str) -> None:
+    """The command line and taskq serve resolve names from workers' declarations only."""
+    from taskq.cli.connection import client_at
+
+    with (
+        client_at(url) as cli_client,
+        pytest.raises(errors.UnknownFunction, match="no worker has declared"),
+    ):
+        cli_client.submit(f"{IMPORTABLE}:resize_unimported", "in.png")

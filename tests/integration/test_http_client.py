@@ -58,6 +58,9 @@ def test_a_refusal_raises_the_stores_error(server: ServerProcess, queue: str) ->
         assert invalid.value.field == "priority"
         with pytest.raises(errors.UnknownFunction):
             client.submit_many("nobody.declares:this", [(1,), (2,)])
+        # Importable in both processes, but the server never imports what a name says.
+        with pytest.raises(errors.UnknownFunction, match="no worker has declared"):
+            client.submit("tests.support.importable_jobs:resize_over_http", "a.png", queue=queue)
         assert [job.id for job in client.list(taskq.JobQuery(queue=queue))] == [first.id]
 
 

@@ -20,8 +20,12 @@ def test_a_temporary_client_declares_its_modules_jobs() -> None:
         assert GREET in {function.name for function in client.functions()}
 
 
-def test_without_modules_a_name_is_undeclared() -> None:
+def test_without_modules_a_name_is_found_only_where_it_imports() -> None:
     with taskq.testing.temporary_client() as client:
+        # Declared by no worker, but this process imports it: its declared options.
+        job = client.get(client.submit(GREET, "ann").id)
+        assert (job.queue, job.max_attempts, job.labels) == ("declared", 2, ("test",))
+        missing = "tests.support.no_such_module:greet"
         with pytest.raises(errors.UnknownFunction, match="no worker has declared"):
-            client.submit(GREET, "ann")
-        assert client.submit(GREET, "ann", unchecked=True).status() is taskq.JobState.QUEUED
+            client.submit(missing, "ann")
+        assert client.submit(missing, "ann", unchecked=True).status() is taskq.JobState.QUEUED

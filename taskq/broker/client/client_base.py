@@ -20,6 +20,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
 from taskq.broker.client.http_transport import HttpTransport, is_http_url
+from taskq.broker.client.importable import importable_declaration
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,
@@ -81,6 +82,7 @@ class ClientBase:
         ca: str | Path | None = None,
         verify: bool = True,
         timeout: float = 30.0,
+        import_names: bool = True,
     ) -> None:
         """Open the store named as everywhere in taskq, or use ``store``, already open.
 
@@ -91,6 +93,12 @@ class ClientBase:
         the seconds a request may take, a busy server's 503s ridden out
         included (:class:`taskq.broker.client.http_transport.HttpTransport`).
         The submitter is then the token's name.
+
+        ``import_names``: a submit by a name no worker has declared takes the
+        function this process imports by that name, as a submit of the
+        function itself would (:mod:`taskq.broker.client.importable`); taskq
+        serve and the command line turn it off, and over HTTP the server alone
+        resolves names.
         """
         url = None
         if store is None:
@@ -114,7 +122,9 @@ class ClientBase:
             load_config(config_path).queues if store is None or config_path is not None else {}
         )
         # The declarations that submits by name read (taskq/broker/client/declarations.py).
-        self.declarations = declarations.DeclarationCache()
+        self.declarations = declarations.DeclarationCache(
+            importable=importable_declaration if import_names else None
+        )
         # Single submits made while another is in flight share its successor's write.
         self._group_commit = GroupCommit(self._submit_many_plan, self._check_one, self._new_signal)
 

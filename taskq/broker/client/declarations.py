@@ -7,7 +7,9 @@ A worker publishes the ``@taskq.job`` declarations of its modules
 are the defaults, the options given win, and the arguments are bound to its
 published parameters at once, so a bad call is refused with nothing written.
 A name no worker has declared is refused with the names close to it, unless
-the submit opts out (``unchecked=True``).
+the submit opts out (``unchecked=True``), or the client looks names up in
+its own process too (``importable``, :mod:`taskq.broker.client.importable`)
+and finds the function there.
 
 Every submit by name comes here: one job (:meth:`DeclarationCache.spec`), or
 many at once (:meth:`DeclarationCache.spec_many`: a batch, a workflow's steps, a
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,6 @@ from taskq.broker.client import specs
 from taskq.broker.ops.functions import (
     Declaration,
     DeclaredFunction,
-    FunctionVersion,
     function_names,
     function_resolve,
 )
@@ -95,13 +96,12 @@ def _told(exc: TypeError, declaration: Declaration, args: Sequence[Any]) -> str:
 
 
 def declared_spec(
-    version: FunctionVersion,
+    declaration: Declaration,
     args: Sequence[Any],
     kwargs: Mapping[str, Any] | None,
     options: Mapping[str, Any],
 ) -> JobSpec:
     """The job of a by-name submit: the declared options, then ``options`` over them."""
-    declaration = version.declaration
     check_arguments(declaration, args, kwargs or {})
     merged = {**declaration.options, **options}
     return specs.call_spec(declaration.name, args, dict(kwargs or {}), **merged)
@@ -137,6 +137,11 @@ _OPT_OUT = (
     "for workers yet to start, submit it unchecked: unchecked=True, --unchecked, or "
     '"unchecked": true over HTTP'
 )
+_OPT_OUT_HERE = (
+    "nor does this process import a function by that name; a worker publishes the @taskq.job "
+    "functions of its --modules when it starts; to queue it for workers yet to start, submit "
+    "it unchecked: unchecked=True"
+)
 
 
 def unknown_name(
@@ -159,24 +164,42 @@ def unknown_name(
 
 
 class DeclarationCache:
-    """The versions a client resolved lately, each kept :data:`CACHE_SECONDS`."""
+    """The declarations a client resolved lately, each kept :data:`CACHE_SECONDS`.
 
-    def __init__(self, seconds: float = CACHE_SECONDS) -> None:
+    ``importable``: where a name no worker has declared is looked up next, in
+    the client's own process (:func:`taskq.broker.client.importable.importable_declaration`);
+    None for a resolver that must never import what a name says (a server, a
+    worker, the command line).
+    """
+
+    def __init__(
+        self,
+        seconds: float = CACHE_SECONDS,
+        *,
+        importable: Callable[[str], Declaration | None] | None = None,
+    ) -> None:
         self.seconds = seconds
-        self._found: dict[str, tuple[float, FunctionVersion]] = {}
+        self._importable = importable
+        self._found: dict[str, tuple[float, Declaration]] = {}
 
-    def resolve(self, name: str) -> Op[FunctionVersion]:
-        """The version a submit of ``name`` uses; :class:`taskq.errors.UnknownFunction` if none."""
+    def resolve(self, name: str) -> Op[Declaration]:
+        """The declaration a submit of ``name`` uses: the version the store resolves, else the
+        function this process imports by that name (``importable``); else
+        :class:`taskq.errors.UnknownFunction`."""
         job_validation.check_target(name)
         now = time.monotonic()
         cached = self._found.get(name)
         if cached is not None and cached[0] > now:
             return cached[1]
         version = yield from function_resolve(name)
-        if version is None:
-            raise unknown_name(name, (yield from function_names()))
-        self._found[name] = (now + self.seconds, version)
-        return version
+        declaration = version.declaration if version is not None else None
+        if declaration is None and self._importable is not None:
+            declaration = self._importable(name)
+        if declaration is None:
+            opt_out = _OPT_OUT if self._importable is None else _OPT_OUT_HERE
+            raise unknown_name(name, (yield from function_names()), opt_out)
+        self._found[name] = (now + self.seconds, declaration)
+        return declaration
 
     def spec(self, target: str, args: Sequence[Any], options: Mapping[str, Any]) -> Op[JobSpec]:
         """The job a submit of ``target`` by name makes (see :func:`declared_spec`).
@@ -204,8 +227,8 @@ class DeclarationCache:
         if spec.kind is not PayloadKind.CALL or not isinstance(spec.payload, dict):
             return
         payload = spec.payload
-        version = yield from self.resolve(payload.get("target", ""))
-        check_arguments(version.declaration, payload.get("args") or (), payload.get("kwargs") or {})
+        declaration = yield from self.resolve(payload.get("target", ""))
+        check_arguments(declaration, payload.get("args") or (), payload.get("kwargs") or {})
 
     def spec_many(self, calls: Sequence[NamedCall]) -> Op[list[JobSpec]]:
         """The jobs of many submits by name, each as :meth:`spec` makes it, in order.
@@ -213,16 +236,16 @@ class DeclarationCache:
         All or none: the first call refused raises, named by its ``where``.
         Each name is read once however many calls it has.
         """
-        versions: dict[str, FunctionVersion] = {}
+        declared: dict[str, Declaration] = {}
         built = []
         for call in calls:
             try:
                 specs.check_option_names(call.options)
-                if call.target not in versions:
-                    versions[call.target] = yield from self.resolve(call.target)
+                if call.target not in declared:
+                    declared[call.target] = yield from self.resolve(call.target)
                 given = dict(call.options)
                 kwargs = given.pop("kwargs", None)
-                built.append(declared_spec(versions[call.target], call.args, kwargs, given))
+                built.append(declared_spec(declared[call.target], call.args, kwargs, given))
             except errors.InvalidJob as exc:
                 raise named(exc, call.where) from None
         return built

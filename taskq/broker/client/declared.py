@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import inspect
 import os
 import sys
 import threading
@@ -35,6 +34,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle
 from taskq.broker.client.flows import Flow, fan_out, step
+from taskq.broker.client.importable import describe
 from taskq.broker.client.specs import (
     SUBMIT_OPTIONS,
     Calls,
@@ -43,7 +43,7 @@ from taskq.broker.client.specs import (
     check_options,
     function_target,
 )
-from taskq.broker.ops.functions import Declaration, Parameter
+from taskq.broker.ops.functions import Declaration
 from taskq.broker.records import JobSpec
 
 P = ParamSpec("P")
@@ -205,23 +205,6 @@ atexit.register(set_default_client, None)
 # -- what a worker publishes of them ------------------------------------------------
 
 
-def describe(job: Any) -> Declaration:
-    """What a worker publishes of a declared job (a :class:`taskq.job`'s ``DeclaredJob``)."""
-    options = dict(job.declared_options)
-    # Options as the job's record keeps them: a RetryPolicy as its dict, labels as a list.
-    spec = call_spec("taskq:_", **options)
-    published = {name: getattr(spec, name) for name in options}
-    if "labels" in published:
-        published["labels"] = sorted(published["labels"])
-    doc = inspect.getdoc(job.function) or ""
-    return Declaration(
-        name=function_target(job.function),
-        parameters=_parameters(job.function),
-        options=published,
-        doc=doc.strip().splitlines()[0] if doc.strip() else "",
-    )
-
-
 def declared_in(module: types.ModuleType) -> list[Declaration]:
     """Every declared job at the top level of ``module`` and of its submodules already
     imported (a package's ``__init__`` importing its jobs' modules), by name, once each."""
@@ -236,28 +219,3 @@ def declared_in(module: types.ModuleType) -> list[Declaration]:
                 declaration = describe(value)
                 found[declaration.name] = declaration
     return [found[name] for name in sorted(found)]
-
-
-def _parameters(function: Any) -> tuple[Parameter, ...]:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return ()
-    return tuple(
-        Parameter(
-            name=parameter.name,
-            kind=parameter.kind.name,
-            default=None if parameter.default is parameter.empty else repr(parameter.default),
-            annotation=None
-            if parameter.annotation is parameter.empty
-            else _annotation_text(parameter.annotation),
-        )
-        for parameter in signature.parameters.values()
-    )
-
-
-def _annotation_text(annotation: Any) -> str:
-    # Under `from __future__ import annotations` an annotation is already its text.
-    if isinstance(annotation, str):
-        return annotation
-    return inspect.formatannotation(annotation)
