@@ -27,7 +27,7 @@ from taskq import errors
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.stores.store import Store
-from taskq.worker import publishing
+from taskq.worker import publishing, suspend
 from taskq.worker.events import EventLog
 from taskq.worker.factory import build_worker
 from taskq.worker.first_children import FirstChildren
@@ -40,7 +40,7 @@ EXIT_ERROR = 1
 EXIT_CONFIG = 2
 
 
-async def _serve(worker: Worker) -> None:
+async def _serve(worker: Worker, store: Store) -> None:
     async with anyio.create_task_group() as tasks:
 
         async def watch_signals() -> None:
@@ -52,6 +52,7 @@ async def _serve(worker: Worker) -> None:
                         worker.drain()
 
         tasks.start_soon(watch_signals)
+        tasks.start_soon(suspend.stop_between_writes_on_sigtstp, store)
         await worker.run()
         tasks.cancel_scope.cancel()
 
@@ -106,6 +107,7 @@ def serve(
                     outage=outage,
                     publisher=publisher,
                 ),
+                store,
                 backend_options={"use_uvloop": True},
             )
         finally:

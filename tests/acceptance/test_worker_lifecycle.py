@@ -23,8 +23,10 @@ from taskq.worker.cpus import format_cpu_list
 from tests.support.worker_process import (
     WorkerFleet,
     WorkerProcess,
+    all_threads_stopped,
     freeze_between_writes,
     wait_until,
+    write_lock_is_free,
 )
 
 JOBS = "tests.support.jobs"
@@ -97,6 +99,35 @@ def test_a_paused_workers_late_result_is_refused(
     ], context
     assert not first.events("job_finished", job=handle.id), context
     assert first.running, first.describe()
+
+
+def _succeeded(client: taskq.Client) -> int:
+    return sum(queue.counts.get(JobState.SUCCEEDED, 0) for queue in client.stats())
+
+
+def test_ctrl_z_stops_a_busy_worker_between_its_writes(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    """SIGTSTP, again and again, while the worker writes most of the time: never inside one.
+
+    A worker stopped inside a write would hold the embedded store's write
+    lock, and every other writer with it, until SIGCONT.
+    """
+    database = Path(store_url.removeprefix("sqlite://"))
+    worker = workers.start(store_url)
+    client.submit_many(f"{JOBS}:echo", [(i,) for i in range(20_000)], unchecked=True)
+    for stop in range(20):
+        done = _succeeded(client)
+        progressed = wait_until(lambda done=done: _succeeded(client) > done, timeout=30)
+        assert progressed, worker.describe()
+        worker.send_signal(signal.SIGTSTP)
+        try:
+            stopped = wait_until(lambda: all_threads_stopped(worker.pid), timeout=10)
+            assert stopped, f"stop {stop}: the worker did not stop on SIGTSTP"
+            assert write_lock_is_free(database), f"stop {stop}: stopped inside a write"
+        finally:
+            worker.send_signal(signal.SIGCONT)
+    assert worker.running, worker.describe()
 
 
 def test_sigterm_finishes_jobs_within_grace_and_hands_back_the_rest(

@@ -153,7 +153,7 @@ class WorkerFleet:
         self.close()
 
 
-def _all_threads_stopped(pid: int) -> bool:
+def all_threads_stopped(pid: int) -> bool:
     """Every thread of ``pid`` is in the stopped state (SIGSTOP reaches threads one by one)."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -170,7 +170,7 @@ def _all_threads_stopped(pid: int) -> bool:
     return True
 
 
-def _write_lock_is_free(database: Path) -> bool:
+def write_lock_is_free(database: Path) -> bool:
     """Whether a writer can begin on the embedded store at once."""
     connection = sqlite3.connect(database, timeout=0.5, isolation_level=None)
     try:
@@ -193,8 +193,8 @@ def freeze_between_writes(worker: WorkerProcess, database: Path) -> None:
     """
     for _ in range(100):
         worker.send_signal(signal.SIGSTOP)
-        assert wait_until(lambda: _all_threads_stopped(worker.pid), timeout=5, interval=0.005)
-        if _write_lock_is_free(database):
+        assert wait_until(lambda: all_threads_stopped(worker.pid), timeout=5, interval=0.005)
+        if write_lock_is_free(database):
             return
         worker.send_signal(signal.SIGCONT)
         time.sleep(0.01)

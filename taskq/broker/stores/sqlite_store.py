@@ -95,6 +95,10 @@ class SqliteStore:
     def url(self) -> str:
         return f"sqlite://{self.path}"
 
+    def writes_held(self) -> contextlib.AbstractContextManager[object]:
+        """While entered, this process writes nothing (see ``store.WriteHoldingStore``)."""
+        return self._lock
+
     def _connect(self) -> sqlite3.Connection:
         try:
             # No busy handler (timeout 0): the store retries a locked file itself (see above).

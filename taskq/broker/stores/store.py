@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -153,6 +154,21 @@ class ChangeTellingStore(Protocol):
         which may not have the job yet, so its workers keep polling soon
         after a claim.
         """
+        ...
+
+
+@runtime_checkable
+class WriteHoldingStore(Protocol):
+    """A store where this process can hold its own writes off for a while: the embedded one.
+
+    There, a process frozen inside a write holds every other writer of the
+    file up until it runs again; a process about to stop itself holds its
+    writes first (``taskq.worker.suspend``). A cluster's writes hold nothing.
+    """
+
+    def writes_held(self) -> AbstractContextManager[object]:
+        """While entered, no write of this process is under way or starts (the one under
+        way when entered is waited for)."""
         ...
 
 
