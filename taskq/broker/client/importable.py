@@ -38,12 +38,18 @@ class HasDeclaredOptions(Protocol):
 
 def importable_declaration(name: str) -> Declaration | None:
     """What a submit of ``name`` ("pkg.mod:f") takes from the function this process imports
-    by that name; None if the module does not import or holds no such function."""
+    by that name; None if there is no such module here or it holds no such function.
+
+    A module that is here but fails to import raises as its import does: the
+    name is right, and the error is what the caller needs to see.
+    """
     module_name, _, qualname = name.partition(":")
     try:
         found: object = importlib.import_module(module_name)
-    except ImportError:
-        return None
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
+            return None  # no such module here: a name for the workers to declare
+        raise  # the module is here, but something it imports is not: the caller's to see
     for attribute in qualname.split("."):
         found = getattr(found, attribute, None)
     function = found.function if isinstance(found, HasDeclaredOptions) else found
