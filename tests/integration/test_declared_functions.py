@@ -153,8 +153,9 @@ def test_a_name_that_imports_under_another_name_or_not_at_all_is_refused(
 
 def test_a_module_that_is_here_but_does_not_import_says_why(client: taskq.Client) -> None:
     queue = names()[1]
-    with pytest.raises(ModuleNotFoundError, match="taskq_tests_missing_dependency"):
+    with pytest.raises(errors.InvalidJob, match="taskq_tests_missing_dependency") as refused:
         client.submit("tests.support.importable_broken:resize", "in.png", queue=queue)
+    assert refused.value.field == "target"
     assert client.list(taskq.JobQuery(queue=queue)) == []
 
 

@@ -40,8 +40,9 @@ def importable_declaration(name: str) -> Declaration | None:
     """What a submit of ``name`` ("pkg.mod:f") takes from the function this process imports
     by that name; None if there is no such module here or it holds no such function.
 
-    A module that is here but fails to import raises as its import does: the
-    name is right, and the error is what the caller needs to see.
+    A module that is here but fails to import is
+    :class:`taskq.errors.InvalidJob` quoting its import's error: the name is
+    right, and that error is what the caller needs to see.
     """
     module_name, _, qualname = name.partition(":")
     try:
@@ -49,7 +50,9 @@ def importable_declaration(name: str) -> Declaration | None:
     except ModuleNotFoundError as exc:
         if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
             return None  # no such module here: a name for the workers to declare
-        raise  # the module is here, but something it imports is not: the caller's to see
+        raise _does_not_import(module_name, exc) from exc
+    except Exception as exc:  # the module's own code failed: its error, told
+        raise _does_not_import(module_name, exc) from exc
     for attribute in qualname.split("."):
         found = getattr(found, attribute, None)
     function = found.function if isinstance(found, HasDeclaredOptions) else found
@@ -66,6 +69,13 @@ def importable_declaration(name: str) -> Declaration | None:
     if isinstance(found, HasDeclaredOptions):
         return describe(found)
     return Declaration(name=name, parameters=parameters_of(function), doc=_doc_line(function))
+
+
+def _does_not_import(module_name: str, exc: Exception) -> errors.InvalidJob:
+    return errors.InvalidJob(
+        f"{module_name} is here but does not import: {type(exc).__name__}: {exc}",
+        field="target",
+    )
 
 
 def describe(job: HasDeclaredOptions) -> Declaration:
