@@ -148,6 +148,10 @@ def test_a_name_that_imports_under_another_name_or_not_at_all_is_refused(
     for name in (f"{IMPORTABLE}:echo", f"{IMPORTABLE}:no_such_job", "tests.no_such_module:f"):
         with pytest.raises(errors.UnknownFunction, match="nor does this process import"):
             client.submit(name, 1, queue=queue)
+    # Misspelt, it is offered the module's own jobs close to it (echo is not one).
+    with pytest.raises(errors.UnknownFunction, match=f"did you mean {IMPORTABLE}:resize") as typo:
+        client.submit(f"{IMPORTABLE}:resise", "in.png", queue=queue)
+    assert f"{IMPORTABLE}:resize" in typo.value.suggestions
     assert client.list(taskq.JobQuery(queue=queue)) == []
 
 

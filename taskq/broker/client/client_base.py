@@ -20,7 +20,6 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
 from taskq.broker.client.http_transport import HttpTransport, is_http_url
-from taskq.broker.client.importable import importable_declaration
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,
@@ -122,9 +121,7 @@ class ClientBase:
             load_config(config_path).queues if store is None or config_path is not None else {}
         )
         # The declarations that submits by name read (taskq/broker/client/declarations.py).
-        self.declarations = declarations.DeclarationCache(
-            importable=importable_declaration if import_names else None
-        )
+        self.declarations = declarations.DeclarationCache(import_names=import_names)
         # Single submits made while another is in flight share its successor's write.
         self._group_commit = GroupCommit(self._submit_many_plan, self._check_one, self._new_signal)
 

@@ -8,7 +8,7 @@ are the defaults, the options given win, and the arguments are bound to its
 published parameters at once, so a bad call is refused with nothing written.
 A name no worker has declared is refused with the names close to it, unless
 the submit opts out (``unchecked=True``), or the client looks names up in
-its own process too (``importable``, :mod:`taskq.broker.client.importable`)
+its own process too (``import_names``, :mod:`taskq.broker.client.importable`)
 and finds the function there.
 
 Every submit by name comes here: one job (:meth:`DeclarationCache.spec`), or
@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from taskq import errors
 from taskq.broker import job_validation
 from taskq.broker.client import specs
+from taskq.broker.client.importable import importable_declaration, importable_names
 from taskq.broker.ops.functions import (
     Declaration,
     DeclaredFunction,
@@ -176,25 +177,20 @@ def unknown_name(
 class DeclarationCache:
     """The declarations a client resolved lately, each kept :data:`CACHE_SECONDS`.
 
-    ``importable``: where a name no worker has declared is looked up next, in
-    the client's own process (:func:`taskq.broker.client.importable.importable_declaration`);
-    None for a resolver that must never import what a name says (a server, a
-    worker, the command line).
+    ``import_names``: a name no worker has declared is looked up next in the
+    client's own process (:mod:`taskq.broker.client.importable`); never for a
+    resolver that must not import what a name says (a server, a worker, the
+    command line).
     """
 
-    def __init__(
-        self,
-        seconds: float = CACHE_SECONDS,
-        *,
-        importable: Callable[[str], Declaration | None] | None = None,
-    ) -> None:
+    def __init__(self, seconds: float = CACHE_SECONDS, *, import_names: bool = False) -> None:
         self.seconds = seconds
-        self._importable = importable
+        self._import_names = import_names
         self._found: dict[str, tuple[float, Declaration]] = {}
 
     def resolve(self, name: str) -> Op[Declaration]:
         """The declaration a submit of ``name`` uses: the version the store resolves, else the
-        function this process imports by that name (``importable``); else
+        function this process imports by that name (``import_names``); else
         :class:`taskq.errors.UnknownFunction`."""
         job_validation.check_target(name)
         now = time.monotonic()
@@ -203,11 +199,13 @@ class DeclarationCache:
             return cached[1]
         version = yield from function_resolve(name)
         declaration = version.declaration if version is not None else None
-        if declaration is None and self._importable is not None:
-            declaration = self._importable(name)
+        if declaration is None and self._import_names:
+            declaration = importable_declaration(name)
         if declaration is None:
-            opt_out = _OPT_OUT if self._importable is None else _OPT_OUT_HERE
-            raise unknown_name(name, (yield from function_names()), opt_out)
+            known = yield from function_names()
+            if not self._import_names:
+                raise unknown_name(name, known, _OPT_OUT)
+            raise unknown_name(name, [*known, *importable_names(name)], _OPT_OUT_HERE)
         self._found[name] = (now + self.seconds, declaration)
         return declaration
 

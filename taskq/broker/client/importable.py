@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from typing import Any, Protocol, runtime_checkable
 
 from taskq import errors
@@ -69,6 +70,21 @@ def importable_declaration(name: str) -> Declaration | None:
     if isinstance(found, HasDeclaredOptions):
         return describe(found)
     return Declaration(name=name, parameters=parameters_of(function), doc=_doc_line(function))
+
+
+def importable_names(name: str) -> list[str]:
+    """The jobs the module of ``name`` holds, as names (``pkg.mod:f``), if this process has
+    imported it: where a misspelt name finds the ones close to it."""
+    module_name = name.partition(":")[0]
+    module = sys.modules.get(module_name)
+    if module is None:
+        return []
+    found = []
+    for attribute, value in list(vars(module).items()):
+        function = value.function if isinstance(value, HasDeclaredOptions) else value
+        if inspect.isfunction(function) and getattr(function, "__module__", None) == module_name:
+            found.append(f"{module_name}:{attribute}")
+    return found
 
 
 def _does_not_import(module_name: str, exc: Exception) -> errors.InvalidJob:
