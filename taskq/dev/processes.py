@@ -18,10 +18,12 @@ from pathlib import Path
 HOST = "127.0.0.1"
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name, or None if it is gone."""
+def _stat_fields(pid: int, *, thread: int | None = None) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` (of one of its threads: ``task/TID/stat``) after
+    the command name, or None if it is gone."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     try:
-        with open(f"/proc/{pid}/stat") as stat:
+        with open(path) as stat:
             return stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
@@ -54,6 +56,17 @@ def process_gone(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie counts as gone: it runs nothing)."""
     fields = _stat_fields(pid)
     return fields is None or fields[0] in {"Z", "X"}
+
+
+def all_threads_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (SIGSTOP reaches them one by one); a
+    process gone counts as stopped."""
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return True
+    states = (_stat_fields(pid, thread=tid) for tid in threads)
+    return all(fields is None or fields[0] == "T" for fields in states)
 
 
 def runs_with(pid: int, marker: str) -> bool:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Self
 
 from taskq.dev import workers
-from taskq.dev.processes import process_gone, wait_until
+from taskq.dev.processes import all_threads_stopped, process_gone, wait_until
 from taskq.dev.workers import WorkerProcess
 from tests.support.jobs import WORKER_TAG_ENV
 
@@ -29,6 +29,7 @@ __all__ = [
     "TEST_WORKER_SETTINGS",
     "WorkerFleet",
     "WorkerProcess",
+    "all_threads_stopped",
     "process_gone",
     "wait_until",
     "worker_environment",
@@ -151,23 +152,6 @@ class WorkerFleet:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def all_threads_stopped(pid: int) -> bool:
-    """Every thread of ``pid`` is in the stopped state (SIGSTOP reaches threads one by one)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as stat:
-                state = stat.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "T":
-            return False
-    return True
 
 
 def write_lock_is_free(database: Path) -> bool:
