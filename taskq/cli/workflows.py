@@ -1,15 +1,15 @@
-"""Commands about workflows: `workflow show|cancel|retry`, and a job's relatives in `status`."""
+"""Commands about workflows (`workflow list|show|cancel|retry`); a job's relatives in `status`."""
 
 from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery
 from taskq.broker.records import Job, JobEdge, JobState, WorkflowInfo
-from taskq.cli import command, connection, output, state_colors, workflow_tree
+from taskq.cli import command, connection, output, state_colors, values, workflow_tree
 
 # The largest id a store holds (SQLite's INTEGER).
 _MAX_ID = 2**63 - 1
@@ -25,13 +25,29 @@ def add_commands(commands: command.Commands) -> None:
     actions = command.add_group(
         commands,
         "workflow",
-        help="see or steer a workflow: its jobs as a tree, cancel it, retry it",
+        help="see or steer workflows: list them, a workflow's jobs as a tree, cancel, retry",
         description="See or steer a workflow (jobs that run after other jobs).\n\n"
+        "  taskq workflow list            # the newest workflows, their jobs counted by state\n"
         "  taskq workflow show 4          # its jobs as a tree from the roots, with states\n"
         "  taskq workflow cancel 4        # cancel every job of it that has not ended\n"
         "  taskq workflow retry 4         # queue its failed, dead or cancelled jobs again\n"
         "  taskq jobs --workflow 4        # its jobs as a list",
         dest="action",
+    )
+    listing = command.add(
+        actions,
+        "list",
+        cmd_list,
+        help="the newest workflows, their jobs counted by state",
+        json=True,
+    )
+    listing.add_argument("--name", help="only the workflows of this name")
+    listing.add_argument("--submitter", help="only the workflows this submitter submitted")
+    listing.add_argument(
+        "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
+    )
+    listing.add_argument(
+        "--before", type=an_id, metavar="ID", help="only workflows older than this id"
     )
     for name, handler, text in (
         ("show", cmd_show, "draw the workflow's jobs as a tree, with their states"),
@@ -75,6 +91,36 @@ def read_workflow(
     return info, jobs, edges
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    with connection.client(args, read_only=True) as client:
+        found = client.workflows(
+            name=args.name, submitter=args.submitter, before=args.before, limit=args.limit
+        )
+    if args.json:
+        output.print_json(found)
+        return command.EXIT_OK
+    if not found:
+        print("no workflows")
+        return command.EXIT_OK
+    output.print_table(
+        ("ID", "NAME", "SUBMITTER", "SUBMITTED", "JOBS", "STATES"),
+        [
+            (
+                info.id,
+                output.one_line(info.name, 32) or "-",
+                info.submitter or "-",
+                output.local_time(info.created_at),
+                sum(info.counts.values()),
+                _states(info.counts, color=False) or "none left",
+            )
+            for info in found
+        ],
+    )
+    if len(found) == args.limit:
+        output.warn(f"(more: add --before {found[-1].id})")
+    return command.EXIT_OK
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         info, jobs, edges = read_workflow(client, args.id)
@@ -112,15 +158,19 @@ def _job_line(job: Job, *, color: bool) -> str:
 
 
 def _summary(jobs: Sequence[Job], *, color: bool) -> str:
-    """``5 jobs: 3 succeeded, 1 running, 1 waiting``, the states in the order of their enum."""
-    counts = Counter(job.state for job in jobs)
-    parts = [
+    """``5 jobs: 3 succeeded, 1 running, 1 waiting``."""
+    states = _states(Counter(job.state for job in jobs), color=color)
+    noun = "job" if len(jobs) == 1 else "jobs"
+    return f"{len(jobs)} {noun}: {states}" if states else "no jobs"
+
+
+def _states(counts: Mapping[JobState, int], *, color: bool) -> str:
+    """``3 succeeded, 1 running, 1 waiting``: the states in the order of their enum ("": none)."""
+    return ", ".join(
         f"{counts[state]} {state_colors.painted(state, color=color)}"
         for state in JobState
-        if counts[state]
-    ]
-    noun = "job" if len(jobs) == 1 else "jobs"
-    return f"{len(jobs)} {noun}: {', '.join(parts)}" if parts else "no jobs"
+        if counts.get(state)
+    )
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

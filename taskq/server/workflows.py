@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import msgspec
 from starlette.requests import Request
@@ -97,6 +98,14 @@ class WorkflowView(msgspec.Struct, frozen=True):
     workflow: WorkflowInfo
     jobs: list[JobBrief]
     edges: list[JobEdge]
+
+
+class WorkflowPage(msgspec.Struct, frozen=True):
+    """Workflows newest first, each with its counts per state; ``next`` is the URL of the
+    following page, None at the end."""
+
+    workflows: list[WorkflowInfo]
+    next: str | None
 
 
 class WorkflowMoved(msgspec.Struct, frozen=True):
@@ -188,6 +197,24 @@ async def submit(request: Request, caller: Caller) -> Response:
     return json_response(answer, 201, {"Location": f"/workflows/{handle.id}"})
 
 
+_LIST_FILTERS = ("name", "submitter")
+
+
+async def listing(request: Request, caller: Caller) -> Response:
+    """A page of workflows, newest first, keyset-paged by ``before`` (the last id seen)."""
+    params = request.query_params
+    bodies.only_known(params, {*_LIST_FILTERS, "before", "limit"})
+    limit, before = bodies.keyset(params)
+    filters = {name: params[name] for name in _LIST_FILTERS if name in params}
+    found = await client_of(request).workflows(
+        name=filters.get("name"), submitter=filters.get("submitter"), before=before, limit=limit
+    )
+    following = None
+    if len(found) == limit:
+        following = f"/workflows?{urlencode({**filters, 'limit': limit, 'before': found[-1].id})}"
+    return json_response(WorkflowPage(found, following))
+
+
 async def get(request: Request, caller: Caller) -> Response:
     client = client_of(request)
     workflow_id = _workflow_id(request)
@@ -239,6 +266,15 @@ ENDPOINTS = [
         body=WorkflowRequest,
         answer=SubmittedWorkflow,
         status=201,
+    ),
+    Endpoint(
+        "GET",
+        "/workflows",
+        listing,
+        "read",
+        "Workflows newest first, each with its jobs' counts per state (filters: name, "
+        "submitter; pages: limit, before)",
+        answer=WorkflowPage,
     ),
     Endpoint(
         "GET",

@@ -1,5 +1,6 @@
-"""``taskq workflow show|cancel|retry``, ``jobs --workflow``, ``status`` and ``submit --after``,
-run as the real command against both stores, with a real ``taskq-worker`` where jobs must run.
+"""``taskq workflow list|show|cancel|retry``, ``jobs --workflow``, ``status`` and
+``submit --after``, run as the real command against both stores, with a real
+``taskq-worker`` where jobs must run.
 
 Each test works in a queue of its own name (the rqlite cluster is shared) and
 waits on outcomes with bounded timeouts.
@@ -160,6 +161,40 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
     }
     states = {job.state for job in client.list(taskq.JobQuery(workflow_id=parked.id))}
     assert states == {JobState.CANCELLED}
+
+
+def test_list_shows_the_newest_workflows_with_their_jobs_counted_and_pages_on(
+    url: str, queue: str, client: taskq.Client
+) -> None:
+    # No worker takes this queue: its jobs stay queued and waiting. A name of this
+    # test's own keeps other tests' workflows (the rqlite cluster is shared) out.
+    name = f"nightly-{queue}"
+    older = client.submit_workflow(
+        square.options(queue=queue).map([1, 2]).then(total.options(queue=queue)), name=name
+    )
+    newer = client.submit_workflow(square.options(queue=queue).step(3), name=name)
+    client.cancel_workflow(newer.id)
+    listed = ok("workflow", "list", "--name", name, store=url)
+    lines = listed.out.splitlines()
+    assert lines[0].split() == ["ID", "NAME", "SUBMITTER", "SUBMITTED", "JOBS", "STATES"]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        [str(newer.id), name],
+        [str(older.id), name],
+    ]
+    # The jobs, then how many are in each state.
+    assert " ".join(lines[1].split()[-3:]) == "1 1 cancelled"
+    assert " ".join(lines[2].split()[-5:]) == "3 2 queued, 1 waiting"
+    assert listed.err == ""
+    first = ok("workflow", "list", "--name", name, "--limit", "1", store=url)
+    assert [line.split()[0] for line in first.out.splitlines()[1:]] == [str(newer.id)]
+    assert first.err == f"(more: add --before {newer.id})\n"
+    rest = ok("workflow", "list", "--name", name, "--before", str(newer.id), "--json", store=url)
+    [shown] = rest.json()
+    assert (shown["id"], shown["submitter"]) == (older.id, "acceptance")
+    assert (shown["counts"]["queued"], shown["counts"]["waiting"]) == (2, 1)
+    assert ok("workflow", "list", "--name", f"{name}-none", store=url).out == "no workflows\n"
+    one_error_line(taskq_command("workflow", "list", "--limit", "0", store=url), 2, "--limit")
+    one_error_line(taskq_command("workflow", "list", "--before", "x", store=url), 2, "'x'")
 
 
 def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(

@@ -234,6 +234,39 @@ def test_a_workflow_runs_parents_first_and_is_waited_for(
     ]
 
 
+def test_workflows_are_listed_newest_first_with_their_jobs_counted(
+    client: taskq.Client, queue: str
+) -> None:
+    # A name of this test's own: the rqlite cluster and the server's store are shared.
+    name = f"nightly-{queue}"
+
+    def chain(*args: int) -> taskq.Flow:
+        return taskq.step("m:f", args[0], queue=queue, unchecked=True).then(
+            taskq.step("m:f", args[1], queue=queue, unchecked=True)
+        )
+
+    older = client.submit_workflow(chain(1, 2), name=name)
+    other = client.submit_workflow(chain(3, 4), name=f"{name}-other")
+    newer = client.submit_workflow(chain(5, 6), name=name)
+    assert client.cancel_workflow(newer.id) == 2
+    listed = client.workflows(name=name)
+    assert [info.id for info in listed] == [newer.id, older.id]
+    assert listed[0].counts[JobState.CANCELLED] == 2
+    assert (listed[1].counts[JobState.QUEUED], listed[1].counts[JobState.WAITING]) == (1, 1)
+    assert sum(listed[1].counts.values()) == 2
+    assert listed == [client.workflow(newer.id), client.workflow(older.id)]
+    # Pages: the last id seen as ``before``.
+    assert [info.id for info in client.workflows(name=name, limit=1)] == [newer.id]
+    assert [info.id for info in client.workflows(name=name, before=newer.id)] == [older.id]
+    assert client.workflows(name=name, before=older.id) == []
+    # Newest first across names too, and by submitter (the token's name over HTTP),
+    # among the workflows other tests submit meanwhile.
+    mine = client.workflows(submitter=listed[0].submitter, before=newer.id + 1, limit=1000)
+    ours = {newer.id, other.id, older.id}
+    assert [info.id for info in mine if info.id in ours] == [newer.id, other.id, older.id]
+    assert client.workflows(name=name, submitter=f"nobody-{queue}") == []
+
+
 @ON_A_STORE  # a second client with a payload limit of its own, on the same store
 def test_a_spec_is_checked_before_any_request(client: taskq.Client, queue: str) -> None:
     client.validate_spec(taskq.call_spec("m:f", queue=queue))

@@ -271,6 +271,21 @@ def workflow_get(workflow_id: int) -> HttpPlan[WorkflowInfo]:
     return msgspec.convert(view["workflow"], WorkflowInfo)
 
 
+def workflow_list(
+    *,
+    name: str | None = None,
+    submitter: str | None = None,
+    before: int | None = None,
+    limit: int = 50,
+) -> HttpPlan[builtins.list[WorkflowInfo]]:
+    """GET /workflows: a page of workflows, newest first, as ``Operations.workflows``."""
+    given = {"name": name, "submitter": submitter, "before": before}
+    params: dict[str, str | int] = {"limit": max(1, min(int(limit), 1000))}
+    params |= {key: value for key, value in given.items() if value is not None}
+    answer = yield HttpRequest("GET", "/workflows", params)
+    return list(decoded_member(answer, "workflows", builtins.list[WorkflowInfo]))
+
+
 def workflow_edges(workflow_id: int) -> HttpPlan[builtins.list[JobEdge]]:
     view = yield from _workflow_view(workflow_id)
     return msgspec.convert(view["edges"], builtins.list[JobEdge])

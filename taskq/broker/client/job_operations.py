@@ -37,6 +37,7 @@ from taskq.broker.ops.workflows import (
     workflow_cancel,
     workflow_edges,
     workflow_get,
+    workflow_list,
     workflow_retry,
 )
 from taskq.broker.records import (
@@ -157,6 +158,20 @@ class JobOperations(ClientBase):
     def workflow(self, workflow_id: int) -> GroupOp[WorkflowInfo]:
         """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
         return workflow_get(workflow_id)
+
+    @over_http(http_plans.workflow_list)
+    def workflows(
+        self,
+        *,
+        name: str | None = None,
+        submitter: str | None = None,
+        before: int | None = None,
+        limit: int = 50,
+    ) -> GroupOp[builtins.list[WorkflowInfo]]:
+        """Workflows newest first, each with its jobs' counts per state; pass the last id
+        seen as ``before`` for the next page of ``limit`` (1 to 1000). ``name`` and
+        ``submitter`` keep the workflows of that name and of that submitter."""
+        return workflow_list(name=name, submitter=submitter, before=before, limit=limit)
 
     @over_http(http_plans.workflow_wait)
     def wait_workflow(

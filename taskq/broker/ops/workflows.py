@@ -20,7 +20,7 @@ from typing import Any
 from taskq import errors, fast_json
 from taskq.broker import job_validation
 from taskq.broker.ops import dependencies, queries
-from taskq.broker.ops.common import parent_result
+from taskq.broker.ops.common import KEYSET_START, parent_result
 from taskq.broker.ops.enqueue import (
     MAX_PAYLOAD_BYTES,
     PositionalKeys,
@@ -40,7 +40,7 @@ from taskq.broker.records import (
     WorkflowInfo,
     WorkflowSubmission,
 )
-from taskq.broker.stores.store import Consistency, SqlValue, Statement
+from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
 
 class WorkflowRows:
@@ -268,6 +268,35 @@ def workflow_get(workflow_id: int) -> Op[WorkflowInfo]:
     )
     if not rows:
         raise errors.WorkflowNotFound(f"no workflow with id {workflow_id}")
+    return _workflow_info(rows)
+
+
+def workflow_list(
+    *,
+    name: str | None = None,
+    submitter: str | None = None,
+    before: int | None = None,
+    limit: int = 50,
+) -> Op[list[WorkflowInfo]]:
+    """Workflows newest first, each with its jobs' counts per state; pass the last id seen
+    as ``before`` for the next page of ``limit`` (1 to 1000). ``name`` and ``submitter``
+    keep the workflows of that name and of that submitter."""
+    params = {
+        "name": name,
+        "submitter": submitter,
+        "before": int(before) if before is not None else KEYSET_START,
+        "limit": max(1, min(int(limit), 1000)),
+    }
+    rows = yield Read(Statement(queries.query("workflow_list"), params), Consistency.WEAK)
+    # A row per workflow and state, a workflow's rows together, newest workflow first.
+    by_workflow: dict[int, list[Row]] = {}
+    for row in rows:
+        by_workflow.setdefault(int(row["id"]), []).append(row)
+    return [_workflow_info(group) for group in by_workflow.values()]
+
+
+def _workflow_info(rows: Sequence[Row]) -> WorkflowInfo:
+    """One workflow from its rows of ``workflow_get`` or ``workflow_list``: one per state."""
     first = rows[0]
     counts = dict.fromkeys(JobState, 0)
     for row in rows:

@@ -52,6 +52,26 @@ LEFT JOIN jobs AS job INDEXED BY jobs_workflow ON job.workflow_id = w.id
 WHERE w.id = :workflow_id
 GROUP BY job.state
 
+-- name: workflow_list
+-- A page of workflows, newest first (keyset-paged by :before), each with how
+-- many of its jobs are in each state, a row per workflow and state (state
+-- NULL: it has none left). :name and :submitter, when not NULL, keep the
+-- workflows of that name and of that submitter. The page is chosen before
+-- its jobs are counted: only its own workflows' jobs are read.
+WITH page AS MATERIALIZED (
+    SELECT id, name, submitter, created_at FROM workflows
+    WHERE id < :before
+        AND (:name IS NULL OR name = :name)
+        AND (:submitter IS NULL OR submitter = :submitter)
+    ORDER BY id DESC
+    LIMIT :limit
+)
+SELECT page.id, page.name, page.submitter, page.created_at, job.state, count(job.id) AS n
+FROM page
+LEFT JOIN jobs AS job INDEXED BY jobs_workflow ON job.workflow_id = page.id
+GROUP BY page.id, job.state
+ORDER BY page.id DESC
+
 -- name: workflow_edges
 SELECT edge.parent_id, edge.child_id
 FROM jobs AS child INDEXED BY jobs_workflow
