@@ -31,6 +31,7 @@ from taskq.app.screens.job import JobScreen
 from taskq.app.screens.jobs import JobsScreen
 from taskq.app.screens.overview import OverviewScreen
 from taskq.app.screens.submit import SubmitScreen
+from taskq.app.screens.workflows import WorkflowsScreen
 from taskq.app.source import ConsoleSource, JobFilter, Overview, describe_error
 from taskq.broker.records import JobSpec, JobState
 
@@ -45,6 +46,7 @@ class ConsoleApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "show_overview", "Overview", id="overview"),
         Binding("j", "show_jobs", "Jobs", id="jobs"),
+        Binding("w", "show_workflows", "Workflows", id="workflows"),
         Binding("n", "submit", "Submit", id="submit"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("colon", "command_palette", "Commands", id="commands"),
@@ -79,6 +81,7 @@ class ConsoleApp(App[None]):
         # the modes are added here, where there is an app to hand.
         self.add_mode("overview", partial(OverviewScreen, self))
         self.add_mode("jobs", partial(JobsScreen, self))
+        self.add_mode("workflows", partial(WorkflowsScreen, self))
 
     def on_mount(self) -> None:
         self.sub_title = self.source.url
@@ -113,6 +116,9 @@ class ConsoleApp(App[None]):
     def action_show_overview(self) -> None:
         self.switch_mode("overview")
 
+    def action_show_workflows(self) -> None:
+        self.switch_mode("workflows")
+
     async def action_show_jobs(self) -> None:
         await self.show_jobs()
 
@@ -141,7 +147,9 @@ class ConsoleApp(App[None]):
             # The console's own bindings carry ids; the table's arrows need no help.
             if active.binding.id and active.binding.description
         ]
-        keys.append(("enter", "Open the row: a job, or the jobs of a queue or worker", ""))
+        keys.append(
+            ("enter", "Open the row: a job, or the jobs of a queue, worker or workflow", "")
+        )
         keys.append(("ctrl+p", "Command palette: every action by name", ""))
         view = type(screen).__name__.removesuffix("Screen").lower()
         self.push_screen(HelpScreen(f"taskq console: the keys of the {view} view", keys))

@@ -19,7 +19,15 @@ from taskq.broker.client.client import (
     JobQuery,
     ThroughputBucket,
 )
-from taskq.broker.records import Execution, Job, JobSpec, JobState, QueueStats, WorkerInfo
+from taskq.broker.records import (
+    Execution,
+    Job,
+    JobSpec,
+    JobState,
+    QueueStats,
+    WorkerInfo,
+    WorkflowInfo,
+)
 from taskq.broker.stores.store import NodeInfo, Store
 
 # What each bulk action can move: job_cancel leaves other states alone, and
@@ -94,6 +102,15 @@ class JobPage:
     job_filter: JobFilter
     before: int | None
     jobs: tuple[Job, ...]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPage:
+    """One keyset page of workflows, newest first."""
+
+    before: int | None
+    workflows: tuple[WorkflowInfo, ...]
     has_more: bool
 
 
@@ -195,6 +212,15 @@ class ConsoleSource:
             before=before,
             jobs=tuple(jobs[: self.page_size]),
             has_more=len(jobs) > self.page_size,
+        )
+
+    async def workflow_page(self, *, before: int | None = None) -> WorkflowPage:
+        """The page of workflows after keyset ``before``, each with its jobs' counts."""
+        found = await self.client.workflows(before=before, limit=self.page_size + 1)
+        return WorkflowPage(
+            before=before,
+            workflows=tuple(found[: self.page_size]),
+            has_more=len(found) > self.page_size,
         )
 
     async def job_detail(self, job_id: int) -> JobDetail | None:

@@ -1,4 +1,5 @@
-"""The job view's workflow panel: a job's workflow, parents and children, live; enter opens one.
+"""The job view's workflow panel (a job's workflow, parents and children, live; enter opens one)
+and the workflows view.
 
 Pilot tests on a real SQLite store holding the seed's diamond
 (``tests/tui/seed_workflow.py``) beside the usual seeded jobs.
@@ -15,8 +16,9 @@ from textual.widgets import Static
 from taskq.app.app import ConsoleApp
 from taskq.app.screens.job import JobScreen
 from taskq.app.screens.jobs import JobsScreen
+from taskq.app.screens.workflows import WorkflowsScreen
 from taskq.app.widgets.relatives import RelativesPanel, RelativesTable
-from taskq.app.widgets.tables import AttemptsTable, JobsTable
+from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkflowsTable
 from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_cancel
 from taskq.broker.stores.store import Store
@@ -128,3 +130,33 @@ async def test_the_jobs_view_lists_one_workflow_and_the_job_view_leads_there(
         newest_first = (diamond.compare, diamond.train_large, diamond.train_small, diamond.prepare)
         wanted = [str(job_id) for job_id in newest_first]
         await wait_for(pilot, lambda: jobs.row_keys() == wanted, "the workflow's four jobs")
+
+
+async def test_the_workflows_view_counts_each_workflows_jobs_live_and_enter_lists_them(
+    diamond: Diamond, sqlite_store: Store, make_app: AppFactory
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, WorkflowsScreen), "the view")
+        table = app.screen.query_one(WorkflowsTable)
+        key = str(diamond.workflow_id)
+        await wait_for(pilot, lambda: table.row_keys() == [key], "the seed's one workflow")
+        assert table.cell_text(key, "name") == "models"
+        assert table.cell_text(key, "submitter") == "ana@lab"
+        counts = ("jobs", "waiting", "queued", "succeeded", "cancelled")
+        assert [table.cell_text(key, column) for column in counts] == ["4", "1", "2", "1", "0"]
+
+        plan.run(sqlite_store, job_cancel([diamond.compare]))
+        await wait_for(
+            pilot,
+            lambda: (
+                [table.cell_text(key, column) for column in counts] == ["4", "0", "2", "1", "1"]
+            ),
+            "the counts at the next poll",
+        )
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), "the jobs view")
+        jobs = app.screen.query_one(JobsTable)
+        await wait_for(pilot, lambda: jobs.row_count == 4, "the workflow's four jobs")
+        assert app.screen.job_filter.workflow_id == diamond.workflow_id

@@ -1,4 +1,4 @@
-"""Snapshots of the overview, jobs and job views at 120x40, on data that never changes.
+"""Snapshots of the overview, jobs, job and workflows views at 120x40, on data that never changes.
 
 The store sits at a relative path (the test runs in its own directory), so
 the URL and node address drawn are the same on every machine; the clock is
@@ -20,7 +20,7 @@ from taskq.app.formatting import Clock
 from taskq.app.screens.submit import SubmitScreen
 from taskq.app.source import ConsoleSource
 from taskq.app.widgets.relatives import RelativesTable
-from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkersTable
+from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkersTable, WorkflowsTable
 from taskq.broker.ops import migrations
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Store
@@ -114,5 +114,19 @@ def test_job_detail_with_its_workflow(snap_compare: SnapCompare, relative_store:
         await wait_for(pilot, lambda: app.screen.query(RelativesTable), "the job screen")
         relatives = app.screen.query_one(RelativesTable)
         await wait_for(pilot, lambda: relatives.row_count == 2, "its parent and its child")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=loaded)
+
+
+def test_workflows(snap_compare: SnapCompare, relative_store: Store) -> None:
+    seed(relative_store)
+    seed_diamond(relative_store)
+    app = _app(relative_store, BASE)
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.screen.query(WorkflowsTable), "the workflows view")
+        table = app.screen.query_one(WorkflowsTable)
+        await wait_for(pilot, lambda: table.row_count == 1, "the seed's workflow")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=loaded)

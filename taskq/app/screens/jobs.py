@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import ClassVar
 
@@ -14,11 +13,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from taskq import errors
 from taskq.app import filter_query, states
 from taskq.app.commands import PaletteCommand
 from taskq.app.console import Console
-from taskq.app.source import JobFilter, JobPage, describe_error
+from taskq.app.screens.pages import KeysetCursors, poll_pages
+from taskq.app.source import JobFilter, JobPage
 from taskq.app.widgets.banner import StoreBanner
 from taskq.app.widgets.tables import JobsTable
 from taskq.broker.records import JobState
@@ -55,15 +54,13 @@ class JobsScreen(Screen[None]):
         super().__init__()
         self.console = console
         self.job_filter = JobFilter()
-        # Keyset cursors of the pages walked so far: None is the newest page,
-        # then the last id of each page before the current one.
-        self.cursors: list[int | None] = [None]
+        self.cursors = KeysetCursors()
         self.page: JobPage | None = None
         self.filter_error: str | None = None
 
     @property
     def before(self) -> int | None:
-        return self.cursors[-1]
+        return self.cursors.before
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -93,18 +90,12 @@ class JobsScreen(Screen[None]):
     @work(exclusive=True, group="poll-jobs")
     async def poll(self) -> None:
         """Fetch the current page, post it, sleep; again until cancelled."""
-        while True:
-            started = time.monotonic()
-            try:
-                page = await self.console.source.job_page(self.job_filter, before=self.before)
-            except errors.StoreError as exc:
-                self.console.report_problem("jobs", describe_error(exc))
-            else:
-                self.console.report_problem("jobs", None)
-                self.post_message(self.Loaded(page))
-            # A filter that scans many jobs is polled less often: at most a third
-            # of the time goes to asking the store.
-            await self.console.ticker.sleep(at_least=2 * (time.monotonic() - started))
+        await poll_pages(
+            self.console,
+            "jobs",
+            lambda: self.console.source.job_page(self.job_filter, before=self.before),
+            lambda page: self.post_message(self.Loaded(page)),
+        )
 
     def on_jobs_screen_loaded(self, message: JobsScreen.Loaded) -> None:
         page = message.page
@@ -118,7 +109,7 @@ class JobsScreen(Screen[None]):
     def apply_filter(self, job_filter: JobFilter) -> None:
         """List the jobs ``job_filter`` matches, from the newest page."""
         self.job_filter = job_filter
-        self.cursors = [None]
+        self.cursors.reset()
         self.page = None
         self.filter_error = None
         if self.is_mounted:
@@ -153,7 +144,7 @@ class JobsScreen(Screen[None]):
         matching = self._matching_count()
         note = f" ({matching:,} in all)" if matching is not None else ""
         if paged or page is not None:
-            note += f"  ·  page {len(self.cursors)}"
+            note += f"  ·  page {self.cursors.page_number}"
         if paged:
             note += f", older than #{self.before}"
         if page is None:
@@ -206,16 +197,12 @@ class JobsScreen(Screen[None]):
         self.apply_filter(JobFilter())
 
     def action_page(self, step: int) -> None:
-        if step > 0:
-            if self.page is None or not self.page.has_more or not self.page.jobs:
-                self.notify("This is the oldest page.")
-                return
-            self.cursors.append(self.page.jobs[-1].id)
-        else:
-            if len(self.cursors) == 1:
-                self.notify("This is the newest page.")
-                return
-            self.cursors.pop()
+        page = self.page
+        last = page.jobs[-1].id if page is not None and page.has_more and page.jobs else None
+        refused = self.cursors.step(step, last)
+        if refused is not None:
+            self.notify(refused)
+            return
         self.page = None
         self._show_status()
         self.poll()

@@ -1,4 +1,4 @@
-"""The console's tables: store nodes, queues, workers, a page of jobs, and a job's attempts.
+"""The console's tables: store nodes, queues, workers, pages of jobs and workflows, attempts.
 
 Each declares its columns (their usual width, and where their text may be cut
 when the terminal is narrow) and how one record becomes a row, whole;
@@ -17,7 +17,7 @@ from taskq.app import formatting, states
 from taskq.app.formatting import Clock
 from taskq.app.widgets.keyed_table import Column, KeyedTable, TableRow
 from taskq.broker.client import declarations
-from taskq.broker.records import Execution, Job, JobState, QueueStats, WorkerInfo
+from taskq.broker.records import Execution, Job, JobState, QueueStats, WorkerInfo, WorkflowInfo
 from taskq.broker.stores.store import NodeInfo
 
 
@@ -92,14 +92,20 @@ class QueuesTable(KeyedTable):
             status = states.styled(app, "unserved", "error", bold=True)
         else:
             status = states.styled(app, "active", "success")
-        counts = []
-        for state in JobState:
-            count = stats.counts.get(state, 0)
-            variable = states.JOB_STATE_VARIABLES[state] if count else "foreground-darken-3"
-            counts.append(
-                Text(f"{count:,}", style=states.theme_style(app, variable), justify="right")
-            )
+        counts = _state_counts(self, stats.counts)
         return TableRow(key=stats.queue, cells=(Text(stats.queue), status, *counts))
+
+
+def _state_counts(table: KeyedTable, counts: Mapping[JobState, int]) -> list[Text]:
+    """A cell per job state, in the order of the enum: its count, in its state's colour."""
+    cells = []
+    for state in JobState:
+        count = counts.get(state, 0)
+        variable = states.JOB_STATE_VARIABLES[state] if count else "foreground-darken-3"
+        cells.append(
+            Text(f"{count:,}", style=states.theme_style(table.app, variable), justify="right")
+        )
+    return cells
 
 
 class WorkersTable(KeyedTable):
@@ -187,6 +193,36 @@ class JobsTable(KeyedTable):
                 Text(f"{job.attempts}/{job.max_attempts}", justify="right"),
                 Text(job.worker_id or "-"),
                 Text(clock.ago(job.created_at), justify="right"),
+            ),
+        )
+
+
+class WorkflowsTable(KeyedTable):
+    """A page of workflows, newest first, with their jobs counted by state."""
+
+    COLUMNS = (
+        Column("id", "ID", 6),
+        Column("name", "Name", 16, elide="middle"),
+        Column("submitter", "Submitter", 12, elide="middle"),
+        Column("age", "Age", 7),
+        Column("jobs", "Jobs", 7),
+        *(Column(state.value, state.value.capitalize(), 9) for state in JobState),
+    )
+
+    def show(self, workflows: Sequence[WorkflowInfo], clock: Clock) -> None:
+        """Replace what the table shows with ``workflows``, row by row."""
+        self.sync([self._row(info, clock) for info in workflows])
+
+    def _row(self, info: WorkflowInfo, clock: Clock) -> TableRow:
+        return TableRow(
+            key=str(info.id),
+            cells=(
+                Text(str(info.id), justify="right"),
+                Text(info.name or "-"),
+                Text(info.submitter or "-"),
+                Text(clock.ago(info.created_at), justify="right"),
+                Text(f"{sum(info.counts.values()):,}", justify="right"),
+                *_state_counts(self, info.counts),
             ),
         )
 
