@@ -147,6 +147,39 @@ def test_not_json_and_an_unknown_workflow_are_refused(served: Served) -> None:
         assert http.get("/jobs", params={"workflow": "x"}).status_code == 400
 
 
+def test_workflows_are_listed_newest_first_a_page_at_a_time(served: Served) -> None:
+    queue = _queue()  # no worker: the jobs stay queued and waiting
+    name = f"nightly-{queue}"
+    body = {"name": name, "jobs": [_job(queue, "square", 1), _job(queue, "total", parents=[0])]}
+    with served.http() as http:
+        older, newer = (http.post("/workflows", json=body).json()["id"] for _ in range(2))
+        first = http.get("/workflows", params={"name": name, "limit": 1})
+        assert first.status_code == 200, first.text
+        [shown] = first.json()["workflows"]
+        assert (shown["id"], shown["name"], shown["submitter"]) == (newer, name, "scripts")
+        assert (shown["counts"]["queued"], shown["counts"]["waiting"]) == (1, 1)
+        following = first.json()["next"]
+        assert following == f"/workflows?name={name}&limit=1&before={newer}"
+        rest = http.get(following).json()
+        assert [info["id"] for info in rest["workflows"]] == [older]
+        assert rest["next"] == f"/workflows?name={name}&limit=1&before={older}"
+        assert http.get(rest["next"]).json() == {"workflows": [], "next": None}
+        mine = http.get("/workflows", params={"submitter": "scripts", "before": newer + 1})
+        listed = [info["id"] for info in mine.json()["workflows"]]
+        assert [found for found in listed if found in (newer, older)] == [newer, older]
+        for params, field in (
+            ({"limit": 0}, "limit"),
+            ({"limit": 1001}, "limit"),
+            ({"before": "x"}, "before"),
+            ({"colour": "red"}, "colour"),
+        ):
+            assert field in _problem(http.get("/workflows", params=params), 400, "BadRequest")
+        with served.http("viewer") as viewer:
+            assert viewer.get("/workflows", params={"name": name}).status_code == 200
+        with served.http(None) as anonymous:
+            _problem(anonymous.get("/workflows"), 401, "Unauthorized")
+
+
 def test_cancel_and_retry_a_workflow_say_how_many_moved(served: Served) -> None:
     queue = _queue()  # no worker: the jobs stay queued and waiting
     body = {"jobs": [_job(queue, "square", n) for n in (1, 2)] + [_job(queue, "total")]}
@@ -195,7 +228,13 @@ def test_the_openapi_document_describes_the_workflow_endpoints(served: Served) -
     with served.http(None) as anonymous:
         document = anonymous.get("/openapi.json").json()
     paths, schemas = document["paths"], document["components"]["schemas"]
-    assert set(paths["/workflows"]) == {"post"}
+    assert set(paths["/workflows"]) == {"post", "get"}
+    listing = paths["/workflows"]["get"]
+    assert listing["security"] == [{"bearer": ["read"]}]
+    assert listing["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/WorkflowPage"
+    }
+    assert set(schemas["WorkflowPage"]["properties"]) == {"workflows", "next"}
     assert set(paths["/workflows/{workflow_id}"]) == {"get", "delete"}
     assert set(paths["/workflows/{workflow_id}/retry"]) == {"post"}
     submit = paths["/workflows"]["post"]
