@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -111,7 +112,7 @@ async def measure(store: Store) -> list[tuple[str, float]]:
 
         def shown() -> bool:
             screen = jobs_screen()
-            if screen is None or screen.page is None or len(screen.cursors) != page:
+            if screen is None or screen.page is None or screen.cursors.page_number != page:
                 return False
             rows = [str(job.id) for job in screen.page.jobs]
             table = screen.query_one(JobsTable)
@@ -174,9 +175,9 @@ def main() -> int:
     finally:
         store.close()
         if args.store is None and not args.keep:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            path.parent.rmdir()
+            # The folder is this run's own: the database and every file beside it go
+            # (the WAL, its index, the commit mark the store's watchers read).
+            shutil.rmtree(path.parent)
     slow = False
     for what, seconds in results:
         verdict = "ok" if seconds < GOAL_SECONDS else "SLOW"
