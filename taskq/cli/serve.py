@@ -25,10 +25,10 @@ def add_commands(commands: command.Commands) -> None:
         "serve",
         cmd_serve,
         help="serve the HTTP API and Prometheus metrics over the store",
-        description="Serve the HTTP API (/jobs, /queues, /workers, /schedules; OpenAPI at\n"
-        "/openapi.json), /healthz, /readyz and /metrics over the store. Stateless: several\n"
-        "servers may run against one rqlite cluster. Tokens, TLS files and the default\n"
-        "address come from the config file's [server] section.\n\n"
+        description="Serve the HTTP API (/jobs, /workflows, /queues, /workers, /schedules;\n"
+        "OpenAPI at /openapi.json), /healthz, /readyz and /metrics over the store.\n"
+        "Stateless: several servers may run against one rqlite cluster. Tokens, TLS files\n"
+        "and the default address come from the config file's [server] section.\n\n"
         "  taskq serve --store rqlite://10.0.0.1:4001 --listen 0.0.0.0:8080",
     )
     parser.add_argument("--listen", help="HOST:PORT to listen on (default: [server] listen)")
