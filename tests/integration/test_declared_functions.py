@@ -170,6 +170,11 @@ def test_a_workers_declaration_wins_over_the_function_imported_here(
     serving(client, "w1", [queue], declaration(name, queue=queue, max_attempts=7))
     job = client.get(client.submit(name, "in.png").id)
     assert (job.queue, job.max_attempts) == (queue, 7)
+    # Misspelt, it is both a declared and an importable name close to it: offered once.
+    with pytest.raises(errors.UnknownFunction) as typo:
+        client.submit(f"{name}x", "in.png")
+    assert typo.value.suggestions.count(name) == 1
+    assert str(typo.value).count(f"{name} ") + str(typo.value).count(f"{name}?") == 1
 
 
 def test_the_command_line_never_imports_a_name(url: str) -> None:

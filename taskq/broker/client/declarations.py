@@ -165,7 +165,8 @@ def unknown_name(
     import difflib  # Imported here, not with the module: only a refusal needs it
 
     # Names share their module's prefix, which alone makes them 60% alike: ask for more.
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
+    # A name both declared and importable here is one suggestion, not two.
+    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return errors.UnknownFunction(
         f"no worker has declared {name}{hint} ({opt_out})",
