@@ -17,7 +17,7 @@ Workflows (docs/workflows.md)
     ``step``, ``group``  a flow of one call; flows side by side (declared jobs: ``.step``, ``.map``)
     ``WorkflowHandle``, ``AsyncWorkflowHandle``  a submitted flow: ``jobs``, ``result``, ``wait``
     ``ParentResult``     a parent's outcome, read in a job (``current_job().parent_results()``)
-    ``WorkflowInfo``     a workflow's jobs' counts per state
+    ``WorkflowInfo``     a workflow's jobs' counts per state, and its ``WorkflowStatus``
 
 Jobs described by hand (the low-level form, for batches and schedules)
     ``call_spec``        a call of ``"pkg.module:function"``
@@ -66,6 +66,7 @@ _EXPORTS = {
     "JobState": "taskq.broker.records",
     "ParentResult": "taskq.broker.records",
     "WorkflowInfo": "taskq.broker.records",
+    "WorkflowStatus": "taskq.broker.records",
     "AttemptEnded": "taskq.broker.records",
     "OutputDropped": "taskq.broker.records",
     "OutputText": "taskq.broker.records",
@@ -98,6 +99,7 @@ __all__ = [
     "RetryPolicy",
     "WorkflowHandle",
     "WorkflowInfo",
+    "WorkflowStatus",
     "__version__",
     "call_spec",
     "current_job",
@@ -135,6 +137,7 @@ if TYPE_CHECKING:
         OutputText,
         ParentResult,
         WorkflowInfo,
+        WorkflowStatus,
     )
     from taskq.job_context import JobContext, current_job
     from taskq.retry import Abort, Retry, RetryPolicy

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import App
 from textual.color import Color, ColorParseError
 
-from taskq.broker.records import JobState
+from taskq.broker.records import JobState, WorkflowStatus
 
 JOB_STATE_VARIABLES: dict[JobState, str] = {
     JobState.QUEUED: "primary",
@@ -24,6 +24,13 @@ JOB_STATE_VARIABLES: dict[JobState, str] = {
     JobState.FAILED: "warning",
     JobState.DEAD: "error",
     JobState.CANCELLED: "foreground-darken-2",
+}
+
+WORKFLOW_STATUS_VARIABLES: dict[WorkflowStatus, str] = {
+    WorkflowStatus.RUNNING: "accent",
+    WorkflowStatus.SUCCEEDED: "success",
+    WorkflowStatus.FAILED: "error",
+    WorkflowStatus.CANCELLED: "foreground-darken-2",
 }
 
 WORKER_STATE_VARIABLES: dict[str, str] = {
@@ -52,6 +59,11 @@ def job_state(app: App[Any], state: JobState, *, cancel_requested: bool = False)
     """A job's state in its colour; a running job asked to stop says so."""
     label = "cancelling" if cancel_requested and state is JobState.RUNNING else state.value
     return styled(app, label, JOB_STATE_VARIABLES[state], bold=state is JobState.DEAD)
+
+
+def workflow_status(app: App[Any], status: WorkflowStatus) -> Text:
+    """A workflow's status in its colour."""
+    return styled(app, status.value, WORKFLOW_STATUS_VARIABLES[status])
 
 
 def worker_state(app: App[Any], state: str) -> Text:

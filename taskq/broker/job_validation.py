@@ -22,18 +22,25 @@ past a 64-bit integer is more than SQLite or setrlimit hold.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import reprlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from taskq import errors
 from taskq.bounds import Bounds, Text
 from taskq.broker import limits as job_limits
-from taskq.broker.records import JobSpec, JobState, PayloadKind, WorkflowSubmission
+from taskq.broker.records import (
+    JobSpec,
+    JobState,
+    PayloadKind,
+    WorkflowStatus,
+    WorkflowSubmission,
+)
 from taskq.retry import parse_retry
 
 MIN_PRIORITY = -(2**31)
@@ -307,13 +314,26 @@ def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> No
 
 def parse_job_state(value: object) -> JobState:
     """A job state given by name (``"succeeded"``) or as a JobState (which is its name)."""
+    return _one_of(JobState, value, "job state", "states", "state")
+
+
+def parse_workflow_status(value: object) -> WorkflowStatus:
+    """A workflow status given by name (``"running"``) or as a WorkflowStatus."""
+    return _one_of(WorkflowStatus, value, "workflow status", "statuses", "status")
+
+
+_Named = TypeVar("_Named", bound=enum.StrEnum)
+
+
+def _one_of(kind: type[_Named], value: object, noun: str, plural: str, field: str) -> _Named:
+    """The member of ``kind`` that ``value`` names; else one error naming them all."""
     if isinstance(value, str):
         try:
-            return JobState(value)
+            return kind(value)
         except ValueError:
-            pass  # refused below, with the states to choose from
+            pass  # refused below, with the members to choose from
     raise errors.InvalidJob(
-        f"no job state {_shown(value)}; the states are {', '.join(JobState)}", field="state"
+        f"no {noun} {_shown(value)}; the {plural} are {', '.join(kind)}", field=field
     )
 
 

@@ -9,7 +9,7 @@ for every reader (``taskq --json`` among them).
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -283,14 +283,41 @@ class SubmittedWorkflow(msgspec.Struct, frozen=True):
     job_ids: tuple[int, ...]
 
 
+class WorkflowStatus(enum.StrEnum):
+    """Where a workflow is, from its jobs' states (:meth:`of`).
+
+    ``running`` while any job has yet to end (waiting, queued or running);
+    once all have ended, ``succeeded`` when every one did, ``failed`` when
+    any ended failed or dead, else ``cancelled``.
+    """
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @classmethod
+    def of(cls, counts: Mapping[JobState, int]) -> WorkflowStatus:
+        """The status of a workflow whose jobs number ``counts`` in each state."""
+        present = {state for state, count in counts.items() if count > 0}
+        if not present <= FINISHED_STATES:
+            return cls.RUNNING
+        if present & {JobState.FAILED, JobState.DEAD}:
+            return cls.FAILED
+        # A workflow has a job from its submit until it is pruned with its last one.
+        return cls.SUCCEEDED if present <= {JobState.SUCCEEDED} else cls.CANCELLED
+
+
 class WorkflowInfo(msgspec.Struct, frozen=True):
-    """A stored workflow and how many of its jobs are in each state."""
+    """A stored workflow, how many of its jobs are in each state, and so its status."""
 
     id: int
     name: str
     submitter: str
     created_at: float
     counts: dict[JobState, int]
+    status: WorkflowStatus
+    """``WorkflowStatus.of(counts)``: in the record, so that its JSON says it too."""
 
 
 class JobEdge(msgspec.Struct, frozen=True):

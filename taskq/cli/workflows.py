@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery
-from taskq.broker.records import Job, JobEdge, JobState, WorkflowInfo
+from taskq.broker.records import Job, JobEdge, JobState, WorkflowInfo, WorkflowStatus
 from taskq.cli import command, connection, output, state_colors, values, workflow_tree
 
 # The largest id a store holds (SQLite's INTEGER).
@@ -43,6 +43,12 @@ def add_commands(commands: command.Commands) -> None:
     )
     listing.add_argument("--name", help="only the workflows of this name")
     listing.add_argument("--submitter", help="only the workflows this submitter submitted")
+    listing.add_argument(
+        "--status",
+        choices=[status.value for status in WorkflowStatus],
+        help="only the workflows in this status: running (a job has yet to end), "
+        "succeeded (every job), failed (a job failed or died), cancelled (the rest)",
+    )
     listing.add_argument(
         "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
     )
@@ -94,7 +100,11 @@ def read_workflow(
 def cmd_list(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         found = client.workflows(
-            name=args.name, submitter=args.submitter, before=args.before, limit=args.limit
+            name=args.name,
+            submitter=args.submitter,
+            status=args.status,
+            before=args.before,
+            limit=args.limit,
         )
     if args.json:
         output.print_json(found)
@@ -103,13 +113,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no workflows")
         return command.EXIT_OK
     output.print_table(
-        ("ID", "NAME", "SUBMITTER", "SUBMITTED", "JOBS", "STATES"),
+        ("ID", "NAME", "SUBMITTER", "SUBMITTED", "STATUS", "JOBS", "STATES"),
         [
             (
                 info.id,
                 output.one_line(info.name, 32) or "-",
                 info.submitter or "-",
                 output.local_time(info.created_at),
+                info.status.value,
                 sum(info.counts.values()),
                 _states(info.counts, color=False) or "none left",
             )
@@ -144,7 +155,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _heading(info: WorkflowInfo) -> str:
     name = f" {info.name!r}" if info.name else ""
     by = f", by {info.submitter}" if info.submitter else ""
-    return f"workflow {info.id}{name}{by}, submitted {output.local_time(info.created_at)}"
+    submitted = output.local_time(info.created_at)
+    return f"workflow {info.id}{name} ({info.status.value}){by}, submitted {submitted}"
 
 
 def _job_line(job: Job, *, color: bool) -> str:

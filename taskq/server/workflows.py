@@ -197,7 +197,7 @@ async def submit(request: Request, caller: Caller) -> Response:
     return json_response(answer, 201, {"Location": f"/workflows/{handle.id}"})
 
 
-_LIST_FILTERS = ("name", "submitter")
+_LIST_FILTERS = ("name", "submitter", "status")
 
 
 async def listing(request: Request, caller: Caller) -> Response:
@@ -207,7 +207,11 @@ async def listing(request: Request, caller: Caller) -> Response:
     limit, before = bodies.keyset(params)
     filters = {name: params[name] for name in _LIST_FILTERS if name in params}
     found = await client_of(request).workflows(
-        name=filters.get("name"), submitter=filters.get("submitter"), before=before, limit=limit
+        name=filters.get("name"),
+        submitter=filters.get("submitter"),
+        status=filters.get("status"),
+        before=before,
+        limit=limit,
     )
     following = None
     if len(found) == limit:
@@ -272,8 +276,8 @@ ENDPOINTS = [
         "/workflows",
         listing,
         "read",
-        "Workflows newest first, each with its jobs' counts per state (filters: name, "
-        "submitter; pages: limit, before)",
+        "Workflows newest first, each with its jobs' counts per state and its status "
+        "(filters: name, submitter, status; pages: limit, before)",
         answer=WorkflowPage,
     ),
     Endpoint(

@@ -59,7 +59,7 @@ def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
     pipeline = _diamond(client, queue)
     first, left, right, fan_in = pipeline.job_ids
     shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
-    assert shown[0].startswith(f"workflow {pipeline.id} 'diamond', by acceptance")
+    assert shown[0].startswith(f"workflow {pipeline.id} 'diamond' (running), by acceptance")
     call = "tests.support.workflow_jobs"
     assert shown[1:] == [
         f"{first} queued  {call}:square(3)",
@@ -95,6 +95,7 @@ def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
     }
     shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
     assert shown[-1] == "4 jobs: 4 succeeded"
+    assert shown[0].startswith(f"workflow {pipeline.id} 'diamond' (succeeded), by")
     assert shown[3] == f"│  └─ {fan_in} succeeded  {call}:total()"
 
 
@@ -143,6 +144,7 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
     assert (info.counts[JobState.DEAD], info.counts[JobState.CANCELLED]) == (1, 1)
     shown = ok("workflow", "show", str(failing.id), store=url).out
     assert f"{failing.job_ids[2]} dead" in shown
+    assert shown.startswith(f"workflow {failing.id} 'fails' (failed), by")
     assert "ValueError: on purpose" in shown
     retried = ok("workflow", "retry", str(failing.id), store=url).out
     assert retried.startswith(f"workflow {failing.id}: 1 job queued again")
@@ -176,15 +178,29 @@ def test_list_shows_the_newest_workflows_with_their_jobs_counted_and_pages_on(
     client.cancel_workflow(newer.id)
     listed = ok("workflow", "list", "--name", name, store=url)
     lines = listed.out.splitlines()
-    assert lines[0].split() == ["ID", "NAME", "SUBMITTER", "SUBMITTED", "JOBS", "STATES"]
+    assert lines[0].split() == [
+        "ID",
+        "NAME",
+        "SUBMITTER",
+        "SUBMITTED",
+        "STATUS",
+        "JOBS",
+        "STATES",
+    ]
     assert [line.split()[:2] for line in lines[1:]] == [
         [str(newer.id), name],
         [str(older.id), name],
     ]
-    # The jobs, then how many are in each state.
-    assert " ".join(lines[1].split()[-3:]) == "1 1 cancelled"
-    assert " ".join(lines[2].split()[-5:]) == "3 2 queued, 1 waiting"
+    # Its status, its jobs, then how many are in each state.
+    assert " ".join(lines[1].split()[-4:]) == "cancelled 1 1 cancelled"
+    assert " ".join(lines[2].split()[-6:]) == "running 3 2 queued, 1 waiting"
     assert listed.err == ""
+    running = ok("workflow", "list", "--name", name, "--status", "running", store=url)
+    assert [line.split()[0] for line in running.out.splitlines()[1:]] == [str(older.id)]
+    failed = ok("workflow", "list", "--name", name, "--status", "failed", store=url)
+    assert failed.out == "no workflows\n"
+    bad = taskq_command("workflow", "list", "--status", "done", store=url)
+    one_error_line(bad, 2, "--status")
     first = ok("workflow", "list", "--name", name, "--limit", "1", store=url)
     assert [line.split()[0] for line in first.out.splitlines()[1:]] == [str(newer.id)]
     assert first.err == f"(more: add --before {newer.id})\n"
@@ -192,6 +208,7 @@ def test_list_shows_the_newest_workflows_with_their_jobs_counted_and_pages_on(
     [shown] = rest.json()
     assert (shown["id"], shown["submitter"]) == (older.id, "acceptance")
     assert (shown["counts"]["queued"], shown["counts"]["waiting"]) == (2, 1)
+    assert shown["status"] == "running"
     assert ok("workflow", "list", "--name", f"{name}-none", store=url).out == "no workflows\n"
     one_error_line(taskq_command("workflow", "list", "--limit", "0", store=url), 2, "--limit")
     one_error_line(taskq_command("workflow", "list", "--before", "x", store=url), 2, "'x'")

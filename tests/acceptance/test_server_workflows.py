@@ -167,6 +167,23 @@ def test_workflows_are_listed_newest_first_a_page_at_a_time(served: Served) -> N
         mine = http.get("/workflows", params={"submitter": "scripts", "before": newer + 1})
         listed = [info["id"] for info in mine.json()["workflows"]]
         assert [found for found in listed if found in (newer, older)] == [newer, older]
+        assert http.delete(f"/workflows/{newer}").status_code == 200
+        assert shown["status"] == "running"
+        by_status = {
+            status: http.get("/workflows", params={"name": name, "status": status, "limit": 1})
+            for status in ("running", "cancelled", "failed")
+        }
+        assert [info["id"] for info in by_status["running"].json()["workflows"]] == [older]
+        cancelled = by_status["cancelled"].json()
+        assert [(info["id"], info["status"]) for info in cancelled["workflows"]] == [
+            (newer, "cancelled")
+        ]
+        assert (
+            cancelled["next"] == f"/workflows?name={name}&status=cancelled&limit=1&before={newer}"
+        )
+        assert by_status["failed"].json() == {"workflows": [], "next": None}
+        refused = http.get("/workflows", params={"status": "done"})
+        assert "no workflow status 'done'" in _problem(refused, 422, "InvalidJob", "status")
         for params, field in (
             ({"limit": 0}, "limit"),
             ({"limit": 1001}, "limit"),

@@ -59,13 +59,14 @@ from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_heartbeat, 
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.ops.workflows import workflow_get, workflow_submit
+from taskq.broker.ops.workflows import workflow_get, workflow_list, workflow_submit
 from taskq.broker.records import (
     AttemptReport,
     Fenced,
     JobSpec,
     JobState,
     Lease,
+    WorkflowStatus,
     WorkflowSubmission,
 )
 from taskq.broker.stores.store import Consistency, Row, Statement, Store
@@ -143,6 +144,7 @@ class LeaseMachine(RuleBasedStateMachine):
         self.store = AnswerLosingStore(self.fresh_store())
         # A queue of its own isolates this run on a store that other tests share.
         self.queue = f"sm-{uuid.uuid4().hex}"
+        self.listings_by_status = 0
         self.now = START
         self.ids_by_key: dict[str, int] = {}
         self.specs_by_key: dict[str, JobSpec] = {}
@@ -281,6 +283,8 @@ class LeaseMachine(RuleBasedStateMachine):
             msgspec.structs.replace(
                 call_spec("example.jobs:noop", [key, i], queue=self.queue),
                 run_anyway=data.draw(st.booleans()),
+                # One attempt now and then, so that workflows' jobs die too.
+                max_attempts=data.draw(st.integers(min_value=1, max_value=3)),
             )
             for i in range(size)
         )
@@ -795,6 +799,35 @@ class LeaseMachine(RuleBasedStateMachine):
                 error = json.loads(row["error"])
                 assert (error["type"], error["parent"]) == ("ParentFailed", row["cancelled_by"])
         self.seen = jobs
+
+    @invariant()
+    def workflows_say_their_status(self) -> None:
+        """A workflow is running while a job of it has not ended; then its jobs' ends name it."""
+        in_workflow: dict[int, set[JobState]] = {}
+        for row in self.jobs().values():
+            if row["workflow_id"] is not None:
+                in_workflow.setdefault(int(row["workflow_id"]), set()).add(JobState(row["state"]))
+        expected: dict[int, WorkflowStatus] = {}
+        for workflow_id, states in in_workflow.items():
+            if not states <= FINISHED:
+                expected[workflow_id] = WorkflowStatus.RUNNING
+            elif states & {JobState.FAILED, JobState.DEAD}:
+                expected[workflow_id] = WorkflowStatus.FAILED
+            elif states == {JobState.SUCCEEDED}:
+                expected[workflow_id] = WorkflowStatus.SUCCEEDED
+            else:
+                expected[workflow_id] = WorkflowStatus.CANCELLED
+        if not expected:
+            return
+        # This run's workflows, among those other tests leave on a shared cluster.
+        page = {"before": max(expected) + 1, "limit": 1000}
+        listed = self.run(workflow_list(**page))
+        assert {info.id: info.status for info in listed if info.id in expected} == expected
+        # The listing by one status a step, each in turn: every one is asked within 4 steps.
+        self.listings_by_status += 1
+        status = list(WorkflowStatus)[self.listings_by_status % len(WorkflowStatus)]
+        found = {info.id for info in self.run(workflow_list(status=status, **page))}
+        assert found & set(expected) == {w for w, s in expected.items() if s is status}
 
 
 def holds(row: Row, token: str) -> bool:

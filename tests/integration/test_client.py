@@ -26,7 +26,7 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
-from taskq.broker.records import AttemptEnded, JobState, OutputText
+from taskq.broker.records import AttemptEnded, JobState, OutputText, WorkflowStatus
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
@@ -265,6 +265,14 @@ def test_workflows_are_listed_newest_first_with_their_jobs_counted(
     ours = {newer.id, other.id, older.id}
     assert [info.id for info in mine if info.id in ours] == [newer.id, other.id, older.id]
     assert client.workflows(name=name, submitter=f"nobody-{queue}") == []
+    # By status: the cancelled one, the one still waiting to run.
+    assert [info.status for info in listed] == [WorkflowStatus.CANCELLED, WorkflowStatus.RUNNING]
+    assert [info.id for info in client.workflows(name=name, status="running")] == [older.id]
+    cancelled = client.workflows(name=name, status=WorkflowStatus.CANCELLED)
+    assert [info.id for info in cancelled] == [newer.id]
+    assert client.workflows(name=name, status="failed") == []
+    with pytest.raises(errors.InvalidJob, match="no workflow status 'done'"):
+        client.workflows(name=name, status="done")
 
 
 @ON_A_STORE  # a second client with a payload limit of its own, on the same store

@@ -18,6 +18,7 @@ import pytest
 from taskq import errors
 from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
+from taskq.broker.ops import workflows as workflows_ops
 from taskq.broker.ops.claims import (
     FIRST_PARENTS_BYTES,
     FIRST_PARENTS_COUNT,
@@ -35,6 +36,7 @@ from taskq.broker.ops.workflows import (
     workflow_cancel,
     workflow_edges,
     workflow_get,
+    workflow_list,
     workflow_retry,
     workflow_submit,
 )
@@ -44,6 +46,7 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
+    WorkflowStatus,
     WorkflowSubmission,
 )
 from taskq.broker.stores.store import Consistency, Statement, Store
@@ -412,6 +415,52 @@ def test_a_workflow_is_cancelled_and_retried_whole(run: Run, queue: str) -> None
     )
     with pytest.raises(errors.WorkflowNotFound):
         run(workflow_get(2**40))
+
+
+def test_a_workflows_status_follows_its_jobs_and_a_listing_by_status_reads_past_the_rest(
+    run: Run, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read two workflows at a time (or a page, if more), so that a listing of one has
+    # to go on past a read.
+    monkeypatch.setattr(workflows_ops, "_STATUS_SCAN_PAGE", 2)
+
+    def submitted() -> int:
+        submission = WorkflowSubmission(jobs=(_spec(queue), _spec(queue)), parents=((), (0,)))
+        return run(workflow_submit(msgspec.structs.replace(submission, name=queue), now=T0)).id
+
+    done, broken = submitted(), submitted()
+    for job in _claim(run, queue).values():
+        if _workflow_of(run, job.lease.job_id) == done:
+            _complete(run, job)
+        else:
+            _fail(run, job)
+    _complete(run, next(iter(_claim(run, queue).values())))  # the child of ``done``
+    cancelled = submitted()
+    run(workflow_cancel(cancelled, now=T0))
+    waiting, newest = submitted(), submitted()
+    expected = {
+        done: WorkflowStatus.SUCCEEDED,
+        broken: WorkflowStatus.FAILED,
+        cancelled: WorkflowStatus.CANCELLED,
+        waiting: WorkflowStatus.RUNNING,
+        newest: WorkflowStatus.RUNNING,
+    }
+    assert {wid: run(workflow_get(wid)).status for wid in expected} == expected
+    assert {info.id: info.status for info in run(workflow_list(name=queue))} == expected
+
+    def listed(status: WorkflowStatus | str, **page: Any) -> list[int]:
+        return [info.id for info in run(workflow_list(name=queue, status=status, **page))]
+
+    assert listed("running") == [newest, waiting]
+    assert listed(WorkflowStatus.RUNNING, limit=1) == [newest]
+    assert listed("running", before=newest) == [waiting]
+    assert listed("cancelled") == [cancelled]
+    assert listed("succeeded", limit=1) == [done]  # its third read of two
+    assert listed("succeeded") == [done]
+    assert listed("failed", before=broken) == []
+    with pytest.raises(errors.InvalidJob, match="no workflow status 'done'") as refused:
+        listed("done")
+    assert refused.value.field == "status"
 
 
 # -- run-time fan-out ----------------------------------------------------------------

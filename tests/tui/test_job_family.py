@@ -21,6 +21,7 @@ from taskq.app.widgets.relatives import RelativesPanel, RelativesTable
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkflowsTable
 from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_cancel
+from taskq.broker.ops.workflows import workflow_cancel
 from taskq.broker.stores.store import Store
 from tests.tui.seed import Seeded
 from tests.tui.seed_workflow import Diamond, seed_diamond
@@ -61,7 +62,7 @@ async def test_the_job_view_shows_its_workflow_parents_and_children_as_they_move
         counts = app.screen.query_one("#family-counts", Static)
         assert panel.display
         assert panel.border_title == f"Workflow {diamond.workflow_id} 'models'"
-        assert plain(counts).strip() == "2 queued, 1 waiting, 1 succeeded"
+        assert plain(counts).strip() == "running: 2 queued, 1 waiting, 1 succeeded"
         assert relatives.row_keys() == [str(diamond.prepare), str(diamond.compare)]
         assert relatives.cell_text(str(diamond.prepare), "relation") == "parent"
         assert relatives.cell_text(str(diamond.prepare), "state") == "succeeded"
@@ -76,7 +77,7 @@ async def test_the_job_view_shows_its_workflow_parents_and_children_as_they_move
         )
         await wait_for(
             pilot,
-            lambda: plain(counts).strip() == "2 queued, 1 succeeded, 1 cancelled",
+            lambda: plain(counts).strip() == "running: 2 queued, 1 succeeded, 1 cancelled",
             "the workflow's new counts",
         )
 
@@ -146,6 +147,7 @@ async def test_the_workflows_view_counts_each_workflows_jobs_live_and_enter_list
         assert table.cell_text(key, "submitter") == "ana@lab"
         counts = ("jobs", "waiting", "queued", "succeeded", "cancelled")
         assert [table.cell_text(key, column) for column in counts] == ["4", "1", "2", "1", "0"]
+        assert table.cell_text(key, "status") == "running"
 
         plan.run(sqlite_store, job_cancel([diamond.compare]))
         await wait_for(
@@ -154,6 +156,10 @@ async def test_the_workflows_view_counts_each_workflows_jobs_live_and_enter_list
                 [table.cell_text(key, column) for column in counts] == ["4", "0", "2", "1", "1"]
             ),
             "the counts at the next poll",
+        )
+        plan.run(sqlite_store, workflow_cancel(diamond.workflow_id))
+        await wait_for(
+            pilot, lambda: table.cell_text(key, "status") == "cancelled", "its status at a poll"
         )
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), "the jobs view")

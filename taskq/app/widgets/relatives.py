@@ -74,14 +74,14 @@ class RelativesPanel(Vertical):
         self.query_one(RelativesTable).show(family)
 
     def _counts(self, family: JobFamily) -> Text:
-        """``2 queued, 1 waiting, 1 succeeded``, each in its state's colour."""
+        """``running: 2 queued, 1 waiting, 1 succeeded``, each in its colour."""
         line = Text()
         if family.workflow is not None:
+            line.append_text(states.workflow_status(self.app, family.workflow.status))
             counts = family.workflow.counts
             shown = [state for state in JobState if counts.get(state)]
             for index, state in enumerate(shown):
-                if index:
-                    line.append(", ")
+                line.append(", " if index else ": ")
                 line.append_text(
                     states.styled(
                         self.app,

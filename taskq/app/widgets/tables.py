@@ -198,13 +198,14 @@ class JobsTable(KeyedTable):
 
 
 class WorkflowsTable(KeyedTable):
-    """A page of workflows, newest first, with their jobs counted by state."""
+    """A page of workflows, newest first, with their status and their jobs counted by state."""
 
     COLUMNS = (
         Column("id", "ID", 6),
         Column("name", "Name", 16, elide="middle"),
         Column("submitter", "Submitter", 12, elide="middle"),
         Column("age", "Age", 7),
+        Column("status", "Status", 9),
         Column("jobs", "Jobs", 7),
         *(Column(state.value, state.value.capitalize(), 9) for state in JobState),
     )
@@ -221,6 +222,7 @@ class WorkflowsTable(KeyedTable):
                 Text(info.name or "-"),
                 Text(info.submitter or "-"),
                 Text(clock.ago(info.created_at), justify="right"),
+                states.workflow_status(self.app, info.status),
                 Text(f"{sum(info.counts.values()):,}", justify="right"),
                 *_state_counts(self, info.counts),
             ),

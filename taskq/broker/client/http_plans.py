@@ -40,6 +40,7 @@ from taskq.broker.records import (
     JobState,
     SubmittedWorkflow,
     WorkflowInfo,
+    WorkflowStatus,
 )
 from taskq.broker.schedule_timing import CatchUp
 
@@ -275,11 +276,12 @@ def workflow_list(
     *,
     name: str | None = None,
     submitter: str | None = None,
+    status: WorkflowStatus | str | None = None,
     before: int | None = None,
     limit: int = 50,
 ) -> HttpPlan[builtins.list[WorkflowInfo]]:
     """GET /workflows: a page of workflows, newest first, as ``Operations.workflows``."""
-    given = {"name": name, "submitter": submitter, "before": before}
+    given = {"name": name, "submitter": submitter, "status": status, "before": before}
     params: dict[str, str | int] = {"limit": max(1, min(int(limit), 1000))}
     params |= {key: value for key, value in given.items() if value is not None}
     answer = yield HttpRequest("GET", "/workflows", params)

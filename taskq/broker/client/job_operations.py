@@ -48,6 +48,7 @@ from taskq.broker.records import (
     JobState,
     Relatives,
     WorkflowInfo,
+    WorkflowStatus,
 )
 from taskq.broker.stores.trampoline import Pause
 
@@ -165,13 +166,18 @@ class JobOperations(ClientBase):
         *,
         name: str | None = None,
         submitter: str | None = None,
+        status: WorkflowStatus | str | None = None,
         before: int | None = None,
         limit: int = 50,
     ) -> GroupOp[builtins.list[WorkflowInfo]]:
-        """Workflows newest first, each with its jobs' counts per state; pass the last id
-        seen as ``before`` for the next page of ``limit`` (1 to 1000). ``name`` and
-        ``submitter`` keep the workflows of that name and of that submitter."""
-        return workflow_list(name=name, submitter=submitter, before=before, limit=limit)
+        """Workflows newest first, each with its jobs' counts per state and its status;
+        pass the last id seen as ``before`` for the next page of ``limit`` (1 to 1000).
+        ``name``, ``submitter`` and ``status`` (a :class:`taskq.WorkflowStatus` or its
+        name, ``status="running"``) keep the workflows of that name, of that submitter
+        and in that status."""
+        return workflow_list(
+            name=name, submitter=submitter, status=status, before=before, limit=limit
+        )
 
     @over_http(http_plans.workflow_wait)
     def wait_workflow(

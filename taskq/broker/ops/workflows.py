@@ -38,6 +38,7 @@ from taskq.broker.records import (
     Relatives,
     SubmittedWorkflow,
     WorkflowInfo,
+    WorkflowStatus,
     WorkflowSubmission,
 )
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
@@ -275,24 +276,46 @@ def workflow_list(
     *,
     name: str | None = None,
     submitter: str | None = None,
+    status: WorkflowStatus | str | None = None,
     before: int | None = None,
     limit: int = 50,
 ) -> Op[list[WorkflowInfo]]:
     """Workflows newest first, each with its jobs' counts per state; pass the last id seen
-    as ``before`` for the next page of ``limit`` (1 to 1000). ``name`` and ``submitter``
-    keep the workflows of that name and of that submitter."""
-    params = {
+    as ``before`` for the next page of ``limit`` (1 to 1000). ``name``, ``submitter`` and
+    ``status`` keep the workflows of that name, of that submitter and in that status
+    (a :class:`taskq.WorkflowStatus` or its name).
+
+    A status is known only once a workflow's jobs are counted, so with one the
+    workflows are read a page at a time, newest first, until the page is full
+    or none is left: asking for the few still running among many finished
+    ones reads past the finished ones' jobs.
+    """
+    wanted = max(1, min(int(limit), 1000))
+    if status is not None:
+        status = job_validation.parse_workflow_status(status)
+    chunk = wanted if status is None else max(wanted, _STATUS_SCAN_PAGE)
+    params: dict[str, SqlValue] = {
         "name": name,
         "submitter": submitter,
         "before": int(before) if before is not None else KEYSET_START,
-        "limit": max(1, min(int(limit), 1000)),
+        "limit": chunk,
     }
-    rows = yield Read(Statement(queries.query("workflow_list"), params), Consistency.WEAK)
-    # A row per workflow and state, a workflow's rows together, newest workflow first.
-    by_workflow: dict[int, list[Row]] = {}
-    for row in rows:
-        by_workflow.setdefault(int(row["id"]), []).append(row)
-    return [_workflow_info(group) for group in by_workflow.values()]
+    found: list[WorkflowInfo] = []
+    while True:
+        rows = yield Read(Statement(queries.query("workflow_list"), params), Consistency.WEAK)
+        # A row per workflow and state, a workflow's rows together, newest workflow first.
+        by_workflow: dict[int, list[Row]] = {}
+        for row in rows:
+            by_workflow.setdefault(int(row["id"]), []).append(row)
+        page = [_workflow_info(group) for group in by_workflow.values()]
+        found += [info for info in page if status is None or info.status is status]
+        if len(found) >= wanted or len(page) < chunk:
+            return found[:wanted]
+        params["before"] = page[-1].id
+
+
+_STATUS_SCAN_PAGE = 200
+"""How many workflows a listing by status reads at a time."""
 
 
 def _workflow_info(rows: Sequence[Row]) -> WorkflowInfo:
@@ -308,6 +331,7 @@ def _workflow_info(rows: Sequence[Row]) -> WorkflowInfo:
         submitter=str(first["submitter"]),
         created_at=float(first["created_at"]),
         counts=counts,
+        status=WorkflowStatus.of(counts),
     )
 
 
