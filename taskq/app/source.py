@@ -27,6 +27,7 @@ from taskq.broker.records import (
     QueueStats,
     WorkerInfo,
     WorkflowInfo,
+    WorkflowStatus,
 )
 from taskq.broker.stores.store import NodeInfo, Store
 
@@ -107,9 +108,10 @@ class JobPage:
 
 @dataclass(frozen=True, slots=True)
 class WorkflowPage:
-    """One keyset page of workflows, newest first."""
+    """One keyset page of workflows, newest first (of one status, when ``status``)."""
 
     before: int | None
+    status: WorkflowStatus | None
     workflows: tuple[WorkflowInfo, ...]
     has_more: bool
 
@@ -214,11 +216,15 @@ class ConsoleSource:
             has_more=len(jobs) > self.page_size,
         )
 
-    async def workflow_page(self, *, before: int | None = None) -> WorkflowPage:
-        """The page of workflows after keyset ``before``, each with its jobs' counts."""
-        found = await self.client.workflows(before=before, limit=self.page_size + 1)
+    async def workflow_page(
+        self, *, before: int | None = None, status: WorkflowStatus | None = None
+    ) -> WorkflowPage:
+        """The page of workflows after keyset ``before`` (in ``status``, if given), each
+        with its jobs' counts."""
+        found = await self.client.workflows(before=before, status=status, limit=self.page_size + 1)
         return WorkflowPage(
             before=before,
+            status=status,
             workflows=tuple(found[: self.page_size]),
             has_more=len(found) > self.page_size,
         )

@@ -161,6 +161,21 @@ async def test_the_workflows_view_counts_each_workflows_jobs_live_and_enter_list
         await wait_for(
             pilot, lambda: table.cell_text(key, "status") == "cancelled", "its status at a poll"
         )
+        # ``s`` steps through the statuses: none running, then it among the cancelled.
+        status_line = app.screen.query_one("#workflows-status", Static)
+        await pilot.press("s")
+        await wait_for(
+            pilot,
+            lambda: "Workflows running" in plain(status_line) and "none" in plain(status_line),
+            "no running workflow",
+        )
+        assert table.row_keys() == []
+        await pilot.press("s", "s", "s")
+        await wait_for(pilot, lambda: table.row_keys() == [key], "it among the cancelled")
+        assert "Workflows cancelled" in plain(status_line)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "Workflows, newest" in plain(status_line), "all again")
+        await wait_for(pilot, lambda: table.row_keys() == [key], "the seed's one workflow again")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, JobsScreen), "the jobs view")
         jobs = app.screen.query_one(JobsTable)

@@ -18,13 +18,19 @@ from taskq.app.screens.pages import KeysetCursors, poll_pages
 from taskq.app.source import JobFilter, WorkflowPage
 from taskq.app.widgets.banner import StoreBanner
 from taskq.app.widgets.tables import WorkflowsTable
+from taskq.broker.records import WorkflowStatus
+
+# What ``s`` steps through: every workflow, then those of each status.
+_STATUS_CYCLE: tuple[WorkflowStatus | None, ...] = (None, *WorkflowStatus)
 
 
 class WorkflowsScreen(Screen[None]):
-    """Lists one keyset page of workflows; ``enter`` lists the jobs of the one selected."""
+    """Lists one keyset page of workflows (of one status, by ``s``); ``enter`` lists the
+    jobs of the one selected."""
 
     CSS_PATH = "workflows.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "cycle_status", "Status", id="workflows-status-cycle"),
         Binding("left_square_bracket", "page(-1)", "Newer", id="workflows-newer"),
         Binding("right_square_bracket", "page(1)", "Older", id="workflows-older"),
         Binding("escape", "back", "Back", id="workflows-back"),
@@ -41,6 +47,7 @@ class WorkflowsScreen(Screen[None]):
         super().__init__()
         self.console = console
         self.cursors = KeysetCursors()
+        self.status: WorkflowStatus | None = None
         self.page: WorkflowPage | None = None
 
     @property
@@ -72,20 +79,23 @@ class WorkflowsScreen(Screen[None]):
         await poll_pages(
             self.console,
             "workflows",
-            lambda: self.console.source.workflow_page(before=self.before),
+            lambda: self.console.source.workflow_page(before=self.before, status=self.status),
             lambda page: self.post_message(self.Loaded(page)),
         )
 
     def on_workflows_screen_loaded(self, message: WorkflowsScreen.Loaded) -> None:
-        if message.page.before != self.before:
-            return  # asked for before the page changed
+        if (message.page.before, message.page.status) != (self.before, self.status):
+            return  # asked for before the page or the status changed
         self.page = message.page
         self.query_one(WorkflowsTable).show(message.page.workflows, self.console.clock)
         self._show_status()
 
     def _show_status(self) -> None:
         status = Text()
-        status.append("Workflows", style="bold").append(", newest first")
+        status.append("Workflows", style="bold")
+        if self.status is not None:
+            status.append(f" {self.status.value}", style="bold")
+        status.append(", newest first")
         page = self.page
         if self.before is not None:
             status.append(f"  ·  page {self.cursors.page_number}, older than #{self.before}")
@@ -109,6 +119,15 @@ class WorkflowsScreen(Screen[None]):
         self._show_status()
         self.poll()
 
+    def action_cycle_status(self) -> None:
+        """The workflows of the next status in turn (all of them after the last)."""
+        index = _STATUS_CYCLE.index(self.status)
+        self.status = _STATUS_CYCLE[(index + 1) % len(_STATUS_CYCLE)]
+        self.cursors.reset()
+        self.page = None
+        self._show_status()
+        self.poll()
+
     def action_back(self) -> None:
         self.app.switch_mode("overview")
 
@@ -127,6 +146,11 @@ class WorkflowsScreen(Screen[None]):
             ),
             PaletteCommand(
                 "Newer page of workflows", "Back one page", lambda: self.action_page(-1)
+            ),
+            PaletteCommand(
+                "Workflows of the next status",
+                "All, running, succeeded, failed, cancelled, in turn (the key s)",
+                self.action_cycle_status,
             ),
         ]
         key = self.query_one(WorkflowsTable).cursor_key
