@@ -230,10 +230,13 @@ def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     if job.workflow_id is not None:
         try:
-            name = client.workflow(job.workflow_id).name
+            info = client.workflow(job.workflow_id)
         except errors.WorkflowNotFound:
-            name = ""  # pruned with its last other job since the job was read
-        lines.append(("workflow", f"{job.workflow_id} {name!r}" if name else str(job.workflow_id)))
+            # Pruned with its last other job since the job was read.
+            lines.append(("workflow", str(job.workflow_id)))
+        else:
+            name = f" {info.name!r}" if info.name else ""
+            lines.append(("workflow", f"{job.workflow_id}{name} ({info.status.value})"))
     color = state_colors.wanted()
     more = f" and more (taskq workflow show {job.workflow_id})" if job.workflow_id else " and more"
     if family.parents:

@@ -82,7 +82,7 @@ def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
     listed = ok("jobs", "--workflow", str(pipeline.id), "--json", store=url).json()
     assert [job["id"] for job in listed] == sorted(pipeline.job_ids, reverse=True)
     status = ok("status", str(fan_in), store=url).out
-    assert f"workflow   {pipeline.id} 'diamond'" in status
+    assert f"workflow   {pipeline.id} 'diamond' (running)" in status
     assert f"parents    {left} waiting, {right} waiting; waits for 2 of them to end" in status
     assert f"children   {left} waiting, {right} waiting" in ok("status", str(first), store=url).out
 
