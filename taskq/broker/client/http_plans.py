@@ -239,9 +239,6 @@ def submit_workflow(
     return decoded(answer, SubmittedWorkflow)
 
 
-_UNFINISHED = {JobState.WAITING.value, JobState.QUEUED.value, JobState.RUNNING.value}
-
-
 def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan[WorkflowInfo]:
     """The workflow read, then a long poll of one of its unfinished jobs (GET /jobs/{id}?wait=)
     until it ends, again, until none is left (spawned jobs join it as their parent ends);
@@ -250,7 +247,7 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
     while True:
         view = yield from _workflow_view(workflow_id)
         info = msgspec.convert(view["workflow"], WorkflowInfo)
-        waiting = [job["id"] for job in view["jobs"] if job["state"] in _UNFINISHED]
+        waiting = [job["id"] for job in view["jobs"] if not JobState(job["state"]).finished]
         if not waiting:
             return info
         left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()

@@ -45,7 +45,6 @@ from taskq.broker.records import (
     Job,
     JobEdge,
     JobSpec,
-    JobState,
     Relatives,
     WorkflowInfo,
     WorkflowStatus,
@@ -212,9 +211,6 @@ class JobOperations(ClientBase):
         return job_relatives(job_id, limit=limit)
 
 
-_UNFINISHED = (JobState.WAITING, JobState.QUEUED, JobState.RUNNING)
-
-
 def _workflow_wait(
     workflow_id: int, timeout: float | None, poll_seconds: float = 0.1
 ) -> Op[WorkflowInfo]:
@@ -223,9 +219,9 @@ def _workflow_wait(
     delay = min(poll_seconds, 0.02)
     while True:
         info = yield from workflow_get(workflow_id)
-        left = sum(info.counts.get(state, 0) for state in _UNFINISHED)
-        if not left:
+        if info.status is not WorkflowStatus.RUNNING:
             return info
+        left = sum(count for state, count in info.counts.items() if not state.finished)
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.ResultTimeout(
                 f"workflow {workflow_id} still has {left} job(s) to end after {timeout:g} s"
