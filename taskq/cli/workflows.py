@@ -1,4 +1,4 @@
-"""Commands about workflows (`workflow list|show|cancel|retry`); a job's relatives in `status`."""
+"""The `workflow list|show|wait|cancel|retry` commands; a job's relatives in `status`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def add_commands(commands: command.Commands) -> None:
         description="See or steer a workflow (jobs that run after other jobs).\n\n"
         "  taskq workflow list            # the newest workflows, their jobs counted by state\n"
         "  taskq workflow show 4          # its jobs as a tree from the roots, with states\n"
+        "  taskq workflow wait 4          # until all of it has ended; exit 1 unless it succeeded\n"
         "  taskq workflow cancel 4        # cancel every job of it that has not ended\n"
         "  taskq workflow retry 4         # queue its failed, dead or cancelled jobs again\n"
         "  taskq jobs --workflow 4        # its jobs as a list",
@@ -62,6 +63,20 @@ def add_commands(commands: command.Commands) -> None:
     ):
         parser = command.add(actions, name, handler, help=text, json=True)
         parser.add_argument("id", type=an_id, help="workflow id")
+    waiting = command.add(
+        actions,
+        "wait",
+        cmd_wait,
+        help="wait until every job of the workflow has ended; exit 1 unless all succeeded",
+        json=True,
+    )
+    waiting.add_argument("id", type=an_id, help="workflow id")
+    waiting.add_argument(
+        "--timeout",
+        type=values.seconds,
+        metavar="DURATION",
+        help="give up after this long (exit 1); default: wait as long as it takes",
+    )
 
 
 def an_id(text: str) -> int:
@@ -150,6 +165,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(text)
     print(_summary(jobs, color=color))
     return command.EXIT_OK
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    with connection.client(args, read_only=True) as client:
+        info = client.wait_workflow(args.id, timeout=args.timeout)
+    if args.json:
+        output.print_json(info)
+    else:
+        name = f" {info.name!r}" if info.name else ""
+        jobs = sum(info.counts.values())
+        states = _states(info.counts, color=state_colors.wanted())
+        print(f"workflow {info.id}{name} {info.status.value} ({_jobs(jobs)}: {states})")
+    # For a script: 0 only when the pipeline did all it was given to do.
+    return command.EXIT_OK if info.status is WorkflowStatus.SUCCEEDED else command.EXIT_ERROR
 
 
 def _heading(info: WorkflowInfo) -> str:

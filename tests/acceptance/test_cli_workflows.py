@@ -1,4 +1,4 @@
-"""``taskq workflow list|show|cancel|retry``, ``jobs --workflow``, ``status`` and
+"""``taskq workflow list|show|wait|cancel|retry``, ``jobs --workflow``, ``status`` and
 ``submit --after``, run as the real command against both stores, with a real
 ``taskq-worker`` where jobs must run.
 
@@ -93,6 +93,8 @@ def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
         "in_order": True,
         "parent_count": 2,
     }
+    waited = ok("workflow", "wait", str(pipeline.id), "--timeout", str(WAIT), store=url)
+    assert waited.out == f"workflow {pipeline.id} 'diamond' succeeded (4 jobs: 4 succeeded)\n"
     shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
     assert shown[-1] == "4 jobs: 4 succeeded"
     assert shown[0].startswith(f"workflow {pipeline.id} 'diamond' (succeeded), by")
@@ -140,6 +142,12 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
         name="fails",
     )
     workers.start(url, worker={"queues": [queue]})
+    # A script's wait: it ends once nothing is left to run, and exits 1 as the pipeline failed.
+    waited = taskq_command("workflow", "wait", str(failing.id), "--timeout", str(WAIT), store=url)
+    assert (waited.code, waited.out) == (
+        1,
+        f"workflow {failing.id} 'fails' failed (4 jobs: 2 succeeded, 1 dead, 1 cancelled)\n",
+    )
     info = client.wait_workflow(failing.id, timeout=WAIT)
     assert (info.counts[JobState.DEAD], info.counts[JobState.CANCELLED]) == (1, 1)
     shown = ok("workflow", "show", str(failing.id), store=url).out
@@ -155,6 +163,8 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
     parked = client.submit_workflow(
         square.options(queue=idle).map([1, 2, 3]).then(total.options(queue=idle))
     )
+    late = taskq_command("workflow", "wait", str(parked.id), "--timeout", "200ms", store=url)
+    one_error_line(late, 1, f"workflow {parked.id} still has 4 job(s) to end")
     cancelled = ok("workflow", "cancel", str(parked.id), store=url).out
     assert cancelled.startswith(f"workflow {parked.id}: 4 jobs cancelled")
     assert ok("workflow", "cancel", str(parked.id), "--json", store=url).json() == {
@@ -217,9 +227,11 @@ def test_list_shows_the_newest_workflows_with_their_jobs_counted_and_pages_on(
 def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(
     url: str, queue: str
 ) -> None:
-    for action in ("show", "cancel", "retry"):
+    for action in ("show", "wait", "cancel", "retry"):
         ran = taskq_command("workflow", action, NO_SUCH_WORKFLOW, store=url)
         one_error_line(ran, 1, f"no workflow with id {NO_SUCH_WORKFLOW}")
+    bad_timeout = taskq_command("workflow", "wait", "1", "--timeout", "5x", store=url)
+    one_error_line(bad_timeout, 2, "'5x'")
     one_error_line(taskq_command("workflow", "show", "abc", store=url), 2, "'abc'")
     one_error_line(taskq_command("workflow", "show", "0", store=url), 2, "workflow id")
     one_error_line(taskq_command("jobs", "--workflow", "x", store=url), 2, "workflow id")
