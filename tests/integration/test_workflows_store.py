@@ -424,8 +424,12 @@ def test_a_workflows_status_follows_its_jobs_and_a_listing_by_status_reads_past_
     # to go on past a read.
     monkeypatch.setattr(workflows_ops, "_STATUS_SCAN_PAGE", 2)
 
-    def submitted() -> int:
-        submission = WorkflowSubmission(jobs=(_spec(queue), _spec(queue)), parents=((), (0,)))
+    def submitted(*, alone: bool = False) -> int:
+        submission = (
+            WorkflowSubmission(jobs=(_spec(queue),))
+            if alone
+            else WorkflowSubmission(jobs=(_spec(queue), _spec(queue)), parents=((), (0,)))
+        )
         return run(workflow_submit(msgspec.structs.replace(submission, name=queue), now=T0)).id
 
     done, broken = submitted(), submitted()
@@ -437,11 +441,15 @@ def test_a_workflows_status_follows_its_jobs_and_a_listing_by_status_reads_past_
     _complete(run, next(iter(_claim(run, queue).values())))  # the child of ``done``
     cancelled = submitted()
     run(workflow_cancel(cancelled, now=T0))
+    claimed = submitted(alone=True)
+    [running_job] = _claim(run, queue)  # its one job, running: none of it waits or is queued
+    assert _workflow_of(run, running_job) == claimed
     waiting, newest = submitted(), submitted()
     expected = {
         done: WorkflowStatus.SUCCEEDED,
         broken: WorkflowStatus.FAILED,
         cancelled: WorkflowStatus.CANCELLED,
+        claimed: WorkflowStatus.RUNNING,
         waiting: WorkflowStatus.RUNNING,
         newest: WorkflowStatus.RUNNING,
     }
@@ -451,9 +459,19 @@ def test_a_workflows_status_follows_its_jobs_and_a_listing_by_status_reads_past_
     def listed(status: WorkflowStatus | str, **page: Any) -> list[int]:
         return [info.id for info in run(workflow_list(name=queue, status=status, **page))]
 
-    assert listed("running") == [newest, waiting]
-    assert listed(WorkflowStatus.RUNNING, limit=1) == [newest]
-    assert listed("running", before=newest) == [waiting]
+    # The running ones are read from their unfinished jobs, or, past a number of
+    # those, by the same pass as the other statuses: the two find the same.
+    for unfinished_read_most in (10**9, 0):
+        monkeypatch.setattr(workflows_ops, "_UNFINISHED_READ_MOST", unfinished_read_most)
+        assert listed("running") == [newest, waiting, claimed]
+        assert listed(WorkflowStatus.RUNNING, limit=1) == [newest]
+        assert listed("running", before=newest, limit=1) == [waiting]
+        assert listed("running", before=waiting) == [claimed]
+        assert listed("running", before=claimed) == []
+        assert [info.counts for info in run(workflow_list(status="running", name=queue))] == [
+            run(workflow_get(wid)).counts for wid in (newest, waiting, claimed)
+        ]
+        assert run(workflow_list(status="running", name=queue, submitter="nobody")) == []
     assert listed("cancelled") == [cancelled]
     assert listed("succeeded", limit=1) == [done]  # its third read of two
     assert listed("succeeded") == [done]

@@ -55,22 +55,52 @@ GROUP BY job.state
 -- name: workflow_list
 -- A page of workflows, newest first (keyset-paged by :before), each with how
 -- many of its jobs are in each state, a row per workflow and state (state
--- NULL: it has none left). :name and :submitter, when not NULL, keep the
--- workflows of that name and of that submitter. The page is chosen before
--- its jobs are counted: only its own workflows' jobs are read.
-WITH page AS MATERIALIZED (
-    SELECT id, name, submitter, created_at FROM workflows
-    WHERE id < :before
-        AND (:name IS NULL OR name = :name)
-        AND (:submitter IS NULL OR submitter = :submitter)
-    ORDER BY id DESC
-    LIMIT :limit
-)
+-- NULL: it has none left). The page ({page}: workflow_list_page, or
+-- workflow_list_running_page) is chosen before its jobs are counted: only
+-- its own workflows' jobs are read.
+WITH page AS MATERIALIZED ({page})
 SELECT page.id, page.name, page.submitter, page.created_at, job.state, count(job.id) AS n
 FROM page
 LEFT JOIN jobs AS job INDEXED BY jobs_workflow ON job.workflow_id = page.id
 GROUP BY page.id, job.state
 ORDER BY page.id DESC
+
+-- name: workflow_list_page
+-- In place of workflow_list's {page}: the newest :limit workflows before
+-- :before. :name and :submitter, when not NULL, keep the workflows of that
+-- name and of that submitter.
+SELECT id, name, submitter, created_at FROM workflows
+WHERE id < :before
+    AND (:name IS NULL OR name = :name)
+    AND (:submitter IS NULL OR submitter = :submitter)
+ORDER BY id DESC
+LIMIT :limit
+
+-- name: workflow_list_running_page
+-- In place of workflow_list's {page}, for the status 'running': the page of
+-- workflow_list_page, of the workflows of the jobs yet to end (waiting or
+-- queued ones in jobs_state_id, running ones in jobs_lease). Those are few
+-- beside the finished jobs of a store that keeps its history, which a pass
+-- would count one workflow at a time to tell the running ones apart.
+WITH live AS MATERIALIZED (
+    SELECT workflow_id AS id FROM jobs INDEXED BY jobs_state_id
+    WHERE state NOT IN ('running', 'succeeded') AND state IN ('waiting', 'queued')
+        AND workflow_id < :before
+    UNION
+    SELECT workflow_id FROM jobs INDEXED BY jobs_lease
+    WHERE state = 'running' AND workflow_id < :before
+)
+SELECT id, name, submitter, created_at FROM workflows
+WHERE id IN (SELECT id FROM live)
+    AND (:name IS NULL OR name = :name)
+    AND (:submitter IS NULL OR submitter = :submitter)
+ORDER BY id DESC
+LIMIT :limit
+
+-- name: workflow_unfinished_jobs
+-- How many jobs have yet to end, from the counts the triggers keep: whether
+-- workflow_list_running_page's read of them is the cheaper way to a page.
+SELECT coalesce(sum(n), 0) AS n FROM job_counts WHERE state IN ('waiting', 'queued', 'running')
 
 -- name: workflow_edges
 SELECT edge.parent_id, edge.child_id
