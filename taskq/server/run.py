@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
+import ssl
 from pathlib import Path
 
 import uvicorn
@@ -22,9 +24,76 @@ def parse_listen(listen: str) -> tuple[str, int]:
     """``host:port`` (``[::1]:8080`` for IPv6) as a host and a port, or ConfigError."""
     host, _, port = listen.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not host or not port.isdigit():
         raise errors.ConfigError(f"listen address {listen!r} must be HOST:PORT")
+    if not 1 <= int(port) <= 65535:
+        raise errors.ConfigError(f"listen address {listen!r}: the port must be 1 to 65535")
     return host, int(port)
+
+
+class _Encrypted(Exception):
+    """The key asked for a passphrase: serve has none to give, and must not prompt for one."""
+
+
+def _refuse_passphrase() -> str:
+    raise _Encrypted
+
+
+def check_tls_files(cert: str, key: str) -> None:
+    """ConfigError naming the file at fault unless ``cert`` and ``key`` load as uvicorn needs."""
+    for kind, path in (("certificate", cert), ("key", key)):
+        # OpenSSL's own refusal of a file it cannot open does not name it.
+        try:
+            Path(path).open("rb").close()
+        except OSError as exc:
+            raise errors.ConfigError(f"TLS {kind} {path}: cannot read it: {exc.strerror}") from exc
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, _refuse_passphrase)
+    except _Encrypted as exc:
+        raise errors.ConfigError(
+            f"TLS key {key} is encrypted: taskq serve needs a key without a passphrase"
+        ) from exc
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            message = f"TLS key {key} is not the key of the certificate {cert}"
+        elif not _holds_a_certificate(cert):
+            message = f"TLS certificate {cert} holds no PEM certificate"
+        else:
+            message = f"TLS key {key} holds no PEM private key"
+        raise errors.ConfigError(message) from exc
+
+
+def _holds_a_certificate(path: str) -> bool:
+    # OpenSSL's "PEM lib" does not say which file it was reading: a file of
+    # trusted certificates is parsed for certificates alone.
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=path)
+    except ssl.SSLError:
+        return False
+    return True
+
+
+def check_address_free(host: str, port: int) -> None:
+    """ConfigError naming ``host:port`` unless every address it names can be bound now.
+
+    Binds as the server's event loop will, then lets go, so that uvicorn's own
+    failure (six log lines, exit code 3) is met only if another process takes
+    the port in between.
+    """
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise errors.ConfigError(f"cannot listen on {shown}: {exc.strerror}") from exc
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise errors.ConfigError(f"cannot listen on {shown}: {exc.strerror}") from exc
 
 
 def _loopback(host: str) -> bool:
@@ -53,6 +122,9 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
         )
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise errors.ConfigError("TLS needs both a certificate (tls_cert) and its key (tls_key)")
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        check_tls_files(settings.tls_cert, settings.tls_key)
+    check_address_free(host, port)
     # Opened (and migrated) before listening: a bad URL or a store that is not
     # there fails the command at once rather than every request.
     store = open_store(store_url)

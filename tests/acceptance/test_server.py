@@ -7,6 +7,7 @@ names, so tests share the server (and the session's rqlite cluster).
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import taskq
 from taskq.broker.records import FINISHED_STATES, JobState
-from taskq.dev.processes import wait_until
+from taskq.dev.processes import free_ports, wait_until
 from taskq.dev.server import ServerProcess, running_server, write_server_config
 from tests.support.cli_runs import one_error_line
 from tests.support.cli_runs import taskq as taskq_command
@@ -377,12 +378,41 @@ def test_a_locked_sqlite_store_is_503(tmp_path: Path) -> None:
 
 def test_serve_refuses_an_unsafe_configuration(tmp_path: Path) -> None:
     store = f"sqlite://{tmp_path / 'taskq.db'}"
-    open_server = taskq_command("serve", "--listen", "0.0.0.0:0", store=store)
+    open_server = taskq_command("serve", "--listen", "0.0.0.0:8080", store=store)
     one_error_line(open_server, 2, "no [[server.tokens]] configured", "loopback")
-    half_tls = taskq_command("serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem", store=store)
+    half_tls = taskq_command(
+        "serve", "--listen", "127.0.0.1:8080", "--tls-cert", "c.pem", store=store
+    )
     one_error_line(half_tls, 2, "tls_key")
     bad_listen = taskq_command("serve", "--listen", "8080", store=store)
     one_error_line(bad_listen, 2, "HOST:PORT")
+    bad_port = taskq_command("serve", "--listen", "127.0.0.1:99999", store=store)
+    one_error_line(bad_port, 2, "'127.0.0.1:99999'", "the port must be 1 to 65535")
+
+
+def test_serve_names_the_file_or_the_address_it_cannot_use(tmp_path: Path) -> None:
+    store = f"sqlite://{tmp_path / 'taskq.db'}"
+    [port] = free_ports(1)
+    missing = taskq_command(
+        *("serve", "--listen", f"127.0.0.1:{port}"),
+        *("--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"),
+        store=store,
+    )
+    one_error_line(missing, 2, "TLS certificate /nonexistent.pem", "No such file or directory")
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    not_pem = taskq_command(
+        *("serve", "--listen", f"127.0.0.1:{port}"),
+        *("--tls-cert", str(junk), "--tls-key", str(junk)),
+        store=store,
+    )
+    one_error_line(not_pem, 2, f"TLS certificate {junk} holds no PEM certificate")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        in_use = taskq_command("serve", "--listen", f"127.0.0.1:{port}", store=store)
+    one_error_line(in_use, 2, f"cannot listen on 127.0.0.1:{port}", "Address already in use")
+    assert not (tmp_path / "taskq.db").exists()
 
 
 def test_serve_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:

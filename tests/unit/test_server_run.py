@@ -1,7 +1,9 @@
-"""How ``taskq serve`` runs uvicorn: what a request costs the server besides its own work."""
+"""How ``taskq serve`` runs uvicorn: what it checks first, and what a request costs on top."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,10 @@ import pytest
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from taskq import errors
 from taskq.config import ServerSection, TokenSection
+from taskq.dev.certificates import TlsFiles, find_openssl, make_test_certificates
+from taskq.dev.processes import free_ports
 from taskq.server import run
 
 
@@ -20,7 +25,8 @@ def _uvicorn_settings(
     ran: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **settings: ran.update(settings))
     tokens = [TokenSection(name="ops", scopes=["admin"], token="ops-token")]
-    settings = ServerSection(listen="127.0.0.1:0", tokens=tokens, **server)
+    [port] = free_ports(1)
+    settings = ServerSection(**{"listen": f"127.0.0.1:{port}", "tokens": tokens, **server})
     run.serve(f"sqlite://{tmp_path / 'taskq.db'}", settings)
     return ran
 
@@ -43,3 +49,96 @@ def test_access_log_setting_turns_the_lines_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert _uvicorn_settings(tmp_path, monkeypatch, access_log=True)["access_log"] is True
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return make_test_certificates(tmp_path_factory.mktemp("tls"))
+
+
+def _refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **server: Any) -> str:
+    """What ``serve`` refuses ``[server]`` ``server`` with: uvicorn not run, no store made."""
+    with pytest.raises(errors.ConfigError) as refused:
+        _uvicorn_settings(tmp_path, monkeypatch, **server)
+    assert not (tmp_path / "taskq.db").exists()
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999"])
+def test_a_port_out_of_range_is_refused_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: str
+) -> None:
+    message = _refusal(tmp_path, monkeypatch, listen=f"127.0.0.1:{port}")
+    assert message == f"listen address '127.0.0.1:{port}': the port must be 1 to 65535"
+
+
+def test_a_missing_tls_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: TlsFiles
+) -> None:
+    missing = str(tmp_path / "nowhere.pem")
+    assert _refusal(tmp_path, monkeypatch, tls_cert=missing, tls_key=str(tls.key)) == (
+        f"TLS certificate {missing}: cannot read it: No such file or directory"
+    )
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(tls.cert), tls_key=missing) == (
+        f"TLS key {missing}: cannot read it: No such file or directory"
+    )
+
+
+def test_a_tls_file_that_is_not_pem_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: TlsFiles
+) -> None:
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(junk), tls_key=str(tls.key)) == (
+        f"TLS certificate {junk} holds no PEM certificate"
+    )
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(tls.cert), tls_key=str(junk)) == (
+        f"TLS key {junk} holds no PEM private key"
+    )
+    # The two swapped: the key file holds no certificate.
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(tls.key), tls_key=str(tls.cert)) == (
+        f"TLS certificate {tls.key} holds no PEM certificate"
+    )
+
+
+def test_a_key_of_another_certificate_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: TlsFiles
+) -> None:
+    other_key = tls.ca.with_name("ca.key")  # the CA's, made beside it
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(tls.cert), tls_key=str(other_key)) == (
+        f"TLS key {other_key} is not the key of the certificate {tls.cert}"
+    )
+
+
+def test_an_encrypted_key_is_refused_without_a_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: TlsFiles
+) -> None:
+    encrypted = tmp_path / "encrypted.key"
+    subprocess.run(
+        [
+            *(find_openssl(), "pkey", "-in", str(tls.key), "-out", str(encrypted)),
+            *("-aes256", "-passout", "pass:secret"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    assert _refusal(tmp_path, monkeypatch, tls_cert=str(tls.cert), tls_key=str(encrypted)) == (
+        f"TLS key {encrypted} is encrypted: taskq serve needs a key without a passphrase"
+    )
+
+
+def test_good_tls_files_reach_uvicorn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: TlsFiles
+) -> None:
+    ran = _uvicorn_settings(tmp_path, monkeypatch, tls_cert=str(tls.cert), tls_key=str(tls.key))
+    assert (ran["ssl_certfile"], ran["ssl_keyfile"]) == (str(tls.cert), str(tls.key))
+
+
+def test_an_address_in_use_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = _refusal(tmp_path, monkeypatch, listen=f"127.0.0.1:{port}")
+    assert message == f"cannot listen on 127.0.0.1:{port}: Address already in use"
