@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
 from taskq.broker.records import JobState
 from taskq.cli import command, connection, job_options, output, payloads, values, workflows
+
+T = TypeVar("T")
 
 # What ``cancel`` and ``retry`` say of a job they moved.
 _MOVES = {
@@ -240,18 +244,32 @@ def _report_moves(
     return command.EXIT_ERROR if missing else command.EXIT_OK
 
 
+def _each_known(move: Callable[..., T], ids: Sequence[int]) -> list[T]:
+    """``move(*ids)``; when an id names no job (the client then refuses them all), ``move``
+    of each id alone, the unknown ones left for :func:`_report_moves` to name."""
+    try:
+        return [move(*ids)]
+    except errors.JobNotFound:
+        pass
+    answers = []
+    for job_id in dict.fromkeys(ids):
+        with contextlib.suppress(errors.JobNotFound):
+            answers.append(move(job_id))
+    return answers
+
+
 def cmd_cancel(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
-        done = client.cancel(*args.ids)
-        moved = {job_id: "cancelled" for job_id in done.cancelled}
-        moved.update({job_id: "cancel_requested" for job_id in done.requested})
+        done = _each_known(client.cancel, args.ids)
+        moved = {job_id: "cancelled" for each in done for job_id in each.cancelled}
+        moved.update({job_id: "cancel_requested" for each in done for job_id in each.requested})
         return _report_moves(client, args.ids, moved, "already {state}, not cancelled", args.json)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
-        requeued = client.retry(*args.ids)
-        moved = {job_id: "requeued" for job_id in requeued}
+        requeued = _each_known(client.retry, args.ids)
+        moved = {job_id: "requeued" for each in requeued for job_id in each}
         unchanged = "is {state}; only failed, dead or cancelled jobs are retried"
         return _report_moves(client, args.ids, moved, unchanged, args.json)
 

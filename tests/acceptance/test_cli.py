@@ -171,6 +171,10 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     assert mixed.code == 1
     assert mixed.out.strip() == f"job {job_id}: cancelled"
     one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
+    # The client refuses the lot for the unknown id; the command still moves the others.
+    mixed = taskq("retry", str(NO_SUCH_JOB), str(job_id), store=url)
+    assert (mixed.code, mixed.out.strip()) == (1, f"job {job_id}: queued again")
+    one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
 
 
 def test_wait_prints_the_result_and_logs_show_the_attempts(
@@ -466,7 +470,7 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
     ok("cancel", str(job_id), store=url)
     kept = ok("prune", store=url)
     assert kept.out.startswith("pruned ")
-    assert "older than 7d" in kept.out
+    assert "past the store's retention (succeeded 7d, failed 7d)" in kept.out
     assert ok("status", str(job_id), "--json", store=url).json()["state"] == "cancelled"
     if url.startswith("rqlite"):
         return  # the shared cluster keeps other tests' finished jobs: no short retention there
@@ -578,7 +582,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     commands = [
         ["demo"], ["submit"], ["status"], ["result"], ["cancel"], ["retry"], ["logs"], ["jobs"],
         ["queues"], ["pause"], ["resume"], ["limit"], ["submit-limit"], ["workers"],
-        ["cluster"], ["stats"], ["prune"], ["schedule"], ["schedule", "add"],
+        ["cluster"], ["stats"], ["prune"], ["retention"], ["schedule"], ["schedule", "add"],
         ["schedule", "list"], ["schedule", "remove"], ["schedule", "pause"],
         ["schedule", "resume"], ["backup"], ["restore"],
     ]  # fmt: skip

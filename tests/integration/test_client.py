@@ -33,6 +33,7 @@ from tests.support.reports import completed, failed, report_one
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
 BACKENDS = [*STORE_KINDS, "http"]
+NO_SUCH_JOB = 987_654_321
 # For the tests of a client on a store of its own, which the HTTP client is not.
 ON_A_STORE = pytest.mark.parametrize("backend", STORE_KINDS, indirect=True)
 
@@ -163,6 +164,33 @@ def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
         client.get(987_654_321)
 
 
+def test_an_unknown_id_raises_and_the_ids_after_it_stay(client: taskq.Client, queue: str) -> None:
+    queued, cancelled = client.submit_many(
+        [taskq.call_spec("m:f", [i], queue=queue) for i in (1, 2)]
+    )
+    cancelled.cancel()
+    unknown = f"^no job with id {NO_SUCH_JOB}$"
+    for move, job_id in ((client.cancel, queued.id), (client.retry, cancelled.id)):
+        with pytest.raises(errors.JobNotFound, match=unknown):
+            move(NO_SUCH_JOB)
+        with pytest.raises(errors.JobNotFound, match=unknown):
+            move(NO_SUCH_JOB, job_id)
+    assert (queued.status(), cancelled.status()) == (JobState.QUEUED, JobState.CANCELLED)
+
+
+@ON_A_STORE  # over HTTP each id is a request of its own: those before the unknown one moved
+def test_on_a_store_an_unknown_id_anywhere_moves_none(client: taskq.Client, queue: str) -> None:
+    queued, cancelled = client.submit_many(
+        [taskq.call_spec("m:f", [i], queue=queue) for i in (1, 2)]
+    )
+    cancelled.cancel()
+    with pytest.raises(errors.JobNotFound, match=f"^no job with id {NO_SUCH_JOB}$"):
+        client.cancel(queued.id, NO_SUCH_JOB, NO_SUCH_JOB + 1)
+    with pytest.raises(errors.JobNotFound, match=f"^no job with id {NO_SUCH_JOB}$"):
+        client.retry(cancelled.id, NO_SUCH_JOB)
+    assert (queued.status(), cancelled.status()) == (JobState.QUEUED, JobState.CANCELLED)
+
+
 def test_queue_limits(client: taskq.Client, queue: str) -> None:
     client.submit_spec(taskq.call_spec("m:f", queue=queue))
     client.set_queue_limits(queue, max_running=2, rate_limit=10, rate_period=60)
@@ -193,6 +221,18 @@ def test_schedules(client: taskq.Client, queue: str) -> None:
     assert client.add_schedule(name, spec, every_seconds=60, replace=True, unchecked=True).replaced
     [kept] = [s for s in client.schedules() if s.name == name]
     assert (kept.spec["queue"], kept.catch_up) == (queue, "once")
+    # The job's parts as values, as a job has them, whichever way the client reaches the store.
+    labelled = taskq.call_spec("m:f", [1], queue=queue, labels=["gpu"], limits={"processes": 4})
+    added = client.add_schedule(f"{name}-l", labelled, every_seconds=60, unchecked=True)
+    [listed] = [s for s in client.schedules() if s.name == f"{name}-l"]
+    for schedule in (added.schedule, listed):
+        job = {part: schedule.spec[part] for part in ("payload", "limits", "labels")}
+        assert job == {
+            "payload": {"target": "m:f", "args": [1], "kwargs": {}},
+            "limits": {"processes": 4},
+            "labels": ["gpu"],
+        }
+    assert client.remove_schedule(f"{name}-l")
     by_name = taskq.NamedCall("m:g", (2,), {"queue": queue})
     with pytest.raises(errors.UnknownFunction):
         client.add_schedule(f"{name}-g", by_name, cron="0 3 * * *")

@@ -136,7 +136,10 @@ def worker_executions(
 
 
 def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
-    """DELETE /jobs/{id}, job by job: those it ended, and those running it asked to stop."""
+    """DELETE /jobs/{id}, job by job: those it ended, and those running it asked to stop.
+
+    An unknown id's 404 raises :class:`taskq.errors.JobNotFound` and ends the loop: the ids
+    after it are left alone (reading each first would need the ``read`` scope too)."""
     cancelled: builtins.list[int] = []
     requested: builtins.list[int] = []
     for job_id in job_ids:
@@ -149,7 +152,8 @@ def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
 
 
 def job_retry(*job_ids: int) -> HttpPlan[builtins.list[int]]:
-    """POST /jobs/{id}/retry, job by job: the ids that moved."""
+    """POST /jobs/{id}/retry, job by job: the ids that moved; an unknown id ends the loop
+    with :class:`taskq.errors.JobNotFound`, as in :func:`job_cancel`."""
     moved: builtins.list[int] = []
     for job_id in job_ids:
         try:

@@ -25,6 +25,7 @@ from taskq.broker.ops.jobs import (
     CancelResult,
     execution_list,
     job_cancel,
+    job_check_ids,
     job_get,
     job_list,
     job_retry,
@@ -116,13 +117,24 @@ class JobOperations(ClientBase):
 
     @over_http(http_plans.job_cancel)
     def cancel(self, *job_ids: int) -> GroupOp[CancelResult]:
-        """Cancel jobs: queued ones at once, running ones at their next heartbeat."""
-        return job_cancel(job_ids)
+        """Cancel jobs: queued ones at once, running ones at their next heartbeat.
+
+        An id no job has raises :class:`taskq.errors.JobNotFound` naming it (the
+        first such in the order given), and then no job is cancelled; over HTTP,
+        where each id is a request of its own, the ids before it were.
+        """
+        yield from job_check_ids(job_ids)
+        return (yield from job_cancel(job_ids))
 
     @over_http(http_plans.job_retry)
     def retry(self, *job_ids: int) -> GroupOp[builtins.list[int]]:
-        """Queue failed, dead or cancelled jobs again; the ids that moved."""
-        return job_retry(job_ids)
+        """Queue failed, dead or cancelled jobs again; the ids that moved.
+
+        An id no job has raises :class:`taskq.errors.JobNotFound`, as :meth:`cancel`
+        does.
+        """
+        yield from job_check_ids(job_ids)
+        return (yield from job_retry(job_ids))
 
     @Operation
     def declared_spec(

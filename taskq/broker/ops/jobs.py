@@ -79,6 +79,19 @@ def job_retry(ids: Sequence[int], *, now: float | None = None) -> Op[list[int]]:
 # -- reads ------------------------------------------------------------------------
 
 
+def job_check_ids(ids: Sequence[int]) -> Op[None]:
+    """:class:`taskq.errors.JobNotFound` for the first of ``ids`` that no job has.
+
+    Cancel and retry by hand read this before they write, so a mistyped id
+    among several moves none of them rather than passing unnoticed.
+    """
+    rows = yield Read(
+        Statement(queries.query("job_first_unknown"), {"ids": ids_param(ids)}), Consistency.WEAK
+    )
+    if rows:
+        raise errors.JobNotFound(f"no job with id {ids[int(rows[0]['position'])]}")
+
+
 def _job(row: Row) -> Job:
     return Job(
         id=int(row["id"]),

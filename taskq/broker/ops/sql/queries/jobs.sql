@@ -29,6 +29,13 @@ UPDATE jobs SET
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('failed', 'dead', 'cancelled')
 RETURNING id
 
+-- name: job_first_unknown
+-- The position in :ids of the first id no job has: cancel and retry refuse the lot for it.
+SELECT given.key AS position FROM json_each(:ids) AS given
+WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = given.value)
+ORDER BY given.key
+LIMIT 1
+
 -- name: job_get
 SELECT * FROM jobs WHERE id = :id
 
