@@ -96,6 +96,8 @@ RATE_PERIOD = Bounds(0, low_excluded=True)
 # A submitter's limit (taskq.broker.ops.queues): at most a rate of submissions a period.
 SUBMIT_RATE = Bounds(0, low_excluded=True)
 SUBMIT_PERIOD = Bounds(0, low_excluded=True)
+PAGE = Bounds(1, 1000)
+"""How many jobs one listing returns at most (``limit``), on the store as over HTTP."""
 _CALL_FIELDS = ("target", "args", "kwargs")
 # What JSON nests; a tuple, not a union, because isinstance takes it faster.
 _CONTAINERS = (list, tuple, dict)
@@ -166,6 +168,11 @@ def check_name(value: object, field: str, *, empty_allowed: bool = False) -> Non
             f"{field} must not hold a NUL character, got {value!r}", field=field
         )
     _unicode(value, field)
+
+
+def check_page_limit(limit: object) -> None:
+    """Refuse a listing's ``limit`` that is not a whole number within :data:`PAGE`."""
+    _whole_number(limit, "limit", PAGE)
 
 
 def check_target(target: object) -> None:

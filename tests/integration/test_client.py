@@ -191,6 +191,17 @@ def test_on_a_store_an_unknown_id_anywhere_moves_none(client: taskq.Client, queu
     assert (queued.status(), cancelled.status()) == (JobState.QUEUED, JobState.CANCELLED)
 
 
+def test_a_listing_past_the_page_bounds_is_refused(client: taskq.Client, queue: str) -> None:
+    client.submit("m:f", queue=queue, unchecked=True)
+    for limit in (0, 1001, 5000):
+        with pytest.raises(
+            errors.InvalidJob, match=f"^limit must be from 1 to 1000, got {limit}$"
+        ) as caught:
+            client.list(taskq.JobQuery(queue=queue, limit=limit))
+        assert caught.value.field == "limit"
+    assert len(client.list(taskq.JobQuery(queue=queue, limit=1000))) == 1
+
+
 def test_queue_limits(client: taskq.Client, queue: str) -> None:
     client.submit_spec(taskq.call_spec("m:f", queue=queue))
     client.set_queue_limits(queue, max_running=2, rate_limit=10, rate_period=60)

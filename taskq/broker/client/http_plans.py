@@ -19,6 +19,7 @@ from urllib.parse import quote
 import msgspec
 
 from taskq import errors
+from taskq.broker import job_validation
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.http_requests import (
     LONG_POLL_SECONDS,
@@ -110,6 +111,9 @@ def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
     """GET /jobs, its filters those of the query (a :class:`JobQuery`)."""
     params: dict[str, str | int] = {"limit": 50}
     if query is not None:
+        # Refused here as on the store (the server's refusal would be a BadRequest
+        # about a query parameter, which this caller did not write).
+        job_validation.check_page_limit(query.limit)
         names = {"worker_id": "worker", "workflow_id": "workflow"}
         for name, value in msgspec.structs.asdict(query).items():
             if value is not None:

@@ -12,7 +12,8 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
 
     ``state`` is a :class:`taskq.JobState` or its name (``state="succeeded"``);
     ``text`` matches a queue name exactly or any part of the payload. Pass
-    the last id seen as ``before`` for the next page of ``limit`` (1 to 1000).
+    the last id seen as ``before`` for the next page of ``limit`` (1 to 1000:
+    :meth:`Operations.list` raises :class:`taskq.errors.InvalidJob` for another).
     """
 
     state: JobState | str | None = None

@@ -170,8 +170,10 @@ def job_list(
     """Jobs newest first, filtered; pass the last id seen as ``before`` for the next page.
 
     ``state`` is a JobState or its name; ``text`` matches a queue name
-    exactly or any part of the payload; ``workflow_id`` keeps one workflow's jobs.
+    exactly or any part of the payload; ``workflow_id`` keeps one workflow's jobs;
+    ``limit`` is 1 to 1000 (:class:`taskq.errors.InvalidJob` otherwise).
     """
+    job_validation.check_page_limit(limit)
     if state is not None:
         state = job_validation.parse_job_state(state)
     params: dict[str, Any] = {
@@ -182,7 +184,7 @@ def job_list(
         "worker_id": worker_id,
         "workflow_id": workflow_id,
         "before": int(before) if before is not None else KEYSET_START,
-        "limit": max(1, min(int(limit), 1000)),
+        "limit": limit,
     }
     # Each query leads with the filter its index serves; the rest are residual.
     if workflow_id is not None:
