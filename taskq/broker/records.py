@@ -260,6 +260,18 @@ class Fenced(enum.Enum):
     LEASE_LOST = "lease_lost"
 
 
+class Retention(msgspec.Struct, frozen=True):
+    """How long the store keeps finished jobs before maintenance prunes them.
+
+    Seconds after a job ended; None: kept until pruned by hand (``taskq prune``).
+    """
+
+    succeeded_seconds: float | None
+    """Jobs that succeeded."""
+    failed_seconds: float | None
+    """Jobs that failed, died or were cancelled."""
+
+
 class WorkflowSubmission(msgspec.Struct, frozen=True):
     """A whole workflow, written in one request: all of it or nothing."""
 

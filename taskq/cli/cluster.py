@@ -1,4 +1,4 @@
-"""Commands about the store and the fleet: cluster, workers, stats, prune."""
+"""Commands about the store and the fleet: cluster, workers, stats."""
 
 from __future__ import annotations
 
@@ -59,20 +59,6 @@ def add_commands(commands: command.Commands) -> None:
     )
     stats.add_argument(
         "--minutes", type=values.count, default=15, help="how many minutes back (default 15)"
-    )
-    prune = command.add(
-        commands,
-        "prune",
-        cmd_prune,
-        help="delete finished jobs, their attempts and gone workers past a retention",
-        json=True,
-    )
-    prune.add_argument(
-        "--older-than",
-        type=values.seconds,
-        default=values.seconds("7d"),
-        metavar="DURATION",
-        help="retention: finished longer ago than this, e.g. 12h, 7d (default 7d)",
     )
 
 
@@ -212,14 +198,4 @@ def cmd_stats(args: argparse.Namespace) -> int:
         detail = ", ".join(f"{name} {n}" for name, n in sorted(bucket.outcomes.items()))
         rows.append((minute, sum(bucket.outcomes.values()), detail))
     output.print_table(("MINUTE", "ATTEMPTS", "OUTCOMES"), rows)
-    return command.EXIT_OK
-
-
-def cmd_prune(args: argparse.Namespace) -> int:
-    with connection.client(args) as client:
-        pruned = client.prune(older_than=args.older_than)
-    if args.json:
-        output.print_json({"pruned": pruned, "older_than_seconds": args.older_than})
-    else:
-        print(f"pruned {pruned} finished job(s) older than {output.span(args.older_than)}")
     return command.EXIT_OK

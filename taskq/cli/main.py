@@ -24,6 +24,7 @@ from taskq.cli import (
     logs,
     queue_defaults,
     queues,
+    retention,
     schedules,
     serve,
     tokens,
@@ -51,6 +52,7 @@ def build_parser() -> command.Parser:
     queue_defaults.add_commands(commands)
     schedules.add_commands(commands)
     cluster.add_commands(commands)
+    retention.add_commands(commands)
     backups.add_commands(commands)
     dev.add_commands(commands)
     serve.add_commands(commands)

@@ -31,9 +31,11 @@ from taskq.broker.ops.queues import (
     submit_limit_remove,
     submit_limit_set,
 )
+from taskq.broker.ops.retention import retention_get, retention_set
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import (
     QueueStats,
+    Retention,
     WorkerInfo,
 )
 from taskq.retry import RetryPolicy
@@ -151,10 +153,28 @@ class FleetOperations(ClientBase):
         return execution_stats()
 
     @over_http(http_fleet_plans.store_prune)
-    def prune(self, *, older_than: float) -> GroupOp[int]:
-        """Delete jobs finished more than ``older_than`` seconds ago; how many went."""
+    def prune(self, *, older_than: float | None = None) -> GroupOp[int]:
+        """Delete jobs finished more than ``older_than`` seconds ago (default: past the
+        store's :meth:`retention`, as maintenance does); how many went."""
         pruner = Pruner(retention_seconds=older_than)  # checked now, before any request
         return _prune_batches(pruner)
+
+    @Operation
+    def retention(self) -> GroupOp[Retention]:
+        """How long the store keeps finished jobs before maintenance prunes them."""
+        return retention_get()
+
+    @Operation
+    def set_retention(
+        self,
+        *,
+        succeeded: float | Keep | None = KEEP,
+        failed: float | Keep | None = KEEP,
+    ) -> GroupOp[Retention]:
+        """Keep succeeded jobs, and failed, dead or cancelled ones, this many seconds
+        after they end (``None``: until pruned by hand; one not given stays); the
+        retention now. Every worker's maintenance prunes by it."""
+        return retention_set(succeeded_seconds=succeeded, failed_seconds=failed)
 
 
 def _prune_batches(pruner: Pruner) -> Op[int]:

@@ -105,8 +105,8 @@ def store_throughput(
     return list(decoded_member(answer, "throughput", builtins.list[ThroughputBucket]))
 
 
-def store_prune(*, older_than: float) -> HttpPlan[int]:
+def store_prune(*, older_than: float | None = None) -> HttpPlan[int]:
     """POST /store/prune: how many finished jobs went."""
-    body = msgspec.json.encode({"older_than": older_than})
+    body = msgspec.json.encode({} if older_than is None else {"older_than": older_than})
     answer = yield HttpRequest("POST", "/store/prune", body=body)
     return int(decoded(answer, dict[str, Any])["pruned"])

@@ -55,23 +55,18 @@ class MaintenanceDue(msgspec.Struct, frozen=True):
     expired_leases: bool
     lost_workers: bool
     prunable_jobs: bool
+    prunable_workers: bool
 
 
-def maintenance_due(
-    *,
-    grace_seconds: float = 30.0,
-    retention_seconds: float = 7 * 24 * 3600.0,
-    now: float | None = None,
-) -> Op[MaintenanceDue]:
-    """A cheap read that lets idle maintenance services skip their writes."""
+def maintenance_due(*, grace_seconds: float = 30.0, now: float | None = None) -> Op[MaintenanceDue]:
+    """A cheap read that lets idle maintenance services skip their writes.
+
+    Jobs are prunable past the store's retention (``ops/retention.py``).
+    """
     rows = yield Read(
         Statement(
             queries.query("maintenance_due"),
-            {
-                "now": now,
-                "grace_seconds": float(grace_seconds),
-                "retention_seconds": float(retention_seconds),
-            },
+            {"now": now, "grace_seconds": float(grace_seconds)},
         ),
         Consistency.NONE,
     )
@@ -80,6 +75,7 @@ def maintenance_due(
         expired_leases=bool(row["expired_leases"]),
         lost_workers=bool(row["lost_workers"]),
         prunable_jobs=bool(row["prunable_jobs"]),
+        prunable_workers=bool(row["prunable_workers"]),
     )
 
 
@@ -126,14 +122,18 @@ def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[li
 
 
 def job_prune(
-    *, retention_seconds: float, limit: int = 10_000, now: float | None = None
+    *, retention_seconds: float | None = None, limit: int = 10_000, now: float | None = None
 ) -> Op[int]:
     """Delete finished jobs (their attempts and output too) older than the retention; how many.
 
-    A job some child of which has not finished is kept (the child has yet to
-    read its result), and a workflow goes with its last job.
+    The retention is ``retention_seconds`` for every finished job when given,
+    else the store's, one for succeeded jobs and one for the rest
+    (``ops/retention.py``). A job some child of which has not finished is
+    kept (the child has yet to read its result), and a workflow goes with
+    its last job.
     """
-    params = {"retention_seconds": float(retention_seconds), "limit": int(limit)}
+    kept = None if retention_seconds is None else float(retention_seconds)
+    params = {"retention_seconds": kept, "limit": int(limit)}
     # The deletes name the same jobs: their attempts' output, their attempts,
     # their edges to their parents and their workflows if nothing else is
     # left of them, then them.
@@ -151,9 +151,7 @@ def job_prune(
                     "job_prune",
                 )
             ),
-            Statement(
-                queries.query("worker_prune"), {"retention_seconds": float(retention_seconds)}
-            ),
+            Statement(queries.query("worker_prune"), {"retention_seconds": kept}),
         ],
         idempotent=True,
     )
@@ -222,22 +220,28 @@ class LostWorkerMarker(msgspec.Struct, frozen=True):
 
 
 class Pruner(msgspec.Struct, frozen=True):
-    """Deletes finished jobs, their attempts and gone workers past the retention."""
+    """Deletes finished jobs, their attempts and gone workers past the retention.
 
-    retention_seconds: float = 7 * 24 * 3600.0
+    ``retention_seconds``: one retention for every finished job (a prune by
+    hand); None, the store's own (``ops/retention.py``), as maintenance prunes.
+    """
+
+    retention_seconds: float | None = None
     batch: int = 10_000
     interval: float = 60.0
     name: str = "prune"
 
     def __post_init__(self) -> None:
-        _positive("prune retention", self.retention_seconds)
+        if self.retention_seconds is not None:
+            _positive("prune retention", self.retention_seconds)
         _positive("prune interval", self.interval)
         _positive("prune batch", self.batch)
 
     def plan_once(self, *, now: float | None = None) -> Op[dict[str, int]]:
-        due = yield from maintenance_due(retention_seconds=self.retention_seconds, now=now)
-        if not due.prunable_jobs:
-            return {"pruned": 0}
+        if self.retention_seconds is None:
+            due = yield from maintenance_due(now=now)
+            if not due.prunable_jobs and not due.prunable_workers:
+                return {"pruned": 0}
         pruned = yield from job_prune(
             retention_seconds=self.retention_seconds, limit=self.batch, now=now
         )

@@ -387,3 +387,13 @@ CREATE TABLE function_servers (
 );
 
 CREATE INDEX function_servers_by_name ON function_servers (name, fingerprint);
+
+-- How long finished jobs are kept (ops/retention.py): succeeded ones, and the
+-- failed, dead and cancelled ones. NULL: until pruned by hand.
+CREATE TABLE retention (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    succeeded_seconds REAL CHECK (succeeded_seconds > 0),
+    failed_seconds REAL CHECK (failed_seconds > 0)
+);
+
+INSERT INTO retention (id, succeeded_seconds, failed_seconds) VALUES (1, 604800, 604800);

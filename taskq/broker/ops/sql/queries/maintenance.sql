@@ -16,8 +16,18 @@ SELECT
     EXISTS (
         SELECT 1 FROM jobs
         WHERE finished_at < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
-            - :retention_seconds
-    ) AS prunable_jobs
+            - (SELECT min(coalesce(succeeded_seconds, 1e308), coalesce(failed_seconds, 1e308))
+               FROM retention)
+            AND finished_at < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+            - (SELECT CASE WHEN jobs.state = 'succeeded' THEN succeeded_seconds
+                      ELSE failed_seconds END
+               FROM retention)
+    ) AS prunable_jobs,
+    EXISTS (
+        SELECT 1 FROM workers WHERE state IN ('stopped', 'lost')
+            AND heartbeat_at < COALESCE(:now, (julianday('now') - 2440587.5) * 86400.0)
+                - (SELECT max(succeeded_seconds, failed_seconds) FROM retention)
+    ) AS prunable_workers
 
 -- name: execution_expire
 UPDATE executions SET finished_at = (SELECT now FROM taskq_clock), outcome = 'lease_expired'
@@ -84,8 +94,24 @@ RETURNING id
 -- The jobs the prunes above delete, in place of their {job_prunable}:
 -- finished before the retention, oldest first, at most :limit, and none with
 -- a child that has not finished (the child has yet to read its result).
+-- The retention is :retention_seconds for every job when given (a prune by
+-- hand), else the store's for the job's end (retention.sql; NULL: kept).
+-- The first bound, the shorter of the two, is the range on jobs_finished.
 SELECT id FROM jobs
-WHERE finished_at < (SELECT now FROM taskq_clock) - :retention_seconds
+WHERE finished_at < (SELECT now FROM taskq_clock) - (
+        SELECT coalesce(
+            :retention_seconds,
+            min(coalesce(succeeded_seconds, 1e308), coalesce(failed_seconds, 1e308))
+        )
+        FROM retention
+    )
+    AND finished_at < (SELECT now FROM taskq_clock) - (
+        SELECT coalesce(
+            :retention_seconds,
+            CASE WHEN jobs.state = 'succeeded' THEN succeeded_seconds ELSE failed_seconds END
+        )
+        FROM retention
+    )
     AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
     AND NOT EXISTS (
         SELECT 1 FROM job_parents AS edge JOIN jobs AS child ON child.id = edge.child_id
@@ -96,7 +122,12 @@ ORDER BY finished_at, id
 LIMIT :limit
 
 -- name: worker_prune
+-- Gone workers, kept as long as the longer of the store's two retentions
+-- (none is pruned while either keeps its jobs for ever), or :retention_seconds.
 DELETE FROM workers
 WHERE state IN ('stopped', 'lost')
-    AND heartbeat_at < (SELECT now FROM taskq_clock) - :retention_seconds
+    AND heartbeat_at < (SELECT now FROM taskq_clock) - (
+        SELECT coalesce(:retention_seconds, max(succeeded_seconds, failed_seconds))
+        FROM retention
+    )
 RETURNING id
