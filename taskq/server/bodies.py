@@ -77,7 +77,9 @@ class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     job: JobRequest
     cron: str | None = None
     every_seconds: Annotated[float, schedule_timing.INTERVAL.schema()] | None = None
-    timezone: str = "UTC"
+    timezone: Annotated[
+        str, msgspec.Meta(description="The IANA zone `cron` is read in; UTC when none is given.")
+    ] = "UTC"
     catch_up: CatchUp = CatchUp.ONCE
     replace: bool = False
 

@@ -222,7 +222,15 @@ def test_tokens_and_scopes(served: Served) -> None:
         name = f"nightly-{queue}"
         added = ops.post("/schedules", json={"name": name, "cron": "0 3 * * *", "job": _job(queue)})
         assert added.status_code == 201, added.text
-        assert name in {one["name"] for one in ops.get("/schedules").json()["schedules"]}
+        [listed] = [one for one in ops.get("/schedules").json()["schedules"] if one["name"] == name]
+        # The job's parts are JSON values, as GET /jobs has them, not JSON text in a string.
+        for schedule in (added.json()["schedule"], listed):
+            assert schedule["spec"]["payload"] == {
+                "target": "tests.support.jobs:add",
+                "args": [1, 2],
+                "kwargs": {},
+            }
+            assert (schedule["spec"]["limits"], schedule["spec"]["labels"]) == ({}, [])
         bad_cron = ops.post(
             "/schedules", json={"name": name, "cron": "63 * * * *", "job": _job(queue)}
         )

@@ -7,7 +7,7 @@ fired tick enqueues its job through the one job INSERT of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -27,13 +27,29 @@ from taskq.broker.schedule_timing import (
 )
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
+# The members of a job's row that it keeps as JSON text: a schedule's job
+# is read with them decoded, as a job is.
+_JSON_MEMBERS = ("payload", "limits", "labels")
+
 
 class Schedule(msgspec.Struct, frozen=True):
     """A periodic job as stored."""
 
     name: str
     timing: Timing
-    spec: dict[str, Any]
+    spec: Annotated[
+        dict[str, Any],
+        msgspec.Meta(
+            description="The job each tick enqueues: queue, payload, options, limits, labels.",
+            extra_json_schema={
+                "properties": {
+                    "payload": {"type": "object"},
+                    "limits": {"type": "object"},
+                    "labels": {"type": "array", "items": {"type": "string"}},
+                }
+            },
+        ),
+    ]
     paused: bool
     catch_up: CatchUp
     next_fire_at: float
@@ -135,12 +151,18 @@ def _schedule(row: Row) -> Schedule:
             timezone=row["timezone"],
             anchor=float(row["created_at"]),
         ),
-        spec=from_json(row["spec"]),
+        spec=_job_of(row["spec"]),
         paused=bool(row["paused"]),
         catch_up=CatchUp(row["catch_up"]),
         next_fire_at=float(row["next_fire_at"]),
         last_fired_at=row["last_fired_at"],
     )
+
+
+def _job_of(stored: str) -> dict[str, Any]:
+    spec: dict[str, Any] = from_json(stored)
+    # A schedule stored before a member existed has none.
+    return {**spec, **{key: from_json(spec[key]) for key in _JSON_MEMBERS if key in spec}}
 
 
 def schedule_list() -> Op[list[Schedule]]:
