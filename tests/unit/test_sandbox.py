@@ -201,12 +201,30 @@ async def test_shell_non_zero_exit_is_an_error(sandbox: Sandbox) -> None:
     assert outcome.exit_code == 4
 
 
-async def test_shell_missing_command_is_an_error(sandbox: Sandbox) -> None:
+async def test_shell_missing_command_is_an_error_not_worth_a_retry(sandbox: Sandbox) -> None:
     outcome = await sandbox.run(ShellPayload(["no-such-command-taskq"]), LIMITS)
     assert outcome.status is Status.ERROR
     assert outcome.error is not None
     assert outcome.error["type"] == "FileNotFoundError"
+    assert outcome.error["message"] == (
+        "cannot run 'no-such-command-taskq': No such file or directory"
+    )
+    assert outcome.give_up == "permanent"
     assert outcome.exit_code == 127
+
+
+async def test_a_missing_working_directory_is_named_and_not_worth_a_retry(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    missing = tmp_path / "not-here"
+    outcome = await sandbox.run(ShellPayload(["sh", "-c", "pwd"], cwd=str(missing)), LIMITS)
+    assert outcome.status is Status.ERROR
+    assert outcome.error is not None
+    # The directory is to blame, not the shell the command would have run in.
+    assert outcome.error["message"] == (
+        f"cannot run in the directory {str(missing)!r}: No such file or directory"
+    )
+    assert outcome.give_up == "permanent"
 
 
 async def test_memory_hog_hits_the_memory_limit(sandbox: Sandbox) -> None:

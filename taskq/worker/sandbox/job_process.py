@@ -9,6 +9,7 @@ behind it. ``taskq.testing`` runs jobs inline through :func:`run_job`.
 from __future__ import annotations
 
 import collections
+import errno
 import inspect
 import json
 import os
@@ -18,7 +19,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -192,16 +193,33 @@ def exec_command(control: socket.socket, clock: keeper.JobClock) -> None:
     # across exec: give the command the defaults it expects (``yes | head``).
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-    try:
-        if command.cwd is not None:
+    if command.cwd is not None:
+        try:
             os.chdir(command.cwd)
+        except OSError as exc:
+            _cannot_exec(control, exc, f"cannot run in the directory {command.cwd!r}")
+    try:
         os.execvpe(command.argv[0], command.argv, {**os.environ, **command.env})
     except OSError as exc:
-        failure = outcome.error_info(
-            type(exc).__qualname__, f"cannot run {command.argv[0]!r}: {exc}"
-        )
-        _send_result(control, {"status": outcome.Status.ERROR.value, "error": failure})
-        os._exit(127)
+        _cannot_exec(control, exc, f"cannot run {command.argv[0]!r}")
+
+
+# What may pass: a machine short of memory or processes for a moment, a program
+# being rewritten. A missing or unreadable directory or program will not
+# appear by waiting for a retry on this worker's machine.
+_TRANSIENT_EXEC_ERRORS = frozenset({errno.ENOMEM, errno.EAGAIN, errno.ETXTBSY})
+
+
+def _cannot_exec(control: socket.socket, exc: OSError, what: str) -> NoReturn:
+    """Report that the command could not start (not retried unless it may pass), and exit."""
+    failure = {
+        "status": outcome.Status.ERROR.value,
+        "error": outcome.error_info(type(exc).__qualname__, f"{what}: {exc.strerror or exc}"),
+    }
+    if exc.errno not in _TRANSIENT_EXEC_ERRORS:
+        failure["give_up"] = "permanent"
+    _send_result(control, failure)
+    os._exit(127)
 
 
 def _run_job(request: protocol.JobRequest, control: socket.socket) -> dict[str, Any]:
