@@ -11,6 +11,7 @@ from typing import Any
 
 from taskq import errors
 from taskq.broker.client.client import NamedCall, call_spec, python_exec_spec, shell_spec
+from taskq.broker.client.declarations import batch_entry
 from taskq.broker.client.seed_jobs import seed_job_specs
 from taskq.broker.records import JobSpec, PayloadKind
 from taskq.cli import values
@@ -80,7 +81,7 @@ def seed_calls(specs: Sequence[JobSpec], given: Mapping[str, Any]) -> dict[int, 
             continue
         payload = spec.payload
         options = {**given, "kwargs": payload["kwargs"], "idempotency_key": spec.idempotency_key}
-        where = f"job {index}" if len(specs) > 1 else ""
+        where = batch_entry(index) if len(specs) > 1 else ""
         calls[index] = NamedCall(payload["target"], payload["args"], options, where)
     return calls
 

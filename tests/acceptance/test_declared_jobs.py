@@ -156,10 +156,12 @@ def test_cli_files_and_schedules_by_name_are_declared_and_checked(
     file = tmp_path / "jobs.json"
     file.write_text(json.dumps([call(NAME, "a b"), call(NAME, 1, 2)]))
     refused = taskq_command("submit", "--json-job", str(file), "--queue", queue, store=store)
-    one_error_line(refused, 2, "job 1: ", "2 positional")
+    one_error_line(refused, 2, "entry 2 of the batch (position 1): ", "2 positional")
     file.write_text(json.dumps([call(NAME, "a b"), call(misspelt, "c")]))
     refused = taskq_command("submit", "--json-job", str(file), "--queue", queue, store=store)
-    one_error_line(refused, 2, f"job 1: no worker has declared {misspelt}")
+    one_error_line(
+        refused, 2, f"entry 2 of the batch (position 1): no worker has declared {misspelt}"
+    )
     with taskq.Client(store) as client:
         assert client.list(taskq.JobQuery(queue=queue)) == []
     ids = ok("submit", "--json-job", str(file), "--unchecked", "--json", store=store).json()

@@ -38,9 +38,15 @@ def test_submit_many_by_name_refuses_the_whole_batch_naming_the_call(
     client: taskq.Client,
 ) -> None:
     name, queue, misspelt = declared(client)
-    with pytest.raises(errors.InvalidJob, match=r"call 1: .*missing a required argument: 'path'"):
+    with pytest.raises(
+        errors.InvalidJob,
+        match=r"^entry 2 of the batch \(position 1\): .*missing a required argument: 'path'",
+    ):
         client.submit_many(name, [("a.txt",), {"lower": True}])
-    with pytest.raises(errors.UnknownFunction, match=f"call 0: no worker has declared {misspelt}"):
+    with pytest.raises(
+        errors.UnknownFunction,
+        match=rf"^entry 1 of the batch \(position 0\): no worker has declared {misspelt}",
+    ):
         client.submit_many(misspelt, [("a.txt",)])
     assert _jobs(client, queue) == []
 
@@ -55,7 +61,10 @@ async def test_the_async_submit_many_by_name_is_checked_the_same(url: str) -> No
         client.declarations.seconds = 0.0
         with taskq.Client(url) as blocking:
             name, _, misspelt = declared(blocking, max_attempts=6)
-        with pytest.raises(errors.UnknownFunction, match="call 0: no worker has declared"):
+        with pytest.raises(
+            errors.UnknownFunction,
+            match=r"^entry 1 of the batch \(position 0\): no worker has declared",
+        ):
             await client.submit_many(misspelt, [("a.txt",)])
         [handle] = await client.submit_many(name, [("a.txt",)])
         assert (await client.get(handle.id)).max_attempts == 6

@@ -218,7 +218,10 @@ def test_seed_json_jobs() -> None:
         ({"task_type": "call", "payload": {"target": "m:f"}, "extra": 1}, "unknown field"),
         ({"task_type": "call", "payload": {"target": "m:f"}, "status": "done"}, "pending"),
         ({"task_type": "shell", "payload": {"command": "ls", "argv": ["ls"]}}, "one of them"),
-        ([{"task_type": "python_exec", "payload": {"code": "x"}}], "job 0: python_exec: function"),
+        (
+            [{"task_type": "python_exec", "payload": {"code": "x"}}],
+            r"^entry 1 of the batch \(position 0\): python_exec: function",
+        ),
         ([], "empty"),
     ],
 )

@@ -326,7 +326,10 @@ class ClientBase:
         if isinstance(target, str) and not unchecked:
             named = [
                 declarations.NamedCall(
-                    target, args, {"kwargs": kwargs, "submitter": self.submitter}, f"call {index}"
+                    target,
+                    args,
+                    {"kwargs": kwargs, "submitter": self.submitter},
+                    declarations.batch_entry(index),
                 )
                 for index, (args, kwargs) in enumerate(arguments)
             ]

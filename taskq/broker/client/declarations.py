@@ -124,13 +124,22 @@ class NamedCall:
 
     ``options`` as ``call_spec`` takes them (the call's keyword arguments in
     ``kwargs``): only those given, which win over the declared ones. ``where``
-    names the call among others when it is refused (``"job 3"``).
+    names the call among others when it is refused (:func:`batch_entry`).
     """
 
     target: str
     args: Sequence[Any] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""
+
+
+def batch_entry(index: int) -> str:
+    """How a refusal names the job at ``index`` (from 0) of a batch or a list of jobs.
+
+    Counted from 1, as a reader counts, with the position a list index (or a
+    workflow's ``parents``) uses beside it: a bare ``job 1`` reads as a job id.
+    """
+    return f"entry {index + 1} of the batch (position {index})"
 
 
 def named(exc: errors.InvalidJob, where: str) -> errors.InvalidJob:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from taskq import errors
+from taskq.broker.client.declarations import batch_entry
 from taskq.broker.client.specs import call_spec, python_exec_spec, shell_spec
 from taskq.broker.records import JobSpec
 
@@ -71,7 +72,7 @@ def seed_job_specs(document: object, **options: Any) -> list[JobSpec]:
     if isinstance(document, list):
         if not document:
             raise errors.InvalidJob("the list of jobs is empty", field="payload")
-        return [_one(job, options, f"job {index}: ") for index, job in enumerate(document)]
+        return [_one(job, options, f"{batch_entry(index)}: ") for index, job in enumerate(document)]
     return [_one(document, options, "")]
 
 
