@@ -131,5 +131,32 @@ def _show(args: argparse.Namespace) -> int:
     else:
         print(f"queue {args.queue}:")
         for name, value in sorted(defaults.items()):
-            print(f"  {name}: {value}")
+            print(f"  {name}: {_shown(name, value)}")
     return command.EXIT_OK
+
+
+def _shown(name: str, value: Any) -> str:
+    """A job default as the other commands write its kind: a duration short, limits as
+    ``taskq status`` lists them, the retry policy in words (``--json`` keeps the values)."""
+    if value is None:
+        return "none"
+    if name == "timeout":
+        return output.span(value)
+    if name == "limits":
+        return ", ".join(f"{limit}={amount}" for limit, amount in sorted(value.items()))
+    if name == "retry":
+        return _retry_words(RetryPolicy(**value))
+    return str(value)
+
+
+def _retry_words(policy: RetryPolicy) -> str:
+    """``first after 30s, then x2 each time, at most 1h, jitter ±25%; only on OSError``."""
+    words = [
+        f"first after {output.span(policy.base)}, then x{policy.factor:g} each time, "
+        f"at most {output.span(policy.cap)}, jitter ±{policy.jitter:.0%}"
+    ]
+    if policy.retry_on:
+        words.append(f"only on {', '.join(map(str, policy.retry_on))}")
+    if policy.dont_retry_on:
+        words.append(f"never on {', '.join(map(str, policy.dont_retry_on))}")
+    return "; ".join(words)

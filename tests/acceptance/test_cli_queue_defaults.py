@@ -49,4 +49,26 @@ def test_queue_defaults_are_set_shown_lifted_and_given_to_new_jobs(tmp_path: Pat
     one_error_line(
         taskq("queue", "set", "img", "--max-attempts", "0", store=url), 2, "max_attempts"
     )
+
+
+def test_queue_show_writes_durations_short_and_the_retry_policy_in_words(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'taskq.db'}"
+    ok("queue", "set", "img", "--timeout", "90m", "--memory", "1GiB", "--cpu", "90", store=url)
+    ok("queue", "set", "img", "--retry-factor", "3", "--retry-base", "30", store=url)
+    assert ok("queue", "show", "img", store=url).out.splitlines() == [
+        "queue img:",
+        "  limits: cpu_seconds=90, memory_bytes=1GiB",
+        "  retry: first after 30s, then x3 each time, at most 1h, jitter ±25%",
+        "  timeout: 1h30m",
+    ]
+    # Any retry option sets the whole policy (the rest take their defaults).
+    retry = ("--retry-base", "0.5", "--retry-on", "OSError", "--dont-retry-on", "KeyError")
+    ok("queue", "set", "img", "--timeout", "0.5", *retry, store=url)
+    shown = ok("queue", "show", "img", store=url).out.splitlines()
+    assert shown[2:] == [
+        "  retry: first after 0.5s, then x2 each time, at most 1h, jitter ±25%; "
+        "only on OSError; never on KeyError",
+        "  timeout: 0.5s",
+    ]
+    assert ok("queue", "show", "img", "--json", store=url).json()["job_defaults"]["timeout"] == 0.5
     one_error_line(taskq("queue", "set", "img", "--retry-on", "3bad", store=url), 2, "retry_on")
