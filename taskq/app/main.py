@@ -54,7 +54,11 @@ def open_console_store(url: str | None, config_path: str | None) -> Store:
 
     An unreachable cluster is not an error here: the console starts anyway,
     shows the banner, and recovers by itself when the cluster comes back.
+    A SQLite file that is not there is refused, as commands that only read
+    refuse it: a console on it would make an empty store, of a misspelt
+    path most often, and show it as if it were the one meant.
     """
+    open_store(url, config_path=config_path, read_only=True, migrate=False).close()
     try:
         return open_store(url, config_path=config_path)
     except errors.StoreUnavailable:

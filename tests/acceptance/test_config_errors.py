@@ -54,3 +54,18 @@ def test_a_bad_store_url_exits_2_with_one_line_and_creates_nothing(
         program=program,
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("program", ["taskq", "taskq-tui"])
+def test_a_store_file_not_there_is_refused_not_made_by_a_reader(
+    program: str, tmp_path: Path
+) -> None:
+    """A misspelt path would otherwise show a new, empty store as if it were the one meant."""
+    missing = tmp_path / "taskq-typo.db"
+    one_error_line(
+        cli_runs.command(program, *_ARGS[program], store=f"sqlite://{missing}"),
+        1,
+        "holds no taskq data yet",
+        program=program,
+    )
+    assert list(tmp_path.iterdir()) == []
