@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from taskq.broker.ops.queues import KEEP, Keep
+from taskq.broker.client.client import KEEP, Keep
 from taskq.broker.records import Retention
 from taskq.cli import command, connection, output, values
 
