@@ -223,6 +223,9 @@ class ConsoleApp(App[None]):
         except errors.StoreError as exc:
             self.notify(describe_error(exc), title="Cancel failed", severity="error")
             return
+        except errors.JobNotFound as exc:
+            self._gone(exc, "Cancel failed")
+            return
         if result.cancelled:
             self.notify(f"Cancelled {_ids(result.cancelled)}.")
         if result.requested:
@@ -238,12 +241,21 @@ class ConsoleApp(App[None]):
         except errors.StoreError as exc:
             self.notify(describe_error(exc), title="Retry failed", severity="error")
             return
+        except errors.JobNotFound as exc:
+            self._gone(exc, "Retry failed")
+            return
         if moved:
             self.notify(f"Queued {_ids(moved)} again.")
         else:
             self.notify(
                 "Nothing to retry: only failed, dead or cancelled jobs can.", severity="warning"
             )
+        self.refresh_now()
+
+    def _gone(self, exc: errors.JobNotFound, title: str) -> None:
+        """The action met a job pruned since it was listed: its write moved none (the pages
+        a bulk action had done before stay done); the client names the job."""
+        self.notify(f"{exc}: it is gone since it was shown.", title=title, severity="warning")
         self.refresh_now()
 
     @work(group="actions")
@@ -257,6 +269,9 @@ class ConsoleApp(App[None]):
                 result = await self.source.retry_matching(job_filter)
         except errors.StoreError as exc:
             self.notify(describe_error(exc), title=f"Bulk {verb} failed", severity="error")
+            return
+        except errors.JobNotFound as exc:
+            self._gone(exc, f"Bulk {verb} failed")
             return
         done = "cancelled or asked to stop" if cancel else "queued again"
         self.notify(f"{result.changed:,} of {result.matched:,} matching jobs {done}.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
@@ -17,7 +18,7 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_get, job_list
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.store import Statement, Store
 from tests.tui.seed import Seeded
 from tests.tui.waiting import plain, screen_name, wait_for
 
@@ -76,6 +77,30 @@ async def test_cancel_asks_first_and_cancels_a_queued_job(
             lambda: table.cell_text(str(seeded.queued), "state") == "cancelled",
             "the row to say so",
         )
+
+
+async def test_cancel_of_a_job_gone_since_it_was_shown_says_so(
+    seeded: Seeded, sqlite_store: Store, make_app: AppFactory
+) -> None:
+    app = make_app()
+    notes: list[str] = []
+    shown = app.notify
+
+    def noted(message: str, **options: Any) -> None:
+        notes.append(message)
+        shown(message, **options)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.notify = noted  # type: ignore[method-assign]
+        await _select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
+        # Pruned, as far as the console can tell, between the listing and the key.
+        sqlite_store.execute([Statement("DELETE FROM jobs WHERE id = :id", {"id": seeded.queued})])
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("y")
+        gone = f"no job with id {seeded.queued}: it is gone since it was shown."
+        await wait_for(pilot, lambda: gone in notes, "the notice that the job is gone")
+        assert app.is_running
 
 
 async def test_cancel_of_a_running_job_asks_its_worker_to_stop(
