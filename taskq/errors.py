@@ -18,6 +18,20 @@ class ConfigError(TaskqError):
     """The configuration (a file, a store URL or an environment variable) is invalid."""
 
 
+class InvalidSetting(ConfigError, ValueError):
+    """A setting was refused before anything was written (a queue's limit, a schedule's timing...).
+
+    ``field`` names the member at fault where one is (``"max_running"``,
+    ``"cron"``, ``"older_than"``...), so a form can point at it. A
+    ConfigError, as these refusals were before they had a class of their
+    own: code that catches ConfigError still catches them.
+    """
+
+    def __init__(self, message: str | None = None, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class InvalidJob(TaskqError, ValueError):
     """A job was refused before anything was written (bad payload, options or result).
 

@@ -71,8 +71,9 @@ def parse_duration(text: str) -> float:
 
 def validate_name(name: str) -> str:
     if not NAME.admits(name):
-        raise errors.ConfigError(
-            f"schedule name {name!r} must be 1-100 letters, digits, '_', '.', ':' or '-'"
+        raise errors.InvalidSetting(
+            f"schedule name {name!r} must be 1-100 letters, digits, '_', '.', ':' or '-'",
+            field="name",
         )
     return name
 
@@ -80,9 +81,11 @@ def validate_name(name: str) -> str:
 def validate_timing(
     *, cron: str | None, every_seconds: float | None, timezone: str, anchor: float
 ) -> Timing:
-    """A checked :class:`Timing`; a bad expression or zone is a ConfigError naming it."""
+    """A checked :class:`Timing`; a bad expression or zone is an InvalidSetting naming it."""
     if (cron is None) == (every_seconds is None):
-        raise errors.ConfigError("a schedule needs exactly one of a cron expression or an interval")
+        raise errors.InvalidSetting(
+            "a schedule needs exactly one of a cron expression or an interval"
+        )
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     import cronsim
@@ -90,18 +93,22 @@ def validate_timing(
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise errors.ConfigError(
-            f"unknown time zone {timezone!r}; e.g. UTC, Europe/Berlin"
+        raise errors.InvalidSetting(
+            f"unknown time zone {timezone!r}; e.g. UTC, Europe/Berlin", field="timezone"
         ) from None
     if cron is not None:
         try:
             cronsim.CronSim(cron, datetime.now(zone))
         except cronsim.CronSimError as exc:
-            raise errors.ConfigError(f"bad cron expression {cron!r}: {exc}") from None
+            raise errors.InvalidSetting(
+                f"bad cron expression {cron!r}: {exc}", field="cron"
+            ) from None
     if every_seconds is not None and not (
         math.isfinite(every_seconds) and INTERVAL.admits(every_seconds)
     ):
-        raise errors.ConfigError(f"interval must be positive seconds, got {every_seconds}")
+        raise errors.InvalidSetting(
+            f"interval must be positive seconds, got {every_seconds}", field="every_seconds"
+        )
     return Timing(cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=anchor)
 
 

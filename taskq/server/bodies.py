@@ -98,12 +98,21 @@ async def read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def decoded(body: bytes, into: Any) -> Any:
-    """``body`` as ``into``: :class:`BadRequest` if not JSON, InvalidJob naming a bad member."""
+def decoded(
+    body: bytes,
+    into: Any,
+    *,
+    refused: type[errors.InvalidJob] | type[errors.InvalidSetting] = errors.InvalidJob,
+) -> Any:
+    """``body`` as ``into``: :class:`BadRequest` if not JSON, else a bad member named.
+
+    A member of a job (a batch's, a workflow's, a schedule's) is refused as
+    :class:`taskq.errors.InvalidJob`; any other member as ``refused``.
+    """
     try:
         return msgspec.json.decode(body, type=into)
     except msgspec.ValidationError as exc:
-        refused = exc
+        refusal = str(exc)
     except msgspec.DecodeError as exc:
         raise BadRequest(f"the body is not JSON: {exc}") from None
     # JSON has one kind of number, and JSON Schema (so the OpenAPI document) reads
@@ -111,12 +120,14 @@ def decoded(body: bytes, into: Any) -> Any:
     # only a refused body is read again, each such member made whole where msgspec
     # points at one.
     tree = msgspec.json.decode(body)
-    while _made_whole(tree, str(refused)):
+    while _made_whole(tree, refusal):
         try:
             return msgspec.convert(tree, into)
         except msgspec.ValidationError as exc:
-            refused = exc
-    raise errors.InvalidJob(str(refused), field=_member(str(refused))) from None
+            refusal = str(exc)
+    path = _member_path(refusal)
+    kind = errors.InvalidJob if path.startswith(_IN_A_JOB) else refused
+    raise kind(refusal, field=_member(refusal)) from None
 
 
 # msgspec refusing a float for an int: "Expected `int | null`, got `float` - at `$.a[0].b`".
@@ -148,6 +159,20 @@ def _member(message: str) -> str | None:
     """The member a msgspec message names (``... - at `$.jobs[0].priority``` → ``priority``)."""
     match = _PATH.search(message)
     return (match[1] or match[2]) if match else None
+
+
+# Where a msgspec message says the refusal is, and the member it names besides.
+_AT = re.compile(r" - at `\$([^`]*)`$")
+_FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
+# The paths into a job of a batch, of a workflow, of a schedule.
+_IN_A_JOB = ("[", ".jobs[", ".job.")
+
+
+def _member_path(message: str) -> str:
+    """The path of the member a msgspec message refuses (``.jobs[0].timeout``), from the body."""
+    at = _AT.search(message)
+    field = _FIELD.search(message)
+    return (at[1] if at else "") + (f".{field[1]}" if field else "")
 
 
 def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | None = None) -> int:

@@ -48,7 +48,9 @@ async def queues(request: Request, caller: Caller) -> Response:
 async def patch_queue(request: Request, caller: Caller) -> Response:
     """Pause or resume a queue, or change its limits; answers the queue as it now stands."""
     name = request.path_params["name"]
-    change = bodies.decoded(await bodies.read_body(request), bodies.QueuePatch)
+    change = bodies.decoded(
+        await bodies.read_body(request), bodies.QueuePatch, refused=errors.InvalidSetting
+    )
     client = client_of(request)
     limits_given = change.max_running is not msgspec.UNSET or change.rate_limit is not msgspec.UNSET
     if change.paused is not msgspec.UNSET:
@@ -92,7 +94,9 @@ async def submit_limits(request: Request, caller: Caller) -> Response:
 async def put_submit_limit(request: Request, caller: Caller) -> Response:
     """Set a submitter's limit (a token's name, or "*"); answers it."""
     submitter = request.path_params["submitter"]
-    limit = bodies.decoded(await bodies.read_body(request), bodies.SubmitLimitRequest)
+    limit = bodies.decoded(
+        await bodies.read_body(request), bodies.SubmitLimitRequest, refused=errors.InvalidSetting
+    )
     await client_of(request).set_submit_limit(submitter, limit.rate, limit.period)
     return json_response(SubmitLimit(submitter, limit.rate, limit.period))
 

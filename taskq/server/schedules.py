@@ -6,6 +6,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from taskq import errors
 from taskq.broker.client.client import Schedule, ScheduleAdded
 from taskq.broker.client.problem_types import ScheduleNotFound
 from taskq.server import bodies
@@ -28,7 +29,7 @@ async def schedules(request: Request, caller: Caller) -> Response:
 async def add_schedule(request: Request, caller: Caller) -> Response:
     """Add a schedule; the same definition again is accepted, another one under its name is 409."""
     body = await bodies.read_body(request)
-    sent = bodies.decoded(body, bodies.ScheduleRequest)
+    sent = bodies.decoded(body, bodies.ScheduleRequest, refused=errors.InvalidSetting)
     client = client_of(request)
     # The job is resolved once, now: its ticks enqueue it as declared today.
     members = [set(msgspec.json.decode(body)["job"])]
@@ -49,7 +50,9 @@ async def add_schedule(request: Request, caller: Caller) -> Response:
 async def patch_schedule(request: Request, caller: Caller) -> Response:
     """Pause or resume a schedule; answers the schedule as it now stands."""
     name = request.path_params["name"]
-    change = bodies.decoded(await bodies.read_body(request), bodies.SchedulePatch)
+    change = bodies.decoded(
+        await bodies.read_body(request), bodies.SchedulePatch, refused=errors.InvalidSetting
+    )
     client = client_of(request)
     change_paused = client.pause_schedule if change.paused else client.resume_schedule
     if await change_paused(name):

@@ -6,6 +6,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from taskq import errors
 from taskq.broker import job_validation
 from taskq.broker.client.client import ThroughputBucket
 from taskq.broker.stores.store import NodeInfo
@@ -70,7 +71,9 @@ async def throughput(request: Request, caller: Caller) -> Response:
 
 async def prune(request: Request, caller: Caller) -> Response:
     """Delete the jobs that finished long enough ago, batch after batch."""
-    sent = bodies.decoded(await bodies.read_body(request), bodies.PruneRequest)
+    sent = bodies.decoded(
+        await bodies.read_body(request), bodies.PruneRequest, refused=errors.InvalidSetting
+    )
     return json_response(Pruned(await client_of(request).prune(older_than=sent.older_than)))
 
 

@@ -285,6 +285,33 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
     assert served.client.list(taskq.JobQuery(queue=queue)) == []
 
 
+def test_a_refused_setting_is_an_invalid_setting(served: Served) -> None:
+    queue = _queue()
+    title = "A setting was refused before anything was written (a queue's limit, a schedule's "
+    setting = ("urn:taskq:problem:InvalidSetting", title + "timing...).")
+    with served.http("ops") as ops:
+        ops.patch(f"/queues/{queue}", json={"paused": False, "create": True}).raise_for_status()
+        for method, path, body, field in [
+            ("PATCH", f"/queues/{queue}", {"max_running": -1}, "max_running"),
+            ("PATCH", f"/queues/{queue}", {"rate_limit": 0}, "rate_limit"),
+            ("POST", "/store/prune", {"older_than": 0}, "older_than"),
+            ("PUT", "/submit-limits/nobody", {"rate": 0, "period": 1}, "rate"),
+            (
+                "POST",
+                "/schedules",
+                {"name": queue, "cron": "99 * * * *", "job": _job(queue)},
+                "cron",
+            ),
+        ]:
+            refused = ops.request(method, path, json=body)
+            problem = refused.json()
+            assert refused.status_code == 422, refused.text
+            assert (problem["type"], problem["title"], problem["field"]) == (*setting, field)
+    assert [stats.max_running for stats in served.client.stats() if stats.queue == queue] == [None]
+    assert "nobody" not in {limit.submitter for limit in served.client.submit_limits()}
+    assert queue not in {schedule.name for schedule in served.client.schedules()}
+
+
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of an exposition, parsed by the Prometheus text parser, by name and labels."""
     return {

@@ -212,6 +212,21 @@ def test_queue_limits(client: taskq.Client, queue: str) -> None:
     assert (stats.max_running, stats.rate_limit, stats.rate_period) == (None, 10, 60)
 
 
+def test_a_refused_setting_names_its_member(client: taskq.Client, queue: str) -> None:
+    client.submit_spec(taskq.call_spec("m:f", queue=queue))
+    with pytest.raises(errors.InvalidSetting, match=r"^max_running must be from 0 to") as caught:
+        client.set_queue_limits(queue, max_running=-1)
+    assert caught.value.field == "max_running"
+    spec = taskq.call_spec("m:f", queue=queue)
+    with pytest.raises(errors.InvalidSetting, match=r"^bad cron expression") as caught:
+        client.add_schedule(f"bad-{queue}", spec, cron="99 * * * *", unchecked=True)
+    assert caught.value.field == "cron"
+    # A ConfigError still, as before it had a class of its own.
+    assert isinstance(caught.value, errors.ConfigError)
+    [stats] = [s for s in client.stats() if s.queue == queue]
+    assert stats.max_running is None
+
+
 def test_submit_limits(client: taskq.Client, queue: str) -> None:
     submitter = f"someone-{queue}"
     client.set_submit_limit(submitter, 100, 60)

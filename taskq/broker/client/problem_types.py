@@ -74,7 +74,7 @@ def error_of(problem: Problem) -> errors.TaskqError:
         )
     if issubclass(kind, errors.IdempotencyConflict):
         return kind(detail, job_id=problem.job_id or 0)
-    if issubclass(kind, errors.InvalidJob):
+    if issubclass(kind, errors.InvalidJob | errors.InvalidSetting):
         return kind(detail, field=problem.field)
     if issubclass(kind, errors.RateLimited):
         return kind(detail, problem.retry_after)

@@ -68,16 +68,21 @@ def queue_set_limits(
     """
     job_validation.check_name(queue, "queue")
     if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
-        raise errors.ConfigError(
+        raise errors.InvalidSetting(
             f"max_running must be from 0 to {job_validation.MAX_RUNNING.high:.0f}, "
-            f"got {max_running}"
+            f"got {max_running}",
+            field="max_running",
         )
     if isinstance(rate_limit, int | float) and not (
         math.isfinite(rate_limit) and job_validation.RATE_LIMIT.admits(rate_limit)
     ):
-        raise errors.ConfigError(f"rate limit must be a positive number, got {rate_limit}")
+        raise errors.InvalidSetting(
+            f"rate limit must be a positive number, got {rate_limit}", field="rate_limit"
+        )
     if not (math.isfinite(rate_period) and job_validation.RATE_PERIOD.admits(rate_period)):
-        raise errors.ConfigError(f"rate period must be positive seconds, got {rate_period}")
+        raise errors.InvalidSetting(
+            f"rate period must be positive seconds, got {rate_period}", field="rate_period"
+        )
     rate = None if rate_limit is KEEP else rate_limit
     yield Write(
         [
@@ -183,14 +188,11 @@ def submit_limit_set(submitter: str, rate: float, period: float) -> Op[None]:
     """Limit a submitter's (or, with "*", everyone's) submission rate."""
     # A name no job's submitter can have would limit nobody.
     job_validation.check_name(submitter, "submitter", empty_allowed=True)
-    if not (
-        math.isfinite(rate)
-        and job_validation.SUBMIT_RATE.admits(rate)
-        and math.isfinite(period)
-        and job_validation.SUBMIT_PERIOD.admits(period)
-    ):
-        raise errors.ConfigError(
-            f"a submit limit needs a positive rate and period, got {rate}/{period}"
+    rate_ok = math.isfinite(rate) and job_validation.SUBMIT_RATE.admits(rate)
+    if not (rate_ok and math.isfinite(period) and job_validation.SUBMIT_PERIOD.admits(period)):
+        raise errors.InvalidSetting(
+            f"a submit limit needs a positive rate and period, got {rate}/{period}",
+            field="period" if rate_ok else "rate",
         )
     yield Write(
         [
