@@ -127,7 +127,7 @@ def decoded(
             refusal = str(exc)
     path = _member_path(refusal)
     kind = errors.InvalidJob if path.startswith(_IN_A_JOB) else refused
-    raise kind(refusal, field=_member(refusal)) from None
+    raise kind(_readable(refusal, tree), field=_member(refusal)) from None
 
 
 # msgspec refusing a float for an int: "Expected `int | null`, got `float` - at `$.a[0].b`".
@@ -140,7 +140,7 @@ def _made_whole(tree: Any, refusal: str) -> bool:
     match = _FLOAT_FOR_INT.fullmatch(refusal)
     if match is None:
         return False
-    *steps, last = [name or int(index) for name, index in _STEP.findall(match[1])]
+    *steps, last = _steps(match[1])
     parent = tree
     for step in steps:
         parent = parent[step]
@@ -149,6 +149,11 @@ def _made_whole(tree: Any, refusal: str) -> bool:
         return False
     parent[last] = int(number)
     return True
+
+
+def _steps(path: str) -> list[str | int]:
+    """``.jobs[0].timeout`` as ``["jobs", 0, "timeout"]``."""
+    return [name or int(index) for name, index in _STEP.findall(path)]
 
 
 # The innermost member of the path: `$.priority`, `$[3].queue`, `$.job.queue`, `$.jobs[0].args`.
@@ -173,6 +178,50 @@ def _member_path(message: str) -> str:
     at = _AT.search(message)
     field = _FIELD.search(message)
     return (at[1] if at else "") + (f".{field[1]}" if field else "")
+
+
+# msgspec's refusal of a value: "Expected `float | null`, got `str` - at `$.timeout`", or of
+# one out of its bounds: "Expected `float` > 0.0 - at `$.older_than`".
+_EXPECTED = re.compile(r"Expected `([^`]+)`(?:, got `[^`]+`| (.+))? - at `\$([^`]*)`")
+_KINDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "null": "null",
+    "array": "an array",
+    "object": "an object",
+}
+# The longest value a refusal shows.
+_SHOWN_CHARS = 60
+
+
+def _readable(refusal: str, tree: Any) -> str:
+    """msgspec's refusal of a value in words, naming the member and the value sent.
+
+    ``timeout must be a number or null, got "5x"``; in a batch or a workflow
+    the job is named by its position (``job 1: timeout ...``). Other
+    refusals (an unknown or missing member) are msgspec's own words.
+    """
+    match = _EXPECTED.fullmatch(refusal)
+    if match is None:
+        return refusal
+    expected, bound, path = match[1], match[2], match[3]
+    kinds = " or ".join(_KINDS.get(kind, f"`{kind}`") for kind in expected.split(" | "))
+    wanted = f"{kinds} {bound}" if bound else kinds
+    job = re.match(r"(?:\.jobs)?\[(\d+)\]\.", path)
+    member = path[job.end() if job else 0 :].removeprefix(".")
+    where = f"job {job[1]}: " if job else ""
+    try:
+        value = tree
+        for step in _steps(path):
+            value = value[step]
+    except (KeyError, IndexError, TypeError):
+        return f"{where}{member} must be {wanted}"
+    shown = msgspec.json.encode(value).decode()
+    if len(shown) > _SHOWN_CHARS:
+        shown = shown[: _SHOWN_CHARS - 3] + "..."
+    return f"{where}{member} must be {wanted}, got {shown}"
 
 
 def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | None = None) -> int:

@@ -282,6 +282,11 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
         assert http.get("/jobs/1/result", params={"timeout": "soon"}).status_code == 400
         assert http.get("/nowhere").status_code == 404
         assert http.put("/jobs").status_code == 405
+        wrong_type = http.post("/jobs", json={**_job(queue), "timeout": "5x"})
+        assert (wrong_type.status_code, wrong_type.json()["detail"]) == (
+            422,
+            'timeout must be a number or null, got "5x"',
+        )
     assert served.client.list(taskq.JobQuery(queue=queue)) == []
 
 

@@ -114,7 +114,7 @@ def test_one_key_names_one_workflow(served: Served) -> None:
         ([{}, {"parents": [1]}], "parents", "cycle"),
         ([{}, {"parents": [0, 0]}], "parents", "twice"),
         ([{"after": [1]}], "after", "job 0 runs after stored jobs [1]"),
-        ([{}, {"priority": "high"}], "priority", "$.jobs[1].priority"),
+        ([{}, {"priority": "high"}], "priority", "job 1: priority must be a whole number"),
         ([{}, {"priority": 10**12}], "priority", "job 1: priority"),
         ([{"idempotency_key": "mine"}], "idempotency_key", "job 0 brings its own"),
         ([{"colour": "red"}], "colour", "unknown field"),

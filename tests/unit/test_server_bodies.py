@@ -1,7 +1,9 @@
-"""A request body the server refuses: the error class that fits it, and the member at fault.
+"""A request body the server refuses: the error class that fits it, the member, and words to read.
 
-A job's member is refused as InvalidJob, a setting's (a queue's limit, a
-schedule's timing, a prune's age) as InvalidSetting.
+A job's member is refused as InvalidJob (in a batch or a workflow naming
+the job by its position), a setting's (a queue's limit, a schedule's
+timing, a prune's age) as InvalidSetting; a value of the wrong type or out
+of its bounds is said in words, with the value sent.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ SETTING = errors.InvalidSetting
             errors.InvalidJob,
             errors.InvalidJob,
             "timeout",
-            "Expected `float | null`, got `str` - at `$.timeout`",
+            'timeout must be a number or null, got "5x"',
         ),
         (
             b'[{"target": "m:f"}, {"target": "m:f", "priority": 1.5}]',
@@ -36,7 +38,7 @@ SETTING = errors.InvalidSetting
             errors.InvalidJob,
             errors.InvalidJob,
             "priority",
-            "Expected `int`, got `float` - at `$[1].priority`",
+            "job 1: priority must be a whole number, got 1.5",
         ),
         (
             b'{"jobs": [{"target": "m:f", "labels": "gpu"}]}',
@@ -44,7 +46,7 @@ SETTING = errors.InvalidSetting
             errors.InvalidJob,
             errors.InvalidJob,
             "labels",
-            "Expected `array`, got `str` - at `$.jobs[0].labels`",
+            'job 0: labels must be an array, got "gpu"',
         ),
         (
             b'{"older_than": 0}',
@@ -52,7 +54,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             SETTING,
             "older_than",
-            "Expected `float` > 0.0 - at `$.older_than`",
+            "older_than must be a number > 0.0, got 0",
         ),
         (
             b'{"max_running": "four"}',
@@ -60,7 +62,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             SETTING,
             "max_running",
-            "Expected `int | null`, got `str` - at `$.max_running`",
+            'max_running must be a whole number or null, got "four"',
         ),
         (
             b'{"paused": "yes"}',
@@ -68,7 +70,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             SETTING,
             "paused",
-            "Expected `bool`, got `str` - at `$.paused`",
+            'paused must be true or false, got "yes"',
         ),
         (
             b'{"name": "n", "every_seconds": "1h", "job": {"target": "m:f"}}',
@@ -76,7 +78,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             SETTING,
             "every_seconds",
-            "Expected `float | null`, got `str` - at `$.every_seconds`",
+            'every_seconds must be a number or null, got "1h"',
         ),
         (
             b'{"name": "n", "every_seconds": 60, "job": {"target": "m:f", "timeout": "5x"}}',
@@ -84,7 +86,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             errors.InvalidJob,
             "timeout",
-            "Expected `float | null`, got `str` - at `$.job.timeout`",
+            'job.timeout must be a number or null, got "5x"',
         ),
         (
             b'{"name": "n", "every_seconds": 60, "job": {"target": "m:f", "colour": 1}}',
@@ -104,7 +106,7 @@ SETTING = errors.InvalidSetting
         ),
     ],
 )
-def test_a_refused_body_names_its_member(
+def test_a_refused_body_names_its_member_in_words(
     body: bytes,
     into: Any,
     refused: type[errors.InvalidJob] | type[errors.InvalidSetting],
@@ -115,6 +117,12 @@ def test_a_refused_body_names_its_member(
     with pytest.raises(errors.TaskqError) as caught:
         bodies.decoded(body, into, refused=refused)
     assert (type(caught.value), caught.value.field, str(caught.value)) == (kind, field, message)
+
+
+def test_a_long_value_is_shown_cut_short() -> None:
+    with pytest.raises(errors.InvalidJob) as caught:
+        bodies.decoded(b'{"target": "m:f", "timeout": "' + b"x" * 500 + b'"}', JOBS)
+    assert str(caught.value) == 'timeout must be a number or null, got "' + "x" * 56 + "..."
 
 
 def test_a_whole_float_is_still_taken_for_an_integer() -> None:
