@@ -100,6 +100,8 @@ def _stopped_because(running: RunningJob, outcome: Outcome) -> str | None:
     """Why the worker stopped the job, if its report is to hand it back."""
     if outcome.status is Status.LEASE_EXPIRED:
         return StopReason.LEASE_GONE  # handed back: no fault of the job's
+    if running.stopped_because == StopReason.SERVED_ELSEWHERE:
+        return StopReason.SERVED_ELSEWHERE  # refused unrun, for a worker that serves it
     # Only a job we killed is handed back: one that finished as it was being
     # stopped has a real outcome. Read once: a heartbeat racing this report
     # may mark the job lost afterwards.

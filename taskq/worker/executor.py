@@ -20,6 +20,9 @@ from typing import TypeAlias
 import anyio
 import anyio.abc
 
+from taskq import errors
+from taskq.broker.ops.functions import function_served_elsewhere
+from taskq.broker.records import ClaimedJob, PayloadKind
 from taskq.job_context import JobUpdate
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
@@ -29,7 +32,7 @@ from taskq.worker.parent_results import with_parents
 from taskq.worker.prefetch import HAND_BACK_SECONDS
 from taskq.worker.progress_forwarding import forward_progress
 from taskq.worker.running import RunningJob, StopReason
-from taskq.worker.sandbox.outcome import Outcome, stopped_before_start
+from taskq.worker.sandbox.outcome import Outcome, Status, stopped_before_start
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import Sandbox, StartedJob
 from taskq.worker.settings import WorkerSettings
@@ -232,6 +235,8 @@ class Executor:
             return stopped_before_start()
         request = self._preparer.prepare(job)
         if isinstance(request, Outcome):
+            if request.status is Status.POLICY and await self._served_elsewhere(job):
+                running.stop(StopReason.SERVED_ELSEWHERE)
             return request
         if job.parent_count:
             request = await with_parents(request, running, self._run)
@@ -260,6 +265,25 @@ class Executor:
             self._slots.left_slot()
             running.drop_parents_file()
             raise
+
+    async def _served_elsewhere(self, job: ClaimedJob) -> bool:
+        """Whether another live worker of the job's queue declares its target.
+
+        Workers of one queue may import different modules: a job refused here
+        then goes back for one that serves it, rather than ending failed. A
+        target no live worker declares (one refused everywhere, ``os:system``)
+        fails as before, as it does when the store cannot say.
+        """
+        target = job.payload.get("target")
+        if job.kind is not PayloadKind.CALL or not isinstance(target, str):
+            return False
+        try:
+            served: bool = await self._run(
+                function_served_elsewhere(target, worker_id=self._worker_id, queue=job.queue)
+            )
+        except errors.StoreError:
+            return False
+        return served
 
     async def _finish_job(
         self, running: RunningJob, sandbox: Sandbox, started: StartedJob | Outcome

@@ -16,7 +16,11 @@ _RETRY = exception_name(Retry)
 # Statuses that will come out the same on another try: fail without retrying.
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.POLICY}
 # Stopped by the worker for its own reasons, not the job's: the attempt was not used.
-_HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK}
+_HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK, StopReason.SERVED_ELSEWHERE}
+SERVED_ELSEWHERE_DELAY = 1.0
+"""How long a job refused here waits, queued, for a worker that serves it: were it
+claimable at once, this worker's next claim (in its very report's write) would
+take it back."""
 
 
 def report_of(
@@ -68,6 +72,15 @@ def _judged(
         waited_seconds=waited_seconds,
         ran_seconds=outcome.wall_seconds,
     )
+    if stopped == StopReason.SERVED_ELSEWHERE:
+        # Not run: the refusal goes on the attempt's record, the job to a worker that serves it.
+        return Report(
+            lease,
+            ReportKind.RELEASE,
+            attempt,
+            error=dict(outcome.error or error_info("PolicyRefused", "")),
+            retry_delay=SERVED_ELSEWHERE_DELAY,
+        )
     if stopped is not None:
         # We stopped it: hand it back. A cancel request ends it cancelled; a
         # lease that moved on refuses, and whatever the job produced is dropped.

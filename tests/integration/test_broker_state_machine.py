@@ -86,6 +86,12 @@ RETRYABLE_BY_HAND = {JobState.FAILED, JobState.DEAD, JobState.CANCELLED}
 T = TypeVar("T")
 
 
+def release_delay(job_id: int) -> float | None:
+    """How long a release keeps the job from its next claim: none for half the jobs, as a
+    drain's hand-back; a while for the rest, as a job refused for a worker that serves it."""
+    return 3.0 if job_id % 2 else None
+
+
 def last_progress(lease: Lease) -> dict[str, Any]:
     """The progress every report carries, its attempt's own: a report stores it only on its job."""
     return {"progress": 0.75, "progress_message": f"said under {lease.token}"}
@@ -536,7 +542,9 @@ class LeaseMachine(RuleBasedStateMachine):
         if action is Action.COMPLETE:
             report = msgspec.structs.replace(completed(lease, {"done": lease.job_id}), spawn=spawn)
         elif action is Action.RELEASE:
-            report = released(lease)
+            report = msgspec.structs.replace(
+                released(lease), retry_delay=release_delay(lease.job_id)
+            )
         else:
             report = failed(
                 lease,
@@ -558,6 +566,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 result={"done": lease.job_id},
                 error={"type": "Boom", "message": "on purpose"},
                 retryable=action is not Action.FAIL_FINAL,
+                retry_delay=release_delay(lease.job_id) if action is Action.RELEASE else None,
                 **last_progress(lease),
             )
             for lease, action in reports
@@ -610,7 +619,7 @@ class LeaseMachine(RuleBasedStateMachine):
         return {
             "state": JobState.QUEUED,
             "attempts": attempts - 1,
-            "run_at": self.now,
+            "run_at": self.now + (release_delay(int(row["id"])) or 0.0),
             "finished_at": None,
             "lease_until": None,
             **said,

@@ -166,7 +166,8 @@ class Report(msgspec.Struct, frozen=True):
     encoding through); when None, ``result`` is encoded here."""
     retry_delay: float | None = None
     """A failure's wait before its next attempt, from the job's retry policy (or the
-    job's ``Retry(after=...)``); the store adds it to its own time. None: ``Backoff``."""
+    job's ``Retry(after=...)``); the store adds it to its own time. None: ``Backoff``.
+    A release's wait before the job may be claimed again (None: at once)."""
     give_up: bool = False
     """A failure that ends the job ``dead`` whatever attempts are left (``taskq.Abort``)."""
     checkpoint_json: str | None = None
@@ -223,7 +224,15 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
                 "checkpoint": report.checkpoint_json,
             }
         else:
-            row = {**fence, **progress, "checkpoint": report.checkpoint_json}
+            if report.error is not None:
+                # Why it was handed back unrun, for the attempt's record.
+                error = to_json(report.error, "the error")
+            row = {
+                **fence,
+                **progress,
+                "checkpoint": report.checkpoint_json,
+                "delay": report.retry_delay,
+            }
         by_kind[report.kind].append(_without_nulls(row))
         attempt = report.attempt
         attempts.append(

@@ -102,7 +102,7 @@ UPDATE jobs SET
     state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' END,
     attempts = CASE WHEN cancel_requested = 1 THEN attempts ELSE attempts - 1 END,
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
-    run_at = (SELECT now FROM taskq_clock),
+    run_at = (SELECT now FROM taskq_clock) + COALESCE(report.value ->> '$.delay', 0),
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
     {job_report_end}
 
