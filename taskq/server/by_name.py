@@ -6,14 +6,17 @@ make their jobs here, through the client's one resolution of names
 members a job gives win, the arguments are checked against the declared
 parameters, and a target no worker has declared is refused (422, with the
 closest names), all before anything is written. A job of several is named
-by its position in the body (``job 3: ...``).
+as ``label`` says: in a batch by its place (``entry 3 of the batch (position
+2): ...``, a bare ``job 2`` reading as a job id), in a workflow by the
+position its ``parents`` use (``job 2: ...``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from taskq.broker.client.client import AsyncClient, NamedCall
+from taskq.broker.client.declarations import batch_entry
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.records import JobSpec
 
@@ -25,21 +28,21 @@ async def request_specs(
     submitter: str,
     keys: Sequence[str | None],
     *,
-    numbered: bool = True,
+    label: Callable[[int], str] | None = batch_entry,
 ) -> list[JobSpec]:
     """The jobs to enqueue, in order, submitted by ``submitter``; all or none.
 
     ``members``: the members each job's body names (those given, which win
     over the declared options); ``keys``: each job's idempotency key from the
-    request's header (a job's own wins). ``numbered``: whether a refusal names
-    the job by its position (a body of one job is not numbered).
+    request's header (a job's own wins). ``label``: how a refusal names the
+    job at a position (None: a body of one job, not named).
     """
     named = [
         NamedCall(
             job.target,
             job.args,
             job.given(given, submitter, key),
-            f"job {index}" if numbered else "",
+            label(index) if label is not None else "",
         )
         for index, (job, given, key) in enumerate(zip(jobs, members, keys, strict=True))
         if not job.unchecked

@@ -85,7 +85,7 @@ async def submit(request: Request, caller: Caller) -> Response:
         specs = await request_specs(client, sent, given, caller.name, keys)
         handles = await client.submit_many(specs)
         return json_response(Submitted(ids=[handle.id for handle in handles]), 201)
-    [spec] = await request_specs(client, [sent], given, caller.name, [key], numbered=False)
+    [spec] = await request_specs(client, [sent], given, caller.name, [key], label=None)
     handle = await client.submit_spec(spec)
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})
 

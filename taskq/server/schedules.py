@@ -33,7 +33,7 @@ async def add_schedule(request: Request, caller: Caller) -> Response:
     client = client_of(request)
     # The job is resolved once, now: its ticks enqueue it as declared today.
     members = [set(msgspec.json.decode(body)["job"])]
-    [spec] = await request_specs(client, [sent.job], members, caller.name, [None], numbered=False)
+    [spec] = await request_specs(client, [sent.job], members, caller.name, [None], label=None)
     added = await client.add_schedule(
         sent.name,
         spec,

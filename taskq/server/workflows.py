@@ -178,6 +178,11 @@ def _flow(sent: WorkflowRequest, specs: Sequence[JobSpec]) -> tuple[Flow, Flow]:
     return group(*parts), group(*steps)
 
 
+def _by_position(index: int) -> str:
+    """How a refusal names a workflow's job: by the position its ``parents`` use."""
+    return f"job {index}"
+
+
 async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
     sent = bodies.decoded(body, WorkflowRequest)
@@ -187,7 +192,9 @@ async def submit(request: Request, caller: Caller) -> Response:
     _check_shape(sent)
     client = client_of(request)
     members = [set(job) for job in msgspec.json.decode(body)["jobs"]]
-    specs = await request_specs(client, sent.jobs, members, caller.name, [None] * len(sent.jobs))
+    specs = await request_specs(
+        client, sent.jobs, members, caller.name, [None] * len(sent.jobs), label=_by_position
+    )
     flow, in_body_order = _flow(sent, specs)
     handle = await client.submit_workflow(
         flow, name=sent.name, idempotency_key=key, submitter=caller.name

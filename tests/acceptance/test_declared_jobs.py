@@ -198,7 +198,8 @@ def test_http_batches_workflows_and_schedules_by_name_are_declared_and_checked(
         batch = [{"target": NAME, "args": ["a"], "queue": other}, {"target": misspelt}]
         refused = http.post("/jobs", json=batch)
         assert refused.status_code == 422
-        assert f"job 1: no worker has declared {misspelt}" in refused.json()["detail"]
+        detail = refused.json()["detail"]
+        assert f"entry 2 of the batch (position 1): no worker has declared {misspelt}" in detail
         assert http.get("/jobs", params={"queue": other}).json()["jobs"] == []
 
         flow = {
