@@ -65,9 +65,20 @@ class SchedulePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class PruneRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Delete the jobs that finished more than ``older_than`` seconds ago, with their attempts."""
+    """Delete the jobs that finished more than ``older_than`` seconds ago, with their
+    attempts; without it, those past the store's retention (``/store/retention``)."""
 
-    older_than: Annotated[float, msgspec.Meta(gt=0)]
+    older_than: Annotated[float, msgspec.Meta(gt=0)] | None = None
+
+
+class RetentionPatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How long finished jobs are kept: seconds after they end, null to keep them until
+    pruned by hand; a member left out stays as it is."""
+
+    succeeded_seconds: Annotated[float, msgspec.Meta(gt=0)] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    failed_seconds: Annotated[float, msgspec.Meta(gt=0)] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

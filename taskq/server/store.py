@@ -8,7 +8,8 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.client.client import ThroughputBucket
+from taskq.broker.client.client import KEEP, Keep, ThroughputBucket
+from taskq.broker.records import Retention
 from taskq.broker.stores.store import NodeInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -77,6 +78,26 @@ async def prune(request: Request, caller: Caller) -> Response:
     return json_response(Pruned(await client_of(request).prune(older_than=sent.older_than)))
 
 
+async def retention(request: Request, caller: Caller) -> Response:
+    """How long the store keeps finished jobs."""
+    return json_response(await client_of(request).retention())
+
+
+async def set_retention(request: Request, caller: Caller) -> Response:
+    """Set how long the store keeps finished jobs; the retention now."""
+    change = bodies.decoded(
+        await bodies.read_body(request), bodies.RetentionPatch, refused=errors.InvalidSetting
+    )
+    kept = await client_of(request).set_retention(
+        succeeded=_kept(change.succeeded_seconds), failed=_kept(change.failed_seconds)
+    )
+    return json_response(kept)
+
+
+def _kept(sent: float | msgspec.UnsetType | None) -> float | Keep | None:
+    return KEEP if sent is msgspec.UNSET else sent
+
+
 ENDPOINTS = [
     Endpoint(
         "GET",
@@ -103,5 +124,22 @@ ENDPOINTS = [
         "Delete the jobs that finished long ago",
         body=bodies.PruneRequest,
         answer=Pruned,
+    ),
+    Endpoint(
+        "GET",
+        "/store/retention",
+        retention,
+        "read",
+        "How long finished jobs are kept",
+        answer=Retention,
+    ),
+    Endpoint(
+        "PATCH",
+        "/store/retention",
+        set_retention,
+        "admin",
+        "Set how long finished jobs are kept",
+        body=bodies.RetentionPatch,
+        answer=Retention,
     ),
 ]

@@ -300,6 +300,7 @@ def test_a_refused_setting_is_an_invalid_setting(served: Served) -> None:
             ("PATCH", f"/queues/{queue}", {"max_running": -1}, "max_running"),
             ("PATCH", f"/queues/{queue}", {"rate_limit": 0}, "rate_limit"),
             ("POST", "/store/prune", {"older_than": 0}, "older_than"),
+            ("PATCH", "/store/retention", {"failed_seconds": 0}, "failed_seconds"),
             ("PUT", "/submit-limits/nobody", {"rate": 0, "period": 1}, "rate"),
             (
                 "POST",
@@ -315,6 +316,7 @@ def test_a_refused_setting_is_an_invalid_setting(served: Served) -> None:
     assert [stats.max_running for stats in served.client.stats() if stats.queue == queue] == [None]
     assert "nobody" not in {limit.submitter for limit in served.client.submit_limits()}
     assert queue not in {schedule.name for schedule in served.client.schedules()}
+    assert served.client.retention().failed_seconds != 0
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -26,7 +26,7 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
-from taskq.broker.records import AttemptEnded, JobState, OutputText, WorkflowStatus
+from taskq.broker.records import AttemptEnded, JobState, OutputText, Retention, WorkflowStatus
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, failed, report_one
@@ -225,6 +225,21 @@ def test_a_refused_setting_names_its_member(client: taskq.Client, queue: str) ->
     assert isinstance(caught.value, errors.ConfigError)
     [stats] = [s for s in client.stats() if s.queue == queue]
     assert stats.max_running is None
+
+
+def test_the_retention_is_set_read_and_refused_alike_everywhere(client: taskq.Client) -> None:
+    day = 86400.0
+    found = client.retention()
+    try:
+        assert client.set_retention(succeeded=day, failed=None) == Retention(day, None)
+        assert client.set_retention(failed=90 * day) == Retention(day, 90 * day)
+        with pytest.raises(errors.InvalidSetting, match="retention must be a positive") as caught:
+            client.set_retention(succeeded=-1.0)
+        assert caught.value.field == "succeeded_seconds"
+        assert client.retention() == Retention(day, 90 * day)
+        assert client.prune() >= 0  # by the store's retention: no figure given
+    finally:
+        client.set_retention(succeeded=found.succeeded_seconds, failed=found.failed_seconds)
 
 
 def test_submit_limits(client: taskq.Client, queue: str) -> None:

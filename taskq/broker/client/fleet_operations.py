@@ -159,12 +159,12 @@ class FleetOperations(ClientBase):
         pruner = Pruner(retention_seconds=older_than)  # checked now, before any request
         return _prune_batches(pruner)
 
-    @Operation
+    @over_http(http_fleet_plans.retention_get)
     def retention(self) -> GroupOp[Retention]:
         """How long the store keeps finished jobs before maintenance prunes them."""
         return retention_get()
 
-    @Operation
+    @over_http(http_fleet_plans.retention_set)
     def set_retention(
         self,
         *,

@@ -15,9 +15,10 @@ from urllib.parse import quote
 import msgspec
 
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest, decoded, decoded_member
+from taskq.broker.ops import retention
 from taskq.broker.ops.jobs import ThroughputBucket
 from taskq.broker.ops.queues import Keep, SubmitLimit
-from taskq.broker.records import QueueStats, WorkerInfo
+from taskq.broker.records import QueueStats, Retention, WorkerInfo
 from taskq.broker.stores.store import NodeInfo
 
 # -- queues and workers ------------------------------------------------------------------
@@ -103,6 +104,26 @@ def store_throughput(
         params["now"] = now
     answer = yield HttpRequest("GET", "/store/throughput", params)
     return list(decoded_member(answer, "throughput", builtins.list[ThroughputBucket]))
+
+
+def retention_get() -> HttpPlan[Retention]:
+    """GET /store/retention."""
+    answer = yield HttpRequest("GET", "/store/retention")
+    return decoded(answer, Retention)
+
+
+def retention_set(
+    *, succeeded: float | Keep | None = Keep.KEEP, failed: float | Keep | None = Keep.KEEP
+) -> HttpPlan[Retention]:
+    """PATCH /store/retention with the figures given (null: kept until pruned by hand),
+    checked first: a refusal reads as a client on the store words it."""
+    change = {
+        f"{name}_seconds": retention.checked(name, value)
+        for name, value in (("succeeded", succeeded), ("failed", failed))
+        if not isinstance(value, Keep)
+    }
+    answer = yield HttpRequest("PATCH", "/store/retention", body=msgspec.json.encode(change))
+    return decoded(answer, Retention)
 
 
 def store_prune(*, older_than: float | None = None) -> HttpPlan[int]:

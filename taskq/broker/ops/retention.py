@@ -35,20 +35,21 @@ def retention_set(
     """Set either retention (seconds; None: kept until pruned by hand; one not
     given, ``KEEP``, stays); the store's now.
 
-    ``ConfigError`` names a figure that is not a positive number of seconds,
-    and nothing is written.
+    ``InvalidSetting`` names a figure that is not a positive number of
+    seconds, and nothing is written.
     """
     params: dict[str, SqlValue] = {}
     for name, value in (("succeeded", succeeded_seconds), ("failed", failed_seconds)):
         params[f"set_{name}"] = int(value is not KEEP)
-        params[name] = None if value is KEEP else _checked(name, value)
+        params[name] = None if value is KEEP else checked(name, value)
     results = yield Write(
         [clock_tick(now), Statement(queries.query("retention_set"), params)], idempotent=True
     )
     return _retention(results[1].rows[0])
 
 
-def _checked(name: str, seconds: object) -> float | None:
+def checked(name: str, seconds: object) -> float | None:
+    """``seconds`` as the ``name`` (``succeeded``, ``failed``) retention, or InvalidSetting."""
     if seconds is None:
         return None
     if (
@@ -57,9 +58,10 @@ def _checked(name: str, seconds: object) -> float | None:
         or not math.isfinite(seconds)
         or seconds <= 0
     ):
-        raise errors.ConfigError(
+        raise errors.InvalidSetting(
             f"the {name} jobs' retention must be a positive number of seconds, "
-            f"or None to keep them until pruned by hand; got {seconds!r}"
+            f"or None to keep them until pruned by hand; got {seconds!r}",
+            field=f"{name}_seconds",
         )
     return float(seconds)
 
