@@ -74,7 +74,7 @@ def test_a_store_keeps_finished_jobs_seven_days_until_told_otherwise(run: Run) -
 
 
 def test_maintenance_prunes_succeeded_and_failed_jobs_each_by_its_own_retention(
-    run: Run, queue: str
+    run: Run, store: Store, queue: str
 ) -> None:
     assert run(retention_set(succeeded_seconds=DAY, failed_seconds=30 * DAY)) == Retention(
         DAY, 30 * DAY
@@ -85,8 +85,12 @@ def test_maintenance_prunes_succeeded_and_failed_jobs_each_by_its_own_retention(
 
     run(Pruner().plan_once(now=T0 + 2 * DAY))
     assert (_kept(run, success), _kept(run, failure)) == (False, True)
-    # Nothing more is due until the failure's 90 days are up: idle rounds write nothing.
-    assert not run(maintenance_due(now=T0 + 89 * DAY)).prunable_jobs
+    if store.url.startswith("sqlite"):
+        # Nothing more is due until the failure's 90 days are up: idle rounds write
+        # nothing. (The shared cluster holds other tests' jobs, due by then.)
+        assert not run(maintenance_due(now=T0 + 89 * DAY)).prunable_jobs
+    run(Pruner().plan_once(now=T0 + 89 * DAY))
+    assert _kept(run, failure)
     assert run(maintenance_due(now=T0 + 91 * DAY)).prunable_jobs
     run(Pruner().plan_once(now=T0 + 91 * DAY))
     assert not _kept(run, failure)
