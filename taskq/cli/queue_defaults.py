@@ -61,7 +61,13 @@ def add_commands(commands: command.Commands) -> None:
         help="set a queue's job defaults ('none' lifts one; those not named stay)",
         json=True,
     )
-    change.add_argument("queue", help="queue name")
+    change.add_argument("queue", help="queue name: one with jobs or settings, or --create")
+    change.add_argument(
+        "--create",
+        action="store_true",
+        help="set the defaults of a queue that has no jobs yet "
+        "(without it, an unknown name is an error)",
+    )
     suppress: dict[str, Any] = {"default": argparse.SUPPRESS}
     change.add_argument(
         "--timeout", type=_or_none(values.seconds), metavar="DURATION|none", **suppress
@@ -112,17 +118,21 @@ def cmd_set(args: argparse.Namespace) -> int:
             max_attempts=given.get("max_attempts", KEEP),
             limits=limits or KEEP,
             retry=retry,
+            create=args.create,
         )
-    return _show(args)
+    return _show(args, after_change=True)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     return _show(args)
 
 
-def _show(args: argparse.Namespace) -> int:
+def _show(args: argparse.Namespace, *, after_change: bool = False) -> int:
     with connection.client(args, read_only=True) as client:
         stats = next((queue for queue in client.stats() if queue.queue == args.queue), None)
+    if stats is None and not after_change:
+        # As pause and limit refuse it: a misspelt name shows no defaults of its own.
+        raise errors.QueueNotFound(f"no queue named {args.queue!r}: it has no jobs and no settings")
     defaults = stats.job_defaults if stats is not None else {}
     if args.json:
         output.print_json({"queue": args.queue, "job_defaults": defaults})

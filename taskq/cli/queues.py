@@ -44,7 +44,12 @@ def add_commands(commands: command.Commands) -> None:
         "  taskq limit images --max-running none --rate none   # lift both",
         json=True,
     )
-    limit.add_argument("queue", help="queue name")
+    limit.add_argument("queue", help="queue name: one with jobs or settings, or --create")
+    limit.add_argument(
+        "--create",
+        action="store_true",
+        help="limit a queue that has no jobs yet (without it, an unknown name is an error)",
+    )
     limit.add_argument(
         "--max-running",
         type=values.max_running,
@@ -169,8 +174,11 @@ def cmd_limit(args: argparse.Namespace) -> int:
                 max_running=given.get("max_running", KEEP),
                 rate_limit=rate_limit,
                 rate_period=rate.period if rate else 1.0,
+                create=args.create,
             )
         current = _queue(client, args.queue)
+    if current is None and not setting:
+        raise errors.QueueNotFound(f"no queue named {args.queue!r}: it has no jobs and no settings")
     if args.json:
         rate = _rate_of(current)
         output.print_json(

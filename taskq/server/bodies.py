@@ -46,8 +46,8 @@ class QueuePatch(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         msgspec.UNSET
     )
     rate_period: Annotated[float, job_validation.RATE_PERIOD.schema()] = 1.0
-    # Pausing a queue without jobs or settings is refused (a misspelt name),
-    # unless it is created on purpose.
+    # Pausing, or limiting, a queue without jobs or settings is refused (a
+    # misspelt name), unless it is created on purpose.
     create: bool = False
 
 

@@ -64,6 +64,7 @@ async def patch_queue(request: Request, caller: Caller) -> Response:
             max_running=KEEP if change.max_running is msgspec.UNSET else change.max_running,
             rate_limit=KEEP if change.rate_limit is msgspec.UNSET else change.rate_limit,
             rate_period=change.rate_period,
+            create=change.create,
         )
     for stats in await client.stats():
         if stats.queue == name:

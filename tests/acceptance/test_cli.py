@@ -300,8 +300,11 @@ def test_pausing_or_resuming_an_unknown_queue_is_an_error_unless_created(
 
 
 def test_queue_limits_are_set_shown_and_lifted(url: str, queue: str) -> None:
-    # Lifting what is not set is a write like any other (a fresh store then exists to read).
-    assert ok("limit", queue, "--rate", "none", store=url).out.strip() == (
+    # A queue with no jobs and no settings is a misspelt name, unless created on purpose.
+    one_error_line(taskq("limit", queue, "--max-running", "2", store=url), 1, "--create")
+    one_error_line(taskq("limit", queue, store=url), 1, f"no queue named '{queue}'")
+    assert queue not in {q["queue"] for q in ok("queues", "--json", store=url).json()}
+    assert ok("limit", queue, "--rate", "none", "--create", store=url).out.strip() == (
         f"queue {queue}: max running -, rate -"
     )
     assert ok("limit", queue, store=url).out.strip() == f"queue {queue}: max running -, rate -"
@@ -321,6 +324,8 @@ def test_queue_limits_are_set_shown_and_lifted(url: str, queue: str) -> None:
     )
     lifted = ok("limit", queue, "--max-running", "none", "--json", store=url).json()
     assert (lifted["max_running"], lifted["rate_limit"]) == (None, None)
+    # Its settings all lifted and no jobs: gone, as if never set up.
+    assert queue not in {q["queue"] for q in ok("queues", "--json", store=url).json()}
 
     bad = taskq("limit", queue, "--rate", "5/fortnight", store=url)
     one_error_line(bad, 2, "--rate", "N/PERIOD")

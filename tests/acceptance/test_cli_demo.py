@@ -259,7 +259,7 @@ def test_an_interrupted_demo_cancels_its_jobs_and_stops_its_workers(
     # No job of the demo may start, so that it is still waiting when interrupted
     # however slow the machine (it resumes its queue, but leaves the limit be).
     with taskq.Client(url) as client:
-        client.set_queue_limits(DEMO_QUEUE, max_running=0)
+        client.set_queue_limits(DEMO_QUEUE, max_running=0, create=True)
     out_path, err_path = tmp_path / "demo.out", tmp_path / "demo.err"
     # A background job of a non-interactive shell (a CI runner's, say) ignores SIGINT, and
     # a child inherits an ignored signal: the demo gets SIGINT's default disposition.

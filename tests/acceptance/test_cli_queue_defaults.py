@@ -11,10 +11,13 @@ JOBS = "tests.support.jobs"
 
 def test_queue_defaults_are_set_shown_lifted_and_given_to_new_jobs(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path / 'taskq.db'}"
+    one_error_line(taskq("queue", "set", "img", "--timeout", "10m", store=url), 1, "--create")
+    one_error_line(taskq("queue", "show", "img", store=url), 1, "no queue named 'img'")
     ok(
         "queue",
         "set",
         "img",
+        "--create",
         "--timeout",
         "10m",
         "--max-attempts",
@@ -53,7 +56,14 @@ def test_queue_defaults_are_set_shown_lifted_and_given_to_new_jobs(tmp_path: Pat
 
 def test_queue_show_writes_durations_short_and_the_retry_policy_in_words(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path / 'taskq.db'}"
-    ok("queue", "set", "img", "--timeout", "90m", "--memory", "1GiB", "--cpu", "90", store=url)
+    ok(
+        "queue",
+        "set",
+        "img",
+        "--create",
+        *("--timeout", "90m", "--memory", "1GiB", "--cpu", "90"),
+        store=url,
+    )
     ok("queue", "set", "img", "--retry-factor", "3", "--retry-base", "30", store=url)
     assert ok("queue", "show", "img", store=url).out.splitlines() == [
         "queue img:",

@@ -94,6 +94,7 @@ def test_queue_defaults_fill_in_what_a_job_leaves_out(store: Store, queue: str) 
             max_attempts=7,
             limits={"memory_bytes": "256MiB", "cpu_seconds": 5},
             retry=policy,
+            create=True,  # set up ahead of its first job
         ),
     )
     _run(store, queue_set_defaults(queue, limits={"cpu_seconds": None}, timeout=None))
@@ -128,7 +129,11 @@ def test_a_job_submitted_alone_is_stored_as_in_a_batch(store: Store, queue: str)
     _run(
         store,
         queue_set_defaults(
-            queue, max_attempts=7, limits={"memory_bytes": "256MiB"}, retry=RetryPolicy(base=30.0)
+            queue,
+            max_attempts=7,
+            limits={"memory_bytes": "256MiB"},
+            retry=RetryPolicy(base=30.0),
+            create=True,
         ),
     )
     specs = [

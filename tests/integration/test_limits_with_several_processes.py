@@ -54,7 +54,7 @@ def test_max_running_is_never_exceeded_by_several_workers(url: str) -> None:
     jobs = 120
     store = open_store(url)
     plan.run(store, job_enqueue([call_spec("m:f", queue=queue) for _ in range(jobs)]))
-    plan.run(store, queue_set_limits(queue, max_running=LIMIT))
+    plan.run(store, queue_set_limits(queue, max_running=LIMIT, create=True))
     sampled: list[int] = []
     sampling = threading.Event()
 
@@ -110,7 +110,7 @@ def test_a_queue_rate_holds_across_several_workers(url: str) -> None:
     queue = f"rated-{uuid.uuid4().hex[:8]}"
     rate, jobs = 20.0, 90
     store = open_store(url)
-    plan.run(store, queue_set_limits(queue, rate_limit=rate, rate_period=1.0))
+    plan.run(store, queue_set_limits(queue, rate_limit=rate, rate_period=1.0, create=True))
     plan.run(store, job_enqueue([call_spec("m:f", queue=queue) for _ in range(jobs)]))
     results = run_together(_work, (url, queue), PROCESSES)
     assert sum(results) == jobs

@@ -67,7 +67,7 @@ def test_a_queue_is_known_by_its_jobs_or_its_settings(
 ) -> None:
     with_jobs, with_limits = f"{name}-jobs", f"{name}-limits"
     run(job_enqueue([call_spec("m:f", queue=with_jobs)], now=T0))
-    run(queue_set_limits(with_limits, max_running=3, now=T0))
+    run(queue_set_limits(with_limits, max_running=3, create=True, now=T0))
     for queue in (with_jobs, with_limits):
         run(queue_set_paused(queue, True, now=T0))
         assert _paused(run, queue) is True
@@ -93,7 +93,23 @@ def test_the_client_refuses_unknown_queues_unless_asked_to_create(store: Store, 
     client.pause(name, create=True)
     assert [s.paused for s in client.stats() if s.queue == name] == [True]
     client.resume(name)
-    assert [s.paused for s in client.stats() if s.queue == name] == [False]
+    # Resumed, with no jobs and no other setting: gone, as if never set up.
+    assert [s.paused for s in client.stats() if s.queue == name] == []
+    for refused in (
+        lambda: client.set_queue_limits(name, max_running=2),
+        lambda: client.set_queue_defaults(name, timeout=60),
+    ):
+        with pytest.raises(errors.QueueNotFound, match="--create, create=True"):
+            refused()
+    assert name not in {s.queue for s in client.stats()}
+    client.set_queue_limits(name, max_running=2, create=True)
+    client.set_queue_defaults(name, timeout=60)  # it exists now: its settings say so
+    [stats] = [s for s in client.stats() if s.queue == name]
+    assert (stats.max_running, stats.job_defaults) == (2, {"timeout": 60.0})
+    client.set_queue_limits(name, max_running=None)
+    assert name in {s.queue for s in client.stats()}  # its default timeout is left
+    client.set_queue_defaults(name, timeout=None)
+    assert name not in {s.queue for s in client.stats()}
 
 
 # -- schedules ---------------------------------------------------------------------------------

@@ -74,13 +74,19 @@ class FleetOperations(ClientBase):
         max_running: int | Keep | None = KEEP,
         rate_limit: float | Keep | None = KEEP,
         rate_period: float = 1.0,
+        create: bool = False,
     ) -> GroupOp[None]:
         """Cap a queue cluster-wide: ``max_running`` at once, ``rate_limit`` starts a period.
 
-        ``None`` lifts a limit; one not given stays as it is.
+        ``None`` lifts a limit; one not given stays as it is. A queue without
+        jobs or settings is refused (a misspelt name) unless ``create``.
         """
         return queue_set_limits(
-            queue, max_running=max_running, rate_limit=rate_limit, rate_period=rate_period
+            queue,
+            max_running=max_running,
+            rate_limit=rate_limit,
+            rate_period=rate_period,
+            create=create,
         )
 
     @Operation
@@ -92,15 +98,22 @@ class FleetOperations(ClientBase):
         max_attempts: int | Keep | None = KEEP,
         limits: dict[str, Any] | Keep | None = KEEP,
         retry: RetryPolicy | dict[str, Any] | Keep | None = KEEP,
+        create: bool = False,
     ) -> GroupOp[None]:
         """Set what the queue's jobs get when they say none: applied by every enqueue.
 
         ``None`` lifts a default; one not given stays. ``limits`` merge name by
         name (a limit given as None is lifted). Read them back in
-        :meth:`stats` (``job_defaults``).
+        :meth:`stats` (``job_defaults``). A queue without jobs or settings is
+        refused unless ``create``.
         """
         return queue_set_defaults(
-            queue, timeout=timeout, max_attempts=max_attempts, limits=limits, retry=retry
+            queue,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            limits=limits,
+            retry=retry,
+            create=create,
         )
 
     @over_http(http_fleet_plans.submit_limit_set)

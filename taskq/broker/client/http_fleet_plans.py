@@ -43,9 +43,10 @@ def queue_set_limits(
     max_running: int | Keep | None = Keep.KEEP,
     rate_limit: float | Keep | None = Keep.KEEP,
     rate_period: float = 1.0,
+    create: bool = False,
 ) -> HttpPlan[None]:
     """PATCH /queues/{name} with the limits given (null lifts one; one left out stays)."""
-    change: dict[str, Any] = {"rate_period": rate_period}
+    change: dict[str, Any] = {"rate_period": rate_period, "create": create}
     for member, value in (("max_running", max_running), ("rate_limit", rate_limit)):
         if not isinstance(value, Keep):
             change[member] = value

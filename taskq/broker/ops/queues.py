@@ -31,15 +31,14 @@ def queue_set_paused(
     """
     job_validation.check_name(queue, "queue")
     params: dict[str, SqlValue] = {"queue": queue, "paused": int(paused), "create": int(create)}
-    results = yield Write(
-        [clock_tick(now), Statement(queries.query("queue_set_paused"), params)], idempotent=True
+    action = "pause it" if paused else "resume it"
+    yield from _set_settings(
+        queue,
+        Statement(queries.query("queue_set_paused"), params),
+        action,
+        create=create,
+        now=now,
     )
-    if not results[1].rows:
-        action = "pause" if paused else "resume"
-        raise errors.QueueNotFound(
-            f"no queue named {queue!r}: it has no jobs and no settings; to {action} it "
-            "all the same, ask to create it (taskq pause/resume --create, create=True)"
-        )
 
 
 class Keep(enum.Enum):
@@ -57,6 +56,7 @@ def queue_set_limits(
     max_running: int | Keep | None = KEEP,
     rate_limit: float | Keep | None = KEEP,
     rate_period: float = 1.0,
+    create: bool = False,
     now: float | None = None,
 ) -> Op[None]:
     """Cap a queue cluster-wide: ``max_running`` jobs at once, ``rate_limit`` starts per period.
@@ -64,7 +64,9 @@ def queue_set_limits(
     ``None`` lifts a limit; a limit not given (``KEEP``) stays as the store
     has it, in the same statement, so two people changing different limits
     at once do not undo each other. A new rate starts with a full bucket. The
-    caps are applied by every claim, in the store.
+    caps are applied by every claim, in the store. A queue without jobs or
+    settings is refused (a misspelt name), unless ``create``; one whose
+    settings are all lifted, and that has no jobs, is gone.
     """
     job_validation.check_name(queue, "queue")
     if isinstance(max_running, int) and not job_validation.MAX_RUNNING.admits(max_running):
@@ -84,23 +86,47 @@ def queue_set_limits(
             f"rate period must be positive seconds, got {rate_period}", field="rate_period"
         )
     rate = None if rate_limit is KEEP else rate_limit
-    yield Write(
+    yield from _set_settings(
+        queue,
+        Statement(
+            queries.query("queue_set_limits"),
+            {
+                "queue": queue,
+                "create": int(create),
+                "set_max_running": int(max_running is not KEEP),
+                "max_running": None if max_running is KEEP else max_running,
+                "set_rate": int(rate_limit is not KEEP),
+                "rate_limit": rate,
+                "rate_period": rate_period if rate is not None else None,
+            },
+        ),
+        "set its limits",
+        create=create,
+        now=now,
+    )
+
+
+def _set_settings(
+    queue: str, change: Statement, what: str, *, create: bool, now: float | None
+) -> Op[None]:
+    """Write ``change`` to an existing queue's settings (or QueueNotFound; ``create``: to
+    any), then drop the row of a queue left with none, unless it was just created."""
+    results = yield Write(
         [
             clock_tick(now),
+            change,
             Statement(
-                queries.query("queue_set_limits"),
-                {
-                    "queue": queue,
-                    "set_max_running": int(max_running is not KEEP),
-                    "max_running": None if max_running is KEEP else max_running,
-                    "set_rate": int(rate_limit is not KEEP),
-                    "rate_limit": rate,
-                    "rate_period": rate_period if rate is not None else None,
-                },
+                queries.query("queue_settings_forget"),
+                {"queue": queue, "create": int(create)},
             ),
         ],
         idempotent=True,
     )
+    if not results[1].rows:
+        raise errors.QueueNotFound(
+            f"no queue named {queue!r}: it has no jobs and no settings; to {what} all the "
+            "same, ask to create it (--create, create=True)"
+        )
 
 
 def queue_set_defaults(
@@ -110,6 +136,7 @@ def queue_set_defaults(
     max_attempts: int | Keep | None = KEEP,
     limits: dict[str, Any] | Keep | None = KEEP,
     retry: RetryPolicy | dict[str, Any] | Keep | None = KEEP,
+    create: bool = False,
     now: float | None = None,
 ) -> Op[None]:
     """Set what a job of ``queue`` gets when it says none, applied by every enqueue.
@@ -118,7 +145,8 @@ def queue_set_defaults(
     it. ``limits`` are merged name by name into the queue's (a limit given
     as None is lifted), and a job's own limits are laid over them in turn.
     Each value is checked as a job's own would be: a bad one raises
-    InvalidJob naming it, and nothing is written.
+    InvalidJob naming it, and nothing is written. A queue without jobs or
+    settings is refused unless ``create``, as in :func:`queue_set_limits`.
     """
     given = {
         name: value
@@ -139,15 +167,15 @@ def queue_set_defaults(
     job_validation.check_spec(
         JobSpec(PayloadKind.CALL, {"target": "m:f", "args": [], "kwargs": {}}, queue, **probe)
     )
-    yield Write(
-        [
-            clock_tick(now),
-            Statement(
-                queries.query("queue_set_defaults"),
-                {"queue": queue, "changes": to_json(given, "queue defaults")},
-            ),
-        ],
-        idempotent=True,
+    yield from _set_settings(
+        queue,
+        Statement(
+            queries.query("queue_set_defaults"),
+            {"queue": queue, "create": int(create), "changes": to_json(given, "queue defaults")},
+        ),
+        "set its defaults",
+        create=create,
+        now=now,
     )
 
 

@@ -14,10 +14,12 @@ RETURNING name
 
 -- name: queue_set_limits
 -- Only the limits flagged as given change; a changed rate starts a new bucket.
+-- Only a queue that exists, unless :create, as queue_set_paused.
 INSERT INTO queues (name, paused, updated_at, max_running, rate_limit, rate_period)
-VALUES (
-    :queue, 0, (SELECT now FROM taskq_clock), :max_running, :rate_limit, :rate_period
-)
+SELECT :queue, 0, (SELECT now FROM taskq_clock), :max_running, :rate_limit, :rate_period
+WHERE :create
+    OR EXISTS (SELECT 1 FROM queues WHERE name = :queue)
+    OR EXISTS (SELECT 1 FROM job_counts WHERE queue = :queue AND n > 0)
 ON CONFLICT (name) DO UPDATE SET
     max_running = CASE WHEN :set_max_running THEN excluded.max_running ELSE max_running END,
     rate_limit = CASE WHEN :set_rate THEN excluded.rate_limit ELSE rate_limit END,
@@ -25,15 +27,31 @@ ON CONFLICT (name) DO UPDATE SET
     rate_tokens = CASE WHEN :set_rate THEN NULL ELSE rate_tokens END,
     rate_updated_at = CASE WHEN :set_rate THEN NULL ELSE rate_updated_at END,
     updated_at = excluded.updated_at
+RETURNING name
 
 -- name: queue_set_defaults
 -- :changes is a JSON object of the defaults given; a null one is lifted
 -- (json_patch removes it), one not given stays, in the same statement.
+-- Only a queue that exists, unless :create, as queue_set_paused.
 INSERT INTO queues (name, paused, updated_at, job_defaults)
-VALUES (:queue, 0, (SELECT now FROM taskq_clock), json_patch('{}', :changes))
+SELECT :queue, 0, (SELECT now FROM taskq_clock), json_patch('{}', :changes)
+WHERE :create
+    OR EXISTS (SELECT 1 FROM queues WHERE name = :queue)
+    OR EXISTS (SELECT 1 FROM job_counts WHERE queue = :queue AND n > 0)
 ON CONFLICT (name) DO UPDATE SET
     job_defaults = json_patch(COALESCE(job_defaults, '{}'), :changes),
     updated_at = excluded.updated_at
+RETURNING name
+
+-- name: queue_settings_forget
+-- After a change of a queue's settings: the row of one left with none (not
+-- paused, no limit, no default) goes, so a queue whose settings are all
+-- lifted is gone once it has no jobs, as if it had never been set up;
+-- unless the change asked to :create it.
+DELETE FROM queues
+WHERE name = :queue AND NOT :create
+    AND paused = 0 AND max_running IS NULL AND rate_limit IS NULL
+    AND (job_defaults IS NULL OR job_defaults = '{}')
 
 -- name: queue_list
 SELECT name, paused, max_running, rate_limit, rate_period, job_defaults FROM queues
