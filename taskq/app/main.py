@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from taskq import __version__, errors
 from taskq.broker.client.connect import open_store
 from taskq.broker.stores.store import Store
+from taskq.one_line_parser import OneLineParser
 
 EXIT_ERROR = 1
 # As ``taskq`` and ``taskq-worker`` do: a script can tell a setup to fix from a store to wait for.
@@ -28,7 +29,7 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``taskq-tui``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="taskq-tui",
         description="The live console of a taskq store: nodes, queues, workers, jobs.",
     )

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NoReturn, TypeAlias
+from typing import TypeAlias
+
+from taskq.one_line_parser import EXIT_USAGE as EXIT_USAGE
+from taskq.one_line_parser import OneLineParser
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
@@ -25,11 +27,8 @@ STORE_HELP = (
 CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
 
 
-class Parser(argparse.ArgumentParser):
+class Parser(OneLineParser):
     """An argument parser whose errors are one line: ``taskq: error: ...``."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"taskq: error: {message} (see '{self.prog} --help')\n")
 
 
 def add_store_options(parser: argparse.ArgumentParser, *, default: object) -> None:

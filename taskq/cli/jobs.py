@@ -159,7 +159,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json(job)
         return command.EXIT_OK
-    state = job.state.value + (" (cancel requested)" if job.cancel_requested else "")
+    # Asked of a running job; once it has ended, its state says how the cancel went.
+    asked = job.cancel_requested and not job.state.finished
+    state = job.state.value + (" (cancel requested)" if asked else "")
     lines = [
         ("job", str(job.id)),
         ("state", state),

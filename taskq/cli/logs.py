@@ -82,13 +82,18 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return command.EXIT_OK
 
 
+# An attempt a worker gave back (a drain, a job claimed ahead, a function it may not run).
+_RELEASED = "released"
+
+
 def _print_attempt(attempt: Execution, max_attempts: int) -> None:
     took = attempt.finished_at - attempt.started_at if attempt.finished_at is not None else None
     ended = output.local_time(attempt.finished_at) if attempt.finished_at else "still running"
-    print(
-        f"attempt {attempt.attempt} of {max_attempts}  {attempt.outcome or 'running'}  "
-        f"worker {attempt.worker_id}"
-    )
+    outcome = attempt.outcome or "running"
+    if outcome == _RELEASED:
+        # Its number is used again by the next attempt: say why there are two.
+        outcome += " (handed back unrun or unfinished: not counted)"
+    print(f"attempt {attempt.attempt} of {max_attempts}  {outcome}  worker {attempt.worker_id}")
     facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
     if took is not None:
         facts.append(f"took {output.duration(took)}")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from taskq import __version__, errors
 from taskq.config import load_config
+from taskq.one_line_parser import OneLineParser
 from taskq.worker.cpus import pin_process
 from taskq.worker.first_children import FirstChildren
 from taskq.worker.settings import LOG_FORMATS, setting_flags, settings_from
@@ -24,9 +25,7 @@ EXIT_CONFIG = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="taskq-worker", description="Run taskq jobs on this machine."
-    )
+    parser = OneLineParser(prog="taskq-worker", description="Run taskq jobs on this machine.")
     parser.add_argument("--version", action="version", version=f"taskq-worker {__version__}")
     parser.add_argument("--store", help="store URL (default: TASKQ_STORE, config, user data dir)")
     parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")

@@ -160,6 +160,8 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     cancelled = ok("cancel", str(job_id), store=url)
     assert cancelled.out.strip() == f"job {job_id}: cancelled"
     assert ok("status", str(job_id), "--json", store=url).json()["state"] == "cancelled"
+    # The cancel went through: nothing is still asked of the job.
+    assert "state      cancelled\n" in ok("status", str(job_id), store=url).out
     assert ok("cancel", str(job_id), store=url).out.strip() == (
         f"job {job_id}: already cancelled, not cancelled"
     )

@@ -69,3 +69,10 @@ def test_a_store_file_not_there_is_refused_not_made_by_a_reader(
         program=program,
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_flag_it_does_not_know_is_one_line_naming_its_help(program: str) -> None:
+    """As a bad setting is: not argparse's whole usage above it (a screen, for the worker)."""
+    ran = cli_runs.command(program, *_ARGS[program], "--no-such-flag")
+    one_error_line(ran, 2, "--no-such-flag", "--help'", program=program)

@@ -18,6 +18,7 @@ import pytest
 import taskq
 from taskq.broker.records import JobState
 from taskq.dev.processes import wait_until
+from tests.support.cli_runs import ok
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet, freeze_between_writes
 
@@ -66,6 +67,8 @@ def test_a_job_refused_by_one_worker_runs_on_the_one_that_declares_it(
     assert refused.worker_id == other.worker_id
     assert refused.error is not None
     assert "not among this worker's modules" in refused.error["message"]
+    logs = ok("logs", str(handle.id), store=store).out
+    assert "attempt 1 of 5  released (handed back unrun or unfinished: not counted)" in logs
 
     serving.send_signal(signal.SIGCONT)
     assert handle.result(timeout=WAIT_SECONDS) == 3

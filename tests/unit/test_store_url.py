@@ -48,6 +48,7 @@ def test_rqlite_url_with_credentials_nodes_and_options() -> None:
     [
         ("jobs.db", "no scheme"),
         ("postgres://localhost/db", "unknown scheme"),
+        ("https://taskq.lab:8080", "the URL of a taskq serve is for Python clients"),
         ("sqlite://", "names no file"),
         ("sqlite:///x.db?synchronus=full", "unknown option(s) synchronus"),
         ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of"),

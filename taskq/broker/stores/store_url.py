@@ -91,9 +91,15 @@ def parse_store_url(url: str) -> StoreTarget:
         return _parse_sqlite(url, location, options)
     if scheme in {"rqlite", "rqlites"}:
         return _parse_rqlite(url, location, options, tls=scheme == "rqlites")
+    hint = (
+        " (the URL of a taskq serve is for Python clients, taskq.Client(url, token=...); "
+        "this needs the store itself)"
+        if scheme in {"http", "https"}
+        else ""
+    )
     raise errors.ConfigError(
         f"store URL {mask_password(url)!r} has unknown scheme {scheme!r}; "
-        "expected sqlite, rqlite or rqlites"
+        f"expected sqlite, rqlite or rqlites{hint}"
     )
 
 
