@@ -42,9 +42,10 @@ echo "== pytest" >&2
 # 428 s with three, one after the other on the same clone).
 # TASKQ_TEST_WORKERS=0 runs it in one process.
 workers=${TASKQ_TEST_WORKERS:-3}
-pytest_args=()
+# A test that hangs fails after 120 s (pytest-timeout), unless it marks its own bound.
+pytest_args=(--timeout 120)
 if [ "$workers" != 0 ]; then
-    pytest_args=(-n "$workers" --dist loadfile)
+    pytest_args+=(-n "$workers" --dist loadfile)
 fi
 if ! $under_load; then
     exec .venv/bin/pytest "${pytest_args[@]}" "$@"
