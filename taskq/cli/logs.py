@@ -16,6 +16,7 @@ import sys
 
 import msgspec
 
+from taskq.broker.client.client import Client
 from taskq.broker.records import (
     FINISHED_STATES,
     AttemptEnded,
@@ -128,9 +129,22 @@ def _print_output(args: argparse.Namespace) -> int:
     """Print the job's output as stored (following it with ``-f``); the exit code."""
     with connection.client(args, read_only=True) as client:
         printer = _OutputPrinter(as_json=args.json)
+        if args.follow and not args.json:
+            _say_if_nobody_serves(client, args.id)
         for event in client.output(args.id, attempt=args.attempt, follow=args.follow):
             printer.show(event)
     return printer.exit_code
+
+
+def _say_if_nobody_serves(client: Client, job_id: int) -> None:
+    """Before waiting on a job yet to start: say so when no live worker takes its queue,
+    or following it would wait in silence for a worker that is not coming."""
+    job = client.get(job_id)
+    if job.state in {JobState.QUEUED, JobState.WAITING} and job.queue not in client.served_queues():
+        output.warn(
+            f"[taskq: job {job_id} is {job.state.value} in queue {job.queue!r}, which no live "
+            "worker takes; waiting for one]"
+        )
 
 
 class _OutputPrinter:

@@ -121,6 +121,9 @@ def _as_json(schedule: Schedule) -> dict[str, Any]:
 
 
 def _next(schedule: Schedule) -> str:
+    """When the next tick fires, in this machine's time (a paused schedule fires none)."""
+    if schedule.paused:
+        return "- (paused)"
     return f"{output.local_time(schedule.next_fire_at)} ({output.relative(schedule.next_fire_at)})"
 
 
@@ -144,7 +147,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         output.print_json({**_as_json(schedule), "replaced": added.replaced})
     else:
         done = " replaced" if added.replaced else ""
-        print(f"schedule {schedule.name}{done}: {describe(schedule)}; next run {_next(schedule)}")
+        print(
+            f"schedule {schedule.name}{done}: {describe(schedule)}; "
+            f"next run {_next(schedule)}, this machine's time"
+        )
     return command.EXIT_OK
 
 

@@ -372,6 +372,7 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
         ).out
         assert added.startswith(f"schedule {cron}: Every fifth minute")
         assert "(Europe/Berlin); next run" in added
+        assert added.rstrip().endswith(", this machine's time")
         ok(
             *("schedule", "add", "--unchecked", every, "--every", "90s", f"{JOBS}:add", "3", "4"),
             *("--queue", queue, "--skip-missed", "--max-attempts", "1"),
@@ -396,6 +397,9 @@ def test_schedules_are_added_listed_paused_resumed_and_removed(url: str, queue: 
         assert ok("schedule", "pause", cron, store=url).out.strip() == f"schedule {cron} paused"
         paused = {s["name"]: s for s in ok("schedule", "list", "--json", store=url).json()}
         assert paused[cron]["paused"] is True
+        table = ok("schedule", "list", store=url).out
+        row = next(line for line in table.splitlines() if line.startswith(cron + " "))
+        assert "- (paused)" in row  # a paused schedule fires no next run
         assert ok("schedule", "resume", cron, store=url).out.strip() == f"schedule {cron} resumed"
 
         bad_cron = ("--cron", "61 * * * *", "m:f")

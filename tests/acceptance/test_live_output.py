@@ -144,6 +144,30 @@ def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
     assert (chunks >= 2, inline) == (True, None)
 
 
+def test_logs_f_says_when_no_live_worker_takes_the_jobs_queue(
+    client: taskq.Client, store_url: str, queue: str
+) -> None:
+    handle = client.submit(f"{JOBS}:add", 1, 2, queue=queue, unchecked=True)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(handle.id)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert follower.stderr is not None
+        # Said before it waits, not after: nothing would come to end the wait.
+        assert follower.stderr.readline() == (
+            f"[taskq: job {handle.id} is queued in queue '{queue}', which no live worker "
+            "takes; waiting for one]\n"
+        )
+        assert follower.poll() is None  # it still follows
+    finally:
+        follower.kill()
+        follower.communicate(timeout=30)
+
+
 def test_output_survives_a_worker_kill_up_to_its_last_chunk(
     workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str
 ) -> None:
