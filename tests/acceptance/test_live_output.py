@@ -104,6 +104,17 @@ def test_short_jobs_output_goes_inline_and_reads_as_any_other(
     assert shown.stdout == text, shown
 
 
+def _follow(store_url: str, job_id: int) -> subprocess.Popen[str]:
+    """``taskq logs -f JOB`` running, its stdout and stderr piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(job_id)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+
+
 def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
     workers: WorkerFleet, client: taskq.Client, store_url: str, queue: str, tmp_path: Path
 ) -> None:
@@ -116,13 +127,7 @@ def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
         queue=queue,
         unchecked=True,
     )
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(handle.id)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
+    follower = _follow(store_url, handle.id)
     try:
         assert follower.stdout is not None
         # The job waits for the release file: the line must come while it runs.
@@ -148,13 +153,7 @@ def test_logs_f_says_when_no_live_worker_takes_the_jobs_queue(
     client: taskq.Client, store_url: str, queue: str
 ) -> None:
     handle = client.submit(f"{JOBS}:add", 1, 2, queue=queue, unchecked=True)
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "taskq.cli", "--store", store_url, "logs", "-f", str(handle.id)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
+    follower = _follow(store_url, handle.id)
     try:
         assert follower.stderr is not None
         # Said before it waits, not after: nothing would come to end the wait.
