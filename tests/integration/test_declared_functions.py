@@ -55,6 +55,12 @@ def test_bad_arguments_are_refused_at_submit_with_nothing_written(client: taskq.
         ((), {}, "missing a required argument: 'path'"),
         (("a", "b"), {}, r"2 positional arguments given, it takes 1 \(path\)"),
         (("a",), {"lowr": False}, "unexpected keyword argument 'lowr'"),
+        # Both faults at once, where inspect tells the first only.
+        (
+            (),
+            {"lowr": False},
+            "missing a required argument: 'path'; and it takes no keyword argument 'lowr'",
+        ),
     ]
     for args, kwargs, message in cases:
         with pytest.raises(errors.InvalidJob, match=message) as refused:

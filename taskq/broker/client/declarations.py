@@ -60,10 +60,23 @@ def check_arguments(
     try:
         _signature(declaration.parameters).bind(*args, **kwargs)
     except TypeError as exc:
+        told = _told(exc, declaration, args)
+        # inspect names the first fault only; a misspelt keyword is most often a second one.
+        unknown = _unknown_keywords(declaration, kwargs)
+        if unknown and "unexpected keyword" not in told:
+            told += f"; and it takes no keyword argument {', '.join(map(repr, unknown))}"
         raise errors.InvalidJob(
-            f"{declaration.signature()} refuses these arguments: {_told(exc, declaration, args)}",
-            field="args",
+            f"{declaration.signature()} refuses these arguments: {told}", field="args"
         ) from None
+
+
+def _unknown_keywords(declaration: Declaration, kwargs: Mapping[str, Any]) -> list[str]:
+    """The keywords of ``kwargs`` no parameter takes (none, with a ``**`` parameter)."""
+    parameters = declaration.parameters
+    if any(each.kind == "VAR_KEYWORD" for each in parameters):
+        return []
+    named = {each.name for each in parameters if each.kind != "POSITIONAL_ONLY"}
+    return [name for name in kwargs if name not in named]
 
 
 @functools.lru_cache(maxsize=1024)
