@@ -239,7 +239,7 @@ def _print_next_steps(url: str, jobs: Sequence[Job]) -> None:
     store = f"--store {shlex.quote(shown)}"
     taskq, tui = command_as_typed("taskq"), command_as_typed("taskq-tui")
     print()
-    print("Look around (the jobs stay in the store until pruned):")
+    print("Look around (finished jobs are kept as taskq retention says, 7 days by default):")
     if shown != url:
         print("  (the store's password is hidden below: put it back, or set TASKQ_STORE)")
     print(f"  {taskq} {store} jobs --queue {DEMO_QUEUE}")
