@@ -93,10 +93,12 @@ async def test_cancel_of_a_job_gone_since_it_was_shown_says_so(
     async with app.run_test(size=(120, 40)) as pilot:
         app.notify = noted  # type: ignore[method-assign]
         await _select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
-        # Pruned, as far as the console can tell, between the listing and the key.
-        sqlite_store.execute([Statement("DELETE FROM jobs WHERE id = :id", {"id": seeded.queued})])
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        # Pruned while the question is asked: the answer names a job the store no longer
+        # has. (Pruned before the key, the list's next poll could drop the row first, and
+        # the key would take its neighbour.)
+        sqlite_store.execute([Statement("DELETE FROM jobs WHERE id = :id", {"id": seeded.queued})])
         await pilot.press("y")
         gone = f"no job with id {seeded.queued}: it is gone since it was shown."
         await wait_for(pilot, lambda: gone in notes, "the notice that the job is gone")
