@@ -199,7 +199,11 @@ def test_a_listing_past_the_page_bounds_is_refused(client: taskq.Client, queue: 
         ) as caught:
             client.list(taskq.JobQuery(queue=queue, limit=limit))
         assert caught.value.field == "limit"
+        # A listing of workflows pages the same way, and refuses the same limits.
+        with pytest.raises(errors.InvalidJob, match=f"^limit must be from 1 to 1000, got {limit}$"):
+            client.workflows(limit=limit)
     assert len(client.list(taskq.JobQuery(queue=queue, limit=1000))) == 1
+    assert len(client.workflows(limit=1000)) <= 1000
 
 
 def test_queue_limits(client: taskq.Client, queue: str) -> None:

@@ -286,8 +286,10 @@ def workflow_list(
     limit: int = 50,
 ) -> HttpPlan[builtins.list[WorkflowInfo]]:
     """GET /workflows: a page of workflows, newest first, as ``Operations.workflows``."""
+    # Checked here as on a store: the server's refusal would name a query parameter.
+    job_validation.check_page_limit(limit)
     given = {"name": name, "submitter": submitter, "status": status, "before": before}
-    params: dict[str, str | int] = {"limit": max(1, min(int(limit), 1000))}
+    params: dict[str, str | int] = {"limit": limit}
     params |= {key: value for key, value in given.items() if value is not None}
     answer = yield HttpRequest("GET", "/workflows", params)
     return list(decoded_member(answer, "workflows", builtins.list[WorkflowInfo]))

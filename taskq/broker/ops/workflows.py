@@ -291,7 +291,8 @@ def workflow_list(
     reads past the others' jobs. The running ones are found from their jobs
     yet to end instead, unless those are so many that the pass is cheaper.
     """
-    wanted = max(1, min(int(limit), 1000))
+    job_validation.check_page_limit(limit)
+    wanted = int(limit)
     if status is not None:
         status = job_validation.parse_workflow_status(status)
     chunk = wanted if status is None else max(wanted, _STATUS_SCAN_PAGE)
