@@ -14,6 +14,7 @@ submission (``WorkflowSubmission.parents``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -333,8 +334,10 @@ Intel Xeon, 100,000 of them are read in about 15 ms, a pass counts about
 (docs/performance.md, "Listing workflows by status")."""
 
 
+@functools.cache
 def _listing(page: str) -> str:
-    """``workflow_list`` over the page that the query named ``page`` chooses."""
+    """``workflow_list`` over the page that the query named ``page`` chooses: composed
+    once, as ``leases._report_query`` is, not on each poll of a console."""
     return queries.query("workflow_list").format(page=queries.query(page))
 
 
