@@ -372,10 +372,12 @@ def pickup(
     )
     found = {job.id: job for job in jobs_since(client.store, queue, first_id)}
     windows = []  # (submitted, started) wall-clock times
+    from_write = []  # from the submit's write (its clock, the job's run_at) to the start, ms
     for job_id, before in submitted:
         job = found[job_id]
         if job.state is JobState.SUCCEEDED and isinstance(job.result, float):
             windows.append((before, job.result))
+            from_write.append((job.result - job.run_at) * 1000)
     latencies = [(started - before) * 1000 for before, started in windows]
     return {
         "jobs": jobs,
@@ -388,7 +390,7 @@ def pickup(
         "submit_call_p50_ms": percentile([s * 1000 for s in submit_seconds], 0.50),
         "submit_call_p99_ms": percentile([s * 1000 for s in submit_seconds], 0.99),
         **({} if disk is None else _slow_pickups_and_disk(windows, disk)),
-        **({"latencies_ms": latencies} if keep_latencies else {}),
+        **({"latencies_ms": latencies, "from_write_ms": from_write} if keep_latencies else {}),
     }
 
 

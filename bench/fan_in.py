@@ -19,7 +19,10 @@ steps do work, so that they end at their own times rather than in one
 burst of no-op jobs that holds both CPUs as the last one ends.
 
 The delay is the fan-in's first line minus the latest of its parents' last
-lines, each ``time.monotonic()`` read inside the job. Runs and pickups go in
+lines, each ``time.monotonic()`` read inside the job. On the embedded store
+it is also counted from the write that ended the last parent (the store's
+own end of the parent, which released the fan-in), beside the pickup's from
+the write of its submit. Runs and pickups go in
 interleaved blocks, so that the machine's load weighs on both alike.
 """
 
@@ -68,12 +71,15 @@ PICKUP_SPACING = 0.020
 class FanInRun:
     """One fan-in, in ms: the delay, and where it went by the store's own times.
 
-    ``to_report``: from the last parent's end to the write of its report (the
-    store's ``finished_at``); ``to_claim``: from there to the fan-in's claim
-    (its ``claimed_at``), the same write when the reporting worker claims it;
-    ``to_start``: from the claim to the fan-in's first line. The wall clock
-    these use is the machine's, and the store's times are those of the
-    writer's clock tick at the start of each write: a split, not a measure.
+    ``to_report``: from the last parent's end to the write of its report (that
+    write's clock, which the release sets as the fan-in's ``run_at``; the
+    parent's ``finished_at`` is the worker's measure of when its code ended);
+    ``to_claim``: from there to the fan-in's claim (its ``claimed_at``), the
+    same write when the reporting worker claims it; ``to_start``: from the
+    claim to the fan-in's first line. The store's times are each write's
+    clock tick at its start, to the millisecond below: a split, not a
+    measure. ``to_claim + to_start`` is the delay counted from the write that
+    ended the last parent, as a pickup's from the write of its submit.
     """
 
     delay: float
@@ -91,8 +97,16 @@ class FanInFigures:
     chain: list[FanInRun] = field(default_factory=list)
     real_length: list[FanInRun] = field(default_factory=list)
     pickup: list[float] = field(default_factory=list)
+    pickup_from_write: list[float] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, *, store_times: bool) -> dict[str, Any]:
+        """Each variant's delays; with ``store_times``, where they went by the store's clock too.
+
+        Only where that clock reads finer than the delays: rqlite's has a grain
+        of 1e-6 day (86 ms, see the broker's common.sql), the embedded store's
+        a millisecond.
+        """
+
         def stats(values: list[float]) -> dict[str, float | int]:
             return {
                 "samples": len(values),
@@ -106,10 +120,17 @@ class FanInFigures:
                 part: round(statistics.median(getattr(run, part) for run in runs), 2)
                 for part in ("to_report", "to_claim", "to_start")
             }
-            return {**stats([run.delay for run in runs]), "median_split_ms": split}
+            if not store_times:
+                return stats([run.delay for run in runs])
+            return {
+                **stats([run.delay for run in runs]),
+                "median_split_ms": split,
+                "from_write": stats([run.to_claim + run.to_start for run in runs]),
+            }
 
+        pickup_from_write = {"from_write": stats(self.pickup_from_write)} if store_times else {}
         return {
-            "pickup": stats(self.pickup),
+            "pickup": {**stats(self.pickup), **pickup_from_write},
             "same_queue": variant(self.same_queue),
             "other_worker": variant(self.other_worker),
             "chain": variant(self.chain),
@@ -151,7 +172,10 @@ def fan_in_delay(
     last = max(ended, key=lambda job: float(job.result[0]))
     ended_monotonic, ended_wall = last.result
     fan_in_job = client.get(handles[-1].id)
-    reported = float(last.finished_at or math.nan)
+    # The write that ended the last parent released the fan-in and set its
+    # run_at to that write's clock tick (its finished_at is the worker's
+    # measure of when the code ended, not when the store learned of it).
+    reported = float(fan_in_job.run_at or math.nan)
     claimed = float(fan_in_job.claimed_at or math.nan)
     return FanInRun(
         delay=(began_monotonic - ended_monotonic) * 1000,
@@ -191,6 +215,7 @@ def measure(
                 keep_latencies=True,
             )
             figures.pickup += picked["latencies_ms"]
+            figures.pickup_from_write += picked["from_write_ms"]
             for _ in range(per_block):
                 time.sleep(GAP_SECONDS)
                 figures.same_queue.append(fan_in_delay(client, SAME, SAME))

@@ -180,7 +180,9 @@ class Run:
                 runs=self.fan_in_runs,
                 blocks=4,
             )
-            self.figures.setdefault(name, {})["fan_in"] = measured.summary()
+            self.figures.setdefault(name, {})["fan_in"] = measured.summary(
+                store_times=name == "sqlite"
+            )
 
 
 def bench_sqlite(run: Run, waiting: int) -> None:
@@ -275,6 +277,12 @@ def _report(name: str, figures: dict[str, Any]) -> None:
                 print(
                     f"  {'':34} median split: end to report {split['to_report']:.2f}, "
                     f"to claim {split['to_claim']:.2f}, to start {split['to_start']:.2f} ms"
+                )
+            if "from_write" in row:
+                ended = row["from_write"]
+                print(
+                    f"  {'':34} from the write:  p50 {ended['p50_ms']:7.2f} ms  "
+                    f"p99 {ended['p99_ms']:7.2f} ms  (max {ended['max_ms']:.2f})"
                 )
     if "claim" in figures:
         claim = figures["claim"]
