@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope as AsgiScope
 
 from taskq import errors
 from taskq.bounds import Text
@@ -60,15 +61,27 @@ def routes_of(endpoints: Sequence[Endpoint], tokens: TokenSource) -> list[Route]
     """One route per path, taking every method declared at it.
 
     A method the path does not take is a 405 whose ``Allow`` names every
-    method that it does (a route per endpoint would name only its own).
+    method that it does (a route per endpoint would name only its own). The
+    paths without a parameter come first, so that one (``/jobs/cancel``) is
+    never read as a value of another's parameter (``/jobs/{job_id}``).
     """
     by_path: dict[str, dict[str, RequestHandler]] = {}
     for endpoint in endpoints:
         by_path.setdefault(endpoint.path, {})[endpoint.method] = guarded(endpoint, tokens)
+    paths = sorted(by_path, key=lambda path: "{" in path)
     return [
-        Route(path, _by_method(handlers), methods=list(handlers))
-        for path, handlers in by_path.items()
+        _PathRoute(path, _by_method(by_path[path]), methods=list(by_path[path])) for path in paths
     ]
+
+
+class _PathRoute(Route):
+    """A route that answers every request to its path, a method it does not take with its
+    405: Starlette's own would pass such a request on to a later route that matches it
+    whole, so that ``GET /jobs/cancel`` would read the job "cancel" of ``/jobs/{job_id}``."""
+
+    def matches(self, scope: AsgiScope) -> tuple[Match, AsgiScope]:
+        match, child_scope = super().matches(scope)
+        return (Match.FULL if match is Match.PARTIAL else match), child_scope
 
 
 def _by_method(handlers: Mapping[str, RequestHandler]) -> RequestHandler:

@@ -1,8 +1,9 @@
-"""The job endpoints: submit (one or a batch), read, follow, list by pages, cancel and retry."""
+"""The job endpoints: submit (one or a batch), read, follow, list by pages, cancel and retry
+(one job, or many in one write)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import msgspec
@@ -10,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client.client import JobQuery
+from taskq.broker.client.client import CancelResult, JobQuery
 from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import WrongState
@@ -26,6 +27,8 @@ from taskq.server.problems import json_response
 MAX_WAIT_SECONDS = LONG_POLL_SECONDS
 # A retry moves only jobs that ended without succeeding.
 _RETRYABLE = frozenset({JobState.FAILED, JobState.DEAD, JobState.CANCELLED})
+# The most ids one cancel or retry of many takes: a full page of GET /jobs.
+MAX_IDS = bodies.MAX_PAGE
 
 
 class Submitted(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -59,6 +62,29 @@ class JobResult(msgspec.Struct, frozen=True):
     finished: bool
     result: Any
     error: dict[str, Any] | None
+
+
+class JobIds(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The jobs a cancel or a retry of many moves, in one write; an id given twice counts once.
+
+    The store decides, as for ``client.cancel(*ids)`` on it: the first id no job
+    has (an id outside the bounds stated here among them) is a 404 naming it,
+    and then no job moves.
+    """
+
+    ids: Annotated[
+        list[
+            Annotated[int, msgspec.Meta(extra_json_schema={"minimum": 1, "maximum": bodies.MAX_ID})]
+        ],
+        msgspec.Meta(min_length=1, max_length=MAX_IDS),
+    ]
+
+
+class Retried(msgspec.Struct, frozen=True):
+    """The ids of the jobs a retry of many queued again (or set waiting for their parents),
+    ascending; a job that was not failed, dead or cancelled is not among them."""
+
+    retried: list[int]
 
 
 def job_id_in_path(request: Request) -> int:
@@ -181,6 +207,20 @@ async def retry(request: Request, caller: Caller) -> Response:
     return json_response(job)
 
 
+async def cancel_many(request: Request, caller: Caller) -> Response:
+    """Cancel the body's jobs in one write, as ``client.cancel(*ids)`` does on the store:
+    those it ended and those running it asked to stop; an ended job is in neither."""
+    sent: JobIds = bodies.decoded(await bodies.read_body(request), JobIds)
+    return json_response(await client_of(request).cancel(*sent.ids))
+
+
+async def retry_many(request: Request, caller: Caller) -> Response:
+    """Queue the body's failed, dead or cancelled jobs again in one write, as
+    ``client.retry(*ids)`` does on the store; any other job stays as it is."""
+    sent: JobIds = bodies.decoded(await bodies.read_body(request), JobIds)
+    return json_response(Retried(await client_of(request).retry(*sent.ids)))
+
+
 ENDPOINTS = [
     Endpoint(
         "POST",
@@ -220,4 +260,22 @@ ENDPOINTS = [
     ),
     Endpoint("DELETE", "/jobs/{job_id}", cancel, "submit", "Cancel a job", answer=Job),
     Endpoint("POST", "/jobs/{job_id}/retry", retry, "submit", "Retry a job", answer=Job),
+    Endpoint(
+        "POST",
+        "/jobs/cancel",
+        cancel_many,
+        "submit",
+        "Cancel many jobs in one write; none if an id names no job (404)",
+        body=JobIds,
+        answer=CancelResult,
+    ),
+    Endpoint(
+        "POST",
+        "/jobs/retry",
+        retry_many,
+        "submit",
+        "Retry many jobs in one write; none if an id names no job (404)",
+        body=JobIds,
+        answer=Retried,
+    ),
 ]

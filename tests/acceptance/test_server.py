@@ -193,6 +193,47 @@ def test_cancel_and_retry(served: Served) -> None:
         assert http.get("/jobs/999999999/executions").status_code == 404
 
 
+def test_cancel_and_retry_of_many_are_one_write(served: Served) -> None:
+    queue = _queue()
+    with served.http() as http:
+        first, second = http.post("/jobs", json=[_job(queue), _job(queue)]).json()["ids"]
+        for path in ("/jobs/cancel", "/jobs/retry"):
+            unknown = http.post(path, json={"ids": [first, 999999999, second, 0]})
+            assert unknown.status_code == 404, unknown.text
+            assert unknown.json()["type"] == "urn:taskq:problem:JobNotFound"
+            assert unknown.json()["detail"] == "no job with id 999999999"
+        assert {job.state for job in served.client.list(taskq.JobQuery(queue=queue))} == {
+            JobState.QUEUED
+        }
+
+        # An id given twice counts once; a job that cannot move is left out, not refused.
+        cancelled = http.post("/jobs/cancel", json={"ids": [first, first]})
+        assert cancelled.status_code == 200, cancelled.text
+        assert cancelled.json() == {"cancelled": [first], "requested": []}
+        again = http.post("/jobs/cancel", json={"ids": [first]})
+        assert (again.status_code, again.json()) == (200, {"cancelled": [], "requested": []})
+        retried = http.post("/jobs/retry", json={"ids": [second, first]})
+        assert (retried.status_code, retried.json()) == (200, {"retried": [first]})
+        assert served.client.get(first).state is JobState.QUEUED
+
+        for body, field in (
+            ({"ids": []}, "ids"),
+            ({"ids": [1.5]}, "ids"),
+            ({"ids": list(range(1, 1002))}, "ids"),
+            ({"ids": [first], "id": first}, "id"),
+        ):
+            refused = http.post("/jobs/cancel", json=body)
+            assert (refused.status_code, refused.json()["field"]) == (422, field), refused.text
+        assert http.post("/jobs/retry", content=b"{not json").status_code == 400
+        # Not the job "cancel" of /jobs/{job_id}: the path takes POST alone.
+        for method in ("GET", "DELETE"):
+            wrong = http.request(method, "/jobs/cancel")
+            assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST")
+    with served.http("viewer") as viewer:
+        assert viewer.post("/jobs/cancel", json={"ids": [first]}).status_code == 403
+    assert served.client.get(second).state is JobState.QUEUED
+
+
 def test_tokens_and_scopes(served: Served) -> None:
     queue = _queue()
     with served.http(None) as anonymous:

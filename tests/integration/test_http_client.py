@@ -13,9 +13,16 @@ import pytest
 
 import taskq
 from taskq import errors
+from taskq.broker.client.client import CancelResult
 from taskq.broker.client.problem_types import Forbidden, Unauthorized
+from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
+from taskq.broker.records import JobState, Lease
 from taskq.dev.server import ServerProcess, token_of
 from tests.support import declared_jobs
+from tests.support.reports import completed, failed, report_one
+
+NO_SUCH_JOB = 999_999
 
 
 @pytest.fixture
@@ -32,6 +39,21 @@ def on_store(served: tuple[str, ServerProcess]) -> Iterator[taskq.Client]:
 @pytest.fixture
 def queue() -> str:
     return f"h-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[taskq.Client]:
+    with taskq.Client(server.url, token=token_of("tester")) as over_http:
+        yield over_http
+
+
+def _claimed(on_store: taskq.Client, queue: str, count: int) -> dict[int, Lease]:
+    """The leases of ``count`` jobs of ``queue`` by job id, claimed by a stand-in: running."""
+    claimed = plan.run(
+        on_store.store, job_claim("stand-in", [queue], limit=count, lease_seconds=60)
+    )
+    assert len(claimed) == count
+    return {job.lease.job_id: job.lease for job in claimed}
 
 
 def test_the_submitter_is_the_tokens_name(server: ServerProcess, queue: str) -> None:
@@ -123,3 +145,43 @@ def test_a_declared_job_submits_over_http_when_the_store_url_names_a_server(
         ("test",),
     )
     assert (job.payload["args"], job.payload["kwargs"]) == (["ada"], {"greeting": "hi"})
+
+
+def test_a_cancel_of_many_with_an_unknown_id_cancels_none(
+    client: taskq.Client, on_store: taskq.Client, queue: str
+) -> None:
+    first, second = client.submit_many([taskq.call_spec("m:f", [n], queue=queue) for n in (1, 2)])
+    with pytest.raises(errors.JobNotFound, match=f"^no job with id {NO_SUCH_JOB}$"):
+        client.cancel(first.id, second.id, NO_SUCH_JOB)
+    assert [on_store.get(handle.id).state for handle in (first, second)] == [JobState.QUEUED] * 2
+    assert client.cancel(first.id, second.id) == CancelResult((first.id, second.id), ())
+
+
+def test_a_retry_of_many_with_an_unknown_id_retries_none(
+    client: taskq.Client, on_store: taskq.Client, queue: str
+) -> None:
+    first, second = client.submit_many([taskq.call_spec("m:f", [n], queue=queue) for n in (1, 2)])
+    for lease in _claimed(on_store, queue, 2).values():
+        plan.run(on_store.store, report_one(failed(lease, {"type": "E"}, retryable=False)))
+    with pytest.raises(errors.JobNotFound, match=f"^no job with id {NO_SUCH_JOB}$"):
+        client.retry(first.id, NO_SUCH_JOB, second.id)
+    assert [on_store.get(handle.id).state for handle in (first, second)] == [JobState.FAILED] * 2
+    assert client.retry(second.id, first.id, first.id) == [first.id, second.id]
+    assert [on_store.get(handle.id).state for handle in (first, second)] == [JobState.QUEUED] * 2
+
+
+def test_a_mixed_cancel_answers_as_on_the_store(
+    client: taskq.Client, on_store: taskq.Client, queue: str
+) -> None:
+    # The same batch twice, one cancelled over HTTP and one on the store: the same answer.
+    for name, cancel in (("http", client.cancel), ("store", on_store.cancel)):
+        batch = f"{queue}-{name}"
+        running, ended = [on_store.submit("m:f", n, queue=batch, unchecked=True) for n in (1, 2)]
+        leases = _claimed(on_store, batch, 2)
+        plan.run(on_store.store, report_one(completed(leases[ended.id], None)))
+        queued = on_store.submit("m:f", 3, queue=batch, unchecked=True)
+        answer = cancel(queued.id, running.id, ended.id)
+        assert answer == CancelResult(cancelled=(queued.id,), requested=(running.id,)), name
+        job = on_store.get(running.id)
+        assert (job.state, job.cancel_requested) == (JobState.RUNNING, True)
+        assert on_store.get(ended.id).state is JobState.SUCCEEDED

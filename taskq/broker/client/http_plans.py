@@ -140,33 +140,32 @@ def worker_executions(
 
 
 def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
-    """DELETE /jobs/{id}, job by job: those it ended, and those running it asked to stop.
+    """POST /jobs/cancel of every id at once (one id too), which the server hands to the
+    store's cancel: the same answer as on the store, those it ended and those running it
+    asked to stop, an ended job in neither.
 
-    An unknown id's 404 raises :class:`taskq.errors.JobNotFound` and ends the loop: the ids
-    after it are left alone (reading each first would need the ``read`` scope too)."""
-    cancelled: builtins.list[int] = []
-    requested: builtins.list[int] = []
-    for job_id in job_ids:
-        try:
-            job = decoded((yield HttpRequest("DELETE", f"/jobs/{job_id}")), Job)
-        except WrongState:
-            continue  # ended already: neither, as on the store
-        (cancelled if job.state is JobState.CANCELLED else requested).append(job_id)
-    return CancelResult(tuple(cancelled), tuple(requested))
+    An id no job has raises :class:`taskq.errors.JobNotFound` naming it (the first, in the
+    order given), and then no job moves. At most 1000 ids a call: more are refused
+    (:class:`taskq.errors.InvalidJob` naming ``ids``), none moved.
+    """
+    if not job_ids:
+        return CancelResult((), ())  # the server takes one id or more; the store moves none
+    answer = yield HttpRequest("POST", "/jobs/cancel", body=_ids_body(job_ids))
+    return decoded(answer, CancelResult)
 
 
 def job_retry(*job_ids: int) -> HttpPlan[builtins.list[int]]:
-    """POST /jobs/{id}/retry, job by job: the ids that moved; an unknown id ends the loop
-    with :class:`taskq.errors.JobNotFound`, as in :func:`job_cancel`."""
-    moved: builtins.list[int] = []
-    for job_id in job_ids:
-        try:
-            job = decoded((yield HttpRequest("POST", f"/jobs/{job_id}/retry")), Job)
-        except WrongState:
-            continue
-        if not job.state.finished:
-            moved.append(job_id)
-    return moved
+    """POST /jobs/retry of every id at once, as :func:`job_cancel`: the ids that moved,
+    ascending (a job not failed, dead or cancelled stays as it is)."""
+    if not job_ids:
+        return []
+    answer = yield HttpRequest("POST", "/jobs/retry", body=_ids_body(job_ids))
+    return list(decoded_member(answer, "retried", builtins.list[int]))
+
+
+def _ids_body(job_ids: Sequence[int]) -> bytes:
+    # Whole numbers, as the store's own cancel and retry take them (``ops.common.ids_param``).
+    return msgspec.json.encode({"ids": [int(job_id) for job_id in job_ids]})
 
 
 # -- schedules -----------------------------------------------------------------------------

@@ -120,8 +120,8 @@ class JobOperations(ClientBase):
         """Cancel jobs: queued ones at once, running ones at their next heartbeat.
 
         An id no job has raises :class:`taskq.errors.JobNotFound` naming it (the
-        first such in the order given), and then no job is cancelled; over HTTP,
-        where each id is a request of its own, the ids before it were.
+        first such in the order given), and then no job is cancelled, over HTTP
+        too (one request, at most 1000 ids).
         """
         yield from job_check_ids(job_ids)
         return (yield from job_cancel(job_ids))
