@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
+from taskq.broker.client.declarations import unknown_name
+from taskq.broker.job_validation import check_target
 from taskq.broker.records import JobState
 from taskq.cli import command, connection, job_options, output, payloads, values, workflows
 
@@ -124,6 +126,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     problem = payloads.usage_problem(args)
     if problem:
         args.usage_error(problem)
+    if payloads.by_name(args):
+        check_target(args.target)
+        if connection.holds_nothing(connection.store_url(args)):
+            raise unknown_name(args.target, ())
     with connection.client(args) as client:
         if payloads.by_name(args):
             given = {**job_options.given_options(args), "kwargs": args.kwargs}

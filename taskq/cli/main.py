@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
+    except errors.IdempotencyConflict as exc:
+        # Not a usage error: the key is taken by another request in this store.
+        print(f"taskq: error: {exc}", file=sys.stderr)
+        return command.EXIT_ERROR
     except (errors.ConfigError, errors.InvalidJob) as exc:
         print(f"taskq: error: {exc}", file=sys.stderr)
         return command.EXIT_USAGE

@@ -83,6 +83,17 @@ def test_the_cli_refuses_bad_arguments_and_unknown_names(store: str, serving: st
     assert _job(store, unchecked.json()["id"])["queue"] == queue
 
 
+def test_a_submit_by_name_to_a_store_not_there_creates_nothing(tmp_path: Path) -> None:
+    # No store file: no worker can have declared anything. The refusal says
+    # so, and leaves the file for a worker (or an unchecked submit) to create.
+    path = tmp_path / "never.db"
+    refused = taskq_command("submit", NAME, '"x"', store=f"sqlite://{path}")
+    one_error_line(refused, 2, f"no worker has declared {NAME}", "--unchecked")
+    malformed = taskq_command("submit", "count_words", '"x"', store=f"sqlite://{path}")
+    one_error_line(malformed, 2, "target must look like 'package.module:function'")
+    assert sorted(tmp_path.iterdir()) == []
+
+
 def test_http_submits_by_name_as_declared_and_members_win(
     store: str, serving: str, tmp_path: Path
 ) -> None:
