@@ -178,8 +178,7 @@ def test_an_unknown_id_raises_and_the_ids_after_it_stay(client: taskq.Client, qu
     assert (queued.status(), cancelled.status()) == (JobState.QUEUED, JobState.CANCELLED)
 
 
-@ON_A_STORE  # over HTTP each id is a request of its own: those before the unknown one moved
-def test_on_a_store_an_unknown_id_anywhere_moves_none(client: taskq.Client, queue: str) -> None:
+def test_an_unknown_id_anywhere_moves_none(client: taskq.Client, queue: str) -> None:
     queued, cancelled = client.submit_many(
         [taskq.call_spec("m:f", [i], queue=queue) for i in (1, 2)]
     )
