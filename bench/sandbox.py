@@ -12,8 +12,9 @@ from typing import Any
 import anyio
 
 from taskq.broker.limits import Limits
+from taskq.broker.worker_policy import Policy
 from taskq.worker.sandbox.outcome import Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
 from taskq.worker.settings import WorkerSettings

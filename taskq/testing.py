@@ -57,13 +57,13 @@ from taskq.broker.ops.queues import job_counts
 from taskq.broker.ops.workflows import job_parent_results
 from taskq.broker.records import ClaimedJob, JobState, ParentResult
 from taskq.broker.stores.store import Store
+from taskq.broker.worker_policy import Policy
 from taskq.job_context import JobContext, JobUpdate
 from taskq.worker import spawn_names
 from taskq.worker.parent_results import PAGE, ParentsFile
 from taskq.worker.reports import report_of
 from taskq.worker.sandbox import job_process, judging, protocol
 from taskq.worker.sandbox.outcome import Outcome, refused_outcome
-from taskq.worker.sandbox.payloads import Policy
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.supervision import EndReason, Supervised
 

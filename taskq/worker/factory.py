@@ -29,7 +29,6 @@ from taskq.worker.output_flusher import OutputFlusher
 from taskq.worker.prefetch import Prefetch
 from taskq.worker.publishing import Publisher
 from taskq.worker.runtime import Worker, new_worker_id
-from taskq.worker.sandbox.payloads import Policy
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slot_sandboxes import SlotSandboxes
@@ -62,14 +61,7 @@ def build_worker(
     slots = Slots(
         settings.min_slots, Prefetch(slots=settings.min_slots, most=settings.most_prefetch)
     )
-    preparer = JobPreparer(
-        policy=Policy(
-            modules=settings.modules,
-            allow_python_exec=settings.allow_python_exec,
-            allow_shell=settings.allow_shell,
-        ),
-        worker_max=settings.max_limits,
-    )
+    preparer = JobPreparer(policy=settings.policy, worker_max=settings.max_limits)
     deadline = children.deadline
     sandboxes = SlotSandboxes(settings, preparer, children.setup, children.take_pool())
     maintainer = (

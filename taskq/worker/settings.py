@@ -22,6 +22,7 @@ from msgspec import Meta
 
 from taskq import errors, humanize
 from taskq.broker.limits import Limits, LimitsInvalid, parse_limits, parse_size
+from taskq.broker.worker_policy import Policy
 from taskq.config import converted
 from taskq.worker.cpus import check_available, parse_cpu_list
 
@@ -102,7 +103,7 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         Flag("comma-separated queues to take jobs from"),
     ] = ("default",)
     # The modules (or packages) whose functions this worker runs as ``call``
-    # jobs: nothing else is run (see taskq.worker.sandbox.payloads.Policy).
+    # jobs: nothing else is run (see taskq.broker.worker_policy.Policy).
     modules: Annotated[
         tuple[ModuleName, ...],
         Flag(
@@ -233,6 +234,15 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 "worker: no modules given: name the modules whose functions this worker "
                 "runs (--modules pkg.tasks, or [worker] modules), or it would refuse every job"
             )
+
+    @property
+    def policy(self) -> Policy:
+        """What this worker runs: its modules' functions, and the kinds of code it allows."""
+        return Policy(
+            modules=self.modules,
+            allow_python_exec=self.allow_python_exec,
+            allow_shell=self.allow_shell,
+        )
 
     @property
     def most_prefetch(self) -> int:

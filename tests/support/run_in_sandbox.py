@@ -13,7 +13,8 @@ import sys
 import anyio
 
 from taskq.broker.limits import parse_limits
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.broker.worker_policy import Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
 

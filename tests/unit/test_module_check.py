@@ -10,11 +10,12 @@ import pytest
 
 from taskq import errors
 from taskq.broker.limits import Limits
+from taskq.broker.worker_policy import Policy
 from taskq.worker.module_check import ModuleCheck
 from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.outcome import Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox
 

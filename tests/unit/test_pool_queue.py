@@ -13,11 +13,12 @@ import anyio
 import pytest
 
 from taskq.broker.limits import Limits
+from taskq.broker.worker_policy import Policy
 from taskq.worker.sandbox import protocol
 from taskq.worker.sandbox.child_process import ChildSetup
 from taskq.worker.sandbox.json_value import JsonValue
 from taskq.worker.sandbox.outcome import Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox
 from taskq.worker.sandbox.stopping import StopRequest

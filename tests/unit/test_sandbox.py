@@ -14,13 +14,14 @@ import anyio
 import pytest
 
 from taskq.broker.limits import Limits
+from taskq.broker.worker_policy import Policy
 from taskq.job_context import JobUpdate
 from taskq.worker.sandbox.child_process import ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.json_value import JsonValue
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.sandbox.outcome import Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy, PythonExecPayload, ShellPayload
+from taskq.worker.sandbox.payloads import CallPayload, PythonExecPayload, ShellPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
 from taskq.worker.sandbox.stopping import StopRequest

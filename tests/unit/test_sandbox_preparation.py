@@ -6,8 +6,9 @@ from typing import Any
 
 from taskq.broker.limits import Limits
 from taskq.broker.records import ClaimedJob, Lease, PayloadKind
+from taskq.broker.worker_policy import Policy
 from taskq.worker.sandbox.outcome import Outcome, Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.protocol import JobIdentity, JobRequest
 

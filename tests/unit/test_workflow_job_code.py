@@ -26,13 +26,14 @@ from taskq.broker.records import (
     PayloadKind,
     WorkflowSubmission,
 )
+from taskq.broker.worker_policy import Policy
 from taskq.job_context import MAX_SPAWN_JOBS, JobContext, NamedStep
 from taskq.worker import parent_results
 from taskq.worker.parent_results import PAGE, with_parents
 from taskq.worker.running import RunningJob
 from taskq.worker.sandbox import parents_file, protocol
 from taskq.worker.sandbox.outcome import Outcome, Status
-from taskq.worker.sandbox.payloads import CallPayload, Policy
+from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.protocol import JobIdentity
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox

@@ -9,7 +9,8 @@ import linecache
 import sys
 from collections.abc import Callable
 
-from taskq.worker.sandbox.payloads import CallPayload, PythonExecPayload, module_allowed
+from taskq.broker.worker_policy import module_allowed
+from taskq.worker.sandbox.payloads import CallPayload, PythonExecPayload
 
 _EXEC_FILENAME = "<python_exec>"
 

@@ -10,13 +10,15 @@
   command inherits the worker's environment with ``env`` laid over it.
 
 ``python_exec`` and ``shell`` run arbitrary code chosen by whoever enqueues,
-so they run only when the worker's ``Policy`` enables them.
+so they run only when the worker's policy enables them
+(``taskq.broker.worker_policy.Policy``, which also says which ``call``
+targets it runs).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import ClassVar, Literal, TypeAlias, cast
 
 import msgspec
@@ -64,33 +66,6 @@ class ShellPayload(msgspec.Struct, frozen=True):
 
 
 Payload: TypeAlias = CallPayload | PythonExecPayload | ShellPayload
-
-
-class Policy(msgspec.Struct, frozen=True):
-    """What a worker is configured to run: ``call`` targets from its modules, and which kinds."""
-
-    modules: tuple[str, ...] = ()
-    allow_python_exec: bool = False
-    allow_shell: bool = False
-
-    def refusal(self, payload: Payload) -> str | None:
-        """Why this worker must not run ``payload``; ``None`` when it may."""
-        if isinstance(payload, CallPayload):
-            module = payload.target.partition(":")[0]
-            if not module_allowed(module, self.modules):
-                return (
-                    f"{payload.target}: {module} is not among this worker's modules "
-                    f"({', '.join(self.modules) or 'none given'})"
-                )
-            return None
-        if not (self.allow_python_exec if payload.kind == "python_exec" else self.allow_shell):
-            return f"{payload.kind} payloads are disabled on this worker"
-        return None
-
-
-def module_allowed(module: str, modules: Collection[str]) -> bool:
-    """Whether ``module`` is one of ``modules`` or inside one of those packages."""
-    return any(module == allowed or module.startswith(allowed + ".") for allowed in modules)
 
 
 def parse_payload(data: Mapping[str, object]) -> Payload:

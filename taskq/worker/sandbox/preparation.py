@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 from taskq.broker.limits import Limits, LimitsInvalid, parse_limits
 from taskq.broker.records import ClaimedJob
+from taskq.broker.worker_policy import Policy
 from taskq.worker.sandbox.outcome import Outcome, Status, error_info, refused_outcome
-from taskq.worker.sandbox.payloads import Payload, PayloadInvalid, Policy, parse_payload
+from taskq.worker.sandbox.payloads import CallPayload, Payload, PayloadInvalid, parse_payload
 from taskq.worker.sandbox.protocol import JobIdentity, JobRequest
 
 
@@ -62,7 +63,8 @@ class JobPreparer:
 
         Or the outcome of a payload the policy refuses: nothing is run then.
         """
-        refusal = self.policy.refusal(payload)
+        target = payload.target if isinstance(payload, CallPayload) else None
+        refusal = self.policy.refusal(payload.kind, target)
         if refusal is not None:
             return refused_outcome(refusal)
         return JobRequest(

@@ -1,0 +1,42 @@
+"""What a worker may run: ``call`` targets from its modules, and which other kinds.
+
+The one rule, for the worker that claims a job (its preparer refuses what
+its policy does not allow) and for any layer of the broker that needs to
+know what a worker of a given policy would run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import msgspec
+
+
+class Policy(msgspec.Struct, frozen=True):
+    """What a worker is configured to run: ``call`` targets from its modules, and which kinds."""
+
+    modules: tuple[str, ...] = ()
+    allow_python_exec: bool = False
+    allow_shell: bool = False
+
+    def refusal(self, kind: str, target: str | None = None) -> str | None:
+        """Why a worker of this policy must not run a payload of ``kind``; ``None`` when it may.
+
+        ``target`` is a ``call``'s ``"pkg.mod:func"``.
+        """
+        if kind == "call":
+            module = (target or "").partition(":")[0]
+            if not module_allowed(module, self.modules):
+                return (
+                    f"{target}: {module} is not among this worker's modules "
+                    f"({', '.join(self.modules) or 'none given'})"
+                )
+            return None
+        if not (self.allow_python_exec if kind == "python_exec" else self.allow_shell):
+            return f"{kind} payloads are disabled on this worker"
+        return None
+
+
+def module_allowed(module: str, modules: Collection[str]) -> bool:
+    """Whether ``module`` is one of ``modules`` or inside one of those packages."""
+    return any(module == allowed or module.startswith(allowed + ".") for allowed in modules)
