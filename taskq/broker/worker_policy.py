@@ -1,8 +1,9 @@
 """What a worker may run: ``call`` targets from its modules, and which other kinds.
 
-The one rule, for the worker that claims a job (its preparer refuses what
-its policy does not allow) and for any layer of the broker that needs to
-know what a worker of a given policy would run.
+The one rule, shared by the worker that claims a job (its preparer refuses
+what its policy does not allow) and by the store's answer to which other
+worker of the queue may run a job refused (``ops.workers.job_served_elsewhere``,
+over the policies workers record when they register).
 """
 
 from __future__ import annotations

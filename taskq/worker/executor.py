@@ -21,8 +21,8 @@ import anyio
 import anyio.abc
 
 from taskq import errors
-from taskq.broker.ops.functions import function_served_elsewhere
-from taskq.broker.records import ClaimedJob, PayloadKind
+from taskq.broker.ops.workers import job_served_elsewhere
+from taskq.broker.records import ClaimedJob
 from taskq.job_context import JobUpdate
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
@@ -267,20 +267,17 @@ class Executor:
             raise
 
     async def _served_elsewhere(self, job: ClaimedJob) -> bool:
-        """Whether another live worker of the job's queue declares its target.
+        """Whether another live worker of the job's queue may run it.
 
-        Workers of one queue may import different modules: a job refused here
-        then goes back for one that serves it, rather than ending failed. A
-        target no live worker declares (one refused everywhere, ``os:system``)
-        fails as before, as it does when the store cannot say.
+        Workers of one queue may run under different policies (``--modules``,
+        ``--allow-shell``, ``--allow-python-exec``): a job refused here then
+        goes back for one whose policy allows it, rather than ending failed. A
+        job no other live worker of the queue may run (``os:system``, a shell
+        command where none allows shell) fails as before, rather than come
+        back here again and again; so does one when the store cannot say.
         """
-        target = job.payload.get("target")
-        if job.kind is not PayloadKind.CALL or not isinstance(target, str):
-            return False
         try:
-            served: bool = await self._run(
-                function_served_elsewhere(target, worker_id=self._worker_id, queue=job.queue)
-            )
+            served: bool = await self._run(job_served_elsewhere(job, worker_id=self._worker_id))
         except errors.StoreError:
             return False
         return served

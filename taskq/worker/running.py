@@ -23,7 +23,7 @@ class StopReason:
     LEASE_GONE = "lease_gone"  # cancelled by a user, or the lease expired
     DRAIN = "drain"  # the grace period of a shutdown ran out
     HAND_BACK = "hand_back"  # claimed ahead, and no slot of ours started it in time
-    # Refused by this worker's policy, and declared by another live worker of its queue.
+    # Refused by this worker's policy, and another live worker of its queue may run it.
     SERVED_ELSEWHERE = "served_elsewhere"
 
 

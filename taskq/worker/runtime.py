@@ -186,6 +186,7 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
             slots=self.slots.count,
             max_slots=None if self.autoscaler is None else self.autoscaler.most,
             wake_address=hint_address(self.store),
+            policy=self.settings.policy,
         )
         while not self.draining.is_set():
             try:

@@ -192,17 +192,6 @@ def function_list() -> Op[list[DeclaredFunction]]:
     return listed
 
 
-def function_served_elsewhere(name: str, *, worker_id: str, queue: str) -> Op[bool]:
-    """Whether a live worker other than ``worker_id`` declares ``name`` and serves ``queue``."""
-    rows = yield Read(
-        Statement(
-            queries.query("function_served_elsewhere"),
-            {"name": name, "worker_id": worker_id, "queue": queue, "live_seconds": LIVE_SECONDS},
-        )
-    )
-    return bool(rows[0]["served"])
-
-
 def queue_served_list() -> Op[set[str]]:
     """The queues at least one live worker takes jobs from."""
     rows = yield Read(Statement(queries.query("queue_served_list"), {"live_seconds": LIVE_SECONDS}))

@@ -160,7 +160,10 @@ CREATE TABLE workers (
     started_at REAL NOT NULL,
     heartbeat_at REAL NOT NULL,
     max_slots INTEGER,
-    wake_address TEXT
+    wake_address TEXT,
+    -- What it may run (taskq/broker/worker_policy.py) as JSON; NULL: a worker
+    -- of a taskq that records none (ops/workers.py, job_served_elsewhere).
+    policy TEXT
 );
 
 CREATE INDEX workers_state ON workers (state, heartbeat_at);

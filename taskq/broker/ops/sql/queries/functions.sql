@@ -56,17 +56,6 @@ WHERE w.state IN ('active', 'draining')
     AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
 ORDER BY s.name, w.id
 
--- Whether a live worker other than :worker_id declares :name and takes jobs
--- from :queue: a job this worker may not run can wait for that one.
--- name: function_served_elsewhere
-SELECT EXISTS (
-    SELECT 1
-    FROM function_servers AS s JOIN workers AS w ON w.id = s.worker_id, json_each(w.queues) AS q
-    WHERE s.name = :name AND s.worker_id <> :worker_id AND q.value = :queue
-        AND w.state = 'active'
-        AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
-) AS served
-
 -- The queues some live worker takes jobs from.
 -- name: queue_served_list
 SELECT DISTINCT q.value AS queue

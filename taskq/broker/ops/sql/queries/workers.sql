@@ -2,19 +2,20 @@
 
 -- name: worker_register
 -- wake_address: where the worker hears wake-up hints (taskq/broker/stores/wake_hints.py), or NULL.
+-- policy: what it may run (taskq/broker/worker_policy.py), as JSON.
 INSERT INTO workers (
     id, name, host, pid, queues, labels, slots, max_slots, running, state, started_at,
-    heartbeat_at, wake_address
+    heartbeat_at, wake_address, policy
 )
 VALUES (
     :worker_id, :name, :host, :pid, :queues, :labels, :slots, :max_slots, 0, 'active',
-    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock), :wake_address
+    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock), :wake_address, :policy
 )
 ON CONFLICT (id) DO UPDATE SET
     name = excluded.name, host = excluded.host, pid = excluded.pid, queues = excluded.queues,
     labels = excluded.labels, slots = excluded.slots, max_slots = excluded.max_slots,
-    wake_address = excluded.wake_address, running = 0, state = 'active',
-    started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+    wake_address = excluded.wake_address, policy = excluded.policy, running = 0,
+    state = 'active', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
 
 -- name: worker_set_state
 UPDATE workers SET state = :state, heartbeat_at = (SELECT now FROM taskq_clock)
@@ -30,3 +31,24 @@ SELECT
     state, started_at, heartbeat_at
 FROM workers
 ORDER BY name, id
+
+-- The workers other than :worker_id that could claim job :job_id now, when
+-- their policy lets them run it: live (active, its last heartbeat at most
+-- :live_seconds old on the store's clock), taking jobs from :queue, with
+-- every label the job needs. Each with its policy (NULL: a worker of a taskq
+-- that recorded none) and whether it declares :name (@taskq.job), which is
+-- what tells for such a worker.
+-- name: worker_policies_for_job
+SELECT
+    w.policy,
+    EXISTS (
+        SELECT 1 FROM function_servers AS s WHERE s.worker_id = w.id AND s.name = :name
+    ) AS declares
+FROM workers AS w
+WHERE w.id <> :worker_id AND w.state = 'active'
+    AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+    AND EXISTS (SELECT 1 FROM json_each(w.queues) AS q WHERE q.value = :queue)
+    AND NOT EXISTS (
+        SELECT 1 FROM jobs AS j, json_each(j.labels) AS needed
+        WHERE j.id = :job_id AND needed.value NOT IN (SELECT value FROM json_each(w.labels))
+    )
