@@ -19,8 +19,6 @@ written; a schedule's job is resolved when the schedule is added.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +27,11 @@ from typing import Any
 from taskq import errors
 from taskq.broker import job_validation
 from taskq.broker.client import specs
+from taskq.broker.client.call_check import check_arguments
 from taskq.broker.client.importable import importable_declaration, importable_names
 from taskq.broker.ops.functions import (
     Declaration,
     DeclaredFunction,
-    Parameter,
     function_names,
     function_resolve,
 )
@@ -49,51 +47,6 @@ made this much earlier. Misses are never kept: a name declared by a worker
 that has just started is found at once.
 """
 
-# Stands for a published default, whose value is only known as text.
-_HAS_DEFAULT = object()
-
-
-def check_arguments(
-    declaration: Declaration, args: Sequence[Any], kwargs: Mapping[str, Any]
-) -> None:
-    """Refuse a call its published parameters do not take, naming the argument at fault."""
-    try:
-        _signature(declaration.parameters).bind(*args, **kwargs)
-    except TypeError as exc:
-        told = _told(exc, declaration, args)
-        # inspect names the first fault only; a misspelt keyword is most often a second one.
-        unknown = _unknown_keywords(declaration, kwargs)
-        if unknown and "unexpected keyword" not in told:
-            told += f"; and it takes no keyword argument {', '.join(map(repr, unknown))}"
-        raise errors.InvalidJob(
-            f"{declaration.signature()} refuses these arguments: {told}", field="args"
-        ) from None
-
-
-def _unknown_keywords(declaration: Declaration, kwargs: Mapping[str, Any]) -> list[str]:
-    """The keywords of ``kwargs`` no parameter takes (none, with a ``**`` parameter)."""
-    parameters = declaration.parameters
-    if any(each.kind == "VAR_KEYWORD" for each in parameters):
-        return []
-    named = {each.name for each in parameters if each.kind != "POSITIONAL_ONLY"}
-    return [name for name in kwargs if name not in named]
-
-
-@functools.lru_cache(maxsize=1024)
-def _signature(parameters: tuple[Parameter, ...]) -> inspect.Signature:
-    """The signature the published ``parameters`` make: built once, since every submit by
-    name binds its call to one (building it cost a single submit 5% of its CPU)."""
-    return inspect.Signature(
-        [
-            inspect.Parameter(
-                each.name,
-                getattr(inspect.Parameter, each.kind),
-                default=inspect.Parameter.empty if each.default is None else _HAS_DEFAULT,
-            )
-            for each in parameters
-        ]
-    )
-
 
 def check_listed_arguments(
     function: DeclaredFunction, args: Sequence[Any], kwargs: Mapping[str, Any]
@@ -103,20 +56,6 @@ def check_listed_arguments(
         name=function.name, parameters=function.parameters, options=function.options
     )
     check_arguments(declaration, args, kwargs)
-
-
-def _told(exc: TypeError, declaration: Declaration, args: Sequence[Any]) -> str:
-    """``inspect``'s complaint, naming the parameters where it names none."""
-    if str(exc) == "too many positional arguments":
-        positional = [
-            each.name
-            for each in declaration.parameters
-            if each.kind in {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD"}
-        ]
-        return f"{len(args)} positional arguments given, it takes {len(positional)}" + (
-            f" ({', '.join(positional)})" if positional else ""
-        )
-    return str(exc)
 
 
 def declared_spec(

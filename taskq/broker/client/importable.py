@@ -25,8 +25,9 @@ import sys
 from typing import Any, Protocol, runtime_checkable
 
 from taskq import errors
+from taskq.broker.client.call_check import parameters_of
 from taskq.broker.client.specs import call_spec, function_target
-from taskq.broker.ops.functions import Declaration, Parameter
+from taskq.broker.ops.functions import Declaration
 
 
 @runtime_checkable
@@ -113,29 +114,3 @@ def describe(job: HasDeclaredOptions) -> Declaration:
 def _doc_line(function: Any) -> str:
     doc = (inspect.getdoc(function) or "").strip()
     return doc.splitlines()[0] if doc else ""
-
-
-def parameters_of(function: Any) -> tuple[Parameter, ...]:
-    """``function``'s parameters as a declaration publishes them; none if it has no signature."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return ()
-    return tuple(
-        Parameter(
-            name=parameter.name,
-            kind=parameter.kind.name,
-            default=None if parameter.default is parameter.empty else repr(parameter.default),
-            annotation=None
-            if parameter.annotation is parameter.empty
-            else _annotation_text(parameter.annotation),
-        )
-        for parameter in signature.parameters.values()
-    )
-
-
-def _annotation_text(annotation: Any) -> str:
-    # Under `from __future__ import annotations` an annotation is already its text.
-    if isinstance(annotation, str):
-        return annotation
-    return inspect.formatannotation(annotation)

@@ -17,7 +17,9 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
+from taskq.broker.client.call_check import check_arguments, parameters_of
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
+from taskq.broker.ops.functions import Declaration
 from taskq.broker.records import JobSpec, PayloadKind
 from taskq.retry import RetryPolicy, parse_retry
 
@@ -251,6 +253,8 @@ def check_call(
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
+        # Refused in the words of a submit by name: the job's signature, the argument at fault.
+        module = getattr(function, "__module__", None)
         name = getattr(function, "__qualname__", repr(function))
         options = sorted(set(kwargs) & SUBMIT_OPTIONS)
         hint = (
@@ -258,6 +262,11 @@ def check_call(
             if options
             else ""
         )
+        declaration = Declaration(
+            name=f"{module}:{name}" if module else name, parameters=parameters_of(function)
+        )
+        check_arguments(declaration, args, kwargs, hint=hint)
+        # The parameters as published bind where the function did not: its own words, then.
         raise errors.InvalidJob(f"{name}(): {exc}{hint}", field="args") from None
 
 
