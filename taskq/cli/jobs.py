@@ -223,13 +223,13 @@ def cmd_result(args: argparse.Namespace) -> int:
 def _report_moves(
     client: Client, ids: Sequence[int], moved: dict[int, str], unchanged: str, as_json: bool
 ) -> int:
-    """Say what became of each id; exit 1 when one names no job.
+    """Say what became of each id; exit 1 when one names no job or was left as it was.
 
     ``moved`` maps the ids the operation changed to what happened to them;
-    ``unchanged`` explains the others, given their state.
+    ``unchanged`` says why the others were not: an error each, after the
+    job's state, so that a script sees the refusal in the exit code.
     """
     report: list[dict[str, object]] = []
-    missing = False
     for job_id in dict.fromkeys(ids):
         if job_id in moved:
             report.append({"id": job_id, "outcome": moved[job_id]})
@@ -237,7 +237,6 @@ def _report_moves(
         try:
             state = client.get(job_id).state
         except errors.JobNotFound:
-            missing = True
             report.append({"id": job_id, "outcome": "not_found"})
         else:
             report.append({"id": job_id, "outcome": "unchanged", "state": state.value})
@@ -246,10 +245,12 @@ def _report_moves(
     for entry in report:
         if entry["outcome"] == "not_found":
             output.warn(f"taskq: error: no job with id {entry['id']}")
+        elif entry["outcome"] == "unchanged":
+            output.warn(f"taskq: error: job {entry['id']} ({entry['state']}): {unchanged}")
         elif not as_json:
-            text = unchanged.format(state=entry.get("state"))
-            print(f"job {entry['id']}: {_MOVES.get(str(entry['outcome']), text)}")
-    return command.EXIT_ERROR if missing else command.EXIT_OK
+            print(f"job {entry['id']}: {_MOVES[str(entry['outcome'])]}")
+    refused = any(entry["outcome"] in {"not_found", "unchanged"} for entry in report)
+    return command.EXIT_ERROR if refused else command.EXIT_OK
 
 
 def _each_known(move: Callable[..., T], ids: Sequence[int]) -> list[T]:
@@ -271,14 +272,14 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         done = _each_known(client.cancel, args.ids)
         moved = {job_id: "cancelled" for each in done for job_id in each.cancelled}
         moved.update({job_id: "cancel_requested" for each in done for job_id in each.requested})
-        return _report_moves(client, args.ids, moved, "already {state}, not cancelled", args.json)
+        return _report_moves(client, args.ids, moved, "already ended, not cancelled", args.json)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
         requeued = _each_known(client.retry, args.ids)
         moved = {job_id: "requeued" for each in requeued for job_id in each}
-        unchanged = "is {state}; only failed, dead or cancelled jobs are retried"
+        unchanged = "only failed, dead or cancelled jobs are retried"
         return _report_moves(client, args.ids, moved, unchanged, args.json)
 
 

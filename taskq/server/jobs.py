@@ -202,7 +202,7 @@ async def retry(request: Request, caller: Caller) -> Response:
     job = await client.get(job_id)
     if not moved and job.state not in _RETRYABLE:
         raise WrongState(
-            f"job {job_id} is {job.state.value}; only failed, dead or cancelled jobs are retried"
+            f"job {job_id} ({job.state.value}): only failed, dead or cancelled jobs are retried"
         )
     return json_response(job)
 
