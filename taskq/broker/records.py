@@ -1,6 +1,7 @@
 """The broker's shared types: job states and the records operations return.
 
-A leaf module: it imports nothing else of taskq, so every layer can use it.
+Nearly a leaf: of taskq it imports only ``worker_policy`` (a leaf itself, for
+the policy a worker records), so every layer can use it.
 Every record is a msgspec Struct (frozen where it is a value): as immutable
 as a frozen dataclass, several times faster to build, and one kind of thing
 for every reader (``taskq --json`` among them).
@@ -13,6 +14,8 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
+
+from taskq.broker.worker_policy import Policy
 
 
 class JobState(enum.StrEnum):
@@ -236,6 +239,9 @@ class WorkerInfo(msgspec.Struct, frozen=True):
     heartbeat_at: float
     max_slots: int | None = None
     """The most slots an autoscaling worker may grow to (``slots``: how many now); None: fixed."""
+    policy: Policy | None = None
+    """What it may run, as it recorded when it registered; None: a worker of a taskq before
+    policies were recorded, or one whose policy this taskq cannot read."""
 
 
 class QueueStats(msgspec.Struct, frozen=True):

@@ -3,7 +3,8 @@
 The one rule, shared by the worker that claims a job (its preparer refuses
 what its policy does not allow) and by the store's answer to which other
 worker of the queue may run a job refused (``ops.workers.job_served_elsewhere``,
-over the policies workers record when they register).
+over the policies workers record when they register). :func:`summary` writes a
+policy short, for ``taskq workers`` and the console's workers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,24 @@ class Policy(msgspec.Struct, frozen=True):
         if not (self.allow_python_exec if kind == "python_exec" else self.allow_shell):
             return f"{kind} payloads are disabled on this worker"
         return None
+
+
+def summary(policy: Policy | None) -> str:
+    """What a worker of ``policy`` runs, in one short word list, as ``taskq workers`` and the
+    console show it.
+
+    Its modules, then ``+python_exec`` and ``+shell`` when it allows them:
+    ``lab.jobs,lab.io +shell``; ``nothing`` when it allows nothing; ``-`` when
+    unknown (None: it recorded no policy, or one this taskq cannot read).
+    """
+    if policy is None:
+        return "-"
+    words = [",".join(policy.modules)] if policy.modules else []
+    if policy.allow_python_exec:
+        words.append("+python_exec")
+    if policy.allow_shell:
+        words.append("+shell")
+    return " ".join(words) or "nothing"
 
 
 def module_allowed(module: str, modules: Collection[str]) -> bool:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 from taskq import errors, humanize
+from taskq.broker import worker_policy
 from taskq.broker.client import members
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import NodeInfo
@@ -46,7 +47,7 @@ def add_commands(commands: command.Commands) -> None:
         "workers",
         cmd_workers,
         help="registered workers: host, running jobs, slots (now/most when autoscaled), "
-        "last heartbeat",
+        "what each runs (its modules, +python_exec, +shell; - when unknown), last heartbeat",
         json=True,
     )
     workers.add_argument("--all", action="store_true", help="include stopped workers")
@@ -152,6 +153,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
             "SLOTS",
             "QUEUES",
             "LABELS",
+            "RUNS",
             "HEARTBEAT",
             "UP",
         ),
@@ -166,6 +168,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
                 humanize.slots(worker.slots, worker.max_slots),
                 ",".join(worker.queues),
                 ",".join(worker.labels) or "-",
+                worker_policy.summary(worker.policy),
                 output.relative(worker.heartbeat_at, now=now),
                 output.duration(max(now - worker.started_at, 0.0)),
             )

@@ -23,8 +23,10 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.stores.store import Store
+from taskq.broker.worker_policy import Policy
 from taskq.cli.main import build_parser
 from tests.support.cli_runs import ok, one_error_line, taskq
+from tests.support.registered_workers import register
 from tests.support.rqlite_cluster import STORE_KINDS
 from tests.support.worker_process import WorkerFleet
 
@@ -476,6 +478,31 @@ def test_cluster_describes_the_store(
         assert "3 node(s), 3 reachable, leader" in text
         assert cluster.leader().http_addr in text
     assert described["schema_version"] >= 1
+
+
+def _cell(table: str, row: str, column: str) -> str:
+    """The text under ``column`` in the line of ``table`` that names ``row`` (cells are two
+    spaces apart at least)."""
+    header, *lines = table.splitlines()
+    start = header.index(column)
+    [line] = [line for line in lines if row in line.split()]
+    return line[start:].split("  ")[0]
+
+
+def test_workers_shows_what_each_worker_runs(url: str, queue: str, broker: Store) -> None:
+    recorded, older = (f"{queue}-{which}" for which in ("recorded", "older"))
+    register(broker, recorded, queue, Policy(("lab.images", "lab.sims"), allow_shell=True))
+    register(broker, older, queue, None)  # a worker of a taskq that recorded no policy
+    table = ok("workers", store=url).out
+    assert _cell(table, recorded, "RUNS") == "lab.images,lab.sims +shell"
+    assert _cell(table, older, "RUNS") == "-"
+    listed = {worker["id"]: worker for worker in ok("workers", "--json", store=url).json()}
+    assert listed[recorded]["policy"] == {
+        "modules": ["lab.images", "lab.sims"],
+        "allow_python_exec": False,
+        "allow_shell": True,
+    }
+    assert listed[older]["policy"] is None
 
 
 def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) -> None:

@@ -21,10 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import taskq
 from taskq.broker.records import FINISHED_STATES, JobState
+from taskq.broker.worker_policy import Policy
 from taskq.dev.processes import free_ports, wait_until
-from taskq.dev.server import ServerProcess, running_server, write_server_config
+from taskq.dev.server import ServerProcess, running_server, token_of, write_server_config
 from tests.support.cli_runs import one_error_line
 from tests.support.cli_runs import taskq as taskq_command
+from tests.support.registered_workers import register
 from tests.support.rqlite_cluster import (
     STORE_KINDS,
     RqliteCluster,
@@ -117,6 +119,28 @@ def test_a_job_lives_its_life_over_http(served: Served, workers: WorkerFleet) ->
         queues = {stats["queue"]: stats for stats in http.get("/queues").json()["queues"]}
         assert queues[queue]["counts"]["succeeded"] == 1
     assert worker.pid > 0
+
+
+def test_the_workers_carry_their_policies(served: Served) -> None:
+    queue = _queue()
+    recorded, older = (f"{queue}-{which}" for which in ("recorded", "older"))
+    policy = Policy(("tests.support",), allow_python_exec=True)
+    register(served.client.store, recorded, queue, policy)
+    register(served.client.store, older, queue, None)
+    with served.http("viewer") as http:
+        answer = http.get("/workers")
+    assert answer.status_code == 200, answer.text
+    listed = {worker["id"]: worker for worker in answer.json()["workers"]}
+    assert listed[recorded]["policy"] == {
+        "modules": ["tests.support"],
+        "allow_python_exec": True,
+        "allow_shell": False,
+    }
+    assert listed[older]["policy"] is None  # a worker of a taskq that recorded none
+    # The Python client over HTTP reads them back as the store client does.
+    with taskq.Client(served.server.url, token=token_of("viewer")) as over_http:
+        policies = {worker.id: worker.policy for worker in over_http.workers()}
+    assert (policies[recorded], policies[older]) == (policy, None)
 
 
 def test_a_thousand_jobs_page_by_keyset(served: Served) -> None:

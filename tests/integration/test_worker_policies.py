@@ -15,6 +15,7 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.functions import LIVE_SECONDS
 from taskq.broker.ops.workers import job_served_elsewhere, worker_register, worker_set_state
 from taskq.broker.records import ClaimedJob, Lease
+from taskq.broker.stores.store import Statement
 from taskq.broker.worker_policy import Policy
 from tests.support.declared_store import client, declaration, names, serving
 
@@ -131,3 +132,23 @@ def test_a_worker_without_the_jobs_labels_does_not_count(client: taskq.Client) -
     assert not _served(client, job, asking), "it would never claim the job"
     _register(client, queue, SHELL, labels=("cpu", "gpu"))
     assert _served(client, job, asking)
+
+
+def test_the_workers_listed_carry_their_policies(client: taskq.Client) -> None:
+    _, queue = names()
+    recorded = _register(client, queue, SHELL)
+    older = _register(client, queue, None)
+    unreadable = _register(client, queue, SHELL)
+    # As a later taskq might record it, in a shape this one cannot read.
+    client.store.execute(
+        [
+            Statement(
+                "UPDATE workers SET policy = :policy WHERE id = :id",
+                {"policy": '{"modules": {"tests.support": "*"}}', "id": unreadable},
+            )
+        ]
+    )
+    policies = {worker.id: worker.policy for worker in client.workers()}
+    assert policies[recorded] == SHELL
+    assert policies[older] is None
+    assert policies[unreadable] is None

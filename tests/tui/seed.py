@@ -25,6 +25,7 @@ from taskq.broker.ops.queues import queue_set_paused
 from taskq.broker.ops.workers import worker_register
 from taskq.broker.records import AttemptReport, ClaimedJob, JobSpec, JobState
 from taskq.broker.stores.store import Store
+from taskq.broker.worker_policy import Policy
 from tests.support.reports import completed, failed, released, report_one
 
 BASE = 1_750_000_000.0
@@ -37,10 +38,10 @@ NO_JITTER = Backoff(base=30.0, jitter=0.0)
 PER_MINUTE = (2, 4, 3, 6, 5, 7, 3, 2, 4, 6, 3, 5, 2, 4)
 
 WORKERS = (
-    # id, name, queues, labels, slots, most slots (autoscaling)
-    ("lab-01-7c2e91aa", "lab-01", ("images", "default"), ("gpu",), 4, 8),
-    ("lab-02-19f03b5d", "lab-02", ("sims", "etl"), (), 2, None),
-    ("lab-03-e4a81f20", "lab-03", ("images",), (), 2, None),
+    # id, name, queues, labels, slots, most slots (autoscaling), policy (None: an older taskq's)
+    ("lab-01-7c2e91aa", "lab-01", ("images", "default"), ("gpu",), 4, 8, Policy(("lab.images",))),
+    ("lab-02-19f03b5d", "lab-02", ("sims", "etl"), (), 2, None, Policy(("lab",), allow_shell=True)),
+    ("lab-03-e4a81f20", "lab-03", ("images",), (), 2, None, None),
 )
 LAB_01, LAB_02, LAB_03 = (worker[0] for worker in WORKERS)
 
@@ -87,7 +88,7 @@ def _specs() -> list[JobSpec]:
 def seed(store: Store, base: float = BASE) -> Seeded:
     """Fill a fresh store; ``base`` is the moment the console's clock should read."""
     run = partial(plan.run, store)
-    for index, (worker_id, name, queues, labels, slots, max_slots) in enumerate(WORKERS):
+    for index, (worker_id, name, queues, labels, slots, max_slots, policy) in enumerate(WORKERS):
         register = worker_register(
             worker_id,
             name=name,
@@ -97,6 +98,7 @@ def seed(store: Store, base: float = BASE) -> Seeded:
             labels=labels,
             slots=slots,
             max_slots=max_slots,
+            policy=policy,
             now=base - 3600,
         )
         run(register)

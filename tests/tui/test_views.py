@@ -66,6 +66,10 @@ async def test_overview_shows_the_store_queues_and_workers(
         assert workers.cell_text(LAB_02, "capacity") == "2"
         assert workers.cell_text(LAB_01, "capacity") == "4/8"  # autoscaling up to 8
         assert workers.cell_text(LAB_02, "jobs") == f"#{seeded.retrying}"
+        # What each worker's policy lets it run; lab-03 recorded none (an older taskq).
+        assert workers.cell_text(LAB_01, "runs") == "lab.images"
+        assert workers.cell_text(LAB_02, "runs") == "lab +shell"
+        assert workers.cell_text(LAB_03, "runs") == "-"
         assert app.problem is None
 
 

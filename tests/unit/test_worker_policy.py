@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from taskq.broker import worker_policy
 from taskq.broker.worker_policy import Policy
 
 
@@ -38,3 +39,22 @@ def test_call_targets_run_only_from_the_workers_modules(target: str, allowed: bo
         assert refusal is not None
         assert "not among this worker's modules" in refusal
     assert Policy().refusal("call", target) is not None
+
+
+@pytest.mark.parametrize(
+    ("policy", "shown"),
+    [
+        (Policy(modules=("lab.images", "lab.sims")), "lab.images,lab.sims"),
+        (
+            Policy(modules=("lab",), allow_python_exec=True, allow_shell=True),
+            "lab +python_exec +shell",
+        ),
+        (Policy(allow_shell=True), "+shell"),
+        (Policy(), "nothing"),
+        (None, "-"),  # recorded none (an older taskq), or one this taskq cannot read
+    ],
+)
+def test_the_summary_names_the_modules_then_the_other_kinds_allowed(
+    policy: Policy | None, shown: str
+) -> None:
+    assert worker_policy.summary(policy) == shown

@@ -16,6 +16,7 @@ from taskq import humanize
 from taskq.app import formatting, states
 from taskq.app.formatting import Clock
 from taskq.app.widgets.keyed_table import Column, KeyedTable, TableRow
+from taskq.broker import worker_policy
 from taskq.broker.client import declarations
 from taskq.broker.records import Execution, Job, JobState, QueueStats, WorkerInfo, WorkflowInfo
 from taskq.broker.stores.store import NodeInfo
@@ -117,6 +118,8 @@ class WorkersTable(KeyedTable):
         Column("host", "Host", 12, elide="middle"),
         Column("labels", "Labels", 8, elide="end"),
         Column("queues", "Queues", 12, elide="end"),
+        # What its policy lets it run: its modules, +python_exec, +shell; "-" when unknown.
+        Column("runs", "Runs", 6, elide="end"),
         Column("slots", "Busy", 5),
         # An autoscaling worker's slots now and the most it may have.
         Column("capacity", "Slots", 5),
@@ -148,6 +151,7 @@ class WorkersTable(KeyedTable):
                 Text(worker.host),
                 Text(",".join(worker.labels) or "-"),
                 Text(",".join(worker.queues)),
+                Text(worker_policy.summary(worker.policy)),
                 states.styled(app, f"{worker.running}/{worker.slots}", busy_variable),
                 Text(humanize.slots(worker.slots, worker.max_slots)),
                 Text(clock.ago(worker.heartbeat_at), style=loud),

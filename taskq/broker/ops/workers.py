@@ -77,7 +77,8 @@ def worker_set_state(worker_id: str, state: str, *, now: float | None = None) ->
 
 
 def worker_list() -> Op[list[WorkerInfo]]:
-    """Every registered worker."""
+    """Every registered worker, each with its recorded policy (None when it recorded none,
+    or one this taskq cannot read)."""
     rows = yield Read(Statement(queries.query("worker_list")))
     return [
         WorkerInfo(
@@ -93,6 +94,7 @@ def worker_list() -> Op[list[WorkerInfo]]:
             state=row["state"],
             started_at=float(row["started_at"]),
             heartbeat_at=float(row["heartbeat_at"]),
+            policy=_policy(row["policy"]),
         )
         for row in rows
     ]

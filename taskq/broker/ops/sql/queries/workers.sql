@@ -25,10 +25,11 @@ WHERE id = :worker_id
 -- A stopped worker runs nothing, and a lost one is not known to: whatever
 -- either last reported, it has no busy slots (a lost worker's jobs go back to
 -- their queues when their leases run out; its next heartbeat reports again).
+-- policy: NULL for a worker of a taskq that recorded none.
 SELECT
     id, name, host, pid, queues, labels, slots, max_slots,
     CASE WHEN state IN ('stopped', 'lost') THEN 0 ELSE running END AS running,
-    state, started_at, heartbeat_at
+    state, started_at, heartbeat_at, policy
 FROM workers
 ORDER BY name, id
 
