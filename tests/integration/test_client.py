@@ -29,6 +29,7 @@ from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
 from taskq.broker.records import AttemptEnded, JobState, OutputText, Retention, WorkflowStatus
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
+from tests.support.hinted_workers import register_worker
 from tests.support.reports import completed, failed, report_one
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
@@ -141,10 +142,21 @@ def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, wo
     assert caught.value.job.state is JobState.FAILED  # type: ignore[attr-defined]
 
 
-def test_waiting_has_a_bound(client: taskq.Client, queue: str) -> None:
+def test_waiting_has_a_bound_and_says_when_no_worker_could_end_it(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
     handle = client.submit("m:f", queue=queue, unchecked=True)
-    with pytest.raises(errors.ResultTimeout, match="still queued"):
+    with pytest.raises(errors.ResultTimeout) as unserved:
         handle.result(timeout=0.2)
+    assert str(unserved.value) == (
+        f"job {handle.id} is still queued after 0.2 s: no active worker serves queue "
+        f"{queue!r} (start one: taskq-worker --queues {queue})"
+    )
+    register_worker(store, f"{queue}-worker", [queue], None)
+    with pytest.raises(errors.ResultTimeout) as served:
+        handle.result(timeout=0.2)
+    # A worker that could take it: only busy, so the error guesses no further.
+    assert str(served.value) == f"job {handle.id} is still queued after 0.2 s"
 
 
 def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:

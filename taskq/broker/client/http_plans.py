@@ -20,6 +20,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
+from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.http_requests import (
     LONG_POLL_SECONDS,
@@ -31,7 +32,7 @@ from taskq.broker.client.http_requests import (
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.problem_types import ScheduleNotFound, WrongState
-from taskq.broker.ops.jobs import CancelResult
+from taskq.broker.ops.jobs import CancelResult, wait_ran_out
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
     Execution,
@@ -40,6 +41,7 @@ from taskq.broker.records import (
     JobSpec,
     JobState,
     SubmittedWorkflow,
+    WorkerInfo,
     WorkflowInfo,
     WorkflowStatus,
 )
@@ -102,9 +104,16 @@ def job_wait(job_id: int, *, timeout: float | None = None) -> HttpPlan[Job]:
         if job.state.finished:
             return job
         if deadline is not None and time.monotonic() >= deadline:
-            raise errors.ResultTimeout(
-                f"job {job_id} is still {job.state.value} after {timeout:g} s"
-            )
+            raise wait_ran_out(job, timeout or 0.0, (yield from _workers_if_allowed()))
+
+
+def _workers_if_allowed() -> HttpPlan[builtins.list[WorkerInfo] | None]:
+    """The workers, for a wait's error to say whether any could take its job; None when
+    the server will not list them to this caller."""
+    try:
+        return (yield from http_fleet_plans.worker_list())
+    except errors.TaskqError:
+        return None
 
 
 def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
@@ -260,7 +269,8 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
         left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
             raise errors.ResultTimeout(
-                f"workflow {workflow_id} still has {len(waiting)} job(s) to end after {timeout:g} s"
+                f"workflow {workflow_id} still has {len(waiting)} job(s) to end"
+                f" after {round(timeout, 2):g} s"
             )
         wait = round(min(left, LONG_POLL_SECONDS), 3)
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)

@@ -236,7 +236,8 @@ def _workflow_wait(
         left = sum(count for state, count in info.counts.items() if not state.finished)
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.ResultTimeout(
-                f"workflow {workflow_id} still has {left} job(s) to end after {timeout:g} s"
+                f"workflow {workflow_id} still has {left} job(s) to end"
+                f" after {round(timeout, 2):g} s"
             )
         yield Pause(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
         # Start fast (most workflows of a test are short), then settle at poll_seconds.

@@ -13,7 +13,8 @@ from taskq.broker import job_validation
 from taskq.broker.ops import dependencies, output, queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import Execution, Job, JobState, PayloadKind
+from taskq.broker.ops.workers import worker_list
+from taskq.broker.records import Execution, Job, JobState, PayloadKind, WorkerInfo
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 from taskq.broker.stores.trampoline import Pause
 
@@ -147,13 +148,38 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
         if job.state.finished:
             return job
         if deadline is not None and time.monotonic() >= deadline:
-            raise errors.ResultTimeout(
-                f"job {job_id} is still {job.state.value} after {timeout:g} s"
-            )
+            raise wait_ran_out(job, timeout or 0.0, (yield from worker_list()))
         pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
         yield Pause(pause)
         # Start fast (most jobs are short), then settle at poll_seconds.
         delay = min(delay * 2, poll_seconds)
+
+
+def wait_ran_out(
+    job: Job, timeout: float, workers: Sequence[WorkerInfo] | None
+) -> errors.ResultTimeout:
+    """The error of a wait for ``job`` that ran out after ``timeout`` seconds.
+
+    A queued job that no active worker of ``workers`` (None: not known) could
+    claim, for its queue or its labels, most often means none was started:
+    the error says so, and how to start one.
+    """
+    said = f"job {job.id} is still {job.state.value} after {round(timeout, 2):g} s"
+    if job.state is not JobState.QUEUED or workers is None:
+        return errors.ResultTimeout(said)
+    needed = set(job.labels)
+    if any(
+        worker.state == "active" and job.queue in worker.queues and needed <= set(worker.labels)
+        for worker in workers
+    ):
+        return errors.ResultTimeout(said)
+    labels = ",".join(sorted(needed))
+    return errors.ResultTimeout(
+        f"{said}: no active worker serves queue {job.queue!r}"
+        + (f" with labels {labels}" if labels else "")
+        + f" (start one: taskq-worker --queues {job.queue}"
+        + (f" --labels {labels})" if labels else ")")
+    )
 
 
 def job_list(
