@@ -289,8 +289,17 @@ def test_a_failure_cancels_the_descendants_and_nothing_else(run: Run, queue: str
         "type": "ParentFailed",
         "message": f"parent job {child} ended failed",
         "parent": child,
+        "cause": child,
+        "cause_state": "failed",
     }
-    assert run(job_get(great)).error["parent"] == grandchild
+    # Deeper down, the job names the step whose failure began the cascade too.
+    assert run(job_get(great)).error == {
+        "type": "ParentFailed",
+        "message": f"parent job {grandchild} ended cancelled, as job {child} ended failed",
+        "parent": grandchild,
+        "cause": child,
+        "cause_state": "failed",
+    }
     # The job that runs anyway is queued; the one after it waits for it, as usual.
     assert _states(run, [anyway, after_anyway]) == [JobState.QUEUED, JobState.WAITING]
     assert _states(run, [root, sibling, *plain, *other]) == [
@@ -378,6 +387,15 @@ def test_cancelling_a_job_cancels_the_jobs_waiting_on_it(run: Run, queue: str) -
         JobState.QUEUED,
     ]
     assert run(job_get(grandchild)).error["parent"] == child
+    # A job submitted later after the cancelled grandchild names the cancel's cause too.
+    [late] = run(job_enqueue([_spec(queue, after=(grandchild,))], now=T0))
+    assert run(job_get(late)).error == {
+        "type": "ParentFailed",
+        "message": f"parent job {grandchild} ended cancelled, as job {child} ended cancelled",
+        "parent": grandchild,
+        "cause": child,
+        "cause_state": "cancelled",
+    }
     run(job_retry([child], now=T0))
     assert _states(run, [child, grandchild]) == [JobState.WAITING] * 2
 

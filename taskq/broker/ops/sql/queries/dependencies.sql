@@ -120,13 +120,23 @@ id IN (
 -- ended failed, dead or cancelled), and every waiting descendant of one that
 -- is not run_anyway, ends cancelled, naming the parent that cancelled it: for
 -- a doomed job its first such parent by id, for a descendant the cancelled
--- job it descends through. The walk starts from jobs_doomed, which holds only
--- the jobs that this write's ends doomed, so it touches no other job, and
--- goes only down edges: it ends. Being a statement of its own (not a trigger),
--- each job it cancels fires jobs_parent_ended, which counts the cancel in the
--- run_anyway children, for job_release_ready next.
-WITH RECURSIVE doomed (id, parent, parent_state) AS (
-    SELECT child.id, failed.id, failed.state
+-- job it descends through. Each names the cause as well: the job whose own
+-- end began the cascade (carried down from a parent an earlier cascade
+-- cancelled, by its error's cause), so that a job deep in a pipeline says
+-- which step failed without a walk up the tree. The walk starts from
+-- jobs_doomed, which holds only the jobs that this write's ends doomed, so it
+-- touches no other job, and goes only down edges: it ends. Being a statement
+-- of its own (not a trigger), each job it cancels fires jobs_parent_ended,
+-- which counts the cancel in the run_anyway children, for job_release_ready next.
+WITH RECURSIVE doomed (id, parent, parent_state, cause, cause_state) AS (
+    -- A parent an earlier cascade cancelled hands on its cause; any other is the cause.
+    SELECT child.id, failed.id, failed.state,
+        CASE WHEN failed.state = 'cancelled' AND json_valid(failed.error)
+            AND failed.error ->> '$.type' = 'ParentFailed' AND failed.error ->> '$.cause' > 0
+        THEN failed.error ->> '$.cause' ELSE failed.id END,
+        CASE WHEN failed.state = 'cancelled' AND json_valid(failed.error)
+            AND failed.error ->> '$.type' = 'ParentFailed' AND failed.error ->> '$.cause' > 0
+        THEN failed.error ->> '$.cause_state' ELSE failed.state END
     FROM jobs AS child INDEXED BY jobs_doomed
     JOIN jobs AS failed ON failed.id = (
         SELECT min(edge.parent_id) FROM job_parents AS edge
@@ -135,7 +145,7 @@ WITH RECURSIVE doomed (id, parent, parent_state) AS (
     )
     WHERE child.state = 'waiting' AND child.parents_failed > 0 AND child.run_anyway = 0
     UNION
-    SELECT edge.child_id, doomed.id, 'cancelled'
+    SELECT edge.child_id, doomed.id, 'cancelled', doomed.cause, doomed.cause_state
     FROM doomed
     JOIN job_parents AS edge ON edge.parent_id = doomed.id
     JOIN jobs AS child ON child.id = edge.child_id
@@ -147,12 +157,18 @@ UPDATE jobs SET
     cancelled_by = cause.parent,
     error = json_object(
         'type', 'ParentFailed',
-        'message', 'parent job ' || cause.parent || ' ended ' || cause.parent_state,
-        'parent', cause.parent
+        'message', 'parent job ' || cause.parent || ' ended ' || cause.parent_state
+            || CASE WHEN cause.cause = cause.parent THEN ''
+                ELSE ', as job ' || cause.cause || ' ended ' || cause.cause_state END,
+        'parent', cause.parent,
+        'cause', cause.cause,
+        'cause_state', cause.cause_state
     )
 -- A job reached from several parents is cancelled once, by the lowest; SQLite
--- takes a bare column (parent_state) from the row that min() picked.
-FROM (SELECT id, min(parent) AS parent, parent_state FROM doomed GROUP BY id) AS cause
+-- takes the bare columns (parent_state, cause...) from the row that min() picked.
+FROM (
+    SELECT id, min(parent) AS parent, parent_state, cause, cause_state FROM doomed GROUP BY id
+) AS cause
 WHERE jobs.id = cause.id
 
 -- name: job_release_ready
