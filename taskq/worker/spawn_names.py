@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import msgspec
 
 from taskq import errors
-from taskq.broker.client.declarations import DeclarationCache, NamedCall, named
+from taskq.broker.client.declarations import SPAWN_OPT_OUT, DeclarationCache, NamedCall, named
 from taskq.broker.client.specs import validate_spec
 from taskq.broker.ops.plan import Op
 from taskq.broker.records import JobSpec, WorkflowSubmission
@@ -42,7 +42,7 @@ class SpawnNames:
 
     def __init__(self, run: Run, declarations: DeclarationCache | None = None) -> None:
         self._run = run
-        self._declarations = declarations or DeclarationCache()
+        self._declarations = declarations or DeclarationCache(opt_out=SPAWN_OPT_OUT)
 
     async def resolved(self, outcome: Outcome) -> Outcome:
         """``outcome`` with its spawn's steps by name resolved; or failed, spawning nothing."""

@@ -93,6 +93,8 @@ async def test_an_unknown_name_or_a_bad_call_fails_the_attempt_for_good_spawning
         f"no worker has declared {misspelt}; did you mean "
     )
     assert name in message.partition("did you mean ")[2].partition("?")[0].split(" or ")
+    # The way out a spawn has, not a submit's (--unchecked, or over HTTP).
+    assert message.endswith("to spawn it for workers yet to start, give its step unchecked=True)")
     report = _report(unknown)
     assert (report.kind, report.retryable, report.spawn) == (ReportKind.FAIL, False, None)
 

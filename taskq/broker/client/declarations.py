@@ -109,6 +109,10 @@ _OPT_OUT = (
     "for workers yet to start, submit it unchecked: unchecked=True, --unchecked, or "
     '"unchecked": true over HTTP'
 )
+SPAWN_OPT_OUT = (
+    "a worker publishes the @taskq.job functions of its --modules when it starts; to spawn "
+    "it for workers yet to start, give its step unchecked=True"
+)
 _OPT_OUT_HERE = (
     "nor does this process import a function by that name; a worker publishes the @taskq.job "
     "functions of its --modules when it starts; to queue it for workers yet to start, submit "
@@ -145,9 +149,13 @@ class DeclarationCache:
     command line).
     """
 
-    def __init__(self, seconds: float = CACHE_SECONDS, *, import_names: bool = False) -> None:
+    def __init__(
+        self, seconds: float = CACHE_SECONDS, *, import_names: bool = False, opt_out: str = _OPT_OUT
+    ) -> None:
+        """``opt_out``: how the refusal of an unknown name says to submit it anyway."""
         self.seconds = seconds
         self._import_names = import_names
+        self._opt_out = opt_out
         self._found: dict[str, tuple[float, Declaration]] = {}
 
     def resolve(self, name: str) -> Op[Declaration]:
@@ -166,7 +174,7 @@ class DeclarationCache:
         if declaration is None:
             known = yield from function_names()
             if not self._import_names:
-                raise unknown_name(name, known, _OPT_OUT)
+                raise unknown_name(name, known, self._opt_out)
             raise unknown_name(name, [*known, *importable_names(name)], _OPT_OUT_HERE)
         self._found[name] = (now + self.seconds, declaration)
         return declaration
