@@ -233,7 +233,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
         args,
         "retried",
         moved,
-        done="queued again (the jobs their end cancelled wait for them again)",
+        done="retried (each queued again, or waiting again for parents retried with it)",
         none="nothing to retry; no job of it failed, died or was cancelled",
     )
 
