@@ -270,7 +270,7 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
         if left <= 0:
             raise errors.ResultTimeout(
                 f"workflow {workflow_id} still has {len(waiting)} job(s) to end"
-                f" after {round(timeout, 2):g} s"
+                f" after {round(timeout or 0.0, 2):g} s"
             )
         wait = round(min(left, LONG_POLL_SECONDS), 3)
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)

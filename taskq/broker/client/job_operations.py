@@ -237,7 +237,7 @@ def _workflow_wait(
         if deadline is not None and time.monotonic() >= deadline:
             raise errors.ResultTimeout(
                 f"workflow {workflow_id} still has {left} job(s) to end"
-                f" after {round(timeout, 2):g} s"
+                f" after {round(timeout or 0.0, 2):g} s"
             )
         yield Pause(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
         # Start fast (most workflows of a test are short), then settle at poll_seconds.
