@@ -20,6 +20,7 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.records import JobState, Lease
 from taskq.dev.server import ServerProcess, token_of
 from tests.support import declared_jobs
+from tests.support.declared_store import declaration, names, serving
 from tests.support.reports import completed, failed, report_one
 
 NO_SUCH_JOB = 999_999
@@ -124,6 +125,16 @@ def test_what_needs_the_store_says_so(server: ServerProcess) -> None:
             client.submit_shell("true")
         with pytest.raises(errors.NotOverHttp, match="has no store"):
             client.store.close()
+
+
+def test_the_declared_jobs_are_listed_over_http(
+    client: taskq.Client, on_store: taskq.Client
+) -> None:
+    name, queue = names()
+    worker_id = serving(on_store, "w1", [queue], declaration(name, queue=queue))
+    [listed] = [each for each in client.functions() if each.name == name]
+    assert listed == next(each for each in on_store.functions() if each.name == name)
+    assert (listed.queue, listed.live, listed.workers) == (queue, True, (worker_id,))
 
 
 def test_a_declared_job_submits_over_http_when_the_store_url_names_a_server(

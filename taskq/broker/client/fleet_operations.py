@@ -138,7 +138,7 @@ class FleetOperations(ClientBase):
         """Every registered worker, stopped ones included."""
         return worker_list()
 
-    @Operation
+    @over_http(http_fleet_plans.function_list)
     def functions(self) -> GroupOp[builtins.list[DeclaredFunction]]:
         """Every job workers have declared, by name: the version submits use, its live workers."""
         return function_list()

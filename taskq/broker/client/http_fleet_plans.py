@@ -16,6 +16,7 @@ import msgspec
 
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest, decoded, decoded_member
 from taskq.broker.ops import retention
+from taskq.broker.ops.functions import DeclaredFunction
 from taskq.broker.ops.jobs import ThroughputBucket
 from taskq.broker.ops.queues import Keep, SubmitLimit
 from taskq.broker.records import QueueStats, Retention, WorkerInfo
@@ -61,6 +62,11 @@ def queue_stats() -> HttpPlan[builtins.list[QueueStats]]:
 def worker_list() -> HttpPlan[builtins.list[WorkerInfo]]:
     answer = yield HttpRequest("GET", "/workers")
     return list(decoded_member(answer, "workers", builtins.list[WorkerInfo]))
+
+
+def function_list() -> HttpPlan[builtins.list[DeclaredFunction]]:
+    answer = yield HttpRequest("GET", "/functions")
+    return list(decoded_member(answer, "functions", builtins.list[DeclaredFunction]))
 
 
 # -- submitters ----------------------------------------------------------------------------
