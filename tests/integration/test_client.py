@@ -150,7 +150,7 @@ def test_waiting_has_a_bound_and_says_when_no_worker_could_end_it(
         handle.result(timeout=0.2)
     assert str(unserved.value) == (
         f"job {handle.id} is still queued after 0.2 s: no active worker serves queue "
-        f"{queue!r} (start one: taskq-worker --queues {queue})"
+        f"{queue!r} (start one: taskq-worker --queues {queue} --modules m)"
     )
     register_worker(store, f"{queue}-worker", [queue], None)
     with pytest.raises(errors.ResultTimeout) as served:

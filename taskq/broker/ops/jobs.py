@@ -174,12 +174,24 @@ def wait_ran_out(
     ):
         return errors.ResultTimeout(said)
     labels = ",".join(sorted(needed))
+    start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
+    if labels:
+        start += ["--labels", labels]
     return errors.ResultTimeout(
         f"{said}: no active worker serves queue {job.queue!r}"
         + (f" with labels {labels}" if labels else "")
-        + f" (start one: taskq-worker --queues {job.queue}"
-        + (f" --labels {labels})" if labels else ")")
+        + f" (start one: {' '.join(start)})"
     )
+
+
+def _worker_flags(job: Job) -> list[str]:
+    """What a worker must be told to run ``job``: its function's module, or its kind."""
+    if job.kind is PayloadKind.SHELL:
+        return ["--allow-shell"]
+    if job.kind is PayloadKind.PYTHON_EXEC:
+        return ["--allow-python-exec"]
+    module = str(job.payload.get("target", "")).partition(":")[0]
+    return ["--modules", module] if module else []
 
 
 def job_list(
