@@ -5,7 +5,8 @@ and the file keeps only its SHA-256: nothing in it could be presented to the
 server. The entry is appended as text, so the rest of the file, its comments
 included, stays as the user wrote it; ``revoke`` takes out that entry alone.
 A running ``taskq serve`` follows the file: it takes a new token, and
-refuses a revoked one, within a second or so.
+refuses a revoked one, within a second or so; one started with no token
+(open to every request) stays open until it is restarted.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def add_commands(commands: command.Commands) -> None:
         help="the HTTP API's bearer tokens: new, list, revoke",
         description="The bearer tokens of taskq serve, kept in the config file's [server].\n"
         "The secret is printed once; the file keeps its SHA-256 only. A running\n"
-        "taskq serve follows the file: new and revoked tokens count within a second.\n\n"
+        "taskq serve follows the file: new and revoked tokens count within a second\n"
+        "(one started with no token stays open until restarted).\n\n"
         "  export TOKEN=$(taskq token new scripts --scopes read,submit)\n"
         "  taskq token list\n"
         "  taskq token revoke scripts",
@@ -132,7 +134,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     output.warn(
         f"taskq: token {args.name!r} ({', '.join(scopes)}) added to {path}; the file keeps "
         "only its SHA-256, so save it now: it is not shown again. A running taskq serve "
-        "accepts it within a second or so."
+        "started with tokens accepts it within a second or so; one started with none is "
+        "open to every request until it is restarted."
     )
     return command.EXIT_OK
 

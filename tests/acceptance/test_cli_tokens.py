@@ -24,6 +24,8 @@ def test_a_new_token_is_printed_once_and_only_its_hash_is_kept(tmp_path: Path) -
     assert made.out == token + "\n"
     assert token.startswith("tq_")
     assert "scripts" in made.err
+    # A server started open is not closed by a new token: the note does not promise it.
+    assert "started with none is open to every request until it is restarted" in made.err
     assert token not in path.read_text()
     [entry] = _config(path)["server"]["tokens"]  # type: ignore[index]
     assert entry == {
