@@ -190,7 +190,7 @@ async def cancel(request: Request, caller: Caller) -> Response:
     done = await client.cancel(job_id)
     job = await client.get(job_id)
     if not done.cancelled and not done.requested:
-        raise WrongState(f"job {job_id} is {job.state.value}; only queued or running jobs cancel")
+        raise WrongState(f"job {job_id} ({job.state.value}): already ended, not cancelled")
     return json_response(job)
 
 

@@ -196,13 +196,18 @@ def test_cancel_and_retry(served: Served) -> None:
     queue = _queue()
     with served.http() as http:
         job_id = http.post("/jobs", json=_job(queue)).json()["id"]
-        assert http.post(f"/jobs/{job_id}/retry").status_code == 409
+        not_ended = http.post(f"/jobs/{job_id}/retry")
+        assert not_ended.status_code == 409
+        assert not_ended.json()["detail"] == (
+            f"job {job_id} (queued): only failed, dead or cancelled jobs are retried"
+        )
         cancelled = http.delete(f"/jobs/{job_id}")
         assert cancelled.status_code == 200, cancelled.text
         assert cancelled.json()["state"] == "cancelled"
         again = http.delete(f"/jobs/{job_id}")
         assert again.status_code == 409
         assert again.json()["type"] == "urn:taskq:problem:WrongState"
+        assert again.json()["detail"] == f"job {job_id} (cancelled): already ended, not cancelled"
 
         retried = http.post(f"/jobs/{job_id}/retry")
         assert retried.status_code == 200
