@@ -104,19 +104,20 @@ def named(exc: errors.InvalidJob, where: str) -> errors.InvalidJob:
     return errors.InvalidJob(message, field=exc.field)
 
 
+# What a worker declares, said in every refusal of an unknown name: a package's
+# submodules that its __init__ does not import are run but never declared.
+_PUBLISHED = (
+    "a worker publishes the @taskq.job functions of its --modules, and of the submodules "
+    "their __init__ imports, when it starts"
+)
 _OPT_OUT = (
-    "a worker publishes the @taskq.job functions of its --modules when it starts; to queue it "
-    "for workers yet to start, submit it unchecked: unchecked=True, --unchecked, or "
-    '"unchecked": true over HTTP'
+    f"{_PUBLISHED}; to queue it for workers yet to start, submit it unchecked: "
+    'unchecked=True, --unchecked, or "unchecked": true over HTTP'
 )
-SPAWN_OPT_OUT = (
-    "a worker publishes the @taskq.job functions of its --modules when it starts; to spawn "
-    "it for workers yet to start, give its step unchecked=True"
-)
+SPAWN_OPT_OUT = f"{_PUBLISHED}; to spawn it for workers yet to start, give its step unchecked=True"
 _OPT_OUT_HERE = (
-    "nor does this process import a function by that name; a worker publishes the @taskq.job "
-    "functions of its --modules when it starts; to queue it for workers yet to start, submit "
-    "it unchecked: unchecked=True"
+    f"nor does this process import a function by that name; {_PUBLISHED}; to queue it for "
+    "workers yet to start, submit it unchecked: unchecked=True"
 )
 
 
