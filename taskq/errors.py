@@ -105,8 +105,16 @@ class MembershipRefused(TaskqError):
     """The cluster's membership cannot change that way (its last node); nothing was changed."""
 
 
+class ScheduleNotFound(TaskqError, LookupError):
+    """No schedule has that name; nothing changed."""
+
+
 class ScheduleExists(TaskqError):
     """A schedule of that name exists with another definition; nothing was written."""
+
+
+class WrongState(TaskqError):
+    """The job, or every job of the workflow, is in a state this request does not apply to."""
 
 
 class ResultTimeout(TaskqError, TimeoutError):
@@ -130,6 +138,22 @@ class NotOverHttp(TaskqError):
 
     Open the client on the store's URL (``sqlite://``, ``rqlite://``) instead.
     """
+
+
+class Unauthorized(TaskqError):
+    """No valid bearer token came with the request."""
+
+
+class Forbidden(TaskqError):
+    """The token is valid, but its scopes do not allow this request."""
+
+
+class BadRequest(TaskqError, ValueError):
+    """The request is not well-formed: its JSON, a header or a query parameter."""
+
+
+class TooLarge(TaskqError):
+    """The request's body is larger than this server takes; nothing was written."""
 
 
 class StoreError(TaskqError):

@@ -29,7 +29,6 @@ from typing import TypeAlias
 import msgspec
 
 from taskq import errors
-from taskq.broker.client.problem_types import Forbidden, Unauthorized
 from taskq.config import Scope, TokenSection, load_config
 
 log = logging.getLogger("taskq.server")
@@ -48,9 +47,10 @@ class Caller(msgspec.Struct, frozen=True):
     scopes: frozenset[Scope]
 
     def require(self, scope: Scope) -> None:
-        """Raise :class:`Forbidden` unless this caller holds ``scope`` (``admin`` holds all)."""
+        """Raise :class:`taskq.errors.Forbidden` unless this caller holds ``scope``
+        (``admin`` holds all)."""
         if scope not in self.scopes and "admin" not in self.scopes:
-            raise Forbidden(f"token {self.name!r} lacks the {scope!r} scope")
+            raise errors.Forbidden(f"token {self.name!r} lacks the {scope!r} scope")
 
 
 def _digest(token: str) -> bytes:
@@ -84,12 +84,12 @@ class Tokens:
         return not self._callers
 
     def caller(self, authorization: str | None) -> Caller:
-        """The caller an ``Authorization`` header names, or :class:`Unauthorized`."""
+        """The caller an ``Authorization`` header names, or :class:`taskq.errors.Unauthorized`."""
         if self.open:
             return Caller(ANONYMOUS, ALL_SCOPES)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("send a token as 'Authorization: Bearer TOKEN'")
+            raise errors.Unauthorized("send a token as 'Authorization: Bearer TOKEN'")
         presented = _digest(token.strip())
         found = None
         # Every digest is compared, so the time taken tells nothing about which matched.
@@ -97,7 +97,7 @@ class Tokens:
             if hmac.compare_digest(digest, presented):
                 found = caller
         if found is None:
-            raise Unauthorized("the bearer token is not one this server knows")
+            raise errors.Unauthorized("the bearer token is not one this server knows")
         return found
 
 
@@ -156,7 +156,7 @@ class WatchedTokens:
         if self.open:
             return Caller(ANONYMOUS, ALL_SCOPES)
         if tokens.open:
-            raise Unauthorized("this server has no token left: every one was revoked")
+            raise errors.Unauthorized("this server has no token left: every one was revoked")
         return tokens.caller(authorization)
 
 

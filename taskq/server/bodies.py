@@ -18,7 +18,6 @@ from starlette.requests import Request
 from taskq import errors
 from taskq.broker import job_validation, schedule_timing
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.client.problem_types import BadRequest, TooLarge
 from taskq.broker.schedule_timing import CatchUp
 
 MAX_PAGE = 1000
@@ -102,7 +101,7 @@ async def read_body(request: Request) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            raise TooLarge(
+            raise errors.TooLarge(
                 f"the body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB; send fewer jobs"
             )
         chunks.append(chunk)
@@ -115,7 +114,7 @@ def decoded(
     *,
     refused: type[errors.InvalidJob] | type[errors.InvalidSetting] = errors.InvalidJob,
 ) -> Any:
-    """``body`` as ``into``: :class:`BadRequest` if not JSON, else a bad member named.
+    """``body`` as ``into``: :class:`taskq.errors.BadRequest` if not JSON, else a bad member named.
 
     A member of a job (a batch's, a workflow's, a schedule's) is refused as
     :class:`taskq.errors.InvalidJob`; any other member as ``refused``.
@@ -125,7 +124,7 @@ def decoded(
     except msgspec.ValidationError as exc:
         refusal = str(exc)
     except msgspec.DecodeError as exc:
-        raise BadRequest(f"the body is not JSON: {exc}") from None
+        raise errors.BadRequest(f"the body is not JSON: {exc}") from None
     # JSON has one kind of number, and JSON Schema (so the OpenAPI document) reads
     # 3.0 as the integer 3; msgspec takes no float into an int member. Rare, so
     # only a refused body is read again, each such member made whole where msgspec
@@ -236,29 +235,33 @@ def _readable(refusal: str, tree: Any) -> str:
 
 
 def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | None = None) -> int:
-    """A whole-number query parameter within bounds, or :class:`BadRequest`."""
+    """A whole-number query parameter within bounds, or :class:`taskq.errors.BadRequest`."""
     text = params[name]
     try:
         value = int(text)
     except ValueError:
-        raise BadRequest(f"query parameter {name} must be a whole number, got {text!r}") from None
+        raise errors.BadRequest(
+            f"query parameter {name} must be a whole number, got {text!r}"
+        ) from None
     if value < low or (high is not None and value > high):
         bounds = f">= {low}" + (f" and <= {high}" if high is not None else "")
-        raise BadRequest(f"query parameter {name} must be {bounds}, got {value}")
+        raise errors.BadRequest(f"query parameter {name} must be {bounds}, got {value}")
     return value
 
 
 def number(params: Mapping[str, str], name: str, *, default: float, high: float) -> float:
-    """A number of seconds in [0, high] from the query, or :class:`BadRequest`."""
+    """A number of seconds in [0, high] from the query, or :class:`taskq.errors.BadRequest`."""
     text = params.get(name)
     if text is None:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise BadRequest(f"query parameter {name} must be a number, got {text!r}") from None
+        raise errors.BadRequest(f"query parameter {name} must be a number, got {text!r}") from None
     if not 0 <= value <= high:
-        raise BadRequest(f"query parameter {name} must be between 0 and {high:g}, got {text}")
+        raise errors.BadRequest(
+            f"query parameter {name} must be between 0 and {high:g}, got {text}"
+        )
     return value
 
 
@@ -273,6 +276,6 @@ def only_known(params: Mapping[str, str], known: set[str]) -> None:
     """Refuse a query parameter this endpoint does not take (a typo would filter nothing)."""
     unknown = sorted(set(params) - known)
     if unknown:
-        raise BadRequest(
+        raise errors.BadRequest(
             f"unknown query parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )

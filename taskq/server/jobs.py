@@ -14,7 +14,6 @@ from taskq import errors
 from taskq.broker.client.client import CancelResult, JobQuery
 from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.client.problem_types import WrongState
 from taskq.broker.records import Execution, Job, JobState
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -190,7 +189,7 @@ async def cancel(request: Request, caller: Caller) -> Response:
     done = await client.cancel(job_id)
     job = await client.get(job_id)
     if not done.cancelled and not done.requested:
-        raise WrongState(f"job {job_id} ({job.state.value}): already ended, not cancelled")
+        raise errors.WrongState(f"job {job_id} ({job.state.value}): already ended, not cancelled")
     return json_response(job)
 
 
@@ -201,7 +200,7 @@ async def retry(request: Request, caller: Caller) -> Response:
     moved = await client.retry(job_id)
     job = await client.get(job_id)
     if not moved and job.state not in _RETRYABLE:
-        raise WrongState(
+        raise errors.WrongState(
             f"job {job_id} ({job.state.value}): only failed, dead or cancelled jobs are retried"
         )
     return json_response(job)

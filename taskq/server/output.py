@@ -20,8 +20,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from taskq import errors
 from taskq.broker.client.client import AsyncClient
-from taskq.broker.client.problem_types import BadRequest
 from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -54,7 +54,7 @@ def _position(request: Request) -> tuple[int | None, int]:
     if resumed:
         number, _, byte = resumed.partition(":")
         if not (number.isdigit() and byte.isdigit() and int(number) >= 1):
-            raise BadRequest(
+            raise errors.BadRequest(
                 f"Last-Event-ID must be ATTEMPT:OFFSET, as the events' ids, not {resumed!r}"
             )
         return int(number), int(byte)
@@ -70,7 +70,7 @@ async def output(request: Request, caller: Caller) -> Response:
     bodies.only_known(params, {"attempt", "offset", "follow"})
     follow = params.get("follow", "false").lower()
     if follow not in ("true", "false"):
-        raise BadRequest(f"query parameter follow must be true or false, got {follow!r}")
+        raise errors.BadRequest(f"query parameter follow must be true or false, got {follow!r}")
     client = client_of(request)
     job_id = job_id_in_path(request)
     attempt, offset = _position(request)

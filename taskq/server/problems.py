@@ -20,37 +20,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker.client.problem_types import (
-    PROBLEM_TYPE,
-    TYPE_PREFIX,
-    BadRequest,
-    Forbidden,
-    Problem,
-    ScheduleNotFound,
-    TooLarge,
-    Unauthorized,
-    WrongState,
-)
+from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX, Problem
 
 # How long a client should wait before asking a store that did not answer again.
 STORE_RETRY_AFTER_SECONDS = 1
 
 # Checked in order: a subclass before its base.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
-    (Unauthorized, 401),
-    (Forbidden, 403),
-    (BadRequest, 400),
-    (TooLarge, 413),
+    (errors.Unauthorized, 401),
+    (errors.Forbidden, 403),
+    (errors.BadRequest, 400),
+    (errors.TooLarge, 413),
     (errors.IdempotencyConflict, 409),
     (errors.ScheduleExists, 409),
-    (WrongState, 409),
+    (errors.WrongState, 409),
     (errors.InvalidJob, 422),
     (errors.ConfigError, 422),
     (errors.JobNotFound, 404),
     (errors.AttemptNotFound, 404),
     (errors.WorkflowNotFound, 404),
     (errors.QueueNotFound, 404),
-    (ScheduleNotFound, 404),
+    (errors.ScheduleNotFound, 404),
     (errors.RateLimited, 429),
     (errors.StoreUnavailable, 503),
     (errors.OutcomeUnknown, 503),

@@ -8,7 +8,6 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker.client.client import Schedule, ScheduleAdded
-from taskq.broker.client.problem_types import ScheduleNotFound
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
@@ -60,13 +59,13 @@ async def patch_schedule(request: Request, caller: Caller) -> Response:
         for schedule in await client.schedules():
             if schedule.name == name:
                 return json_response(schedule)
-    raise ScheduleNotFound(f"no schedule named {name!r}")
+    raise errors.ScheduleNotFound(f"no schedule named {name!r}")
 
 
 async def remove_schedule(request: Request, caller: Caller) -> Response:
     name = request.path_params["name"]
     if not await client_of(request).remove_schedule(name):
-        raise ScheduleNotFound(f"no schedule named {name!r}")
+        raise errors.ScheduleNotFound(f"no schedule named {name!r}")
     return Response(status_code=204)
 
 

@@ -26,7 +26,6 @@ from taskq.broker import job_validation
 from taskq.broker.client.client import JobQuery, validate_spec
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.client.problem_types import WrongState
 from taskq.broker.records import JobEdge, JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -251,7 +250,9 @@ async def cancel(request: Request, caller: Caller) -> Response:
     workflow_id = _workflow_id(request)
     moved = await client.cancel_workflow(workflow_id)
     if not moved:
-        raise WrongState(f"workflow {workflow_id} has no job left to cancel: every one has ended")
+        raise errors.WrongState(
+            f"workflow {workflow_id} has no job left to cancel: every one has ended"
+        )
     return json_response(WorkflowMoved(moved, await client.workflow(workflow_id)))
 
 
@@ -261,7 +262,7 @@ async def retry(request: Request, caller: Caller) -> Response:
     workflow_id = _workflow_id(request)
     moved = await client.retry_workflow(workflow_id)
     if not moved:
-        raise WrongState(
+        raise errors.WrongState(
             f"workflow {workflow_id} has no job to retry: none failed, died or was cancelled"
         )
     return json_response(WorkflowMoved(moved, await client.workflow(workflow_id)))

@@ -14,7 +14,6 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.client.client import CancelResult
-from taskq.broker.client.problem_types import Forbidden, Unauthorized
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.records import JobState, Lease
@@ -104,16 +103,19 @@ def test_a_submitter_over_its_rate_is_told_when_to_come_back(
 
 
 def test_a_token_is_checked(server: ServerProcess, queue: str) -> None:
-    with taskq.Client(server.url, token="not-a-token") as stranger, pytest.raises(Unauthorized):
+    with (
+        taskq.Client(server.url, token="not-a-token") as stranger,
+        pytest.raises(errors.Unauthorized),
+    ):
         stranger.get(1)
     with taskq.Client(server.url, token=token_of("reader")) as reader:
-        with pytest.raises(Forbidden, match="submit"):
+        with pytest.raises(errors.Forbidden, match="submit"):
             reader.submit("m:f", queue=queue, unchecked=True)
         # Settings are read with a token that reads, and changed only with one that administers.
         assert isinstance(reader.submit_limits(), list)
-        with pytest.raises(Forbidden, match="admin"):
+        with pytest.raises(errors.Forbidden, match="admin"):
             reader.set_submit_limit(f"someone-{queue}", 1, 60)
-        with pytest.raises(Forbidden, match="admin"):
+        with pytest.raises(errors.Forbidden, match="admin"):
             reader.prune(older_than=3600)
 
 

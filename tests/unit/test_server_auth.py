@@ -7,7 +7,6 @@ import hashlib
 import pytest
 
 from taskq import errors
-from taskq.broker.client.problem_types import Forbidden, Unauthorized
 from taskq.config import TokenSection
 from taskq.server.auth import Tokens
 
@@ -23,11 +22,11 @@ def test_a_token_is_known_by_its_digest_and_names_its_caller() -> None:
     ci = tokens.caller("Bearer s3cret")
     assert ci.name == "ci"
     ci.require("submit")
-    with pytest.raises(Forbidden, match="lacks the 'admin' scope"):
+    with pytest.raises(errors.Forbidden, match="lacks the 'admin' scope"):
         ci.require("admin")
     tokens.caller("bearer root-token").require("submit")  # admin holds every scope
     for header in (None, "", "Bearer", "Basic s3cret", "Bearer S3CRET"):
-        with pytest.raises(Unauthorized):
+        with pytest.raises(errors.Unauthorized):
             tokens.caller(header)
 
 

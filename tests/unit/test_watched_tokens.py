@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from taskq.broker.client.problem_types import Unauthorized
+from taskq import errors
 from taskq.server.auth import WatchedTokens
 
 ENTRY = '[[server.tokens]]\nname = "{name}"\nscopes = ["read"]\ntoken = "secret-{name}"\n'
@@ -33,7 +33,7 @@ def test_a_changed_file_is_read_again_after_the_recheck_interval(tmp_path: Path)
     assert tokens.caller("Bearer secret-a").name == "a"  # not looked at yet
     clock.now = 1.5
     assert tokens.caller("Bearer secret-b").name == "b"
-    with pytest.raises(Unauthorized, match="not one this server knows"):
+    with pytest.raises(errors.Unauthorized, match="not one this server knows"):
         tokens.caller("Bearer secret-a")
 
 
@@ -55,5 +55,5 @@ def test_a_server_started_with_tokens_stays_closed_when_the_last_is_revoked(
     path.write_text("")
     clock.now = 2.0
     assert not tokens.open
-    with pytest.raises(Unauthorized, match="no token left"):
+    with pytest.raises(errors.Unauthorized, match="no token left"):
         tokens.caller("Bearer secret-a")

@@ -31,7 +31,6 @@ from taskq.broker.client.http_requests import (
 )
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.client.problem_types import ScheduleNotFound, WrongState
 from taskq.broker.ops.jobs import CancelResult, wait_ran_out
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
@@ -221,7 +220,7 @@ def _schedule_patch(name: str, paused: bool) -> HttpPlan[bool]:
     body = msgspec.json.encode({"paused": paused})
     try:
         yield HttpRequest("PATCH", f"/schedules/{quote(name, safe='')}", body=body)
-    except ScheduleNotFound:
+    except errors.ScheduleNotFound:
         return False
     return True
 
@@ -238,7 +237,7 @@ def schedule_remove(name: str) -> HttpPlan[bool]:
     """DELETE /schedules/{name}: whether there was one."""
     try:
         yield HttpRequest("DELETE", f"/schedules/{quote(name, safe='')}")
-    except ScheduleNotFound:
+    except errors.ScheduleNotFound:
         return False
     return True
 
@@ -312,7 +311,7 @@ def workflow_edges(workflow_id: int) -> HttpPlan[builtins.list[JobEdge]]:
 def _workflow_moved(method: str, path: str) -> HttpPlan[int]:
     try:
         answer = yield HttpRequest(method, path)
-    except WrongState:
+    except errors.WrongState:
         return 0
     return int(decoded(answer, dict[str, Any])["moved"])
 

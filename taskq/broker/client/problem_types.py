@@ -17,28 +17,13 @@ PROBLEM_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:taskq:problem:"
 
 
-class Unauthorized(errors.TaskqError):
-    """No valid bearer token came with the request."""
-
-
-class Forbidden(errors.TaskqError):
-    """The token is valid, but its scopes do not allow this request."""
-
-
-class WrongState(errors.TaskqError):
-    """The job, or every job of the workflow, is in a state this request does not apply to."""
-
-
-class ScheduleNotFound(errors.TaskqError, LookupError):
-    """No schedule has that name; nothing changed."""
-
-
-class BadRequest(errors.TaskqError, ValueError):
-    """The request is not well-formed: its JSON, a header or a query parameter."""
-
-
-class TooLarge(errors.TaskqError):
-    """The request's body is larger than this server takes; nothing was written."""
+# The refusals of taskq serve lived here before taskq.errors held them: the old names stay.
+Unauthorized = errors.Unauthorized
+Forbidden = errors.Forbidden
+WrongState = errors.WrongState
+ScheduleNotFound = errors.ScheduleNotFound
+BadRequest = errors.BadRequest
+TooLarge = errors.TooLarge
 
 
 class Problem(msgspec.Struct, omit_defaults=True):
@@ -53,23 +38,22 @@ class Problem(msgspec.Struct, omit_defaults=True):
     retry_after: float | None = None
 
 
-_SERVER_ERRORS = (Unauthorized, Forbidden, WrongState, ScheduleNotFound, BadRequest, TooLarge)
 _KNOWN: dict[str, type[errors.TaskqError]] = {
     kind.__name__: kind
-    for kind in [*vars(errors).values(), *_SERVER_ERRORS]
+    for kind in vars(errors).values()
     if isinstance(kind, type) and issubclass(kind, errors.TaskqError)
 }
 
 
 def error_of(problem: Problem) -> errors.TaskqError:
     """The exception a problem names, with its message and members (``field``, ``job_id``,
-    ``retry_after``); a problem of no taskq class is a :class:`BadRequest` (4xx) or a
-    :class:`taskq.errors.StoreError` (5xx) with its detail."""
+    ``retry_after``); a problem of no taskq class is a :class:`taskq.errors.BadRequest` (4xx)
+    or a :class:`taskq.errors.StoreError` (5xx) with its detail."""
     name = problem.type.removeprefix(TYPE_PREFIX)
     kind = _KNOWN.get(name) if name != problem.type else None
     detail = problem.detail
     if kind is None:
-        return (BadRequest if problem.status < 500 else errors.StoreError)(
+        return (errors.BadRequest if problem.status < 500 else errors.StoreError)(
             f"{problem.status} {problem.title}: {detail}"
         )
     if issubclass(kind, errors.IdempotencyConflict):
