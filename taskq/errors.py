@@ -143,6 +143,13 @@ class NotOverHttp(TaskqError):
 class Unauthorized(TaskqError):
     """No valid bearer token came with the request."""
 
+    @classmethod
+    def tokenless(cls, how: str) -> Unauthorized:
+        """The refusal of a request that came with no token, where the server wants one;
+        ``how`` says how to send it from where the request was made (a header over HTTP,
+        ``token=`` in Python)."""
+        return cls(f"this server wants a token: {how}")
+
 
 class Forbidden(TaskqError):
     """The token is valid, but its scopes do not allow this request."""

@@ -29,6 +29,7 @@ from typing import TypeAlias
 import msgspec
 
 from taskq import errors
+from taskq.broker.client import problem_types
 from taskq.config import Scope, TokenSection, load_config
 
 log = logging.getLogger("taskq.server")
@@ -89,7 +90,7 @@ class Tokens:
             return Caller(ANONYMOUS, ALL_SCOPES)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise errors.Unauthorized("send a token as 'Authorization: Bearer TOKEN'")
+            raise errors.Unauthorized.tokenless(problem_types.BEARER_HEADER)
         presented = _digest(token.strip())
         found = None
         # Every digest is compared, so the time taken tells nothing about which matched.

@@ -102,6 +102,18 @@ def test_a_submitter_over_its_rate_is_told_when_to_come_back(
     assert on_store.list(taskq.JobQuery(queue=queue)) == []
 
 
+def test_a_client_without_a_token_is_told_to_pass_one(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TASKQ_TOKEN", raising=False)
+    with taskq.Client(server.url) as tokenless, pytest.raises(errors.Unauthorized) as refused:
+        tokenless.get(1)
+    assert str(refused.value) == (
+        "this server wants a token: pass it as token= (taskq.Client(url, token=...)) "
+        "or set TASKQ_TOKEN"
+    )
+
+
 def test_a_token_is_checked(server: ServerProcess, queue: str) -> None:
     with (
         taskq.Client(server.url, token="not-a-token") as stranger,

@@ -28,6 +28,12 @@ def test_a_token_is_known_by_its_digest_and_names_its_caller() -> None:
     for header in (None, "", "Bearer", "Basic s3cret", "Bearer S3CRET"):
         with pytest.raises(errors.Unauthorized):
             tokens.caller(header)
+    # Over HTTP the way to send a token is the header (a Python client says token=).
+    with pytest.raises(errors.Unauthorized) as refused:
+        tokens.caller(None)
+    assert str(refused.value) == (
+        "this server wants a token: send it as 'Authorization: Bearer TOKEN'"
+    )
 
 
 def test_no_tokens_is_an_open_server() -> None:

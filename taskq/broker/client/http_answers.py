@@ -21,13 +21,15 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest
-from taskq.broker.client.problem_types import Problem, error_of
+from taskq.broker.client.problem_types import BEARER_HEADER, Problem, error_of
 from taskq.broker.stores.trampoline import Pause
 
 T = TypeVar("T")
 
 # How long a server not reached is left before it is asked again (no Retry-After to go by).
 UNREACHED_RETRY_SECONDS = 0.5
+# How a Python caller sends the token a server wants (its own refusal tells of the header).
+PASS_A_TOKEN = "pass it as token= (taskq.Client(url, token=...)) or set TASKQ_TOKEN"
 
 
 class Unanswered(NamedTuple):
@@ -118,13 +120,17 @@ def _within(retry: _Retry, deadline: float) -> _Retry:
 
 
 def problem_error(response: httpx.Response) -> errors.TaskqError:
-    """The error a refusal's problem document names (or a bare status, from a proxy)."""
+    """The error a refusal's problem document names (or a bare status, from a proxy); the
+    refusal of a request without a token says how a Python client sends one."""
     try:
         problem = msgspec.json.decode(response.content, type=Problem)
     except msgspec.MsgspecError:
         text = response.text[:200]
         problem = Problem("about:blank", response.reason_phrase, response.status_code, text)
-    return error_of(problem)
+    error = error_of(problem)
+    if str(error) == str(errors.Unauthorized.tokenless(BEARER_HEADER)):
+        return errors.Unauthorized.tokenless(PASS_A_TOKEN)
+    return error
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -15,6 +15,8 @@ from taskq import errors
 
 PROBLEM_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:taskq:problem:"
+# How a request bears its token, as the server's refusal of one without says.
+BEARER_HEADER = "send it as 'Authorization: Bearer TOKEN'"
 
 
 # The refusals of taskq serve lived here before taskq.errors held them: the old names stay.
