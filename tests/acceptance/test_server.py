@@ -20,6 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import taskq
+from taskq import errors
 from taskq.broker.records import FINISHED_STATES, JobState
 from taskq.broker.worker_policy import Policy
 from taskq.dev.processes import free_ports, wait_until
@@ -553,3 +554,26 @@ def test_serve_over_tls(tmp_path: Path) -> None:
             assert http.post("/jobs", json=_job(_queue())).status_code == 201
         with httpx.Client(base_url=server.url) as untrusting, pytest.raises(httpx.ConnectError):
             untrusting.get("/healthz")
+        # The Python client: a certificate it does not trust is said so at once, with the way
+        # to trust it, not taken for a server that does not answer.
+        token = token_of("scripts")
+        with (
+            taskq.Client(server.url, token=token) as untrusting,
+            pytest.raises(errors.ConfigError) as untrusted,
+        ):
+            untrusting.stats()
+        assert str(untrusted.value) == (
+            f"taskq serve at {server.url}: its TLS certificate is not trusted (unable to get "
+            "local issuer certificate); pass the certificate that signed it (your CA's, or a "
+            'self-signed server\'s own) as taskq.Client(url, ca="path/to/cert.pem")'
+        )
+        with taskq.Client(server.url, token=token, ca=tls.ca) as trusting:
+            assert trusting.submit("tests.support.jobs:add", 1, 2, unchecked=True).id > 0
+        # Plain HTTP to it: the server hangs up without a word, which may be HTTPS.
+        plain = server.url.replace("https://", "http://")
+        with (
+            taskq.Client(plain, token=token, timeout=1) as in_plain,
+            pytest.raises(errors.StoreUnavailable) as hung_up,
+        ):
+            in_plain.stats()
+        assert str(hung_up.value).endswith(f"; the server may speak HTTPS: try {server.url}")

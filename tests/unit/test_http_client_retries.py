@@ -8,6 +8,7 @@ server here is an ``httpx.MockTransport``; the waits are real but bounded.
 
 from __future__ import annotations
 
+import ssl
 import time
 
 import anyio
@@ -89,3 +90,46 @@ def test_another_refusal_is_raised_at_once() -> None:
     transport = HttpTransport("http://taskq.test", mock=httpx.MockTransport(forbidden))
     with pytest.raises(errors.TaskqError, match="400"):
         transport.run(http_fleet_plans.queue_stats())
+
+
+class Unreachable:
+    """Raises ``error`` for every request, as httpx does when no answer comes."""
+
+    def __init__(self, error: httpx.TransportError) -> None:
+        self.error = error
+        self.asked = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.asked += 1
+        raise self.error
+
+
+def _certificate_refused(code: int, message: str) -> httpx.ConnectError:
+    """A ConnectError over the certificate check that failed, as httpx raises one."""
+    refused = ssl.SSLCertVerificationError(1, f"certificate verify failed: {message}")
+    refused.verify_code, refused.verify_message = code, message
+    try:
+        raise httpx.ConnectError(str(refused)) from refused
+    except httpx.ConnectError as wrapped:
+        return wrapped
+
+
+def test_a_server_not_reached_is_store_unavailable_once_the_time_is_up() -> None:
+    server = Unreachable(httpx.ConnectError("[Errno 111] Connection refused"))
+    transport = HttpTransport("http://taskq.test", timeout=1.2, mock=httpx.MockTransport(server))
+    with pytest.raises(errors.StoreUnavailable, match=r"did not answer: .*Connection refused"):
+        transport.run(http_fleet_plans.queue_stats())
+    assert server.asked >= 2
+
+
+def test_a_certificate_for_another_host_is_a_config_error_at_once() -> None:
+    mismatch = "Hostname mismatch, certificate is not valid for 'taskq.test'."
+    server = Unreachable(_certificate_refused(62, mismatch))
+    transport = HttpTransport("https://taskq.test", timeout=10, mock=httpx.MockTransport(server))
+    with pytest.raises(errors.ConfigError) as refused:
+        transport.run(http_fleet_plans.queue_stats())
+    assert str(refused.value) == (
+        f"taskq serve at https://taskq.test: its TLS certificate is for another address "
+        f"({mismatch}); use a name it holds"
+    )
+    assert server.asked == 1

@@ -7,11 +7,14 @@ response that is a problem (RFC 9457) is the taskq error it names
 after its ``Retry-After`` (a :class:`~taskq.broker.stores.trampoline.Pause`)
 for as long as the call's time allows, since nothing was applied; then its
 error is raised. A request sent that got no answer may have been applied:
-:class:`taskq.errors.OutcomeUnknown`, unless it only reads.
+:class:`taskq.errors.OutcomeUnknown`, unless it only reads. A server whose
+TLS certificate this client does not trust did answer: that is
+:class:`taskq.errors.ConfigError` at once, never asked again.
 """
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Generator
 from typing import NamedTuple, TypeAlias, TypeVar
@@ -103,13 +106,55 @@ def answered(
 def _unreached(request: HttpRequest, url: str, exc: httpx.TransportError) -> _Retry:
     """A request that got no answer: safe to send again unless it may have been applied."""
     where = f"taskq serve at {url}"
+    refused = _refused_certificate(exc)
+    if refused is not None:
+        raise errors.ConfigError(f"{where}: {_certificate_advice(refused)}") from exc
+    # A server that speaks TLS hangs up on a request in plain HTTP, without a word.
+    hint = (
+        f"; the server may speak HTTPS: try https://{url.removeprefix('http://')}"
+        if url.startswith("http://") and isinstance(exc, httpx.RemoteProtocolError)
+        else ""
+    )
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
-        error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")
+        error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}{hint}")
         return _Retry(error, UNREACHED_RETRY_SECONDS)
     raise errors.OutcomeUnknown(
         f"{request.method} {request.path}: {where} did not answer ({exc!r}); "
-        "it may or may not have been applied"
+        f"it may or may not have been applied{hint}"
     ) from exc
+
+
+# OpenSSL's verify codes for a certificate signed by no CA this client trusts: issuer not
+# found (2, 20), self-signed (18, 19), leaf's signature not verifiable (21).
+_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21})
+# For a certificate that names another host (62) or another IP address (64).
+_MISMATCH_CODES = frozenset({62, 64})
+
+
+def _refused_certificate(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The server's certificate refused by this client, beneath what httpx raised, if it was."""
+    cause: BaseException | None = exc
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _certificate_advice(refused: ssl.SSLCertVerificationError) -> str:
+    """Why the server's certificate was refused, and what to do about it."""
+    reason = refused.verify_message or refused.reason or str(refused)
+    if refused.verify_code in _UNTRUSTED_CODES:
+        return (
+            f"its TLS certificate is not trusted ({reason}); pass the certificate that signed "
+            "it (your CA's, or a self-signed server's own) as "
+            'taskq.Client(url, ca="path/to/cert.pem")'
+        )
+    if refused.verify_code in _MISMATCH_CODES:
+        return f"its TLS certificate is for another address ({reason}); use a name it holds"
+    return f"its TLS certificate was refused ({reason})"
 
 
 def _within(retry: _Retry, deadline: float) -> _Retry:
