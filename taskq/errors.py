@@ -96,6 +96,16 @@ class WorkflowNotFound(TaskqError, LookupError):
 class QueueNotFound(TaskqError, LookupError):
     """No queue has that name: it has no jobs and no settings; nothing was written."""
 
+    @classmethod
+    def not_created(cls, queue: str, change: str, create: str) -> QueueNotFound:
+        """The refusal to ``change`` (``"pause it"``) a queue that does not exist, not asked
+        to be created; ``create`` says how to ask where the change was made (a flag, an
+        argument, a member of a body)."""
+        return cls(
+            f"no queue named {queue!r}: it has no jobs and no settings; to {change} all the "
+            f"same, ask to create it ({create})"
+        )
+
 
 class NodeNotFound(TaskqError, LookupError):
     """The cluster has no member of that node id; nothing was changed."""
@@ -111,6 +121,15 @@ class ScheduleNotFound(TaskqError, LookupError):
 
 class ScheduleExists(TaskqError):
     """A schedule of that name exists with another definition; nothing was written."""
+
+    @classmethod
+    def taken(cls, name: str, replace: str) -> ScheduleExists:
+        """The refusal of a schedule ``name`` names already; ``replace`` says how to ask to
+        replace it where it was added (a flag, an argument, a member of a body)."""
+        return cls(
+            f"schedule {name!r} already exists; to replace it, ask to ({replace}), "
+            "or remove it first"
+        )
 
 
 class WrongState(TaskqError):

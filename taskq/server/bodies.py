@@ -9,6 +9,7 @@ broker's (:func:`taskq.broker.client.client.validate_spec`), as for every client
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -119,6 +120,8 @@ def decoded(
     A member of a job (a batch's, a workflow's, a schedule's) is refused as
     :class:`taskq.errors.InvalidJob`; any other member as ``refused``.
     """
+    if not body.strip():
+        raise errors.BadRequest(f"the body is empty; {_wanted(into)} is expected")
     try:
         return msgspec.json.decode(body, type=into)
     except msgspec.ValidationError as exc:
@@ -137,7 +140,23 @@ def decoded(
             refusal = str(exc)
     path = _member_path(refusal)
     kind = errors.InvalidJob if path.startswith(_IN_A_JOB) else refused
-    raise kind(_readable(refusal, tree), field=_member(refusal)) from None
+    message = _readable(refusal, tree)
+    if _SUBMITTER_SENT in refusal and _in_a_job(path, into):
+        message += "; the submitter is the name of the request's token and cannot be sent"
+    raise kind(message, field=_member(refusal)) from None
+
+
+def _wanted(into: Any) -> str:
+    """What a body decoded as ``into`` is: a JSON object, or (a batch too) an array."""
+    batch = any(typing.get_origin(one) is list for one in typing.get_args(into))
+    return "a JSON object or array" if batch else "a JSON object"
+
+
+def _in_a_job(path: str, into: Any) -> bool:
+    """Whether the member at ``path`` is a job's: one of a batch, a workflow or a schedule,
+    or of a body that is a job."""
+    one_job = into is JobRequest or JobRequest in typing.get_args(into)
+    return path.startswith(_IN_A_JOB) or (one_job and _TOP_MEMBER.fullmatch(path) is not None)
 
 
 # msgspec refusing a float for an int: "Expected `int | null`, got `float` - at `$.a[0].b`".
@@ -181,6 +200,10 @@ _AT = re.compile(r" - at `\$([^`]*)`$")
 _FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
 # The paths into a job of a batch, of a workflow, of a schedule.
 _IN_A_JOB = ("[", ".jobs[", ".job.")
+# A member of the body itself.
+_TOP_MEMBER = re.compile(r"\.\w+")
+# A job's submitter is the token's name, never a member of the request.
+_SUBMITTER_SENT = "unknown field `submitter`"
 
 
 def _member_path(message: str) -> str:

@@ -53,19 +53,23 @@ async def patch_queue(request: Request, caller: Caller) -> Response:
     )
     client = client_of(request)
     limits_given = change.max_running is not msgspec.UNSET or change.rate_limit is not msgspec.UNSET
-    if change.paused is not msgspec.UNSET:
-        if change.paused:
-            await client.pause(name, create=change.create)
-        else:
-            await client.resume(name, create=change.create)
-    if limits_given:
-        await client.set_queue_limits(
-            name,
-            max_running=KEEP if change.max_running is msgspec.UNSET else change.max_running,
-            rate_limit=KEEP if change.rate_limit is msgspec.UNSET else change.rate_limit,
-            rate_period=change.rate_period,
-            create=change.create,
-        )
+    try:
+        if change.paused is not msgspec.UNSET:
+            if change.paused:
+                await client.pause(name, create=change.create)
+            else:
+                await client.resume(name, create=change.create)
+        if limits_given:
+            await client.set_queue_limits(
+                name,
+                max_running=KEEP if change.max_running is msgspec.UNSET else change.max_running,
+                rate_limit=KEEP if change.rate_limit is msgspec.UNSET else change.rate_limit,
+                rate_period=change.rate_period,
+                create=change.create,
+            )
+    except errors.QueueNotFound:
+        # The client's words name its flag and argument; over HTTP it is the body's member.
+        raise errors.QueueNotFound.not_created(name, "change it", '"create": true') from None
     for stats in await client.stats():
         if stats.queue == name:
             return json_response(stats)

@@ -33,16 +33,20 @@ async def add_schedule(request: Request, caller: Caller) -> Response:
     # The job is resolved once, now: its ticks enqueue it as declared today.
     members = [set(msgspec.json.decode(body)["job"])]
     [spec] = await request_specs(client, [sent.job], members, caller.name, [None], label=None)
-    added = await client.add_schedule(
-        sent.name,
-        spec,
-        cron=sent.cron,
-        every_seconds=sent.every_seconds,
-        timezone=sent.timezone,
-        catch_up=sent.catch_up,
-        replace=sent.replace,
-        unchecked=True,  # resolved, or opted out, just above
-    )
+    try:
+        added = await client.add_schedule(
+            sent.name,
+            spec,
+            cron=sent.cron,
+            every_seconds=sent.every_seconds,
+            timezone=sent.timezone,
+            catch_up=sent.catch_up,
+            replace=sent.replace,
+            unchecked=True,  # resolved, or opted out, just above
+        )
+    except errors.ScheduleExists:
+        # The client's words name its flag and argument; over HTTP it is the body's member.
+        raise errors.ScheduleExists.taken(sent.name, '"replace": true') from None
     return json_response(added, 201)
 
 

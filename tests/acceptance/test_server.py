@@ -361,6 +361,48 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
     assert served.client.list(taskq.JobQuery(queue=queue)) == []
 
 
+def test_a_refusal_says_what_to_send_over_http(served: Served) -> None:
+    """The way out a refusal gives is the body's member, not the CLI's flag or Python's argument."""
+    queue = _queue()
+    schedule = {"name": f"nightly-{queue}", "cron": "0 3 * * *", "job": _job(queue)}
+    with served.http("ops") as ops:
+        unknown_queue = ops.patch(f"/queues/{queue}", json={"paused": True})
+        assert (unknown_queue.status_code, unknown_queue.json()["detail"]) == (
+            404,
+            f"no queue named '{queue}': it has no jobs and no settings; to change it all the "
+            'same, ask to create it ("create": true)',
+        )
+        assert ops.post("/schedules", json=schedule).status_code == 201
+        taken = ops.post("/schedules", json={**schedule, "cron": "0 4 * * *"})
+        assert (taken.status_code, taken.json()["detail"]) == (
+            409,
+            f"schedule 'nightly-{queue}' already exists; to replace it, ask to "
+            '("replace": true), or remove it first',
+        )
+        assert ops.delete(f"/schedules/nightly-{queue}").status_code == 204
+    token_named = "; the submitter is the name of the request's token and cannot be sent"
+    with served.http() as http:
+        for body, detail in [
+            ({**_job(queue), "submitter": "someone"}, "Object contains unknown field `submitter`"),
+            (
+                [_job(queue), {**_job(queue), "submitter": "someone"}],
+                "Object contains unknown field `submitter` - at `$[1]`",
+            ),
+        ]:
+            sent = http.post("/jobs", json=body)
+            assert (sent.status_code, sent.json()["detail"]) == (422, detail + token_named)
+        for method, path, wanted in [
+            ("POST", "/jobs", "a JSON object or array"),
+            ("POST", "/jobs/cancel", "a JSON object"),
+        ]:
+            empty = http.request(method, path, content=b"")
+            assert (empty.status_code, empty.json()["detail"]) == (
+                400,
+                f"the body is empty; {wanted} is expected",
+            )
+    assert served.client.list(taskq.JobQuery(queue=queue)) == []
+
+
 def test_a_refused_setting_is_an_invalid_setting(served: Served) -> None:
     queue = _queue()
     title = "A setting was refused before anything was written (a queue's limit, a schedule's "

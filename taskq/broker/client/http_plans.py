@@ -211,7 +211,11 @@ def schedule_add(
         "catch_up": catch_up,
         "replace": replace,
     }
-    answer = yield HttpRequest("POST", "/schedules", body=_json(schedule))
+    try:
+        answer = yield HttpRequest("POST", "/schedules", body=_json(schedule))
+    except errors.ScheduleExists:
+        # The server's words name its body's member; here it is the argument.
+        raise errors.ScheduleExists.taken(name, "replace=True") from None
     return decoded(answer, ScheduleAdded)
 
 

@@ -123,10 +123,7 @@ def _set_settings(
         idempotent=True,
     )
     if not results[1].rows:
-        raise errors.QueueNotFound(
-            f"no queue named {queue!r}: it has no jobs and no settings; to {what} all the "
-            "same, ask to create it (--create, create=True)"
-        )
+        raise errors.QueueNotFound.not_created(queue, what, "--create, create=True")
 
 
 def queue_set_defaults(

@@ -119,10 +119,7 @@ def schedule_add(
     )
     if rows and all(rows[0][field] == value for field, value in definition.items()):
         return ScheduleAdded(_schedule(rows[0]), replaced=False)
-    raise errors.ScheduleExists(
-        f"schedule {name!r} already exists; to replace it, ask to (taskq schedule add "
-        "--replace, replace=True), or remove it first"
-    )
+    raise errors.ScheduleExists.taken(name, "taskq schedule add --replace, replace=True")
 
 
 def schedule_remove(name: str) -> Op[bool]:
