@@ -34,10 +34,13 @@ _READ_BYTES = 65536
 
 class ModuleReport(msgspec.Struct, frozen=True):
     """What importing one module gave: ``error`` names what it raised (``""``: nothing),
-    ``jobs`` the declared jobs it holds (``Declaration``, as JSON)."""
+    ``missing`` the module, or a package it is in, not found on the import path (``""``:
+    none, or only a module it imports), ``jobs`` the declared jobs it holds
+    (``Declaration``, as JSON)."""
 
     module: str
     error: str = ""
+    missing: str = ""
     jobs: list[dict[str, Any]] = []
 
 
@@ -152,7 +155,10 @@ class ModuleCheck:
             raise errors.ConfigError(f"importing --modules {named} failed: {said}") from None
         failed = [f"{report.module}: {report.error}" for report in reports if report.error]
         if failed:
-            raise errors.ConfigError("cannot import --modules: " + "; ".join(failed))
+            missing = [report.missing for report in reports if report.missing]
+            raise errors.ConfigError(
+                "cannot import --modules: " + "; ".join(failed) + _where_to_run(missing)
+            )
         jobs = [job for report in reports for job in report.jobs]
         if not jobs:
             return []
@@ -161,6 +167,17 @@ class ModuleCheck:
         from taskq.broker.ops.functions import Declaration
 
         return msgspec.convert(jobs, list[Declaration])
+
+
+def _where_to_run(missing: Sequence[str]) -> str:
+    """The next step when the modules named, or their packages, are not on the import path."""
+    if not missing:
+        return ""
+    packages = ", ".join(dict.fromkeys(name.partition(".")[0] for name in missing))
+    return (
+        f"; the worker imports from its sys.path: run it from the folder that holds {packages} "
+        f"with PYTHONPATH=. (or install {packages} into the worker's environment)"
+    )
 
 
 def _read_to_end(fd: int, seconds: float) -> bytes:

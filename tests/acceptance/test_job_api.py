@@ -172,5 +172,7 @@ def test_a_worker_whose_modules_do_not_import_stops_at_once(store_url: str) -> N
     lines = ran.stderr.strip().splitlines()
     assert lines == [
         "taskq-worker: error: cannot import --modules: tests.no_such_module: "
-        "ModuleNotFoundError: No module named 'tests.no_such_module'"
+        "ModuleNotFoundError: No module named 'tests.no_such_module'; the worker imports from "
+        "its sys.path: run it from the folder that holds tests with PYTHONPATH=. "
+        "(or install tests into the worker's environment)"
     ]

@@ -53,13 +53,38 @@ def test_the_check_gives_the_jobs_the_modules_declare(check: Check) -> None:
     assert "tests.support.declared_jobs:plain_multiply" not in names
 
 
-def test_a_module_that_does_not_import_is_named_with_its_error(check: Check) -> None:
+WHERE_TO_RUN = (
+    "; the worker imports from its sys.path: run it from the folder that holds {0} "
+    "with PYTHONPATH=. (or install {0} into the worker's environment)"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "error"),
+    [
+        (
+            "tests.no_such_module",
+            "ModuleNotFoundError: No module named 'tests.no_such_module'"
+            + WHERE_TO_RUN.format("tests"),
+        ),
+        (
+            "taskq_tests_nowhere.images",
+            "ModuleNotFoundError: No module named 'taskq_tests_nowhere'"
+            + WHERE_TO_RUN.format("taskq_tests_nowhere"),
+        ),
+        # A module that is found but lacks what it imports: nothing to do with where to run.
+        (
+            "tests.support.importable_broken",
+            "ModuleNotFoundError: No module named 'taskq_tests_missing_dependency'",
+        ),
+    ],
+)
+def test_a_module_that_does_not_import_is_named_with_its_error(
+    check: Check, module: str, error: str
+) -> None:
     with pytest.raises(errors.ConfigError) as raised:
-        check(["tests.support.jobs", "tests.no_such_module"]).wait()
-    assert str(raised.value) == (
-        "cannot import --modules: tests.no_such_module: "
-        "ModuleNotFoundError: No module named 'tests.no_such_module'"
-    )
+        check(["tests.support.jobs", module]).wait()
+    assert str(raised.value) == f"cannot import --modules: {module}: {error}"
 
 
 def test_a_module_that_ends_the_child_is_told_by_the_childs_last_words(check: Check) -> None:

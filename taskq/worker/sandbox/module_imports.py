@@ -10,8 +10,10 @@ jobs' environment and import path, never in the worker, which holds the
 store's URL and credentials.
 
 The report is one JSON line: for each module, the error that importing it
-raised (``""``: none) and the ``@taskq.job`` declarations it holds, which
-the worker publishes (``taskq.worker.publishing``).
+raised (``""``: none), the module or package not found when that is the
+module named or a package it is in (not one it imports), and the
+``@taskq.job`` declarations it holds, which the worker publishes
+(``taskq.worker.publishing``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ def _import(module: str) -> dict[str, Any]:
     try:
         imported = importlib.import_module(module)
     except BaseException as exc:  # a module's own SystemExit, too, is its failure to import
-        return {"module": module, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        report = {"module": module, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None and _holds(missing, module):
+            report["missing"] = missing
+        return report
     # A module that declared a job imported taskq.job, and with it the client's
     # ``declared``, which describes them. Taken from there: code that runs in a
     # child imports no client of its own (the ``sandbox`` import contract), and
@@ -52,6 +58,11 @@ def _import(module: str) -> dict[str, Any]:
         return {"module": module}
     jobs: list[Any] = msgspec.to_builtins(declared.declared_in(imported))
     return {"module": module, "jobs": jobs}
+
+
+def _holds(name: str, module: str) -> bool:
+    """Whether ``name`` is ``module`` or a package it is in (not a module it imports)."""
+    return module == name or module.startswith(f"{name}.")
 
 
 def main(argv: Sequence[str]) -> None:
