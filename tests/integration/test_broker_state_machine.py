@@ -796,6 +796,8 @@ class LeaseMachine(RuleBasedStateMachine):
                 assert row["parents_failed"] == sum(s is not JobState.SUCCEEDED for s in ended)
                 assert row["run_anyway"] or row["parents_failed"] == 0, "a doomed job waits"
                 assert row["finished_at"] is None
+                stale = row["error"] is not None and json.loads(row["error"])["type"]
+                assert stale != "ParentFailed", "it waits, yet says a parent's end cancelled it"
             was = self.seen.get(job_id)
             left_waiting = was is None or was["state"] == JobState.WAITING
             if left_waiting and state not in (JobState.WAITING, JobState.CANCELLED):
@@ -807,6 +809,11 @@ class LeaseMachine(RuleBasedStateMachine):
                 assert jobs[row["cancelled_by"]]["state"] in RETRYABLE_BY_HAND
                 error = json.loads(row["error"])
                 assert (error["type"], error["parent"]) == ("ParentFailed", row["cancelled_by"])
+                # It names the job whose end began the cascade: up its cancelling parents.
+                cause = row["cancelled_by"]
+                while jobs[cause]["cancelled_by"] is not None:
+                    cause = jobs[cause]["cancelled_by"]
+                assert (error["cause"], error["cause_state"]) == (cause, jobs[cause]["state"])
         self.seen = jobs
 
     @invariant()

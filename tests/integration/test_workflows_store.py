@@ -398,6 +398,8 @@ def test_cancelling_a_job_cancels_the_jobs_waiting_on_it(run: Run, queue: str) -
     }
     run(job_retry([child], now=T0))
     assert _states(run, [child, grandchild]) == [JobState.WAITING] * 2
+    # Waiting again, the grandchild no longer says a parent's end cancelled it.
+    assert run(job_get(grandchild)).error is None
 
 
 def test_an_expired_lease_that_ends_a_parent_dead_cancels_its_children(

@@ -82,7 +82,9 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children = 0
 -- A waiting job's counters from its parents' states as they are now: for jobs
 -- just written (a parent may have ended already) and for jobs that wait again
 -- (revived, or retried by hand). {chosen} says which jobs. cancelled_by, the
--- mark of a revived job, goes.
+-- mark of a revived job, goes, and so does the error a cascade left (which no
+-- longer holds: a job that waits again has not been cancelled); an error of its
+-- own, from an attempt, stays.
 UPDATE jobs SET
     (parents_left, parents_failed) = (
         SELECT
@@ -93,7 +95,9 @@ UPDATE jobs SET
         FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id
         WHERE edge.child_id = jobs.id
     ),
-    cancelled_by = NULL
+    cancelled_by = NULL,
+    error = CASE WHEN json_valid(error) AND error ->> '$.type' = 'ParentFailed'
+        THEN NULL ELSE error END
 WHERE state = 'waiting' AND {chosen}
 
 -- name: job_parents_recount_by_key
@@ -129,13 +133,14 @@ id IN (
 -- of its own (not a trigger), each job it cancels fires jobs_parent_ended,
 -- which counts the cancel in the run_anyway children, for job_release_ready next.
 WITH RECURSIVE doomed (id, parent, parent_state, cause, cause_state) AS (
-    -- A parent an earlier cascade cancelled hands on its cause; any other is the cause.
+    -- A parent an earlier cascade cancelled (cancelled_by set) hands on its error's cause;
+    -- any other is the cause, whatever error an earlier cascade left on it.
     SELECT child.id, failed.id, failed.state,
-        CASE WHEN failed.state = 'cancelled' AND json_valid(failed.error)
-            AND failed.error ->> '$.type' = 'ParentFailed' AND failed.error ->> '$.cause' > 0
+        CASE WHEN failed.cancelled_by IS NOT NULL AND json_valid(failed.error)
+            AND failed.error ->> '$.cause' > 0
         THEN failed.error ->> '$.cause' ELSE failed.id END,
-        CASE WHEN failed.state = 'cancelled' AND json_valid(failed.error)
-            AND failed.error ->> '$.type' = 'ParentFailed' AND failed.error ->> '$.cause' > 0
+        CASE WHEN failed.cancelled_by IS NOT NULL AND json_valid(failed.error)
+            AND failed.error ->> '$.cause' > 0
         THEN failed.error ->> '$.cause_state' ELSE failed.state END
     FROM jobs AS child INDEXED BY jobs_doomed
     JOIN jobs AS failed ON failed.id = (
