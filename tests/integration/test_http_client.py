@@ -141,6 +141,21 @@ def test_what_needs_the_store_says_so(server: ServerProcess) -> None:
             client.store.close()
 
 
+def test_an_unknown_queue_is_refused_in_the_clients_words(client: taskq.Client, queue: str) -> None:
+    for change, what in (
+        (lambda: client.pause(queue), "pause it"),
+        (lambda: client.resume(queue), "resume it"),
+        (lambda: client.set_queue_limits(queue, max_running=2), "set its limits"),
+    ):
+        with pytest.raises(errors.QueueNotFound) as refused:
+            change()
+        # The server's answer names its body's member; the Python client, its argument.
+        assert str(refused.value) == (
+            f"no queue named {queue!r}: it has no jobs and no settings; to {what} all the "
+            "same, ask to create it (create=True)"
+        )
+
+
 def test_the_declared_jobs_are_listed_over_http(
     client: taskq.Client, on_store: taskq.Client
 ) -> None:

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest, decoded, decoded_member
 from taskq.broker.ops import retention
 from taskq.broker.ops.functions import DeclaredFunction
@@ -25,17 +26,22 @@ from taskq.broker.stores.store import NodeInfo
 # -- queues and workers ------------------------------------------------------------------
 
 
-def _queue_patch(queue: str, change: dict[str, Any]) -> HttpPlan[None]:
+def _queue_patch(queue: str, change: dict[str, Any], what: str) -> HttpPlan[None]:
+    """PATCH /queues/{name}: ``what`` the change does (``"pause it"``), for its refusal."""
     body = msgspec.json.encode(change)
-    yield HttpRequest("PATCH", f"/queues/{quote(queue, safe='')}", body=body)
+    try:
+        yield HttpRequest("PATCH", f"/queues/{quote(queue, safe='')}", body=body)
+    except errors.QueueNotFound:
+        # The server's words name its body's member; here it is the argument.
+        raise errors.QueueNotFound.not_created(queue, what, "create=True") from None
 
 
 def queue_pause(queue: str, *, create: bool = False) -> HttpPlan[None]:
-    return _queue_patch(queue, {"paused": True, "create": create})
+    return _queue_patch(queue, {"paused": True, "create": create}, "pause it")
 
 
 def queue_resume(queue: str, *, create: bool = False) -> HttpPlan[None]:
-    return _queue_patch(queue, {"paused": False, "create": create})
+    return _queue_patch(queue, {"paused": False, "create": create}, "resume it")
 
 
 def queue_set_limits(
@@ -51,7 +57,7 @@ def queue_set_limits(
     for member, value in (("max_running", max_running), ("rate_limit", rate_limit)):
         if not isinstance(value, Keep):
             change[member] = value
-    return _queue_patch(queue, change)
+    return _queue_patch(queue, change, "set its limits")
 
 
 def queue_stats() -> HttpPlan[builtins.list[QueueStats]]:
