@@ -269,7 +269,7 @@ def _local_cluster_url() -> str:
         return url
     output.warn(
         f"taskq: no local cluster is running: starting one in {cluster.directory} "
-        "(stop it with: taskq dev cluster stop)"
+        f"(stop it with: {cluster.command('stop')})"
     )
     return cluster.start(lambda message: output.warn(f"taskq: {message}"))
 

@@ -136,7 +136,7 @@ def _say(message: str) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     url = cluster.start(_say)
-    _say("running; stop it with: taskq dev cluster stop")
+    _say(f"running; stop it with: {cluster.command('stop')}")
     print(url)
     return command.EXIT_OK
 
@@ -175,7 +175,7 @@ def _running(args: argparse.Namespace) -> tuple[LocalCluster, RqliteCluster]:
     cluster = local.recorded()
     if cluster is None or not any(node.alive for node in cluster.nodes):
         raise errors.TaskqError(
-            f"no cluster runs in {local.directory} (start one: taskq dev cluster start)"
+            f"no cluster runs in {local.directory} (start one: {local.command('start')})"
         )
     return local, cluster
 

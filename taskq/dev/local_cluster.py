@@ -12,6 +12,7 @@ every start is a fresh cluster. The defaults come from the environment
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,14 @@ class LocalCluster:
     start_timeout: float = field(default_factory=lambda: _env_number(START_TIMEOUT_ENV, 60.0))
     stop_timeout: float = field(default_factory=lambda: _env_number(STOP_TIMEOUT_ENV, 10.0))
 
+    def command(self, action: str) -> str:
+        """The ``taskq dev cluster ACTION`` line for this cluster: with ``--dir`` when its
+        directory is not the one the command finds by itself."""
+        line = f"taskq dev cluster {action}"
+        if self.directory != default_dir():
+            line += f" --dir {shlex.quote(str(self.directory))}"
+        return line
+
     def recorded(self) -> RqliteCluster | None:
         return RqliteCluster.recorded(self.directory)
 
@@ -108,7 +117,7 @@ class LocalCluster:
         previous = self.recorded()
         if previous is not None and any(node.alive for node in previous.nodes):
             raise errors.TaskqError(
-                f"a cluster is already running in {self.directory} (run: taskq dev cluster stop)"
+                f"a cluster is already running in {self.directory} (run: {self.command('stop')})"
             )
         try:
             binary = find_rqlited()

@@ -1,0 +1,25 @@
+"""The commands the local cluster tells its user to run name the cluster they mean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taskq.dev.local_cluster import DIR_ENV, LocalCluster
+
+
+def test_the_default_cluster_needs_no_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(DIR_ENV, str(tmp_path / "cluster"))
+    assert LocalCluster().command("stop") == "taskq dev cluster stop"
+
+
+def test_another_cluster_is_named_by_its_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(DIR_ENV, raising=False)
+    elsewhere = tmp_path / "my lab"
+    # Quoted for the shell: the line is to be pasted as it is.
+    assert LocalCluster(directory=elsewhere).command("stop") == (
+        f"taskq dev cluster stop --dir '{elsewhere}'"
+    )
