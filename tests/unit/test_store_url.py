@@ -47,11 +47,15 @@ def test_rqlite_url_with_credentials_nodes_and_options() -> None:
     ("url", "complaint"),
     [
         ("jobs.db", "no scheme"),
+        (
+            "sqlite:rel.db",
+            "needs :// after sqlite:; use sqlite:///path/file.db (or sqlite://file.db",
+        ),
         ("postgres://localhost/db", "unknown scheme"),
         ("https://taskq.lab:8080", "the URL of a taskq serve is for Python clients"),
         ("sqlite://", "names no file"),
         ("sqlite:///x.db?synchronus=full", "unknown option(s) synchronus"),
-        ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of"),
+        ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of extra, full, normal"),
         ("rqlite://", "names no rqlite node"),
         ("rqlite://localhost", "is not host:port"),
         ("rqlite://localhost:99999", "is not host:port"),

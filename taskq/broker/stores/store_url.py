@@ -81,9 +81,12 @@ def parse_store_url(url: str) -> StoreTarget:
     """Parse a store URL; a malformed one raises :class:`taskq.errors.ConfigError`."""
     scheme, sep, rest = url.partition("://")
     if not sep:
+        given, colon, _ = url.partition(":")
+        said = f"needs :// after {given}:" if colon and given.isalpha() else "has no scheme"
         raise errors.ConfigError(
-            f"store URL {mask_password(url)!r} has no scheme; "
-            "use sqlite:///path/file.db or rqlite://host:port[,host:port...]"
+            f"store URL {mask_password(url)!r} {said}; use sqlite:///path/file.db (or "
+            "sqlite://file.db, relative to the current folder) or "
+            "rqlite://host:port[,host:port...]"
         )
     location, _, query = rest.partition("?")
     options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=False))
@@ -110,7 +113,8 @@ def _parse_sqlite(url: str, location: str, options: dict[str, str]) -> SqliteTar
     synchronous = options.get("synchronous", "FULL").upper()
     if synchronous not in _SYNCHRONOUS_LEVELS:
         raise errors.ConfigError(
-            f"store URL {url!r}: synchronous must be one of {sorted(_SYNCHRONOUS_LEVELS)}"
+            f"store URL {url!r}: synchronous must be one of "
+            f"{', '.join(sorted(level.lower() for level in _SYNCHRONOUS_LEVELS))}"
         )
     return SqliteTarget(
         path=Path(unquote(location)).expanduser().absolute(),
