@@ -25,6 +25,7 @@ import uvloop  # noqa: F401
 
 from taskq import errors
 from taskq.broker.client.connect import open_store
+from taskq.broker.ops import migrations
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.stores.store import Store
 from taskq.worker import publishing, suspend
@@ -76,7 +77,7 @@ def serve(
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
     try:
-        store = _open_when_there_is_room(store_url, outage, settings.idle_poll_seconds)
+        store = _open_when_there_is_room(store_url, outage, settings.idle_poll_seconds, events)
     except BaseException as exc:
         children.close()
         if isinstance(exc, errors.ConfigError):
@@ -124,16 +125,33 @@ def serve(
     return EXIT_OK
 
 
-def _open_when_there_is_room(url: str | None, outage: StoreOutage, pause: float) -> Store:
+def _open_when_there_is_room(
+    url: str | None, outage: StoreOutage, pause: float, events: EventLog
+) -> Store:
     """The store at ``url``, its schema brought up to date; a full disk is waited out.
 
     Told once, as any outage is (``outage`` tells its end once the worker has
     registered): freeing space is all it takes, so a worker started on a full
-    disk starts working then, as a running one carries on.
+    disk starts working then, as a running one carries on. The migrations it
+    applies are logged (``store_migrated``): an operator upgrading a fleet sees
+    which worker moved the schema, and when.
     """
     while True:
         try:
-            return open_store(url)
+            store = open_store(url, migrate=False)
+            try:
+                applied = migrations.migrate(store)
+            except BaseException:
+                store.close()
+                raise
+            if applied:
+                first, last = applied[0], applied[-1]
+                events.emit(
+                    "store_migrated",
+                    schema=last,
+                    applied=str(first) if first == last else f"{first}-{last}",
+                )
+            return store
         except errors.StoreFull as exc:
             outage.failed(exc)
             time.sleep(pause)

@@ -237,3 +237,16 @@ def test_a_store_of_the_previous_release_is_migrated_with_its_jobs_intact_and_ru
     }
     counted = _rows(fresh, "SELECT queue, state, count(*) AS n FROM jobs GROUP BY 1, 2")
     assert kept == {(r["queue"], r["state"]): r["n"] for r in counted}
+
+
+def test_the_worker_that_migrates_the_store_says_so_and_the_next_says_nothing(
+    fresh: str, tmp_path: Path
+) -> None:
+    _store_at_previous_schema(fresh)
+    with WorkerFleet(tmp_path / "workers") as fleet:
+        first = fleet.start(fresh, tag="first", worker={"queues": ["old"]})
+        [migrated] = first.events("store_migrated")
+        assert (migrated["schema"], migrated["applied"]) == (NEWEST, str(NEWEST))
+        second = fleet.start(fresh, tag="second", worker={"queues": ["old"]})
+        assert second.events("worker_started")
+        assert not second.events("store_migrated")
