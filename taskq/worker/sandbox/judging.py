@@ -93,7 +93,9 @@ def _status(supervised: Supervised, kind: Kind, limits: Limits) -> tuple[Status,
             "Timeout", f"still running after {limits.wall_seconds:g} s of wall-clock time; killed"
         )
     if reason is EndReason.CANCELLED:
-        return Status.CANCELLED, error_info("Cancelled", "cancelled by the worker; killed")
+        return Status.CANCELLED, error_info(
+            "Cancelled", "stopped by the worker (cancelled, drained or handed back); killed"
+        )
     if reason is EndReason.LEASE_EXPIRED:
         return Status.LEASE_EXPIRED, error_info(
             "LeaseExpired",
