@@ -145,7 +145,7 @@ def parse_size(name: str, raw: object) -> int:
         unit = match.group(2).upper() if match else ""
         if match is None or unit not in _UNIT_BYTES:
             raise LimitsInvalid(
-                f"limit {name} = {raw!r} is not a size; write bytes or e.g. '256MiB', '2GiB'"
+                f"{name} = {raw!r} is not a size; write bytes or e.g. '256MiB', '2GiB'"
             )
         return int(match.group(1)) * _UNIT_BYTES[unit]
     return _parse_whole_number(name, raw)

@@ -161,3 +161,9 @@ async def test_an_idle_slot_waits_its_idle_time_then_leaves_unless_it_is_the_lea
         with anyio.move_on_after(0.1):
             await scaler.next_job_or_leave()
     assert slots.count == 1
+
+
+def test_a_budget_that_is_not_a_size_is_not_called_a_limit() -> None:
+    line = complaint({"memory_budget": "8GB"})
+    assert "memory_budget = '8GB' is not a size" in line
+    assert "limit" not in line
