@@ -57,6 +57,8 @@ class Cluster:
                 return text_reply(503, "not leader")
             assert isinstance(call.body, dict)
             self.members.remove(str(call.body["id"]))
+            if call.body["id"] == self.leader:
+                self.leader = ""  # a leader that removed itself: the others elect one
             return text_reply(200)
         # A follower forwards a write to the leader: it goes through either way.
         return json_reply(200, {"results": [{"rows_affected": 1}]})
@@ -169,6 +171,16 @@ def test_removing_a_member_asks_the_leader_and_returns_who_is_left(clock: FakeTi
     assert cluster.removals == [("n2", {"id": "n1"})]
     assert sorted(node.id for node in left) == ["n2", "n3", "n4"]
     assert _url("n4") in store.cluster.nodes
+
+
+def test_removing_the_leader_returns_who_is_left_while_they_elect_another(
+    clock: FakeTime,
+) -> None:
+    cluster = Cluster(["n1", "n2", "n3"], leader="n1")
+    store, _ = scripted_store(cluster.answer, ORIGINAL, clock=clock.monotonic)
+    left = store.remove_node("n1")
+    assert cluster.removals == [("n1", {"id": "n1"})]
+    assert sorted(node.id for node in left) == ["n2", "n3"]
 
 
 def test_removing_a_node_that_is_not_a_member_changes_nothing(clock: FakeTime) -> None:

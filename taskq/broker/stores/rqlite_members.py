@@ -180,7 +180,9 @@ def remove(
         assert feedback is not None
         if isinstance(feedback, HttpReply) and feedback.status == 200:
             left = yield from discover_leader(cluster, tls=tls, now=now)
-            return [member for member in left if member.id != node_id]
+            # No leader named yet (the node removed led, and the others are electing
+            # one): the members are those there were, less the one removed.
+            return [member for member in (left or members) if member.id != node_id]
         outcome = protocol.read_answer(feedback)
         if outcome.kind is AnswerKind.REFUSED:
             raise (yield from refusal(leader, outcome, username=username, permission="remove"))
