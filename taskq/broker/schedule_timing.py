@@ -97,6 +97,14 @@ def validate_timing(
             f"unknown time zone {timezone!r}; e.g. UTC, Europe/Berlin", field="timezone"
         ) from None
     if cron is not None:
+        if len(cron.split()) == 6:
+            # cronsim reads a sixth field as seconds, first: '0 3 * * * *' would fire at
+            # minute 3 of every hour, where its writer most likely meant 03:00.
+            raise errors.InvalidSetting(
+                f"bad cron expression {cron!r}: it has six fields; a schedule's has five "
+                "(minute hour day-of-month month day-of-week), no seconds",
+                field="cron",
+            )
         try:
             cronsim.CronSim(cron, datetime.now(zone))
         except cronsim.CronSimError as exc:

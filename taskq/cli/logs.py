@@ -184,6 +184,6 @@ def _ending(event: AttemptEnded) -> str:
     error = output.error_line(event.error)
     said = f": {error}" if error else ""
     if event.attempt is None:
-        return f"[taskq: the job is {event.job_state}{said}]"
+        return f"[taskq: the job's state: {event.job_state}{said}]"
     ended = f"attempt {event.attempt} ended {event.outcome}{said}"
-    return f"[taskq: {ended}; the job is {event.job_state}]"
+    return f"[taskq: {ended}; the job's state: {event.job_state}]"

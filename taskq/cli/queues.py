@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from taskq import errors
 from taskq.broker.client import declarations
@@ -137,7 +138,10 @@ def cmd_queues(args: argparse.Namespace) -> int:
 def cmd_pause(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
         client.pause(args.queue, create=args.create)
-    print(f"queue {args.queue} paused: no worker takes its jobs until 'taskq resume QUEUE'")
+    print(
+        f"queue {args.queue} paused: no worker takes its jobs until "
+        f"'taskq resume {shlex.quote(args.queue)}'"
+    )
     return command.EXIT_OK
 
 

@@ -299,7 +299,9 @@ def test_pausing_or_resuming_an_unknown_queue_is_an_error_unless_created(
         one_error_line(refused, 1, f"no queue named '{queue}'", "--create")
     assert queue not in {q["queue"] for q in ok("queues", "--json", store=url).json()}
     ok("resume", queue, "--create", store=url)
-    assert ok("pause", queue, store=url).out.startswith(f"queue {queue} paused")
+    paused = ok("pause", queue, store=url).out
+    assert paused.startswith(f"queue {queue} paused")
+    assert paused.rstrip().endswith(f"until 'taskq resume {queue}'")
 
 
 # -- queues and limits ------------------------------------------------------------------------

@@ -62,6 +62,11 @@ def test_skip_drops_old_missed_ticks_but_not_a_fresh_one() -> None:
     ("kwargs", "complaint"),
     [
         ({"cron": "61 * * * *", "every_seconds": None, "timezone": "UTC"}, "bad cron expression"),
+        # cronsim would read a sixth field as seconds: '0 3 * * * *' at minute 3 of every hour.
+        (
+            {"cron": "0 3 * * * *", "every_seconds": None, "timezone": "UTC"},
+            "it has six fields; a schedule's has five",
+        ),
         (
             {"cron": "* * * * *", "every_seconds": None, "timezone": "Mars/Base"},
             "unknown time zone",
