@@ -120,6 +120,13 @@ def test_queue_defaults_fill_in_what_a_job_leaves_out(store: Store, queue: str) 
     assert (job.max_attempts, job.timeout, job.retry["base"]) == (2, 5.0, 1.0)
 
 
+def test_a_queue_whose_last_default_limit_is_lifted_is_forgotten(store: Store, queue: str) -> None:
+    _run(store, queue_set_defaults(queue, limits={"memory_bytes": "1GiB"}, create=True))
+    _run(store, queue_set_defaults(queue, limits={"memory_bytes": None}))
+    # No empty "limits" left behind to keep it: with no jobs and no settings, it is gone.
+    assert queue not in {stats.queue for stats in _run(store, job_counts())}
+
+
 def test_a_job_submitted_alone_is_stored_as_in_a_batch(store: Store, queue: str) -> None:
     """One job's INSERT (its fields as parameters) writes the row the batch INSERT writes.
 

@@ -115,6 +115,7 @@ def _set_settings(
         [
             clock_tick(now),
             change,
+            Statement(queries.query("queue_defaults_tidy"), {"queue": queue}),
             Statement(
                 queries.query("queue_settings_forget"),
                 {"queue": queue, "create": int(create)},

@@ -43,6 +43,13 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at = excluded.updated_at
 RETURNING name
 
+-- name: queue_defaults_tidy
+-- After a change of a queue's settings: a default "limits" left empty (its
+-- last limit lifted, which json_patch leaves as {}) goes, as if none was set,
+-- so that a queue left with no settings is forgotten next.
+UPDATE queues SET job_defaults = json_remove(job_defaults, '$.limits')
+WHERE name = :queue AND json_valid(job_defaults) AND job_defaults ->> '$.limits' = '{}'
+
 -- name: queue_settings_forget
 -- After a change of a queue's settings: the row of one left with none (not
 -- paused, no limit, no default) goes, so a queue whose settings are all
