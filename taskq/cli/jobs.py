@@ -82,6 +82,7 @@ def add_commands(commands: command.Commands) -> None:
         metavar="DURATION",
         help="with --wait: give up after this long (exit 1)",
     )
+    result.set_defaults(usage_error=result.error)
 
     cancel = command.add(
         commands,
@@ -209,6 +210,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_result(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.wait:
+        args.usage_error("--timeout goes with --wait")
     with connection.client(args, read_only=True) as client:
         handle = JobHandle(client, args.id)
         if not args.wait:

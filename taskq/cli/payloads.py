@@ -52,6 +52,11 @@ def usage_problem(args: argparse.Namespace) -> str:
     """What is wrong with the way the job is named (``""``: nothing), for a usage error."""
     if (args.cwd is not None or args.env) and args.shell is None:
         return "--cwd and --env go with --shell"
+    # Options that only mean something beside another: alone, they would be ignored unsaid.
+    if args.wait_timeout is not None and not args.wait:
+        return "--wait-timeout goes with --wait"
+    if getattr(args, "run_anyway", False) and not getattr(args, "after", None):
+        return "--run-anyway goes with --after"
     whole = args.shell is not None or args.json_job is not None
     if whole and (args.target is not None or args.args or args.kwargs):
         return (

@@ -525,6 +525,17 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
 # -- errors -------------------------------------------------------------------------------------
 
 
+def test_an_option_that_needs_another_is_refused_alone(url: str, queue: str) -> None:
+    submit = ("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue)
+    for alone, needs in (("--wait-timeout=5s", "--wait"), ("--run-anyway", "--after")):
+        one_error_line(
+            taskq(*submit, alone, store=url), 2, f"{alone.partition('=')[0]} goes with {needs}"
+        )
+    one_error_line(
+        taskq("result", "1", "--timeout", "1s", store=url), 2, "--timeout goes with --wait"
+    )
+
+
 def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: str) -> None:
     for bad in ("hello", "[1,", "{'a': 1}"):
         ran = taskq("submit", "--unchecked", f"{JOBS}:add", "1", bad, "--queue", queue, store=url)
