@@ -141,7 +141,8 @@ def test_logs_f_shows_a_running_jobs_line_then_ends_with_its_outcome(
     # The job's INFO logging record, on its stderr, is output too: stored, and in the log tail.
     record = " INFO lab.job: released by the test\n"
     assert record in out, out
-    assert err.strip().endswith("[taskq: attempt 1 ended succeeded; the job's state: succeeded]"), err
+    ending = "[taskq: attempt 1 ended succeeded; the job's state: succeeded]"
+    assert err.strip().endswith(ending), err
     [execution] = client.executions(handle.id)
     assert (execution.log_tail or "").endswith(record), execution
     # Its line went while it ran: the rest goes as a chunk after it, not inline.
