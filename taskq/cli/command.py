@@ -59,7 +59,9 @@ def add(
     add_store_options(parser, default=argparse.SUPPRESS)
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON (stable keys)")
-    parser.set_defaults(handler=handler)
+    # usage_error: the command's own refusal, naming its --help (a usage error found after
+    # parsing, or an argument it does not take).
+    parser.set_defaults(handler=handler, usage_error=parser.error)
     return parser
 
 

@@ -47,7 +47,6 @@ def add_commands(commands: command.Commands) -> None:
     job_options.add_job_options(submit)
     job_options.add_submit_options(submit)
     # Which options go together is told as the parser tells any usage error.
-    submit.set_defaults(usage_error=submit.error)
     submit.add_argument(
         "--unchecked",
         action="store_true",
@@ -82,7 +81,6 @@ def add_commands(commands: command.Commands) -> None:
         metavar="DURATION",
         help="with --wait: give up after this long (exit 1)",
     )
-    result.set_defaults(usage_error=result.error)
 
     cancel = command.add(
         commands,

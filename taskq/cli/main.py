@@ -63,7 +63,12 @@ def build_parser() -> command.Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``taskq`` command; return its exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Refused by the command given, so that the error points to its own --help.
+        refuse = getattr(args, "usage_error", parser.error)
+        refuse(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.handler(args)
     except errors.IdempotencyConflict as exc:

@@ -525,6 +525,13 @@ def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) ->
 # -- errors -------------------------------------------------------------------------------------
 
 
+def test_an_argument_a_command_does_not_take_points_to_that_commands_help(url: str) -> None:
+    ran = taskq(
+        "schedule", "add", "nightly", "--every", "1d", f"{JOBS}:add", "--delay", "1m", store=url
+    )
+    one_error_line(ran, 2, "unrecognized arguments: --delay 1m (see 'taskq schedule add --help')")
+
+
 def test_an_option_that_needs_another_is_refused_alone(url: str, queue: str) -> None:
     submit = ("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue)
     for alone, needs in (("--wait-timeout=5s", "--wait"), ("--run-anyway", "--after")):
