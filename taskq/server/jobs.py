@@ -138,7 +138,8 @@ async def result(request: Request, caller: Caller) -> Response:
     client = client_of(request)
     job_id = job_id_in_path(request)
     try:
-        job = await client.wait(job_id, timeout=wait)
+        # No wait asked: one read, not a wait that times out at once and reads again.
+        job = await (client.wait(job_id, timeout=wait) if wait else client.get(job_id))
     except errors.ResultTimeout:
         job = await client.get(job_id)
     outcome = JobResult(job.id, job.state, job.state.finished, job.result, job.error)

@@ -103,7 +103,9 @@ def job_wait(job_id: int, *, timeout: float | None = None) -> HttpPlan[Job]:
         if job.state.finished:
             return job
         if deadline is not None and time.monotonic() >= deadline:
-            raise wait_ran_out(job, timeout or 0.0, (yield from _workers_if_allowed()))
+            queued = job.state is JobState.QUEUED
+            workers = (yield from _workers_if_allowed()) if queued else None
+            raise wait_ran_out(job, timeout or 0.0, workers)
 
 
 def _workers_if_allowed() -> HttpPlan[builtins.list[WorkerInfo] | None]:

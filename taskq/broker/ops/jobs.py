@@ -148,7 +148,9 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
         if job.state.finished:
             return job
         if deadline is not None and time.monotonic() >= deadline:
-            raise wait_ran_out(job, timeout or 0.0, (yield from worker_list()))
+            # The workers are read only where the error may name them: a queued job.
+            queued = job.state is JobState.QUEUED
+            raise wait_ran_out(job, timeout or 0.0, (yield from worker_list()) if queued else None)
         pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
         yield Pause(pause)
         # Start fast (most jobs are short), then settle at poll_seconds.
