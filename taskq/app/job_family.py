@@ -1,4 +1,5 @@
-"""A job's place in its workflow, as the job view shows it: the workflow, parents, children.
+"""A job's place in its workflow, as the job view shows it: the workflow, parents, children,
+the job that spawned it and the jobs it spawned.
 
 Read with the rest of the job at every poll, so the states beside each
 relative are as live as the job's own. Three small reads through the
@@ -21,7 +22,8 @@ SHOWN = 100
 
 @dataclass(frozen=True, slots=True)
 class JobFamily:
-    """The workflow a job is in (None: none), and its parents and children with their states.
+    """The workflow a job is in (None: none), and its relatives with their states: parents,
+    children, the job that spawned it, the jobs it spawned.
 
     ``more`` says a side had more than :data:`SHOWN`.
     """
@@ -29,12 +31,25 @@ class JobFamily:
     workflow: WorkflowInfo | None = None
     parents: tuple[tuple[int, JobState], ...] = ()
     children: tuple[tuple[int, JobState], ...] = ()
+    spawned_by: tuple[int, JobState] | None = None
+    spawned: tuple[tuple[int, JobState], ...] = ()
     more: bool = False
 
     @property
     def alone(self) -> bool:
         """Whether the job has no workflow and no relatives: nothing to show."""
-        return self.workflow is None and not self.parents and not self.children
+        return self.workflow is None and not self.relatives
+
+    @property
+    def relatives(self) -> list[tuple[str, int, JobState]]:
+        """Each relative as (relation, id, state): parents, children, spawner, spawned."""
+        spawner = [] if self.spawned_by is None else [("spawner", *self.spawned_by)]
+        return [
+            *(("parent", *each) for each in self.parents),
+            *(("child", *each) for each in self.children),
+            *spawner,
+            *(("spawned", *each) for each in self.spawned),
+        ]
 
 
 async def family_of(client: AsyncClient, job: Job) -> JobFamily:
@@ -50,5 +65,7 @@ async def family_of(client: AsyncClient, job: Job) -> JobFamily:
         workflow=workflow,
         parents=relatives.parents[:SHOWN],
         children=relatives.children[:SHOWN],
-        more=len(relatives.parents) > SHOWN or len(relatives.children) > SHOWN,
+        spawned_by=relatives.spawned_by,
+        spawned=relatives.spawned[:SHOWN],
+        more=max(len(relatives.parents), len(relatives.children), len(relatives.spawned)) > SHOWN,
     )

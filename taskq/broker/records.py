@@ -339,10 +339,16 @@ class WorkflowInfo(msgspec.Struct, frozen=True):
 
 
 class JobEdge(msgspec.Struct, frozen=True):
-    """One dependency: ``child_id`` runs after ``parent_id``."""
+    """One dependency: ``child_id`` runs after ``parent_id``.
+
+    ``spawned``: instead, ``parent_id`` spawned ``child_id`` while it ran
+    (``current_job().spawn``); the child was written with the parent's
+    success and does not wait for it, unless it also names it in ``after``.
+    """
 
     parent_id: int
     child_id: int
+    spawned: bool = False
 
 
 class ParentResult(msgspec.Struct, frozen=True):
@@ -356,10 +362,17 @@ class ParentResult(msgspec.Struct, frozen=True):
 
 
 class Relatives(msgspec.Struct, frozen=True):
-    """A job's parents and children, each as (id, state), parents in declared order."""
+    """A job's parents and children, each as (id, state), parents in declared order.
+
+    ``spawned_by``: the job that spawned this one while it ran, unless it is
+    also a parent; ``spawned``: the jobs this one spawned that are not also
+    its children, by id.
+    """
 
     parents: tuple[tuple[int, JobState], ...]
     children: tuple[tuple[int, JobState], ...]
+    spawned_by: tuple[int, JobState] | None = None
+    spawned: tuple[tuple[int, JobState], ...] = ()
 
 
 # -- live output ---------------------------------------------------------------------

@@ -6,6 +6,11 @@ children in id order, so the drawing is the same every time); wherever
 else it is reached it stands as a reference, its id and ``(see above)``.
 So a diamond reads as two branches meeting, and a fan-in over N jobs costs
 N short lines, not N copies of what follows it.
+
+A job spawned by a running job (``current_job().spawn``) that waits for no
+parent is drawn under the job that spawned it, its line marked ``spawned``:
+otherwise a run-time fan-out would stand beside its spawner as roots of
+their own. A spawned job with parents is drawn under them, as any other.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from taskq.broker.records import JobEdge
 
 _BRANCH, _LAST_BRANCH = "├─ ", "└─ "
 _THROUGH, _PAST = "│  ", "   "
+SPAWNED = "spawned "
 
 
 def drawn(
@@ -26,9 +32,15 @@ def drawn(
     The roots are the jobs no edge leads to; a job an edge names that is not
     among ``job_ids`` (pruned since) is drawn too, so nothing hangs loose.
     """
+    waits = {edge.child_id for edge in edges if not edge.spawned}
     children: dict[int, list[int]] = {}
     has_parent: set[int] = set()
+    spawned: set[int] = set()
     for edge in edges:
+        if edge.spawned:
+            if edge.child_id in waits:
+                continue  # drawn under the parents it waits for
+            spawned.add(edge.child_id)
         children.setdefault(edge.parent_id, []).append(edge.child_id)
         has_parent.add(edge.child_id)
     everyone = set(job_ids) | set(children) | has_parent
@@ -44,7 +56,7 @@ def drawn(
             lines.append(f"{lead}{job_id} (see above)")
             continue
         shown.add(job_id)
-        lines.append(lead + line(job_id))
+        lines.append(lead + (SPAWNED if job_id in spawned else "") + line(job_id))
         following = sorted(children.get(job_id, ()))
         for index in reversed(range(len(following))):
             last = index == len(following) - 1

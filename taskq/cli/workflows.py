@@ -254,7 +254,8 @@ def _jobs(count: int) -> str:
 
 
 def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
-    """``status``'s lines for a job's workflow, parents and children (none for a job alone)."""
+    """``status``'s lines for a job's workflow, parents, children, its spawner and the jobs it
+    spawned (none for a job alone)."""
     family = client.relatives(job.id, limit=_RELATIVES_SHOWN + 1)
     lines: list[tuple[str, str]] = []
     if job.workflow_id is not None:
@@ -275,6 +276,10 @@ def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
         lines.append(("parents", text))
     if family.children:
         lines.append(("children", _relatives(family.children, more, color=color)))
+    if family.spawned_by is not None:
+        lines.append(("spawned by", _relatives([family.spawned_by], more, color=color)))
+    if family.spawned:
+        lines.append(("spawned", _relatives(family.spawned, more, color=color)))
     return lines
 
 

@@ -20,6 +20,7 @@ import taskq
 from taskq import errors
 from taskq.broker.records import JobState
 from taskq.worker.parent_results import PAGE
+from tests.support.cli_runs import ok
 from tests.support.worker_process import WorkerFleet
 from tests.support.workflow_jobs import (
     add,
@@ -96,7 +97,7 @@ def test_a_chain_hands_each_result_on(client: taskq.Client, queue: str) -> None:
 
 
 def test_a_job_spawns_children_and_a_fan_in_that_sees_them_all(
-    client: taskq.Client, queue: str
+    client: taskq.Client, queue: str, store_url: str
 ) -> None:
     k = 7
     pipeline = client.submit_workflow(spawn_squares.options(queue=queue).step(k))
@@ -112,6 +113,15 @@ def test_a_job_spawns_children_and_a_fan_in_that_sees_them_all(
         "in_order": True,
         "parent_count": k,
     }
+    # The tree hangs the run-time fan-out from the job that spawned it.
+    spawner, *children = sorted(job.id for job in jobs)
+    drawn = ok("workflow", "show", str(pipeline.id), store=store_url).out.splitlines()
+    assert drawn[1].startswith(f"{spawner} succeeded  {JOBS}:spawn_squares({k})"), drawn
+    assert [line.split()[:3] for line in drawn[2:-1:2]] == [
+        [branch, "spawned", str(child)]
+        for branch, child in zip(["├─"] * (k - 1) + ["└─"], children[:k], strict=True)
+    ], drawn
+    assert f"spawned by  {spawner} succeeded" in ok("status", str(fan_in.id), store=store_url).out
 
 
 def test_a_spawn_by_name_is_written_as_declared_or_fails_the_job(

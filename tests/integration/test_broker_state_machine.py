@@ -59,7 +59,12 @@ from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_heartbeat, 
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.ops.workflows import workflow_get, workflow_list, workflow_submit
+from taskq.broker.ops.workflows import (
+    job_relatives,
+    workflow_get,
+    workflow_list,
+    workflow_submit,
+)
 from taskq.broker.records import (
     AttemptReport,
     Fenced,
@@ -329,6 +334,11 @@ class LeaseMachine(RuleBasedStateMachine):
                 *submission.jobs[at].after,
                 *(self.ids_by_key[f"spawn:{token}/{position}"] for position in internal),
             ]
+            # It names its spawner, unless it waits for it too (then it is a parent).
+            named = self.run(job_relatives(job_id)).spawned_by
+            spawner_state = JobState(self.jobs()[spawner]["state"])
+            expected = None if spawner in self.parents[job_id] else (spawner, spawner_state)
+            assert named == expected, (job_id, named, expected)
 
     # -- the workers
 

@@ -74,6 +74,12 @@ def test_a_spawned_fan_out_joins_the_workflow_and_its_fan_in_sees_every_child(
     assert len(jobs) == 6
     [fan_in] = [job for job in jobs if job.payload["target"].endswith(":total")]
     assert fan_in.result == {"sum": 0 + 1 + 4 + 9, "count": 4, "in_order": True, "parent_count": 4}
+    spawner, *spawned = sorted(job.id for job in jobs)
+    edges = client.workflow_edges(handle.id)
+    assert [(edge.parent_id, edge.child_id) for edge in edges if edge.spawned] == [
+        (spawner, child) for child in spawned
+    ]
+    assert client.relatives(fan_in.id).spawned_by == (spawner, JobState.SUCCEEDED)
 
 
 def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.Client) -> None:

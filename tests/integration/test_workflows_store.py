@@ -46,6 +46,7 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
+    Relatives,
     WorkflowStatus,
     WorkflowSubmission,
 )
@@ -523,8 +524,16 @@ def test_a_completed_job_spawns_a_fan_out_and_its_fan_in(run: Run, queue: str) -
         JobState.WAITING,
     ]
     reduce_id = jobs[-1].id
+    part_ids = [job.id for job in jobs[1:4]]
+    spawns = [JobEdge(job_id, child.id, spawned=True) for child in jobs[1:]]
+    dependencies = [JobEdge(part, reduce_id) for part in part_ids]
+    assert run(workflow_edges(workflow_id)) == [*spawns, *dependencies]
+    family = run(job_relatives(job_id))
+    assert family.spawned == tuple((child.id, child.state) for child in jobs[1:])
+    assert (family.parents, family.children, family.spawned_by) == ((), (), None)
+    assert run(job_relatives(reduce_id)).spawned_by == (job_id, JobState.SUCCEEDED)
     parts = _claim(run, queue)
-    assert set(parts) == {job.id for job in jobs[1:4]}
+    assert set(parts) == set(part_ids)
     for part in parts.values():
         assert _states(run, [reduce_id]) == [JobState.WAITING]
         _complete(run, part)
@@ -552,6 +561,17 @@ def test_a_spawn_may_wait_on_its_own_job_and_a_fenced_out_one_writes_nothing(
     workflow_id = _workflow_of(run, job_id)
     [late] = [job for job in run(job_list(workflow_id=workflow_id)) if job.id != job_id]
     assert late.state is JobState.QUEUED, "its parent, the spawning job, has completed"
+    assert run(workflow_edges(workflow_id)) == [
+        JobEdge(job_id, late.id, spawned=True),
+        JobEdge(job_id, late.id),
+    ]
+    # Its spawner is its parent too: the relatives name it as a parent only.
+    assert run(job_relatives(late.id)) == Relatives(
+        parents=((job_id, JobState.SUCCEEDED),), children=()
+    )
+    assert run(job_relatives(job_id)) == Relatives(
+        parents=(), children=((late.id, JobState.QUEUED),)
+    )
 
 
 def msgspec_replace(report: Report, **changes: Any) -> Report:

@@ -8,8 +8,10 @@ Pilot tests on a real SQLite store holding the seed's diamond
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import pytest
+from msgspec.structs import replace
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -19,12 +21,16 @@ from taskq.app.screens.jobs import JobsScreen
 from taskq.app.screens.workflows import WorkflowsScreen
 from taskq.app.widgets.relatives import RelativesPanel, RelativesTable
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkflowsTable
+from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
-from taskq.broker.ops.jobs import job_cancel
+from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.jobs import job_cancel, job_list
 from taskq.broker.ops.workflows import workflow_cancel
+from taskq.broker.records import WorkflowSubmission
 from taskq.broker.stores.store import Store
-from tests.tui.seed import Seeded
-from tests.tui.seed_workflow import Diamond, seed_diamond
+from tests.support.reports import completed, report_one
+from tests.tui.seed import BASE, LAB_01, Seeded
+from tests.tui.seed_workflow import QUEUE, Diamond, seed_diamond
 from tests.tui.waiting import plain, wait_for
 
 pytestmark = pytest.mark.anyio
@@ -101,6 +107,30 @@ async def test_enter_on_a_relative_opens_it_and_escape_comes_back(
         assert children.row_keys() == [str(diamond.train_small), str(diamond.train_large)]
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is first, "the job it was opened from")
+
+
+async def test_a_spawned_job_and_its_spawner_name_each_other(
+    diamond: Diamond, sqlite_store: Store, make_app: AppFactory
+) -> None:
+    run = partial(plan.run, sqlite_store)
+    [small] = run(job_claim(LAB_01, [QUEUE], limit=1, lease_seconds=300, now=BASE - 400))
+    assert small.lease.job_id == diamond.train_small
+    extra = WorkflowSubmission(jobs=(call_spec("lab.models:report", [], queue=QUEUE),))
+    run(report_one(replace(completed(small.lease, None), spawn=extra), now=BASE - 300))
+    [spawned] = [
+        job.id for job in run(job_list(workflow_id=diamond.workflow_id)) if job.id > diamond.compare
+    ]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        relatives = await _open(pilot, app, diamond.train_small)
+        await wait_for(pilot, lambda: relatives.row_count == 3, "its parent, child and spawn")
+        assert relatives.row_keys() == [str(diamond.prepare), str(diamond.compare), str(spawned)]
+        assert relatives.cell_text(str(spawned), "relation") == "spawned"
+        assert relatives.cell_text(str(spawned), "state") == "queued"
+        relatives = await _open(pilot, app, spawned)
+        await wait_for(pilot, lambda: relatives.row_count == 1, "the job that spawned it")
+        assert relatives.cell_text(str(diamond.train_small), "relation") == "spawner"
+        assert relatives.cell_text(str(diamond.train_small), "state") == "succeeded"
 
 
 async def test_a_job_of_no_workflow_shows_no_panel(seeded: Seeded, make_app: AppFactory) -> None:

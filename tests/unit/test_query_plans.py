@@ -132,3 +132,21 @@ def test_pruning_looks_for_unfinished_children_by_index(store: SqliteStore) -> N
 def test_a_workflows_jobs_are_read_by_the_workflow_index(store: SqliteStore, name: str) -> None:
     plan = _plan(store, name)
     assert any("INDEX jobs_workflow (workflow_id=?)" in step for step in plan), plan
+
+
+_SPAWN_LOOKUPS = [
+    ("workflow_edges", "executions_1 (lease_token=?)"),
+    ("job_relatives", "executions_1 (lease_token=?)"),
+    ("job_relatives", "executions_job (job_id=?)"),
+    ("job_relatives", "spawned USING INDEX sqlite_autoindex_jobs_1 (idempotency_key>? AND"),
+]
+
+
+@pytest.mark.parametrize(("name", "lookup"), _SPAWN_LOOKUPS)
+def test_spawners_and_spawned_jobs_are_found_by_index(
+    store: SqliteStore, name: str, lookup: str
+) -> None:
+    """A spawned job's key names its spawning attempt's lease token, and a spawner's
+    leases the keys of what it spawned: each side is a lookup, not a scan."""
+    plan = _plan(store, name)
+    assert any(lookup in step for step in plan), plan

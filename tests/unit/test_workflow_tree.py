@@ -33,6 +33,24 @@ def test_a_job_an_edge_names_but_no_longer_listed_is_still_drawn() -> None:
     assert lines == ["job 1", "└─ job 2"]
 
 
+def test_a_spawned_job_hangs_from_its_spawner_unless_it_waits_for_parents() -> None:
+    # Job 1 spawned 2 and 3 while it ran, and 4 after both of them.
+    edges = [
+        JobEdge(parent_id=1, child_id=2, spawned=True),
+        JobEdge(parent_id=1, child_id=3, spawned=True),
+        JobEdge(parent_id=1, child_id=4, spawned=True),
+        *_edges((2, 4), (3, 4)),
+    ]
+    lines = workflow_tree.drawn([1, 2, 3, 4], edges, str)
+    assert lines == [
+        "1",
+        "├─ spawned 2",
+        "│  └─ 4",
+        "└─ spawned 3",
+        "   └─ 4 (see above)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("environment", "colored"),
     [({"NO_COLOR": "1", "FORCE_COLOR": "1"}, False), ({"FORCE_COLOR": "1"}, True), ({}, False)],

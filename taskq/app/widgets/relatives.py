@@ -1,4 +1,4 @@
-"""A job's workflow and its parents and children with their states; enter opens a relative."""
+"""A job's workflow and its relatives with their states; enter opens a relative."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from taskq.broker.records import JobState
 
 
 class RelativesTable(KeyedTable):
-    """One row per parent (in declared order) then per child (by id), keyed by job id."""
+    """One row per parent (in declared order), per child (by id), for the job that spawned
+    it, and per job it spawned (by id), keyed by job id."""
 
     COLUMNS = (
         Column("relation", "Relation", 8),
@@ -31,10 +32,8 @@ class RelativesTable(KeyedTable):
             self.job_id = job_id
 
     def show(self, family: JobFamily) -> None:
-        """Show ``family``'s parents, then its children."""
-        rows = [self._row("parent", *each) for each in family.parents]
-        rows += [self._row("child", *each) for each in family.children]
-        self.sync(rows)
+        """Show ``family``'s relatives."""
+        self.sync([self._row(*each) for each in family.relatives])
 
     def _row(self, relation: str, job_id: int, state: JobState) -> TableRow:
         return TableRow(
@@ -69,7 +68,7 @@ class RelativesPanel(Vertical):
             self.border_title = f"Workflow {workflow.id}" + (
                 f" {workflow.name!r}" if workflow.name else ""
             )
-        self.border_subtitle = "enter: open" if family.parents or family.children else ""
+        self.border_subtitle = "enter: open" if family.relatives else ""
         self.query_one("#family-counts", Static).update(self._counts(family))
         self.query_one(RelativesTable).show(family)
 
@@ -90,5 +89,5 @@ class RelativesPanel(Vertical):
                     )
                 )
         if family.more:
-            line.append(f"\nthe first {SHOWN} parents and children")
+            line.append(f"\nthe first {SHOWN} of each relation")
         return line

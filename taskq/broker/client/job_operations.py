@@ -203,7 +203,8 @@ class JobOperations(ClientBase):
 
     @over_http(http_plans.workflow_edges)
     def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:
-        """Every dependency among the workflow's jobs: (parent, child) pairs."""
+        """Every dependency among the workflow's jobs, as (parent, child) edges, and which job
+        spawned which (``spawned``)."""
         return workflow_edges(workflow_id)
 
     @over_http(http_plans.workflow_cancel)
@@ -219,7 +220,8 @@ class JobOperations(ClientBase):
 
     @Operation
     def relatives(self, job_id: int, *, limit: int = 100) -> GroupOp[Relatives]:
-        """The job's parents (in declared order) and children, each with its state."""
+        """The job's parents (in declared order) and children, each with its state; the job
+        that spawned it and those it spawned."""
         return job_relatives(job_id, limit=limit)
 
 

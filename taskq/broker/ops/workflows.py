@@ -368,12 +368,20 @@ def _workflow_info(rows: Sequence[Row]) -> WorkflowInfo:
 
 
 def workflow_edges(workflow_id: int) -> Op[list[JobEdge]]:
-    """Every dependency among the workflow's jobs, by child then declared order."""
+    """Every dependency among the workflow's jobs, by child then declared order, each
+    spawned job's spawn first (``spawned``)."""
     rows = yield Read(
         Statement(queries.query("workflow_edges"), {"workflow_id": int(workflow_id)}),
         Consistency.WEAK,
     )
-    return [JobEdge(parent_id=int(row["parent_id"]), child_id=int(row["child_id"])) for row in rows]
+    return [
+        JobEdge(
+            parent_id=int(row["parent_id"]),
+            child_id=int(row["child_id"]),
+            spawned=bool(row["spawned"]),
+        )
+        for row in rows
+    ]
 
 
 def workflow_cancel(workflow_id: int, *, now: float | None = None) -> Op[int]:
@@ -426,7 +434,8 @@ def job_parent_results(
 
 
 def job_relatives(job_id: int, *, limit: int = 100) -> Op[Relatives]:
-    """The job's parents (declared order) and children (by id), at most ``limit`` of each."""
+    """The job's parents (declared order) and children (by id), at most ``limit`` of each;
+    the job that spawned it and those it spawned (by id, at most ``limit``)."""
     rows = yield Read(
         Statement(
             queries.query("job_relatives"),
@@ -435,9 +444,12 @@ def job_relatives(job_id: int, *, limit: int = 100) -> Op[Relatives]:
         Consistency.WEAK,
     )
     ranked = sorted(rows, key=lambda row: int(row["rank"]))
+    spawners = _sides(ranked, "spawner")
     return Relatives(
         parents=_sides(ranked, "parent"),
         children=_sides(ranked, "child"),
+        spawned_by=spawners[0] if spawners else None,
+        spawned=_sides(ranked, "spawned"),
     )
 
 

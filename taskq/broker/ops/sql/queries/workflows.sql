@@ -103,11 +103,25 @@ LIMIT :limit
 SELECT coalesce(sum(n), 0) AS n FROM job_counts WHERE state IN ('waiting', 'queued', 'running')
 
 -- name: workflow_edges
-SELECT edge.parent_id, edge.child_id
-FROM jobs AS child INDEXED BY jobs_workflow
-JOIN job_parents AS edge ON edge.child_id = child.id
-WHERE child.workflow_id = :workflow_id
-ORDER BY child.id, edge.position
+-- The workflow's dependencies, and which job spawned which (spawned = 1). A
+-- spawned job's key is its spawn's ('spawn:' and the spawning attempt's lease
+-- token: workflow_spawn_specs) then '/' and its position; the lease names the
+-- attempt, whose execution row names the job. A lease token has no '/'.
+SELECT parent_id, child_id, spawned FROM (
+    SELECT edge.parent_id, edge.child_id, 0 AS spawned, edge.position
+    FROM jobs AS child INDEXED BY jobs_workflow
+    JOIN job_parents AS edge ON edge.child_id = child.id
+    WHERE child.workflow_id = :workflow_id
+    UNION ALL
+    SELECT attempt.job_id, child.id, 1, -1
+    FROM jobs AS child INDEXED BY jobs_workflow
+    JOIN executions AS attempt
+        ON attempt.lease_token = substr(
+            child.idempotency_key, 7, instr(child.idempotency_key, '/') - 7
+        )
+    WHERE child.workflow_id = :workflow_id AND child.idempotency_key LIKE 'spawn:%/%'
+)
+ORDER BY child_id, position
 
 -- name: workflow_jobs_chosen
 -- In place of job_cancel's {chosen} (jobs.sql): the workflow's jobs.
@@ -129,7 +143,10 @@ ORDER BY edge.position
 LIMIT :limit
 
 -- name: job_relatives
--- Each side in its order (rank): parents by position, children by id.
+-- Each side in its order (rank): parents by position, children by id, the
+-- job that spawned this one, and the jobs it spawned by id (workflow_edges
+-- says how a spawned job's key names its spawn). A spawner that is also a
+-- parent, and a spawned job that is also a child, are listed as such only.
 SELECT * FROM (
     SELECT 'parent' AS side, edge.position AS rank, parent.id, parent.state
     FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id
@@ -143,5 +160,29 @@ SELECT * FROM (
     FROM job_parents AS edge JOIN jobs AS child ON child.id = edge.child_id
     WHERE edge.parent_id = :job_id
     ORDER BY edge.child_id
+    LIMIT :limit
+)
+UNION ALL
+SELECT 'spawner' AS side, 0 AS rank, spawner.id, spawner.state
+FROM jobs AS job
+JOIN executions AS attempt
+    ON attempt.lease_token = substr(job.idempotency_key, 7, instr(job.idempotency_key, '/') - 7)
+JOIN jobs AS spawner ON spawner.id = attempt.job_id
+WHERE job.id = :job_id AND job.idempotency_key LIKE 'spawn:%/%'
+    AND NOT EXISTS (
+        SELECT 1 FROM job_parents WHERE child_id = :job_id AND parent_id = spawner.id
+    )
+UNION ALL
+SELECT * FROM (
+    SELECT 'spawned' AS side, spawned.id AS rank, spawned.id, spawned.state
+    FROM executions AS attempt INDEXED BY executions_job
+    JOIN jobs AS spawned
+        ON spawned.idempotency_key > 'spawn:' || attempt.lease_token || '/'
+        AND spawned.idempotency_key < 'spawn:' || attempt.lease_token || '0'
+    WHERE attempt.job_id = :job_id
+        AND NOT EXISTS (
+            SELECT 1 FROM job_parents WHERE child_id = spawned.id AND parent_id = :job_id
+        )
+    ORDER BY spawned.id
     LIMIT :limit
 )
