@@ -107,6 +107,10 @@ class QueueNotFound(TaskqError, LookupError):
         )
 
 
+class WorkerNotFound(TaskqError, LookupError):
+    """No worker has that id: none registered with it, and no attempt names it."""
+
+
 class NodeNotFound(TaskqError, LookupError):
     """The cluster has no member of that node id; nothing was changed."""
 

@@ -18,7 +18,7 @@ _ERRORS = {
     "400": "Malformed request (JSON, query parameter)",
     "401": "No valid bearer token",
     "403": "The token lacks the scope",
-    "404": "No such job, workflow, queue or schedule",
+    "404": "No such job, workflow, queue, schedule or worker",
     "409": "Idempotency conflict, or the job or workflow is in the wrong state",
     "413": "The body is too large",
     "422": "Refused job or setting (the member is named in `field`)",

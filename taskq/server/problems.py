@@ -41,6 +41,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (errors.WorkflowNotFound, 404),
     (errors.QueueNotFound, 404),
     (errors.ScheduleNotFound, 404),
+    (errors.WorkerNotFound, 404),
     (errors.RateLimited, 429),
     (errors.StoreUnavailable, 503),
     (errors.OutcomeUnknown, 503),

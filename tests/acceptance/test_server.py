@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -113,6 +114,10 @@ def test_a_job_lives_its_life_over_http(served: Served, workers: WorkerFleet) ->
         assert worker_id in {found["id"] for found in http.get("/workers").json()["workers"]}
         by_worker = http.get(f"/workers/{worker_id}/executions").json()["executions"]
         assert [run["job_id"] for run in by_worker] == [job_id]
+        mistyped = http.get(f"/workers/{worker_id}x/executions")
+        assert mistyped.status_code == 404, mistyped.text
+        assert mistyped.json()["type"] == "urn:taskq:problem:WorkerNotFound"
+        assert mistyped.json()["detail"] == f"no worker with id '{worker_id}x'"
         assert [
             found["id"] for found in http.get("/jobs", params={"worker": worker_id}).json()["jobs"]
         ] == [job_id]
@@ -611,11 +616,26 @@ def test_serve_over_tls(tmp_path: Path) -> None:
         )
         with taskq.Client(server.url, token=token, ca=tls.ca) as trusting:
             assert trusting.submit("tests.support.jobs:add", 1, 2, unchecked=True).id > 0
-        # Plain HTTP to it: the server hangs up without a word, which may be HTTPS.
+        # Plain HTTP to it: the server hangs up without a word, then takes a TLS handshake, so
+        # the URL is said to be wrong at once, not asked again until the call's time runs out;
+        # a write too, not taken for one that may have been applied.
         plain = server.url.replace("https://", "http://")
-        with (
-            taskq.Client(plain, token=token, timeout=1) as in_plain,
-            pytest.raises(errors.StoreUnavailable) as hung_up,
-        ):
-            in_plain.stats()
-        assert str(hung_up.value).endswith(f"; the server may speak HTTPS: try {server.url}")
+        use_https = (
+            f"taskq serve at {plain}: the server speaks HTTPS (it hung up on plain HTTP and "
+            f"took a TLS handshake); use {server.url}"
+        )
+        with taskq.Client(plain, token=token, timeout=30) as in_plain:
+            with pytest.raises(errors.ConfigError) as read:
+                in_plain.stats()
+            assert str(read.value) == use_https
+            with pytest.raises(errors.ConfigError) as written:
+                in_plain.submit("tests.support.jobs:add", 1, 2, unchecked=True)
+            assert str(written.value) == use_https
+
+        async def read_awaited() -> None:
+            async with taskq.AsyncClient(plain, token=token, timeout=30) as awaiting:
+                await awaiting.stats()
+
+        with pytest.raises(errors.ConfigError) as awaited:
+            anyio.run(read_awaited)
+        assert str(awaited.value) == use_https

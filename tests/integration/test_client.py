@@ -217,6 +217,25 @@ def test_a_listing_past_the_page_bounds_is_refused(client: taskq.Client, queue: 
     assert len(client.workflows(limit=1000)) <= 1000
 
 
+def test_a_workers_attempts_outlive_its_row_and_an_unknown_worker_is_named(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
+    worker_id = f"{queue}-worker"
+    with pytest.raises(errors.WorkerNotFound, match=f"^no worker with id '{worker_id}'$"):
+        client.worker_executions(worker_id)
+    register_worker(store, worker_id, [queue], None)
+    assert client.worker_executions(worker_id) == []
+    handle = client.submit("m:f", queue=queue, unchecked=True)
+    [claimed] = plan.run(store, job_claim(worker_id, [queue], limit=1, lease_seconds=30))
+    plan.run(store, report_one(completed(claimed.lease, None)))
+    # Pruned, as a stopped worker's row is before the attempts of its jobs.
+    store.execute([Statement("DELETE FROM workers WHERE id = :id", {"id": worker_id})])
+    [attempt] = client.worker_executions(worker_id)
+    assert attempt.job_id == handle.id
+    # A page past its last attempt is empty: the worker is known all the same.
+    assert client.worker_executions(worker_id, before=attempt.id) == []
+
+
 def test_queue_limits(client: taskq.Client, queue: str) -> None:
     client.submit_spec(taskq.call_spec("m:f", queue=queue))
     client.set_queue_limits(queue, max_running=2, rate_limit=10, rate_period=60)

@@ -86,6 +86,18 @@ def test_each_state_is_listed_through_an_index(store: SqliteStore, name: str, in
     assert any(f"jobs USING INDEX {index}" in step for step in plan), plan
 
 
+def test_a_workers_attempts_are_paged_through_the_worker_index(store: SqliteStore) -> None:
+    """The page is cut on the index before the row that says whether the worker is known
+    joins it: only the page's own rows are sorted, never all the worker's attempts."""
+    sql = queries.query("execution_list_by_worker").format(
+        output_tail=queries.query("execution_output_tail")
+    )
+    plan = _plan_of(store, sql)
+    page = "executions USING INDEX executions_worker (worker_id=? AND id<?)"
+    assert any(page in step for step in plan), plan
+    assert not any(re.fullmatch(r"SCAN executions", step) for step in plan), plan
+
+
 def test_the_backlog_reads_each_queue_through_the_claim_index(store: SqliteStore) -> None:
     """An autoscaling worker reads it every interval: it must not cost a scan of the jobs."""
     branch = queries.query("job_claim_candidates").format(n=0, now="0.0")
@@ -139,6 +151,7 @@ _SPAWN_LOOKUPS = [
     ("job_relatives", "executions_1 (lease_token=?)"),
     ("job_relatives", "executions_job (job_id=?)"),
     ("job_relatives", "spawned USING INDEX sqlite_autoindex_jobs_1 (idempotency_key>? AND"),
+    ("workflow_spawn_submitter", "jobs USING INDEX sqlite_autoindex_jobs_1 (idempotency_key>? AND"),
 ]
 
 

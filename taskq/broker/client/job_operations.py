@@ -24,6 +24,7 @@ from taskq.broker.client.job_query import JobQuery
 from taskq.broker.ops.jobs import (
     CancelResult,
     execution_list,
+    execution_list_by_worker,
     job_cancel,
     job_check_ids,
     job_get,
@@ -112,8 +113,12 @@ class JobOperations(ClientBase):
     def worker_executions(
         self, worker_id: str, *, before: int | None = None, limit: int = 50
     ) -> GroupOp[builtins.list[Execution]]:
-        """A worker's attempts, newest first; pass the last id seen as ``before`` for more."""
-        return execution_list(worker_id=worker_id, before=before, limit=limit)
+        """A worker's attempts, newest first; pass the last id seen as ``before`` for more.
+
+        An id no worker has had raises :class:`taskq.errors.WorkerNotFound`; a worker
+        whose row was pruned still lists the attempts the store kept.
+        """
+        return execution_list_by_worker(worker_id, before=before, limit=limit)
 
     @over_http(http_plans.job_cancel)
     def cancel(self, *job_ids: int) -> GroupOp[CancelResult]:

@@ -281,35 +281,40 @@ def _log_tail(row: Row) -> str | None:
     return str(tail).encode()[-output.ATTEMPT_TAIL_BYTES :].decode(errors="replace")
 
 
-def execution_list(
-    *,
-    job_id: int | None = None,
-    worker_id: str | None = None,
-    before: int | None = None,
-    limit: int = 50,
+def execution_list(*, job_id: int) -> Op[list[Execution]]:
+    """The attempts of one job, oldest first."""
+    rows = yield _executions_read("execution_list_by_job", {"job_id": int(job_id)})
+    return [_execution(row) for row in rows]
+
+
+def execution_list_by_worker(
+    worker_id: str, *, before: int | None = None, limit: int = 50
 ) -> Op[list[Execution]]:
-    """The attempts of one job (oldest first), or of one worker (newest first, paged)."""
+    """The attempts of one worker, newest first, a page of ``limit`` before id ``before``.
+
+    A worker id that no worker registered with and no attempt names raises
+    :class:`taskq.errors.WorkerNotFound`; a pruned worker's attempts are still listed.
+    """
+    params: dict[str, SqlValue] = {
+        "worker_id": worker_id,
+        "before": int(before) if before is not None else KEYSET_START,
+        "limit": max(1, min(int(limit), 1000)),
+    }
+    rows = yield _executions_read("execution_list_by_worker", params)
+    if not rows:
+        raise errors.WorkerNotFound(f"no worker with id {worker_id!r}")
+    # A known worker with no attempt on this page answers one row with no attempt in it.
+    return [_execution(row) for row in rows if row["id"] is not None]
+
+
+def _executions_read(name: str, params: dict[str, SqlValue]) -> Read:
+    """The read of query ``name`` of attempts, each with the tail of its output."""
     tail: dict[str, SqlValue] = {
         "tail_bytes": output.ATTEMPT_TAIL_BYTES,
         "most_chunk_bytes": output.MOST_CHUNK_BYTES,
     }
-    params: dict[str, SqlValue]
-    if job_id is not None:
-        name, params = "execution_list_by_job", {"job_id": int(job_id)}
-    elif worker_id is not None:
-        name, params = (
-            "execution_list_by_worker",
-            {
-                "worker_id": worker_id,
-                "before": int(before) if before is not None else KEYSET_START,
-                "limit": max(1, min(int(limit), 1000)),
-            },
-        )
-    else:
-        raise ValueError("execution_list needs a job_id or a worker_id")
     sql = queries.query(name).format(output_tail=queries.query("execution_output_tail"))
-    rows = yield Read(Statement(sql, {**params, **tail}))
-    return [_execution(row) for row in rows]
+    return Read(Statement(sql, {**params, **tail}))
 
 
 class ThroughputBucket(msgspec.Struct, frozen=True):

@@ -116,8 +116,20 @@ GROUP BY minutes_ago, outcome
 SELECT *, {output_tail} FROM executions WHERE job_id = :job_id ORDER BY id
 
 -- name: execution_list_by_worker
-SELECT *, {output_tail} FROM executions WHERE worker_id = :worker_id AND id < :before
-ORDER BY id DESC LIMIT :limit
+-- A page of the worker's attempts, newest first. A page with none is one row
+-- with no id if the worker is known (it has a row, or attempts: a pruned
+-- worker's outlive its row), and no row at all if not: one read tells an
+-- empty page from an id no worker ever had.
+SELECT page.* FROM (SELECT 1) AS asked
+LEFT JOIN (
+    SELECT *, {output_tail} FROM executions
+    WHERE worker_id = :worker_id AND id < :before
+    ORDER BY id DESC LIMIT :limit
+) AS page ON TRUE
+WHERE page.id IS NOT NULL
+    OR EXISTS (SELECT 1 FROM workers WHERE id = :worker_id)
+    OR EXISTS (SELECT 1 FROM executions WHERE worker_id = :worker_id)
+ORDER BY page.id DESC
 
 -- name: execution_output_tail
 -- An attempt's log tail, in place of {output_tail}: its output stored inline
