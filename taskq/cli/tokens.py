@@ -112,7 +112,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     known = config.load_config(path) if path.exists() else config.Config()
     if any(token.name == args.name for token in known.server.tokens):
-        raise errors.ConfigError(f"{path}: a token named {args.name!r} exists already")
+        # Not a usage error: the name is taken in this file, as a schedule's can be in a store.
+        raise errors.TaskqError(f"{path}: a token named {args.name!r} exists already")
     token = _PREFIX + secrets.token_urlsafe(32)
     digest = hashlib.sha256(token.encode()).hexdigest()
     after = before + ("" if before.endswith("\n") or not before else "\n")
@@ -164,7 +165,8 @@ def cmd_revoke(args: argparse.Namespace) -> int:
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     after = _without_entry(before, args.name)
     if after is None:
-        raise errors.ConfigError(f"{path}: no [[server.tokens]] entry named {args.name!r}")
+        # Not a usage error: no such token, as there can be no such job or schedule.
+        raise errors.TaskqError(f"{path}: no [[server.tokens]] entry named {args.name!r}")
     _write_atomically(path, after)
     try:
         left = config.load_config(path).server.tokens

@@ -249,6 +249,17 @@ def test_a_backup_newer_than_this_taskq_is_refused(target: str, tmp_path: Path) 
         assert _tables(target) == []
 
 
+def test_a_backup_into_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
+    source = f"sqlite://{tmp_path / 'source.db'}"
+    with taskq.Client(source):
+        pass
+    ran = cli_runs.taskq("backup", str(tmp_path / "nowhere" / "b.db"), store=source)
+    # As a store's path in a missing directory is (docs/cli.md's rule): exit 2.
+    one_error_line(ran, 2, "directory", "does not exist")
+    assert ran.out == ""
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_backup_never_overwrites_a_file(tmp_path: Path) -> None:
     source = f"sqlite://{tmp_path / 'source.db'}"
     with taskq.Client(source):

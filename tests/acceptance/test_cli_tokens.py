@@ -50,13 +50,15 @@ def test_bad_tokens_are_refused_and_the_file_is_unchanged(tmp_path: Path) -> Non
     path = tmp_path / "config.toml"
     assert taskq("token", "new", "ops", "--scopes", "admin", "--config", str(path)).code == 0
     before = path.read_text()
-    for args, fragment in [
-        (("ops",), "exists already"),
-        (("two words",), "token name"),
-        (("viewer", "--scopes", "read,write"), "--scopes"),
+    # A taken name is a runtime error (exit 1), as a taken schedule name is; a bad one is a
+    # usage error (exit 2).
+    for args, code, fragment in [
+        (("ops",), 1, "exists already"),
+        (("two words",), 2, "token name"),
+        (("viewer", "--scopes", "read,write"), 2, "--scopes"),
     ]:
         ran = taskq("token", "new", *args, "--config", str(path))
-        one_error_line(ran, 2, fragment)
+        one_error_line(ran, code, fragment)
         assert ran.out == ""
         assert path.read_text() == before
 
@@ -98,7 +100,8 @@ def test_revoke_takes_out_one_entry_and_keeps_the_rest(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.startswith('# mine\n[server]\nlisten = "127.0.0.1:9000"\n')
     assert [entry["name"] for entry in _config(path)["server"]["tokens"]] == ["a", "c"]  # type: ignore[index]
-    one_error_line(taskq("token", "revoke", "b", "--config", str(path)), 2, "no [[server.tokens]]")
+    # No such token is a runtime error, as no such job or schedule is.
+    one_error_line(taskq("token", "revoke", "b", "--config", str(path)), 1, "no [[server.tokens]]")
     assert path.read_text() == text
 
 

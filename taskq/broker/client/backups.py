@@ -181,7 +181,8 @@ def _refuse_taken(path: Path, why: str) -> None:
     if path.exists():
         raise errors.BackupInvalid(f"{path} exists: {why}")
     if not path.parent.is_dir():
-        raise errors.BackupInvalid(f"{path}: directory {path.parent} does not exist")
+        # A usage error, as a store's path in a missing directory is (see _restore_file).
+        raise errors.ConfigError(f"{path}: directory {path.parent} does not exist")
 
 
 @contextlib.contextmanager
