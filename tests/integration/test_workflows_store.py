@@ -506,9 +506,12 @@ def test_a_workflows_status_follows_its_jobs_and_a_listing_by_status_reads_past_
 
 
 def test_a_completed_job_spawns_a_fan_out_and_its_fan_in(run: Run, queue: str) -> None:
-    [job_id] = run(job_enqueue([_spec(queue, "mapper")], now=T0))
+    [job_id] = run(job_enqueue([_spec(queue, "mapper", submitter="ana")], now=T0))
     spawned = WorkflowSubmission(
-        jobs=(*(_spec(queue, part) for part in range(3)), _spec(queue, "reduce")),
+        jobs=(
+            *(_spec(queue, part) for part in range(3)),
+            _spec(queue, "reduce", submitter="bo"),
+        ),
         parents=((), (), (), (0, 1, 2)),
     )
     [job] = _claim(run, queue).values()
@@ -523,6 +526,9 @@ def test_a_completed_job_spawns_a_fan_out_and_its_fan_in(run: Run, queue: str) -
         JobState.QUEUED,
         JobState.WAITING,
     ]
+    # Jobs that name no submitter, and the new workflow, are the spawning job's submitter's.
+    assert [job.submitter for job in jobs] == ["ana", "ana", "ana", "ana", "bo"]
+    assert run(workflow_get(workflow_id)).submitter == "ana"
     reduce_id = jobs[-1].id
     part_ids = [job.id for job in jobs[1:4]]
     spawns = [JobEdge(job_id, child.id, spawned=True) for child in jobs[1:]]

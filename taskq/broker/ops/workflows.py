@@ -222,7 +222,8 @@ def spawn_statements(
     For the report that completes job ``job_id`` under ``lease_token``, to
     go before it in its write: the jobs of ``submission`` join the job's
     workflow (a new one, which the job joins, if it is in none); their stored
-    parents (``after``) must belong to it. A report refused (the lease moved
+    parents (``after``) must belong to it. Those that name no submitter, and a
+    new workflow, are the job's submitter's. A report refused (the lease moved
     on) writes none of them. Refused with InvalidJob before anything is
     written, as :func:`workflow_submit` refuses.
     """
@@ -258,6 +259,9 @@ def spawn_statements(
                 **rows.keys.params(),
             },
         )
+    )
+    statements.append(
+        Statement(queries.query("workflow_spawn_submitter"), {"job_id": job_id, "key": key})
     )
     return [*statements, *rows.dependency_statements()]
 

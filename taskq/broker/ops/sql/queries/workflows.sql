@@ -23,9 +23,11 @@ FROM workflows AS w WHERE w.idempotency_key = :key
 -- completes the job: a report refused writes none of it.
 
 -- name: workflow_spawn_create
--- The reporting job's workflow, when it is in none yet.
+-- The reporting job's workflow, when it is in none yet: its submitter's, unless
+-- the spawn names one.
 INSERT INTO workflows (name, idempotency_key, submitter, created_at)
-SELECT :name, :key, :submitter, (SELECT now FROM taskq_clock)
+SELECT :name, :key, CASE WHEN :submitter = '' THEN submitter ELSE :submitter END,
+    (SELECT now FROM taskq_clock)
 FROM jobs
 WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
 ON CONFLICT (idempotency_key) DO NOTHING
@@ -42,6 +44,15 @@ WHERE EXISTS (
     SELECT 1 FROM jobs
     WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
 )
+
+-- name: workflow_spawn_submitter
+-- After the spawned jobs' INSERT: those that name no submitter are the
+-- spawning job's submitter's, as a client's jobs are its own, so that a
+-- listing by submitter finds the whole pipeline. Found by their keys (the
+-- spawn's :key, then '/' and a position); a report refused wrote none. The
+-- unary + keeps the planner off jobs_submitter_id, where '' may be most jobs.
+UPDATE jobs SET submitter = (SELECT submitter FROM jobs WHERE id = :job_id)
+WHERE idempotency_key > :key || '/' AND idempotency_key < :key || '0' AND +submitter = ''
 
 -- name: workflow_get
 -- The workflow and how many of its jobs are in each state (state NULL: it
