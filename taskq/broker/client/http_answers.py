@@ -8,8 +8,9 @@ after its ``Retry-After`` (a :class:`~taskq.broker.stores.trampoline.Pause`)
 for as long as the call's time allows, since nothing was applied; then its
 error is raised. A request sent that got no answer may have been applied:
 :class:`taskq.errors.OutcomeUnknown`, unless it only reads. A server whose
-TLS certificate this client does not trust did answer: that is
-:class:`taskq.errors.ConfigError` at once, never asked again.
+TLS certificate this client does not trust did answer, as did one that
+speaks TLS to an ``http://`` URL: each is :class:`taskq.errors.ConfigError` at once, saying
+what to change, never asked again.
 """
 
 from __future__ import annotations
@@ -36,9 +37,13 @@ PASS_A_TOKEN = "pass it as token= (taskq.Client(url, token=...)) or set TASKQ_TO
 
 
 class Unanswered(NamedTuple):
-    """A request that got no response: what httpx raised, handed to the plan to judge."""
+    """A request that got no response: what httpx raised, handed to the plan to judge.
+
+    ``speaks_tls``: the server hung up on plain HTTP, then took a TLS handshake.
+    """
 
     error: httpx.TransportError
+    speaks_tls: bool = False
 
 
 Sent: TypeAlias = httpx.Response | Unanswered
@@ -88,12 +93,12 @@ def answered(
     stream), so it waits as for a server not reached first.
     """
     if broken is not None:
-        yield Pause(_within(_unreached(request, url, broken), deadline).after)
+        yield Pause(_within(_unreached(request, url, Unanswered(broken)), deadline).after)
     while True:
         sent = yield request
         assert sent is not None, "a request is answered"
         if isinstance(sent, Unanswered):
-            retry = _unreached(request, url, sent.error)
+            retry = _unreached(request, url, sent)
         elif sent.is_success:
             return sent
         elif sent.status_code == 503:
@@ -103,24 +108,25 @@ def answered(
         yield Pause(_within(retry, deadline).after)
 
 
-def _unreached(request: HttpRequest, url: str, exc: httpx.TransportError) -> _Retry:
+def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry:
     """A request that got no answer: safe to send again unless it may have been applied."""
     where = f"taskq serve at {url}"
+    exc = unanswered.error
     refused = _refused_certificate(exc)
     if refused is not None:
         raise errors.ConfigError(f"{where}: {_certificate_advice(refused)}") from exc
-    # A server that speaks TLS hangs up on a request in plain HTTP, without a word.
-    hint = (
-        f"; the server may speak HTTPS: try https://{url.removeprefix('http://')}"
-        if url.startswith("http://") and isinstance(exc, httpx.RemoteProtocolError)
-        else ""
-    )
+    # Nothing was applied, and asking again would only meet the same mistake.
+    if unanswered.speaks_tls:
+        raise errors.ConfigError(
+            f"{where}: the server speaks HTTPS (it hung up on plain HTTP and took a TLS "
+            f"handshake); use https://{url.removeprefix('http://')}"
+        ) from exc
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
-        error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}{hint}")
+        error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")
         return _Retry(error, UNREACHED_RETRY_SECONDS)
     raise errors.OutcomeUnknown(
         f"{request.method} {request.path}: {where} did not answer ({exc!r}); "
-        f"it may or may not have been applied{hint}"
+        "it may or may not have been applied"
     ) from exc
 
 

@@ -16,9 +16,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio.to_thread
 import httpx
 
 from taskq import errors
+from taskq.broker.client import tls_probe
 from taskq.broker.client.http_answers import Sent, Unanswered, answered, asked_again
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest, Streamed
 from taskq.broker.client.http_stream import EVENT_STREAM, EventLines, ServerEvent
@@ -150,14 +152,14 @@ class HttpTransport:
         try:
             return http.send(self._built(http, request))
         except httpx.TransportError as exc:
-            return Unanswered(exc)
+            return self._unanswered(exc)
 
     async def _send_async(self, request: HttpRequest) -> Sent:
         http = self._async_client()
         try:
             return await http.send(self._built(http, request))
         except httpx.TransportError as exc:
-            return Unanswered(exc)
+            return await self._unanswered_async(exc)
 
     def _open(self, request: HttpRequest) -> Sent:
         """``request`` sent, its answer left to be read as it comes unless it is a refusal."""
@@ -170,7 +172,7 @@ class HttpTransport:
                 finally:
                     response.close()
         except httpx.TransportError as exc:
-            return Unanswered(exc)
+            return self._unanswered(exc)
         return response
 
     async def _open_async(self, request: HttpRequest) -> Sent:
@@ -183,8 +185,30 @@ class HttpTransport:
                 finally:
                     await response.aclose()
         except httpx.TransportError as exc:
-            return Unanswered(exc)
+            return await self._unanswered_async(exc)
         return response
+
+    def _unanswered(self, exc: httpx.TransportError) -> Unanswered:
+        """A request that got no answer; from a server that hung up on plain HTTP, whether
+        it speaks TLS (it serves HTTPS: the URL is wrong) is asked too."""
+        if not self._hung_up_on_plain_http(exc):
+            return Unanswered(exc)
+        return Unanswered(exc, speaks_tls=tls_probe.speaks_tls(self.url, self.timeout))
+
+    async def _unanswered_async(self, exc: httpx.TransportError) -> Unanswered:
+        """As :meth:`_unanswered`, the handshake made in a thread."""
+        if not self._hung_up_on_plain_http(exc):
+            return Unanswered(exc)
+        speaks_tls = await anyio.to_thread.run_sync(tls_probe.speaks_tls, self.url, self.timeout)
+        return Unanswered(exc, speaks_tls=speaks_tls)
+
+    def _hung_up_on_plain_http(self, exc: httpx.TransportError) -> bool:
+        # A mock stands in for the server: there is none to ask.
+        return (
+            self._mock is None
+            and self.url.startswith("http://")
+            and isinstance(exc, httpx.RemoteProtocolError)
+        )
 
     def _built(self, http: httpx.Client | httpx.AsyncClient, request: HttpRequest) -> httpx.Request:
         headers = dict(request.headers or {})
