@@ -186,6 +186,7 @@ def test_a_restore_over_a_store_with_data_is_refused_and_changes_nothing(
         one_error_line(ran, 1, "exists: a restore makes a new file", "nothing was changed")
     else:
         one_error_line(ran, 1, "already holds a taskq store", "nothing was changed")
+    assert ran.out == "", "the store is checked before the restore says it starts"
     assert len(before) == 2
     assert _jobs(source, queue) == before
 

@@ -72,13 +72,17 @@ def restore(file: str | Path, url: str, *, on_progress: Progress | None = None) 
     _check_file(source)
     target = parse_store_url(url)
     started = time.monotonic()
-    tell({"event": "restore_started", "file": str(source), "store": mask_password(url)})
     if isinstance(target, SqliteTarget):
         summary = _restore_file(source, target.path, url, tell)
     else:
         summary = _restore_cluster(source, url, tell)
     _done(tell, "restore_done", summary, started, store=mask_password(url))
     return summary
+
+
+def _tell_started(tell: Progress, source: Path, url: str) -> None:
+    # Told once the target is known to be new: a refused restore says only why.
+    tell({"event": "restore_started", "file": str(source), "store": mask_password(url)})
 
 
 def _restore_file(source: Path, path: Path, url: str, tell: Progress) -> StoreSummary:
@@ -90,6 +94,7 @@ def _restore_file(source: Path, path: Path, url: str, tell: Progress) -> StoreSu
             )
     if not path.parent.is_dir():
         raise errors.ConfigError(f"SQLite store {path}: directory {path.parent} does not exist")
+    _tell_started(tell, source, url)
     with _staging(path.parent, path.name) as staging:
         summary = _staged(source, staging, tell)
         try:
@@ -109,6 +114,7 @@ def _restore_cluster(source: Path, url: str, tell: Progress) -> StoreSummary:
     assert isinstance(store, RqliteStore)
     try:
         backups.check_empty(store)
+        _tell_started(tell, source, url)
         with tempfile.TemporaryDirectory(prefix="taskq-restore-") as folder:
             staging = Path(folder) / source.name
             summary = _staged(source, staging, tell)
