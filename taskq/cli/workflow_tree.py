@@ -16,6 +16,7 @@ their own. A spawned job with parents is drawn under them, as any other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from taskq.broker.records import JobEdge
 
@@ -24,13 +25,31 @@ _THROUGH, _PAST = "│  ", "   "
 SPAWNED = "spawned "
 
 
+class Tree(NamedTuple):
+    """A drawing's lines, and the jobs it left out (see :func:`drawn`'s ``most_siblings``)."""
+
+    lines: list[str]
+    left_out: set[int]
+
+
 def drawn(
-    job_ids: Iterable[int], edges: Sequence[JobEdge], line: Callable[[int], str]
-) -> list[str]:
+    job_ids: Iterable[int],
+    edges: Sequence[JobEdge],
+    line: Callable[[int], str],
+    *,
+    most_siblings: int | None = None,
+    more: Callable[[Sequence[int]], str] = lambda hidden: f"... {len(hidden)} more",
+) -> Tree:
     """The tree's lines: each job as ``line(job_id)`` with the branches that lead to it.
 
     The roots are the jobs no edge leads to; a job an edge names that is not
     among ``job_ids`` (pruned since) is drawn too, so nothing hangs loose.
+
+    ``most_siblings``: of more siblings than that (a job's children, or the
+    roots), the first ``most_siblings`` are drawn and the rest stand as one
+    line, ``more(their ids)``: a fan-out over ten thousand files is read in a
+    screen, not in twenty thousand lines. What only they lead to is left out
+    too; ``left_out`` names every job not drawn.
     """
     waits = {edge.child_id for edge in edges if not edge.spawned}
     children: dict[int, list[int]] = {}
@@ -44,27 +63,35 @@ def drawn(
         children.setdefault(edge.parent_id, []).append(edge.child_id)
         has_parent.add(edge.child_id)
     everyone = set(job_ids) | set(children) | has_parent
-    roots = sorted(everyone - has_parent)
     shown: set[int] = set()
     lines: list[str] = []
     # Depth first without recursion: a chain of ten thousand steps is a workflow too.
-    # Each entry: the job, what goes before its own line, what goes before its children's.
-    stack = [(root, "", "") for root in reversed(roots)]
+    # Each entry: the job (or the siblings left out, as a tuple), what goes before its
+    # own line, what goes before its children's.
+    stack: list[tuple[int | tuple[int, ...], str, str]] = []
+
+    def push(siblings: list[int], below: str, *, roots: bool = False) -> None:
+        entries: list[int | tuple[int, ...]] = list(siblings)
+        if most_siblings is not None and len(siblings) > most_siblings:
+            entries = [*siblings[:most_siblings], tuple(siblings[most_siblings:])]
+        for index in reversed(range(len(entries))):
+            last = index == len(entries) - 1
+            if roots:
+                stack.append((entries[index], "", ""))
+                continue
+            branch, through = (_LAST_BRANCH, _PAST) if last else (_BRANCH, _THROUGH)
+            stack.append((entries[index], below + branch, below + through))
+
+    push(sorted(everyone - has_parent), "", roots=True)
     while stack:
-        job_id, lead, below = stack.pop()
-        if job_id in shown:
-            lines.append(f"{lead}{job_id} (see above)")
+        entry, lead, below = stack.pop()
+        if isinstance(entry, tuple):
+            lines.append(lead + more(entry))
             continue
-        shown.add(job_id)
-        lines.append(lead + (SPAWNED if job_id in spawned else "") + line(job_id))
-        following = sorted(children.get(job_id, ()))
-        for index in reversed(range(len(following))):
-            last = index == len(following) - 1
-            stack.append(
-                (
-                    following[index],
-                    below + (_LAST_BRANCH if last else _BRANCH),
-                    below + (_PAST if last else _THROUGH),
-                )
-            )
-    return lines
+        if entry in shown:
+            lines.append(f"{lead}{entry} (see above)")
+            continue
+        shown.add(entry)
+        lines.append(lead + (SPAWNED if entry in spawned else "") + line(entry))
+        push(sorted(children.get(entry, ())), below)
+    return Tree(lines, everyone - shown)

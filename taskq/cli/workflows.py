@@ -17,6 +17,10 @@ _MAX_ID = 2**63 - 1
 _PAGE = 1000
 # How many parents or children ``status`` names before it sends the reader to the tree.
 _RELATIVES_SHOWN = 10
+# How many of a job's children (or of the roots) ``workflow show`` draws before the
+# rest stand as one line: a screen, where a fan-out over ten thousand files would
+# print twenty thousand lines.
+_SIBLINGS_DRAWN = 20
 _CALL_WIDTH = 60
 
 
@@ -63,6 +67,13 @@ def add_commands(commands: command.Commands) -> None:
     ):
         parser = command.add(actions, name, handler, help=text, json=True)
         parser.add_argument("id", type=an_id, help="workflow id")
+        if name == "show":
+            parser.add_argument(
+                "--all",
+                action="store_true",
+                help=f"draw every job; by default a job's children (or the roots) past "
+                f"the first {_SIBLINGS_DRAWN} stand as one line with their states counted",
+            )
     waiting = command.add(
         actions,
         "wait",
@@ -160,10 +171,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         job = by_id.get(job_id)
         return f"{job_id} (pruned)" if job is None else _job_line(job, color=color)
 
+    def more(hidden: Sequence[int]) -> str:
+        known = [by_id[job_id].state for job_id in hidden if job_id in by_id]
+        states = _states(Counter(known), color=color)
+        return f"... {len(hidden)} more" + (f": {states}" if states else "")
+
+    tree = workflow_tree.drawn(
+        by_id, edges, line, most_siblings=None if args.all else _SIBLINGS_DRAWN, more=more
+    )
     print(_heading(info))
-    for text in workflow_tree.drawn(by_id, edges, line):
+    for text in tree.lines:
         print(text)
-    print(_summary(jobs, color=color))
+    summary = _summary(jobs, color=color)
+    if tree.left_out:
+        summary += f" ({len(tree.left_out)} not drawn: --all draws every job)"
+    print(summary)
     return command.EXIT_OK
 
 

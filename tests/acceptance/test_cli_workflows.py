@@ -224,6 +224,28 @@ def test_list_shows_the_newest_workflows_with_their_jobs_counted_and_pages_on(
     one_error_line(taskq_command("workflow", "list", "--before", "x", store=url), 2, "'x'")
 
 
+def test_a_wide_fan_out_is_drawn_in_a_screen_unless_all_is_asked_for(
+    url: str, queue: str, client: taskq.Client
+) -> None:
+    width = 23
+    pipeline = client.submit_workflow(
+        square.options(queue=queue).map(range(width)).then(total.options(queue=queue))
+    )
+    *parts, fan_in = pipeline.job_ids
+    shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
+    # Twenty roots, the fan-in under the first, references under the rest, then one line.
+    assert len(shown) == 1 + 20 * 2 + 1 + 1
+    assert shown[2] == f"└─ {fan_in} waiting  tests.support.workflow_jobs:total()"
+    assert shown[-2] == "... 3 more: 3 queued"
+    assert (
+        shown[-1]
+        == f"{width + 1} jobs: {width} queued, 1 waiting (3 not drawn: --all draws every job)"
+    )
+    every = ok("workflow", "show", str(pipeline.id), "--all", store=url).out.splitlines()
+    assert [line.split()[0] for line in every[1:-1:2]] == [str(part) for part in parts]
+    assert every[-1] == f"{width + 1} jobs: {width} queued, 1 waiting"
+
+
 def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(
     url: str, queue: str
 ) -> None:
