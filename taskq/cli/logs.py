@@ -58,7 +58,7 @@ def add_commands(commands: command.Commands) -> None:
     )
     logs.add_argument(
         "--attempt",
-        type=values.count,
+        type=values.attempt_number,
         metavar="N",
         help="this attempt's output (with -f: from this attempt on; default: the latest)",
     )

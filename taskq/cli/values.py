@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from taskq import errors
-from taskq.broker import limits, schedule_timing
+from taskq.broker import job_validation, limits, schedule_timing
 
 NONE_WORDS = {"none", "off", "unlimited"}
 
@@ -94,12 +94,21 @@ def job_ids(text: str) -> tuple[int, ...]:
 
 def count(text: str) -> int:
     """A whole number from 1 to 1000 (a page of a listing)."""
+    return _whole_number(text, 1, 1000)
+
+
+def attempt_number(text: str) -> int:
+    """An attempt's number: from 1 to the most attempts a job may have."""
+    return _whole_number(text, 1, job_validation.MAX_ATTEMPTS)
+
+
+def _whole_number(text: str, least: int, most: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"must be from 1 to 1000, got {value}")
+    if not least <= value <= most:
+        raise argparse.ArgumentTypeError(f"must be from {least} to {most}, got {value}")
     return value
 
 

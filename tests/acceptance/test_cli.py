@@ -579,6 +579,16 @@ def test_an_unknown_job_id_is_an_error(url: str, broker: Store) -> None:
     one_error_line(waited, 1, f"no job with id {missing}")
 
 
+def test_logs_takes_the_number_of_any_attempt_a_job_may_have(url: str, queue: str) -> None:
+    most = 2**31 - 1  # max_attempts' bound (taskq.broker.job_validation.MAX_ATTEMPTS)
+    job_id = submit(url, queue, "add", "1", "2", "--max-attempts", str(most))
+    for attempt in ("1001", str(most)):
+        ran = taskq("logs", str(job_id), "--attempt", attempt, store=url)
+        one_error_line(ran, 1, f"job {job_id} has no attempt {attempt}")
+    beyond = taskq("logs", str(job_id), "--attempt", str(most + 1), store=url)
+    one_error_line(beyond, 2, f"must be from 1 to {most}")
+
+
 def test_the_store_comes_from_the_environment_or_after_the_command(url: str, queue: str) -> None:
     job_id = submit(url, queue, "add", "1", "1")
     from_env = taskq("jobs", "--queue", queue, "--json", env={"TASKQ_STORE": url})
