@@ -22,7 +22,7 @@ from taskq.broker.records import JobEdge
 
 _BRANCH, _LAST_BRANCH = "├─ ", "└─ "
 _THROUGH, _PAST = "│  ", "   "
-SPAWNED = "spawned "
+_SPAWNED = "spawned "
 
 
 class Tree(NamedTuple):
@@ -92,6 +92,6 @@ def drawn(
             lines.append(f"{lead}{entry} (see above)")
             continue
         shown.add(entry)
-        lines.append(lead + (SPAWNED if entry in spawned else "") + line(entry))
+        lines.append(lead + (_SPAWNED if entry in spawned else "") + line(entry))
         push(sorted(children.get(entry, ())), below)
     return Tree(lines, everyone - shown)
