@@ -130,9 +130,11 @@ def test_opening_to_read_checks_the_schema_and_writes_nothing(
     before = path.read_bytes()
     with pytest.raises(
         errors.SchemaBehind, match=f"schema version 1, this taskq uses {len(shipped)}"
-    ):
+    ) as behind:
         open_store(f"sqlite://{path}", read_only=True)
     assert path.read_bytes() == before
+    # Migrating is the step docs/upgrades.md says to take a backup before.
+    assert "back it up (taskq backup FILE), then run a writing command" in str(behind.value)
 
     open_store(f"sqlite://{path}").close()  # a writer brings it up to date
     open_store(f"sqlite://{path}", read_only=True).close()

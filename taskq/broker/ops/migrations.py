@@ -128,7 +128,8 @@ def check(store: Store) -> None:
     if not done.issuperset(range(1, newest + 1)):
         raise errors.SchemaBehind(
             f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
-            "that only reads does not migrate it; run a writing command or taskq-worker once"
+            "that only reads does not migrate it; back it up (taskq backup FILE), then run a "
+            "writing command or taskq-worker once"
         )
 
 
