@@ -114,6 +114,22 @@ def test_a_client_without_a_token_is_told_to_pass_one(
     )
 
 
+def test_https_to_a_server_of_plain_http_says_to_use_http(server: ServerProcess) -> None:
+    # The server answers the handshake with a 400 in plain HTTP: a URL to fix, said at once,
+    # not a server that does not answer, asked again until the call's time runs out.
+    plain = server.url
+    secure = plain.replace("http://", "https://")
+    with (
+        taskq.Client(secure, token=token_of("tester"), timeout=30) as mistaken,
+        pytest.raises(errors.ConfigError) as refused,
+    ):
+        mistaken.get(1)
+    assert str(refused.value) == (
+        f"taskq serve at {secure}: the server speaks plain HTTP, not HTTPS (it answered the "
+        f"TLS handshake in plain text); use {plain}"
+    )
+
+
 def test_a_token_is_checked(server: ServerProcess, queue: str) -> None:
     with (
         taskq.Client(server.url, token="not-a-token") as stranger,

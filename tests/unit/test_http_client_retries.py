@@ -133,3 +133,22 @@ def test_a_certificate_for_another_host_is_a_config_error_at_once() -> None:
         f"({mismatch}); use a name it holds"
     )
     assert server.asked == 1
+
+
+def test_a_handshake_answered_in_plain_text_is_a_config_error_at_once() -> None:
+    # OpenSSL 3.2 on calls it a failure of the record layer (3.0: a wrong version number,
+    # which tests/integration/test_http_client.py meets from a real server).
+    plain_text = ssl.SSLError(1, "[SSL: RECORD_LAYER_FAILURE] record layer failure")
+    plain_text.reason = "RECORD_LAYER_FAILURE"
+    try:
+        raise httpx.ConnectError(str(plain_text)) from plain_text
+    except httpx.ConnectError as wrapped:
+        server = Unreachable(wrapped)
+    transport = HttpTransport("https://taskq.test", timeout=10, mock=httpx.MockTransport(server))
+    with pytest.raises(errors.ConfigError) as refused:
+        transport.run(http_fleet_plans.queue_stats())
+    assert str(refused.value) == (
+        "taskq serve at https://taskq.test: the server speaks plain HTTP, not HTTPS (it "
+        "answered the TLS handshake in plain text); use http://taskq.test"
+    )
+    assert server.asked == 1

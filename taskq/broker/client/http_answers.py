@@ -9,7 +9,8 @@ for as long as the call's time allows, since nothing was applied; then its
 error is raised. A request sent that got no answer may have been applied:
 :class:`taskq.errors.OutcomeUnknown`, unless it only reads. A server whose
 TLS certificate this client does not trust did answer, as did one that
-speaks TLS to an ``http://`` URL: each is :class:`taskq.errors.ConfigError` at once, saying
+speaks the other protocol (TLS to an ``http://`` URL, plain HTTP to an
+``https://`` one): each is :class:`taskq.errors.ConfigError` at once, saying
 what to change, never asked again.
 """
 
@@ -115,11 +116,16 @@ def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry
     refused = _refused_certificate(exc)
     if refused is not None:
         raise errors.ConfigError(f"{where}: {_certificate_advice(refused)}") from exc
-    # Nothing was applied, and asking again would only meet the same mistake.
+    # Either way nothing was applied, and asking again would only meet the same mistake.
     if unanswered.speaks_tls:
         raise errors.ConfigError(
             f"{where}: the server speaks HTTPS (it hung up on plain HTTP and took a TLS "
             f"handshake); use https://{url.removeprefix('http://')}"
+        ) from exc
+    if url.startswith("https://") and _answered_in_plain_text(exc):
+        raise errors.ConfigError(
+            f"{where}: the server speaks plain HTTP, not HTTPS (it answered the TLS handshake "
+            f"in plain text); use http://{url.removeprefix('https://')}"
         ) from exc
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
         error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")
@@ -137,12 +143,31 @@ _UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21})
 _MISMATCH_CODES = frozenset({62, 64})
 
 
+# What OpenSSL says of a TLS handshake answered by bytes that are no TLS record ("HTTP/1.1 400"):
+# 3.0 reads them as a wrong version, 3.2 on as a failure of the record layer.
+_PLAIN_TEXT_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE"})
+
+
 def _refused_certificate(exc: BaseException) -> ssl.SSLCertVerificationError | None:
     """The server's certificate refused by this client, beneath what httpx raised, if it was."""
+    return _ssl_cause(exc, ssl.SSLCertVerificationError)
+
+
+def _answered_in_plain_text(exc: BaseException) -> bool:
+    """Whether the server answered this client's TLS handshake with something not TLS."""
+    failed = _ssl_cause(exc, ssl.SSLError)
+    return failed is not None and failed.reason in _PLAIN_TEXT_REASONS
+
+
+_SslErrorT = TypeVar("_SslErrorT", bound=ssl.SSLError)
+
+
+def _ssl_cause(exc: BaseException, kind: type[_SslErrorT]) -> _SslErrorT | None:
+    """The TLS error of ``kind`` beneath what httpx raised, if there is one."""
     cause: BaseException | None = exc
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, ssl.SSLCertVerificationError):
+        if isinstance(cause, kind):
             return cause
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
