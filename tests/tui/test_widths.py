@@ -35,8 +35,8 @@ Worker = tuple[str, str, str, tuple[str, ...]]
 """A worker's id, name, host and queues."""
 StoreMaker = Callable[[str, Worker], Store]
 
-# A store path and a worker longer than their columns' usual widths, that
-# still fit whole at 140 columns (at 120, the workers' table has no room for them all).
+# A store path and a worker longer than their columns' usual widths: whole at
+# 120 columns, where what the workers take and may run is cut to make room.
 PATH = "lab-pipeline/nightly-image-runs/taskq.db"
 GPU_17: Worker = ("gpu-17-48213-9f8e7d6c", "gpu-17-48213", "gpu-17.lab", ("images", "sims", "etl"))
 # Names as long as real hosts make them: whole at 220 columns, cut at 100.
@@ -191,22 +191,38 @@ def test_jobs_at_200(snap_compare: SnapCompare, make_store: StoreMaker) -> None:
     assert snap_compare(app, terminal_size=(200, 40), run_before=loaded)
 
 
+def _cut_columns(table: KeyedTable) -> set[str]:
+    """The keys of the columns with a cell drawn shorter than its text."""
+    return {
+        column
+        for key in table.row_keys()
+        for column, drawn in _drawn(table, key).items()
+        if drawn != table.cell_text(key, column)
+    }
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("width", [140, 200])
+@pytest.mark.parametrize("width", [120, 200])
 async def test_ids_paths_and_queue_lists_are_whole_where_they_fit(
     make_store: StoreMaker, width: int
 ) -> None:
     app = _app(make_store(PATH, GPU_17))
     async with app.run_test(size=(width, 40)) as pilot:
         await _overview_loaded(pilot, app)
+        workers = app.screen.query_one(WorkersTable)
         for table in app.screen.query(KeyedTable):
-            assert _cut_cells(table) == [], type(table).__name__
+            if table is not workers:
+                assert _cut_cells(table) == [], type(table).__name__
         assert _drawn(app.screen.query_one(NodesTable), PATH)["address"] == PATH
-        worker = _drawn(app.screen.query_one(WorkersTable), GPU_17[0])
-        assert (worker["id"], worker["queues"]) == (GPU_17[0], "images,sims,etl")
-        assert _drawn(app.screen.query_one(WorkersTable), "lab-01-7c2e91aa")["queues"] == (
-            "images,default"
-        )
+        assert _drawn(workers, GPU_17[0])["id"] == GPU_17[0]
+        if width == 120:
+            # Short of room, what the workers take and may run gives way, not who they are.
+            assert _cut_cells(workers), "the workers' lists should not all fit"
+            assert _cut_columns(workers) <= {"labels", "queues", "runs"}
+        else:
+            assert _cut_cells(workers) == []
+            assert _drawn(workers, GPU_17[0])["queues"] == "images,sims,etl"
+            assert _drawn(workers, "lab-01-7c2e91aa")["queues"] == "images,default"
         # The totals keep every part, on a second line when one is too narrow.
         totals = plain(app.screen.query_one("#totals", Static))
         assert "Workers 3 up · 1 lost" in totals
@@ -264,6 +280,15 @@ def test_columns_grow_to_their_widest_cell_while_there_is_room() -> None:
 def test_blank_space_goes_before_any_text_is_cut() -> None:
     columns = [Column("id", "ID", 8, elide="middle"), Column("n", "N", 6), Column("s", "S", 9)]
     assert fit_widths(columns, [20, 2, 3], room=25) == [20, 2, 3]
+
+
+def test_a_column_cut_first_gives_way_down_to_its_heading_before_any_other() -> None:
+    columns = [
+        Column("id", "ID", 8, elide="middle"),
+        Column("runs", "Runs", 6, elide="end", cut_first=True),
+    ]
+    assert fit_widths(columns, [20, 12], room=26) == [20, 6]
+    assert fit_widths(columns, [20, 12], room=22) == [18, 4]
 
 
 def test_the_widest_cut_column_gives_way_first_down_to_its_usual_width() -> None:

@@ -31,13 +31,17 @@ class Column:
     does not jump as rows come and go; a column with wider cells grows to
     them. When the table has too little room, a column with ``elide`` set
     gives up width down to ``width``, its cells cut there; one without it is
-    never cut.
+    never cut. A column ``cut_first`` (``elide`` set too) holds what matters
+    less than the rest of its row (what a worker takes and may run, beside
+    which worker it is): it gives way before any other is cut, down to the
+    width of its heading.
     """
 
     key: str
     label: str
     width: int
     elide: formatting.Elide | None = None
+    cut_first: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +57,21 @@ def fit_widths(columns: Sequence[Column], natural: Sequence[int], room: int) -> 
 
     Each column gets the larger of its usual and its natural width. Over
     ``room``, blank space goes first (no column narrower than its cells), then
-    the columns that may be cut give up width, the widest first, down to their
-    usual width; if that is still too wide, the table scrolls sideways.
+    the columns cut first give up width, the widest first, down to their
+    headings; then the other columns that may be cut, down to their usual
+    width; if that is still too wide, the table scrolls sideways.
     """
-    widths = [max(column.width, width) for column, width in zip(columns, natural, strict=True)]
+    pairs = list(zip(columns, natural, strict=True))
+    widths = [max(column.width, width) for column, width in pairs]
     uncut = list(natural)
+    first_cut = [cell_len(column.label) if column.cut_first else width for column, width in pairs]
     cut = [
-        max(min(column.width, width), cell_len(column.label)) if column.elide else width
-        for column, width in zip(columns, natural, strict=True)
+        max(min(column.width, width), cell_len(column.label))
+        if column.elide and not column.cut_first
+        else floor
+        for (column, width), floor in zip(pairs, first_cut, strict=True)
     ]
-    for floors in (uncut, cut):
+    for floors in (uncut, first_cut, cut):
         excess = sum(widths) - room
         while excess > 0:
             above = [index for index, width in enumerate(widths) if width > floors[index]]

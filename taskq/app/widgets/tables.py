@@ -116,10 +116,12 @@ class WorkersTable(KeyedTable):
         Column("name", "Worker", 12, elide="middle"),
         Column("id", "ID", 16, elide="middle"),
         Column("host", "Host", 12, elide="middle"),
-        Column("labels", "Labels", 8, elide="end"),
-        Column("queues", "Queues", 12, elide="end"),
+        # What it takes and may run give way before which worker it is: at 120
+        # terminal columns a default id, its host's name in it, stays whole.
+        Column("labels", "Labels", 8, elide="end", cut_first=True),
+        Column("queues", "Queues", 12, elide="end", cut_first=True),
         # What its policy lets it run: its modules, +python_exec, +shell; "-" when unknown.
-        Column("runs", "Runs", 6, elide="end"),
+        Column("runs", "Runs", 6, elide="end", cut_first=True),
         Column("slots", "Busy", 5),
         # An autoscaling worker's slots now and the most it may have.
         Column("capacity", "Slots", 5),
