@@ -7,8 +7,10 @@ the command, rather than argparse's usage block.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TypeAlias
+import re
+import sys
+from collections.abc import Callable, Iterable
+from typing import TypeAlias, TypeVar, overload
 
 from taskq.one_line_parser import EXIT_USAGE as EXIT_USAGE
 from taskq.one_line_parser import OneLineParser
@@ -27,8 +29,57 @@ STORE_HELP = (
 CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
 
 
+_Parsed = TypeVar("_Parsed")
+# A value that starts with a dash and a digit or point: a negative quantity (-5m, -1.5h, -.5).
+_NEGATIVE = re.compile(r"-[0-9.]")
+
+
 class Parser(OneLineParser):
-    """An argument parser whose errors are one line: ``taskq: error: ...``."""
+    """An argument parser whose errors are one line: ``taskq: error: ...``.
+
+    An option's value may start with a dash, as a negative duration does:
+    ``--delay -5m`` is read as ``--delay=-5m``, so that the value's own check
+    refuses it, saying why, as it refuses ``--delay=-5m``.
+    """
+
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None, namespace: _Parsed
+    ) -> tuple[_Parsed, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _Parsed) -> tuple[_Parsed, list[str]]: ...
+
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: object = None
+    ) -> tuple[object, list[str]]:
+        # Each subcommand's parser is called here too, with the arguments after its name.
+        given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._values_attached(given), namespace)
+
+    def _values_attached(self, given: list[str]) -> list[str]:
+        """``given`` with each option that takes one value joined to a negative-looking value."""
+        # argparse reads a value that starts with a dash, unless it is a plain negative
+        # number, as an option of its own, and refuses the option as given no value
+        # (Python's bpo-9334). It has no public list of a parser's options: the
+        # mapping below, which its argument groups share, is the one it parses by.
+        options = self._option_string_actions
+        attached: list[str] = []
+        rest = iter(given)
+        for arg in rest:
+            if arg == "--":  # the end of options: the rest are positional, as given
+                attached += [arg, *rest]
+                break
+            action = options.get(arg)
+            takes_one = action is not None and action.nargs is None
+            if takes_one and (value := next(rest, None)) is not None:
+                attached += [f"{arg}={value}"] if _NEGATIVE.match(value) else [arg, value]
+            else:
+                attached.append(arg)
+        return attached
 
 
 def add_store_options(parser: argparse.ArgumentParser, *, default: object) -> None:

@@ -571,6 +571,22 @@ def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: 
     assert ok("jobs", "--queue", queue, "--json", store=url).json() == []
 
 
+def test_a_negative_duration_is_refused_as_such_however_it_is_written(url: str, queue: str) -> None:
+    first = submit(url, queue, "add", "1", "1")
+    for written in (["--delay", "-5m"], ["--delay=-5m"]):
+        ran = taskq(
+            "submit", "--unchecked", f"{JOBS}:add", "1", *written, "--queue", queue, store=url
+        )
+        one_error_line(ran, 2, "argument --delay: '-5m' is not a duration")
+        assert ran.out == ""
+    every = taskq("schedule", "add", queue, "--every", "-1.5h", f"{JOBS}:add", store=url)
+    one_error_line(every, 2, "argument --every: '-1.5h' is not a duration")
+    assert [job["id"] for job in ok("jobs", "--queue", queue, "--json", store=url).json()] == [
+        first
+    ]
+    assert queue not in ok("schedule", "list", store=url).out
+
+
 def test_an_unknown_job_id_is_an_error(url: str, broker: Store) -> None:
     missing = str(NO_SUCH_JOB)
     for command in ("status", "result", "logs", "cancel", "retry"):
