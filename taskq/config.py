@@ -10,8 +10,7 @@ their types and their ranges are declared once, on the Struct.
 :func:`converted` turns msgspec's complaint into one line that names the key
 and what it must be. The ``[worker]`` section is the worker's: it is read
 here as a table and checked by ``taskq.worker.settings``, which merges the
-command line's flags into it first; ``taskq``'s commands check it with the
-same (``taskq.cli.connection.checked_config``).
+command line's flags into it first.
 """
 
 from __future__ import annotations

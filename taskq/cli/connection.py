@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from urllib.parse import parse_qsl
 
-from taskq import errors
 from taskq.broker.client.client import Client
 from taskq.broker.client.connect import open_store
 from taskq.broker.stores.store import Store
@@ -32,33 +31,17 @@ from taskq.broker.stores.store_url import (
     resolve_store_url,
 )
 from taskq.cli import output
-from taskq.config import Config, load_config
-from taskq.worker.settings import settings_from
+from taskq.config import load_config
 
 CLI_TIMEOUT_SECONDS = 5
 
 
 def store_url(args: argparse.Namespace) -> str:
     """The URL of the store this command uses, as the user named it (checked)."""
-    configured = checked_config(args.config).store_url if args.store is None else None
+    configured = load_config(args.config).store_url if args.store is None else None
     url = resolve_store_url(args.store, configured)
     parse_store_url(url)
     return url
-
-
-def checked_config(path: str | None) -> Config:
-    """The config file, its [worker] section checked too, by taskq-worker's own check.
-
-    The file is one for every taskq program: a fault in [worker] that would stop
-    a worker at its start is told by any command that reads the file, as a
-    fault in another section is.
-    """
-    config = load_config(path)
-    try:
-        settings_from(config.worker)
-    except errors.ConfigError as exc:
-        raise errors.ConfigError(f"{config.source}: {exc}") from None
-    return config
 
 
 def holds_nothing(url: str) -> bool:

@@ -658,19 +658,6 @@ def test_a_store_refusing_every_connection_is_given_up_on_after_one_round() -> N
         )
 
 
-def test_the_config_files_worker_section_is_checked_as_the_worker_checks_it(
-    tmp_path: Path,
-) -> None:
-    config = tmp_path / "config.toml"
-    store = f'[store]\nurl = "sqlite://{tmp_path / "taskq.db"}"\n'
-    config.write_text(store + "[worker]\nconcurrency = 0\n")
-    ran = taskq("--config", str(config), "submit", "--unchecked", f"{JOBS}:add", "1", "2")
-    one_error_line(ran, 2, f"{config}: worker: concurrency must be a whole number >= 1, got 0")
-    assert not (tmp_path / "taskq.db").exists()
-    config.write_text(store + "[worker]\nconcurrency = 2\nqueues = 'a,b'\n")
-    assert taskq("--config", str(config), "submit", "--unchecked", f"{JOBS}:add").code == 0
-
-
 def test_a_bad_store_url_is_a_usage_error() -> None:
     one_error_line(taskq("jobs", store="postgres://x"), 2, "unknown scheme 'postgres'")
     one_error_line(taskq("jobs", store="rqlite://h:1?timout=3"), 2, "timout")
