@@ -26,7 +26,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest
-from taskq.broker.client.problem_types import BEARER_HEADER, Problem, error_of
+from taskq.broker.client.problem_types import Problem, error_of
 from taskq.broker.stores.trampoline import Pause
 
 T = TypeVar("T")
@@ -197,14 +197,15 @@ def _within(retry: _Retry, deadline: float) -> _Retry:
 
 def problem_error(response: httpx.Response) -> errors.TaskqError:
     """The error a refusal's problem document names (or a bare status, from a proxy); the
-    refusal of a request without a token says how a Python client sends one."""
+    refusal of a request that carried no token says how a Python client sends one."""
     try:
         problem = msgspec.json.decode(response.content, type=Problem)
     except msgspec.MsgspecError:
         text = response.text[:200]
         problem = Problem("about:blank", response.reason_phrase, response.status_code, text)
     error = error_of(problem)
-    if str(error) == str(errors.Unauthorized.tokenless(BEARER_HEADER)):
+    # The server's words say how to send the header; this client was given no token.
+    if isinstance(error, errors.Unauthorized) and "authorization" not in response.request.headers:
         return errors.Unauthorized.tokenless(PASS_A_TOKEN)
     return error
 
