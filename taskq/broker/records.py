@@ -351,6 +351,14 @@ class JobEdge(msgspec.Struct, frozen=True):
     spawned: bool = False
 
 
+class JobBrief(msgspec.Struct, frozen=True):
+    """A job of a workflow, by id, and its state: what a drawing of a large workflow reads
+    of every job (the rest only of those it draws)."""
+
+    id: int
+    state: JobState
+
+
 class ParentResult(msgspec.Struct, frozen=True):
     """How one parent of a job ended, at its declared position (from 0)."""
 

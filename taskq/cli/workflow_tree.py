@@ -25,31 +25,52 @@ _THROUGH, _PAST = "│  ", "   "
 _SPAWNED = "spawned "
 
 
-class Tree(NamedTuple):
-    """A drawing's lines, and the jobs it left out (see :func:`drawn`'s ``most_siblings``)."""
+class _Row(NamedTuple):
+    """One line of a drawing before its text is known: the branches before it, and the job
+    (``seen``: drawn above already), or the siblings left out."""
 
-    lines: list[str]
+    lead: str
+    entry: int | tuple[int, ...]
+    seen: bool = False
+
+
+class Layout(NamedTuple):
+    """Where each job of a drawing goes, known before any job is read beyond its id: so
+    that only the jobs drawn need reading (:func:`laid_out`)."""
+
+    rows: list[_Row]
+    drawn: list[int]
+    """The jobs drawn in full, in the drawing's order."""
     left_out: set[int]
 
+    def lines(
+        self,
+        line: Callable[[int], str],
+        more: Callable[[Sequence[int]], str] = lambda hidden: f"... {len(hidden)} more",
+    ) -> list[str]:
+        """The drawing: each job as ``line(job_id)``, siblings left out as ``more(their ids)``."""
+        texts: list[str] = []
+        for row in self.rows:
+            if isinstance(row.entry, tuple):
+                texts.append(row.lead + more(row.entry))
+            elif row.seen:
+                texts.append(f"{row.lead}{row.entry} (see above)")
+            else:
+                texts.append(row.lead + line(row.entry))
+        return texts
 
-def drawn(
-    job_ids: Iterable[int],
-    edges: Sequence[JobEdge],
-    line: Callable[[int], str],
-    *,
-    most_siblings: int | None = None,
-    more: Callable[[Sequence[int]], str] = lambda hidden: f"... {len(hidden)} more",
-) -> Tree:
-    """The tree's lines: each job as ``line(job_id)`` with the branches that lead to it.
 
-    The roots are the jobs no edge leads to; a job an edge names that is not
-    among ``job_ids`` (pruned since) is drawn too, so nothing hangs loose.
+def laid_out(
+    job_ids: Iterable[int], edges: Sequence[JobEdge], *, most_siblings: int | None = None
+) -> Layout:
+    """Where each job goes: the roots are the jobs no edge leads to; a job an edge names
+    that is not among ``job_ids`` (pruned since) is drawn too, so nothing hangs loose.
 
     ``most_siblings``: of more siblings than that (a job's children, or the
     roots), the first ``most_siblings`` are drawn and the rest stand as one
-    line, ``more(their ids)``: a fan-out over ten thousand files is read in a
-    screen, not in twenty thousand lines. What only they lead to is left out
-    too; ``left_out`` names every job not drawn.
+    line: a fan-out over ten thousand files is read in a screen, not in
+    twenty thousand lines. What only they lead to is left out too;
+    ``left_out`` names every job not drawn.
     """
     waits = {edge.child_id for edge in edges if not edge.spawned}
     children: dict[int, list[int]] = {}
@@ -64,7 +85,8 @@ def drawn(
         has_parent.add(edge.child_id)
     everyone = set(job_ids) | set(children) | has_parent
     shown: set[int] = set()
-    lines: list[str] = []
+    rows: list[_Row] = []
+    drawn_ids: list[int] = []
     # Depth first without recursion: a chain of ten thousand steps is a workflow too.
     # Each entry: the job (or the siblings left out, as a tuple), what goes before its
     # own line, what goes before its children's.
@@ -86,12 +108,13 @@ def drawn(
     while stack:
         entry, lead, below = stack.pop()
         if isinstance(entry, tuple):
-            lines.append(lead + more(entry))
+            rows.append(_Row(lead, entry))
             continue
         if entry in shown:
-            lines.append(f"{lead}{entry} (see above)")
+            rows.append(_Row(lead, entry, seen=True))
             continue
         shown.add(entry)
-        lines.append(lead + (_SPAWNED if entry in spawned else "") + line(entry))
+        drawn_ids.append(entry)
+        rows.append(_Row(lead + (_SPAWNED if entry in spawned else ""), entry))
         push(sorted(children.get(entry, ())), below)
-    return Tree(lines, everyone - shown)
+    return Layout(rows, drawn_ids, everyone - shown)

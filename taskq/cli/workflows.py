@@ -8,13 +8,16 @@ from collections.abc import Mapping, Sequence
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery
-from taskq.broker.records import Job, JobEdge, JobState, WorkflowInfo, WorkflowStatus
+from taskq.broker.records import Job, JobState, WorkflowInfo, WorkflowStatus
 from taskq.cli import command, connection, output, state_colors, values, workflow_tree
 
 # The largest id a store holds (SQLite's INTEGER).
 _MAX_ID = 2**63 - 1
 # The most jobs one listing request returns: a workflow is read a page at a time.
 _PAGE = 1000
+# Up to how many jobs ``workflow show`` reads one by one, those it draws; past that it
+# reads every job's record a page at a time, as ``--all`` and ``--json`` do.
+_READ_ONE_BY_ONE = 200
 # How many parents or children ``status`` names before it sends the reader to the tree.
 _RELATIVES_SHOWN = 10
 # How many of a job's children (or of the roots) ``workflow show`` draws before the
@@ -103,14 +106,8 @@ def an_id(text: str) -> int:
     return value
 
 
-def read_workflow(
-    client: Client, workflow_id: int
-) -> tuple[WorkflowInfo, list[Job], list[JobEdge]]:
-    """The workflow, its jobs oldest first and its edges; WorkflowNotFound for an unknown id."""
-    info = client.workflow(workflow_id)
-    # Edges before jobs: a running job's spawn writes its jobs and their edges in one
-    # write, so every job an edge names is among the jobs read after it.
-    edges = client.workflow_edges(workflow_id)
+def _every_job(client: Client, workflow_id: int) -> list[Job]:
+    """The workflow's jobs, oldest first, whole: a page of records at a time."""
     jobs: list[Job] = []
     before: int | None = None
     while True:
@@ -120,7 +117,21 @@ def read_workflow(
             break
         before = page[-1].id
     jobs.reverse()
-    return info, jobs, edges
+    return jobs
+
+
+def _drawn_jobs(client: Client, workflow_id: int, wanted: Sequence[int]) -> dict[int, Job]:
+    """The jobs a drawing shows, by id: read one by one when few (a wide fan-out drawn in
+    a screen), else with the rest. A job pruned since it was counted is left out."""
+    if len(wanted) > _READ_ONE_BY_ONE:
+        return {job.id: job for job in _every_job(client, workflow_id)}
+    found: dict[int, Job] = {}
+    for job_id in wanted:
+        try:
+            found[job_id] = client.get(job_id)
+        except errors.JobNotFound:
+            continue
+    return found
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -160,31 +171,38 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
-        info, jobs, edges = read_workflow(client, args.id)
-    if args.json:
-        output.print_json({"workflow": info, "jobs": jobs, "edges": edges})
-        return command.EXIT_OK
+        info = client.workflow(args.id)
+        # Edges before jobs: a running job's spawn writes its jobs and their edges in one
+        # write, so every job an edge names is among the jobs read after it.
+        edges = client.workflow_edges(args.id)
+        if args.json:
+            jobs = _every_job(client, args.id)
+            output.print_json({"workflow": info, "jobs": jobs, "edges": edges})
+            return command.EXIT_OK
+        states = {brief.id: brief.state for brief in client.workflow_jobs(args.id)}
+        # Where each job goes, before the records are read: of a fan-out over a hundred
+        # thousand files, only the forty or so drawn are read.
+        layout = workflow_tree.laid_out(
+            states, edges, most_siblings=None if args.all else _SIBLINGS_DRAWN
+        )
+        by_id = _drawn_jobs(client, args.id, layout.drawn)
     color = state_colors.wanted()
-    by_id = {job.id: job for job in jobs}
 
     def line(job_id: int) -> str:
         job = by_id.get(job_id)
         return f"{job_id} (pruned)" if job is None else _job_line(job, color=color)
 
     def more(hidden: Sequence[int]) -> str:
-        known = [by_id[job_id].state for job_id in hidden if job_id in by_id]
-        states = _states(Counter(known), color=color)
-        return f"... {len(hidden)} more" + (f": {states}" if states else "")
+        known = [states[job_id] for job_id in hidden if job_id in states]
+        counted = _states(Counter(known), color=color)
+        return f"... {len(hidden)} more" + (f": {counted}" if counted else "")
 
-    tree = workflow_tree.drawn(
-        by_id, edges, line, most_siblings=None if args.all else _SIBLINGS_DRAWN, more=more
-    )
     print(_heading(info))
-    for text in tree.lines:
+    for text in layout.lines(line, more):
         print(text)
-    summary = _summary(jobs, color=color)
-    if tree.left_out:
-        summary += f" ({len(tree.left_out)} not drawn: --all draws every job)"
+    summary = _summary(list(states.values()), color=color)
+    if layout.left_out:
+        summary += f" ({len(layout.left_out)} not drawn: --all draws every job)"
     print(summary)
     return command.EXIT_OK
 
@@ -220,11 +238,11 @@ def _job_line(job: Job, *, color: bool) -> str:
     return text
 
 
-def _summary(jobs: Sequence[Job], *, color: bool) -> str:
-    """``5 jobs: 3 succeeded, 1 running, 1 waiting``."""
-    states = _states(Counter(job.state for job in jobs), color=color)
-    noun = "job" if len(jobs) == 1 else "jobs"
-    return f"{len(jobs)} {noun}: {states}" if states else "no jobs"
+def _summary(states: Sequence[JobState], *, color: bool) -> str:
+    """``5 jobs: 3 succeeded, 1 running, 1 waiting``, of the jobs' ``states``."""
+    counted = _states(Counter(states), color=color)
+    noun = "job" if len(states) == 1 else "jobs"
+    return f"{len(states)} {noun}: {counted}" if counted else "no jobs"
 
 
 def _states(counts: Mapping[JobState, int], *, color: bool) -> str:

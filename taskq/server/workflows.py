@@ -23,18 +23,15 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.client.client import JobQuery, validate_spec
+from taskq.broker.client.client import validate_spec
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.records import JobEdge, JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
+from taskq.broker.records import JobBrief, JobEdge, JobSpec, SubmittedWorkflow, WorkflowInfo
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
-
-# The most jobs one listing request returns: a workflow's are read a page at a time.
-_PAGE = 1000
 
 
 class WorkflowJob(JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -82,13 +79,6 @@ class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             "ids (the Idempotency-Key header does the same; this member wins)"
         ),
     ] = None
-
-
-class JobBrief(msgspec.Struct, frozen=True):
-    """A job of a workflow, by id, and its state."""
-
-    id: int
-    state: JobState
 
 
 class WorkflowView(msgspec.Struct, frozen=True):
@@ -232,15 +222,7 @@ async def get(request: Request, caller: Caller) -> Response:
     # Edges before jobs: a spawn writes its jobs with their edges, so every job an
     # edge names is among the jobs read after it.
     edges = await client.workflow_edges(workflow_id)
-    jobs: list[JobBrief] = []
-    before: int | None = None
-    while True:
-        page = await client.list(JobQuery(workflow_id=workflow_id, before=before, limit=_PAGE))
-        jobs += [JobBrief(job.id, job.state) for job in page]
-        if len(page) < _PAGE:
-            break
-        before = page[-1].id
-    jobs.reverse()
+    jobs = await client.workflow_jobs(workflow_id)
     return json_response(WorkflowView(info, jobs, edges))
 
 

@@ -26,7 +26,14 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.output import AttemptOutput, OutputChunk, output_append
-from taskq.broker.records import AttemptEnded, JobState, OutputText, Retention, WorkflowStatus
+from taskq.broker.records import (
+    AttemptEnded,
+    JobBrief,
+    JobState,
+    OutputText,
+    Retention,
+    WorkflowStatus,
+)
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.hinted_workers import register_worker
@@ -337,6 +344,14 @@ def test_a_workflow_runs_parents_first_and_is_waited_for(
         JobState.QUEUED,
         JobState.WAITING,
     ]
+    assert client.workflow_jobs(handle.id) == [
+        JobBrief(job_id, state)
+        for job_id, state in zip(
+            handle.job_ids, (JobState.QUEUED, JobState.QUEUED, JobState.WAITING), strict=True
+        )
+    ]
+    with pytest.raises(errors.WorkflowNotFound):
+        client.workflow_jobs(987_654_321)
     with pytest.raises(errors.ResultTimeout, match="to end"):
         client.wait_workflow(handle.id, timeout=0.2)
     for _ in range(3):  # one claim at a time: the last becomes queued once both parents end

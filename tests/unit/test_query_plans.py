@@ -140,7 +140,9 @@ def test_pruning_looks_for_unfinished_children_by_index(store: SqliteStore) -> N
     assert any("jobs USING INDEX jobs_finished (finished_at<?)" in step for step in plan), plan
 
 
-@pytest.mark.parametrize("name", ["workflow_get", "workflow_edges", "workflow_retryable"])
+@pytest.mark.parametrize(
+    "name", ["workflow_get", "workflow_jobs", "workflow_edges", "workflow_retryable"]
+)
 def test_a_workflows_jobs_are_read_by_the_workflow_index(store: SqliteStore, name: str) -> None:
     plan = _plan(store, name)
     assert any("INDEX jobs_workflow (workflow_id=?)" in step for step in plan), plan

@@ -16,22 +16,22 @@ def _edges(*pairs: tuple[int, int]) -> list[JobEdge]:
 
 
 def test_a_fan_in_is_drawn_under_its_first_parent_and_referenced_under_the_others() -> None:
-    lines = workflow_tree.drawn([1, 2, 3, 4], _edges((1, 4), (2, 4), (3, 4)), str).lines
+    lines = workflow_tree.laid_out([1, 2, 3, 4], _edges((1, 4), (2, 4), (3, 4))).lines(str)
     assert lines == ["1", "└─ 4", "2", "└─ 4 (see above)", "3", "└─ 4 (see above)"]
 
 
 def test_a_chain_longer_than_the_recursion_limit_is_drawn() -> None:
     count = 5000
-    lines = workflow_tree.drawn(
-        range(count), _edges(*((n, n + 1) for n in range(count - 1))), str
-    ).lines
+    lines = workflow_tree.laid_out(
+        range(count), _edges(*((n, n + 1) for n in range(count - 1)))
+    ).lines(str)
     assert len(lines) == count
     assert lines[-1].endswith(f"└─ {count - 1}")
 
 
 def test_a_job_an_edge_names_but_no_longer_listed_is_still_drawn() -> None:
     # Job 1 was pruned: its child hangs from it, not loose.
-    lines = workflow_tree.drawn([2], _edges((1, 2)), lambda job_id: f"job {job_id}").lines
+    lines = workflow_tree.laid_out([2], _edges((1, 2))).lines(lambda job_id: f"job {job_id}")
     assert lines == ["job 1", "└─ job 2"]
 
 
@@ -43,7 +43,7 @@ def test_a_spawned_job_hangs_from_its_spawner_unless_it_waits_for_parents() -> N
         JobEdge(parent_id=1, child_id=4, spawned=True),
         *_edges((2, 4), (3, 4)),
     ]
-    lines = workflow_tree.drawn([1, 2, 3, 4], edges, str).lines
+    lines = workflow_tree.laid_out([1, 2, 3, 4], edges).lines(str)
     assert lines == [
         "1",
         "├─ spawned 2",
@@ -73,14 +73,27 @@ def test_states_are_painted_only_for_a_terminal_or_when_forced(
 def test_siblings_past_the_most_drawn_stand_as_one_line_and_are_named_left_out() -> None:
     # Roots 1 to 5 all lead to 9; 6 and 7 lead to 8, which only they reach.
     edges = _edges((1, 9), (2, 9), (3, 9), (4, 9), (5, 9), (6, 8), (7, 8))
-    tree = workflow_tree.drawn(
-        range(1, 10), edges, str, most_siblings=2, more=lambda hidden: f"+{list(hidden)}"
-    )
-    assert tree.lines == ["1", "└─ 9", "2", "└─ 9 (see above)", "+[3, 4, 5, 6, 7]"]
-    assert tree.left_out == {3, 4, 5, 6, 7, 8}
-    children = workflow_tree.drawn(
-        [1, 2, 3, 4], _edges((1, 2), (1, 3), (1, 4)), str, most_siblings=2
-    )
-    assert children.lines == ["1", "├─ 2", "├─ 3", "└─ ... 1 more"]
+    layout = workflow_tree.laid_out(range(1, 10), edges, most_siblings=2)
+    assert layout.lines(str, lambda hidden: f"+{list(hidden)}") == [
+        "1",
+        "└─ 9",
+        "2",
+        "└─ 9 (see above)",
+        "+[3, 4, 5, 6, 7]",
+    ]
+    assert layout.left_out == {3, 4, 5, 6, 7, 8}
+    children = workflow_tree.laid_out([1, 2, 3, 4], _edges((1, 2), (1, 3), (1, 4)), most_siblings=2)
+    assert children.lines(str) == ["1", "├─ 2", "├─ 3", "└─ ... 1 more"]
     assert children.left_out == {4}
-    assert workflow_tree.drawn([1, 2, 3, 4], _edges((1, 2), (1, 3)), str).left_out == set()
+    assert workflow_tree.laid_out([1, 2, 3, 4], _edges((1, 2), (1, 3))).left_out == set()
+
+
+def test_the_layout_names_the_jobs_drawn_before_any_line_is_made() -> None:
+    # A fan-out of 30 (2 to 31) from 1 into 32: the command reads only the jobs drawn.
+    edges = _edges(*((1, n) for n in range(2, 32)), *((n, 32) for n in range(2, 32)))
+    layout = workflow_tree.laid_out(range(1, 33), edges, most_siblings=20)
+    assert layout.drawn == [1, 2, 32, *range(3, 22)]
+    asked: list[int] = []
+    layout.lines(lambda job_id: asked.append(job_id) or str(job_id))
+    assert asked == layout.drawn
+    assert layout.left_out == set(range(22, 32))

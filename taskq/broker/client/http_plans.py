@@ -36,6 +36,7 @@ from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
     Execution,
     Job,
+    JobBrief,
     JobEdge,
     JobSpec,
     JobState,
@@ -307,6 +308,11 @@ def workflow_list(
     params |= {key: value for key, value in given.items() if value is not None}
     answer = yield HttpRequest("GET", "/workflows", params)
     return list(decoded_member(answer, "workflows", builtins.list[WorkflowInfo]))
+
+
+def workflow_jobs(workflow_id: int) -> HttpPlan[builtins.list[JobBrief]]:
+    view = yield from _workflow_view(workflow_id)
+    return msgspec.convert(view["jobs"], builtins.list[JobBrief])
 
 
 def workflow_edges(workflow_id: int) -> HttpPlan[builtins.list[JobEdge]]:

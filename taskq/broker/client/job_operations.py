@@ -39,12 +39,14 @@ from taskq.broker.ops.workflows import (
     workflow_cancel,
     workflow_edges,
     workflow_get,
+    workflow_jobs,
     workflow_list,
     workflow_retry,
 )
 from taskq.broker.records import (
     Execution,
     Job,
+    JobBrief,
     JobEdge,
     JobSpec,
     Relatives,
@@ -205,6 +207,12 @@ class JobOperations(ClientBase):
         that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
         """
         return _workflow_wait(workflow_id, timeout)
+
+    @over_http(http_plans.workflow_jobs)
+    def workflow_jobs(self, workflow_id: int) -> GroupOp[builtins.list[JobBrief]]:
+        """The workflow's jobs, oldest first, each its id and state: one read however many,
+        where :meth:`list` pages whole records; :class:`taskq.errors.WorkflowNotFound`."""
+        return workflow_jobs(workflow_id)
 
     @over_http(http_plans.workflow_edges)
     def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:

@@ -113,6 +113,13 @@ LIMIT :limit
 -- workflow_list_running_page's read of them is the cheaper way to a page.
 SELECT coalesce(sum(n), 0) AS n FROM job_counts WHERE state IN ('waiting', 'queued', 'running')
 
+-- name: workflow_jobs
+-- The workflow's jobs by id, oldest first, and their states: the index
+-- (workflow_id, id) gives the order, the row the state.
+SELECT id, state FROM jobs INDEXED BY jobs_workflow
+WHERE workflow_id = :workflow_id
+ORDER BY id
+
 -- name: workflow_edges
 -- The workflow's dependencies, and which job spawned which (spawned = 1). A
 -- spawned job's key is its spawn's ('spawn:' and the spawning attempt's lease
