@@ -24,7 +24,7 @@ import anyio
 
 from taskq.broker.client.wake_sender import WakeSender
 from taskq.broker.ops.claims import ClaimRequest, job_backlog, job_claimable_then
-from taskq.broker.ops.leases import Report, ReportAnswer, job_report_claim
+from taskq.broker.ops.leases import Report, ReportAnswer, ReportKind, job_report_claim
 from taskq.broker.records import Fenced
 from taskq.broker.stores.look_turns import NO_TURNS, LookTurns
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
@@ -96,9 +96,20 @@ class ClaimRequests:
         return verdicts
 
     def _may_release_jobs(self, reports: list[Report]) -> bool:
-        """Whether one of ``reports`` may queue other jobs: a spawn, or a job with children."""
+        """Whether one of ``reports`` may queue other jobs: a spawn, or the end of a job with
+        children.
+
+        A job handed back (``RELEASE``) is queued again, not ended: its children go on
+        waiting. Counted, its hand-back would claim one job beyond the slots, and the
+        one queued job may be the one just handed back, to be handed back again when no
+        slot frees for it: a loop of claims and attempts for as long as the slots stay
+        busy. (A hand-back that a cancel request ends still releases what runs anyway;
+        the write's hint, or the commit, wakes a look for it.)
+        """
         held = self._holder.slots.held
         for report in reports:
+            if report.kind is ReportKind.RELEASE:
+                continue
             if report.spawn is not None:
                 return True
             running = held.get(report.lease.job_id)

@@ -24,10 +24,11 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim, job_claimable_then
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import WorkflowSubmission
+from taskq.broker.records import JobState, WorkflowSubmission
 from taskq.broker.stores import look_turns
 from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.sqlite_store import SqliteStore
@@ -42,7 +43,7 @@ from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run, look_runner, store_runner
 from tests.support.delegating_store import DelegatingStore
-from tests.support.reports import completed
+from tests.support.reports import completed, released
 
 pytestmark = pytest.mark.anyio
 
@@ -97,6 +98,26 @@ async def test_a_report_that_may_release_a_job_claims_one_even_with_every_slot_p
     else:
         # Nothing a plain report frees: it claims nothing beyond what its slots allow.
         assert second not in slots.held
+
+
+async def test_a_job_with_children_handed_back_is_not_claimed_again_beyond_the_slots(
+    store: Store,
+) -> None:
+    # A job claimed ahead, handed back because no slot started it in time: its children
+    # still wait for it, so its report frees nothing to claim beyond the slots. Were it
+    # counted, the claim would take the job just handed back, again and again.
+    queue = f"claims-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(store, queue)
+    first, _ = _submit_pairs(store, queue, chained=True)
+    await claims.report_and_claim([], 1, time.monotonic())
+    parent = slots.held[first]
+    assert parent.job.has_children
+    with slots.promised(slots.to_claim() + 3):
+        [verdict] = await claims.send_reports([released(parent.job.lease)])
+    assert verdict.value == "accepted"
+    job = plan.run(store, job_get(first))
+    assert job is not None
+    assert job.state is JobState.QUEUED, "the job handed back came back in the same write"
 
 
 class _CountingWrites(DelegatingStore):
