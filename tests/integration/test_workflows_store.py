@@ -377,6 +377,33 @@ def test_a_retried_child_waits_again_or_is_cancelled_again(run: Run, queue: str)
     assert list(_claim(run, queue)) == [child]
 
 
+def test_a_retry_by_hand_that_would_be_cancelled_again_is_refused_and_moves_nothing(
+    run: Run, queue: str
+) -> None:
+    root, child, grandchild, other = _submit(run, queue, [(), (0,), (1,), ()])
+    _fail(run, _claim(run, queue)[root])
+    run(job_cancel([other], now=T0))
+    before = [run(job_get(job_id)) for job_id in (root, child, grandchild, other)]
+    with pytest.raises(errors.WrongState) as refused:
+        run(job_retry([other, grandchild], now=T0 + 1, refuse_recancelled=True))
+    assert str(refused.value).startswith(
+        f"job {grandchild} not retried: it waits for job {child}, which ended cancelled"
+        f" (as job {root} ended failed), so it would be cancelled again at once; retry job {root}"
+    )
+    assert str(refused.value).endswith(
+        f", or retry workflow {run(job_get(root)).workflow_id} whole"
+    )
+    assert [run(job_get(job_id)) for job_id in (root, child, grandchild, other)] == before
+    # With the job where the failure began, all of it comes back; so does the whole.
+    moved = run(job_retry([root, grandchild], now=T0 + 1, refuse_recancelled=True))
+    assert moved == [root, grandchild]
+    assert _states(run, [root, child, grandchild]) == [
+        JobState.QUEUED,
+        JobState.WAITING,
+        JobState.WAITING,
+    ]
+
+
 def test_cancelling_a_job_cancels_the_jobs_waiting_on_it(run: Run, queue: str) -> None:
     root, child, grandchild, other = _submit(run, queue, [(), (0,), (1,), ()])
     result = run(job_cancel([child], now=T0))

@@ -138,10 +138,12 @@ class JobOperations(ClientBase):
         """Queue failed, dead or cancelled jobs again; the ids that moved.
 
         An id no job has raises :class:`taskq.errors.JobNotFound`, as :meth:`cancel`
-        does.
+        does. A job that would be cancelled again at once, as it waits for a parent
+        that ended without succeeding and is not retried with it, raises
+        :class:`taskq.errors.WrongState` naming that parent; then no job moves.
         """
         yield from job_check_ids(job_ids)
-        return (yield from job_retry(job_ids))
+        return (yield from job_retry(job_ids, refuse_recancelled=True))
 
     @Operation
     def declared_spec(

@@ -58,23 +58,66 @@ def cancel_chosen(chosen: str, params: dict[str, SqlValue], now: float | None) -
     )
 
 
-def job_retry(ids: Sequence[int], *, now: float | None = None) -> Op[list[int]]:
+def job_retry(
+    ids: Sequence[int], *, now: float | None = None, refuse_recancelled: bool = False
+) -> Op[list[int]]:
     """Queue failed, dead or cancelled jobs again now; return the ids that moved.
 
     A job with parents waits for them again instead (queued at once if they
     all ended, cancelled again if one still ended failed), and the jobs that
     its end cancelled wait again, with theirs.
+
+    ``refuse_recancelled``: a retry by hand of a job that would be cancelled
+    again at once (a parent of it ended failed, dead or cancelled, and the
+    retry does not bring that parent back) is refused with
+    :class:`taskq.errors.WrongState` naming the parent, and nothing moves. A
+    retry of a whole workflow takes what comes back and leaves the rest.
     """
-    results = yield Write(
-        [
-            clock_tick(now),
-            Statement(queries.query("job_retry"), {"ids": ids_param(ids)}),
-            *dependencies.revive_statements(ids),
-            *dependencies.settle_statements(),
-        ],
-        idempotent=True,
-    )
+    guard = [Statement(queries.query("job_retry_guard"), {"ids": ids_param(ids)})]
+    statements = [
+        clock_tick(now),
+        Statement(queries.query("job_retry"), {"ids": ids_param(ids)}),
+        *dependencies.revive_statements(ids),
+        *dependencies.settle_statements(),
+        *(guard if refuse_recancelled else []),
+    ]
+    try:
+        results = yield Write(statements, idempotent=True)
+    except errors.ConstraintViolation as exc:
+        if not refuse_recancelled or exc.index != len(statements) - 1:
+            raise
+        raise (yield from _recancelled(ids)) from None
     return sorted(int(row["id"]) for row in results[1].rows)
+
+
+def _recancelled(ids: Sequence[int]) -> Op[errors.WrongState]:
+    """Why a retry by hand of ``ids`` was refused: the first job of them, in order, that
+    waits for a parent that ended without succeeding and is not retried with it."""
+    rows = yield Read(
+        Statement(queries.query("job_retry_blocker"), {"ids": ids_param(ids)}), Consistency.WEAK
+    )
+    if not rows:  # moved on since the write: as the write found it, in general terms
+        return errors.WrongState(
+            "not retried: a job of them would be cancelled again at once, as a parent of it "
+            "ended without succeeding; retry the parent where the failure began"
+        )
+    row = rows[0]
+    parent = f"job {row['parent_id']}, which ended {row['parent_state']}"
+    cause = row["cause"]
+    if cause is not None and int(cause) != int(row["parent_id"]):
+        parent += f" (as job {cause} ended {row['cause_state']})"
+        start = int(cause)
+    else:
+        start = int(row["parent_id"])
+    return errors.WrongState(
+        f"job {row['id']} not retried: it waits for {parent}, so it would be cancelled "
+        f"again at once; retry job {start}, which brings back the jobs its end cancelled"
+        + (
+            f", or retry workflow {row['workflow_id']} whole"
+            if row["workflow_id"] is not None
+            else ""
+        )
+    )
 
 
 # -- reads ------------------------------------------------------------------------

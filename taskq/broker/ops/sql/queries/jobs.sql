@@ -29,6 +29,34 @@ UPDATE jobs SET
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('failed', 'dead', 'cancelled')
 RETURNING id
 
+-- name: job_retry_guard
+-- Last in a retry by hand, after the settling: a job retried that the settling
+-- cancelled again at once (a parent ended failed, dead or cancelled, and the
+-- retry did not bring it back) makes parent_id NULL here, which fails the
+-- whole write, so nothing moves; job_retry_blocker then reads why. The
+-- cascade names the parent in cancelled_by, which a cancel by hand leaves NULL.
+INSERT INTO job_parents (child_id, position, parent_id)
+SELECT id, -1, NULL FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+    AND state = 'cancelled' AND cancelled_by IS NOT NULL
+
+-- name: job_retry_blocker
+-- Of the jobs a retry by hand names (:ids, in order), the first that waits for a
+-- parent which ended without succeeding and is not among them; the cause its
+-- parent's error names, if a cascade cancelled that parent too.
+SELECT job.id, job.workflow_id, parent.id AS parent_id, parent.state AS parent_state,
+    CASE WHEN json_valid(parent.error) THEN parent.error ->> '$.cause' END AS cause,
+    CASE WHEN json_valid(parent.error) THEN parent.error ->> '$.cause_state' END AS cause_state
+FROM json_each(:ids) AS given
+JOIN jobs AS job ON job.id = given.value
+JOIN job_parents AS edge ON edge.child_id = job.id
+JOIN jobs AS parent ON parent.id = edge.parent_id
+WHERE job.run_anyway = 0
+    AND parent.state IN ('failed', 'dead', 'cancelled')
+    AND parent.id NOT IN (SELECT value FROM json_each(:ids))
+ORDER BY given.key, edge.position
+LIMIT 1
+
 -- name: job_first_unknown
 -- The position in :ids of the first id no job has: cancel and retry refuse the lot for it.
 SELECT given.key AS position FROM json_each(:ids) AS given
