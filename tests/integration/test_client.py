@@ -149,6 +149,27 @@ def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, wo
     assert caught.value.job.state is JobState.FAILED  # type: ignore[attr-defined]
 
 
+def test_a_retry_its_parent_would_cancel_again_is_refused_and_moves_nothing(
+    client: taskq.Client, queue: str, worker: Any
+) -> None:
+    flow = taskq.step("m:f", 1, queue=queue, unchecked=True).then(
+        taskq.step("m:f", 2, queue=queue, unchecked=True)
+    )
+    handle = client.submit_workflow(flow)
+    root, child = handle.job_ids
+    worker(queue, lambda payload: ("fail", {"type": "E", "message": "no"})).join(timeout=30)
+    assert client.get(child).state is JobState.CANCELLED
+    with pytest.raises(
+        errors.WrongState, match=f"^job {child} not retried: it waits for job {root}"
+    ):
+        client.retry(child)
+    assert [client.get(job_id).state for job_id in (root, child)] == [
+        JobState.FAILED,
+        JobState.CANCELLED,
+    ]
+    assert client.retry(root, child) == [root, child]
+
+
 def test_waiting_has_a_bound_and_says_when_no_worker_could_end_it(
     client: taskq.Client, store: Store, queue: str
 ) -> None:
