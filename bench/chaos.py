@@ -5,7 +5,8 @@ embedded SQLite file), ``--workers`` real ``taskq-worker`` processes (lease
 6 s, heartbeat 1 s), and submits ``--jobs`` jobs (``bench.chaos_jobs:work``: short
 ones of up to 0.3 s and ``--long-jobs`` of 15-45 s) spread over the first
 60% of ``--duration``, and among them ``--workflows`` workflows (fan-ins,
-chains, diamonds, parents that fail and fan-ins that run anyway; see
+chains, diamonds, parents that fail and fan-ins that run anyway, and a job
+that spawns a fan-in at run time: ``bench/chaos_spawn_jobs.py``; see
 ``bench/chaos_workflows.py``), each written whole in one request. Every run
 of a job appends timestamped ``start``, ``alive`` (every 0.25 s) and
 ``end`` lines to a ledger (see ``bench/chaos_jobs.py``). Meanwhile, until every job has finished or
@@ -53,8 +54,11 @@ wf_not_run  a child free to run (its parents all succeeded, or all ended for a
 wf_cascade  a child of a failed, dead or cancelled parent (not ``run_anyway``)
             that ran, or did not end cancelled
 wf_stuck    a workflow's job left waiting, queued or running
-wf_lost     a workflow's job missing, or not as its shape says (end state,
+wf_lost     a workflow's job missing (a spawned one: not spawned by the attempt
+            the store accepted), or not as its shape says (end state,
             parents, run_anyway)
+wf_spawn    a spawner whose spawned jobs are not one set, from the attempt
+            the store accepted (see ``bench/chaos_workflow_verdict.py``)
 
 The plain counts above judge every job that must succeed, the workflows'
 among them. Their targets are 0 (and so is that of jobs the run could not
@@ -67,10 +71,10 @@ plus the tolerance can go unseen; any overlap reported is real.
     .venv/bin/python -m bench.chaos --store embedded      # 2,000 jobs, 3 workers x 4
     .venv/bin/python -m bench.chaos --quick [--store rqlite] [--json FILE] [--keep DIR]
 
-``--quick`` is the test suite's run (150 jobs and 10 workflows of 56 jobs, 6
-long ones of 8-12 s, a 3 s lease so that they outlive it, one worker kill
-and one stop; on rqlite one leader kill and one cut). ``--jobs``,
-``--long-jobs``, ``--workflows``, ``--workers``, ``--seed``,
+``--quick`` is the test suite's run (150 jobs, 6 long ones of 8-12 s among
+them, and 10 workflows of 48 jobs, which spawn 10 more; a 3 s lease so that
+the long ones outlive it, one worker kill and one stop; on rqlite one leader
+kill and one cut). ``--jobs``, ``--long-jobs``, ``--workflows``, ``--workers``, ``--seed``,
 ``--no-leader-kills`` and the like change a preset. Progress
 goes to stderr, the summary to stdout, the details to ``--json``. The run's
 directory (store, ledger, worker logs) is deleted unless ``--keep DIR``
@@ -81,7 +85,8 @@ or the cache ``scripts/install_rqlite.sh`` builds into.
 This file holds the options and their presets and the run itself, from
 start to verdict. Beside it in ``bench/``: the job mix and the threads that
 submit the jobs, watch the store and probe it (``chaos_load.py``), the jobs
-and their ledger (``chaos_jobs.py``), the faults (``chaos_faults.py``), the
+and their ledger (``chaos_jobs.py``; the spawning job, which imports taskq,
+in ``chaos_spawn_jobs.py``), the faults (``chaos_faults.py``), the
 workers (``chaos_fleet.py``), the cut-off (``chaos_link.py``), the
 workflows (``chaos_workflows.py``) and the verdict (``chaos_verdict.py``,
 ``chaos_workflow_verdict.py``, over ``chaos_rows.py``).
@@ -159,7 +164,7 @@ def write_worker_config(path: Path, options: Options) -> Path:
         "grace_seconds": 3.0,
         "idle_poll_seconds": 0.2,
         "lease_margin_seconds": options.lease_margin_seconds,
-        "modules": ["bench.chaos_jobs"],
+        "modules": ["bench.chaos_jobs", "bench.chaos_spawn_jobs"],
         "env_passthrough": [chaos_jobs.RUN_ENV, chaos_jobs.WORKER_ENV],
     }
     lines = ["[worker]"] + [
@@ -204,12 +209,14 @@ def read_verdict(
         "WHERE jobs.queue = :queue"
     )
     expected = {token: state for plan in workflows for token, state in plan.expected().items()}
+    by_id = {int(row["id"]): row for row in jobs}
+    # The spawned jobs, as their spawners' accepted attempts wrote them, must succeed too.
+    spawned = chaos_workflow_verdict.spawned_jobs(by_id, executions)
     must_succeed = {
         token: job_id
-        for token, job_id in submitted.items()
+        for token, job_id in (submitted | spawned).items()
         if expected.get(token, "succeeded") == "succeeded"
     }
-    by_id = {int(row["id"]): row for row in jobs}
     runs = chaos_ledger.read_ledger(ledger)
     verdict = chaos_verdict.judge(
         must_succeed,
@@ -226,6 +233,16 @@ def read_verdict(
     verdict["examples"].update(judged.pop("examples"))
     verdict.update(judged)
     return verdict
+
+
+def to_be_spawned(workflows: list[WorkflowPlan], submitted: dict[str, int]) -> int:
+    """How many jobs the submitted spawners will spawn (each spawns once, when it succeeds)."""
+    return sum(
+        len(plan.spawned_by(position))
+        for plan in workflows
+        for position, job in enumerate(plan.jobs)
+        if job.token in submitted
+    )
 
 
 def kill_leftovers(run_id: str, ledger: Path) -> None:
@@ -249,6 +266,7 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         options.fan_in_long_parents,
     )  # fmt: skip
     in_workflows = sum(len(workflow.jobs) for workflow in workflows)
+    spawned = sum(len(workflow.spawned) for workflow in workflows)
     ledger = root / "ledger"
     ledger.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"options": _jsonable(asdict(options)), "run_id": run_id}
@@ -284,7 +302,8 @@ def run(options: Options, root: Path) -> dict[str, Any]:
         span = 2.0 if options.quick else 0.6 * options.duration
         say(
             f"submitting {len(plans)} jobs and {len(workflows)} workflows of {in_workflows} "
-            f"jobs over {span:g} s (the workflows over {options.workflow_span or span:g} s); "
+            f"jobs (and {spawned} they spawn) over {span:g} s (the workflows over "
+            f"{options.workflow_span or span:g} s); "
             f"chaos for up to {options.duration:g} s"
         )
         background.spawn(
@@ -295,12 +314,12 @@ def run(options: Options, root: Path) -> dict[str, Any]:
             background.spawn("probe", background.probe)
         next_note = 0.0
 
-        total = len(plans) + in_workflows
+        total = len(plans) + in_workflows + spawned
 
         def all_done() -> bool:
-            return background.submitting_done.is_set() and background.finished >= len(
-                background.submitted
-            )
+            # The store counts the spawned jobs among the finished ones: they must be waited for.
+            to_finish = len(background.submitted) + to_be_spawned(workflows, background.submitted)
+            return background.submitting_done.is_set() and background.finished >= to_finish
 
         try:
             while time.monotonic() - chaos.start < options.duration:

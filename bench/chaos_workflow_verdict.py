@@ -2,20 +2,38 @@
 
 Run by :mod:`bench.chaos` only. :func:`judge_workflows` reads the rows of
 the jobs, executions and job_parents tables (plain dicts, as stored) with
-the ledger, and counts, for the jobs of every workflow the run submitted:
+the ledger, and counts, for the jobs of every workflow the run submitted
+and the jobs their spawners spawned:
 
-wf_early    a run of a job that began before one of its parents had ended
+wf_early    a run of a job that began before one of its parents (or, for a
+            spawned job, its spawner) had ended
 wf_not_run  a child whose parents all succeeded (or all ended, for a
             ``run_anyway`` one) that did not run and succeed: a fan-in never fired
 wf_cascade  a child (not ``run_anyway``) of a failed, dead or cancelled parent
             that ran, or did not end cancelled
 wf_stuck    a job left waiting, queued or running after the drain
-wf_lost     a job missing from the store, ended other than its shape says,
-            or stored with other parents (or ``run_anyway``) than submitted
+wf_lost     a job missing from the store (a spawned one: not spawned by the
+            attempt the store accepted), ended other than its shape says, or
+            stored with other parents (or ``run_anyway``) than submitted
+wf_spawn    a spawner whose spawned jobs are not one set, spawned by the
+            attempt the store accepted: none, or sets from several attempts, or
+            from one the store did not accept; a token spawned twice or not of
+            its shape; a spawned job whose key names another job's attempt, or
+            that is in another workflow than its spawner
 
 Every rule but wf_lost reads only the store's record (the parents from
 job_parents, their ends from the jobs and executions tables); the plan of
-:mod:`bench.chaos_workflows` is only what wf_lost compares that record with.
+:mod:`bench.chaos_workflows` is only what wf_lost compares that record with,
+and what tells wf_spawn which tokens a spawner spawns.
+
+A spawned job's key is ``spawn:<lease token>/<position>``, the lease token
+that of the attempt that spawned it (``workflow_edges`` in
+``taskq/broker/ops/sql/queries/workflows.sql`` reads its spawner so): the
+verdict finds the spawner as that lease's execution, and the attempt the
+store accepted as the spawner's succeeded execution. The spawned jobs are
+found by their keys, and told apart by the token their payload carries;
+every attempt of a spawner spawns the same tokens, so that a set from an
+attempt killed or fenced would show beside the accepted one's.
 
 "Before its parent ended" is checked twice. In the store: each execution's
 claim (``claimed_at``; ``started_at`` where that is empty, which holds the
@@ -46,17 +64,19 @@ if TYPE_CHECKING:
     from bench.chaos_ledger import Run
     from bench.chaos_workflows import WorkflowJob, WorkflowPlan
 
-TARGETS = ("wf_early", "wf_not_run", "wf_cascade", "wf_stuck", "wf_lost")
+TARGETS = ("wf_early", "wf_not_run", "wf_cascade", "wf_stuck", "wf_lost", "wf_spawn")
 ROWS = (
     ("wf_early", "workflow runs begun before a parent ended"),
     ("wf_not_run", "children free to run that did not (fan-ins)"),
     ("wf_cascade", "children of a failed parent not cancelled"),
     ("wf_stuck", "workflow jobs left waiting, queued or running"),
     ("wf_lost", "workflow jobs lost, or not as their shape says"),
+    ("wf_spawn", "spawners not spawning once, by the accepted attempt"),
 )
 _ACTIVE = ("waiting", "queued", "running")
 _ENDED = ("succeeded", "failed", "dead", "cancelled")
 _ATTEMPT = re.compile(r"attempt ([0-9a-f]{16})")
+_SPAWN_KEY = "spawn:"
 
 
 def _time(value: Any) -> float | None:
@@ -65,6 +85,35 @@ def _time(value: Any) -> float | None:
 
 def _least(known: float | None, value: float) -> float:
     return value if known is None else min(known, value)
+
+
+def _spawning_lease(row: Row) -> str | None:
+    """The lease token of the attempt that spawned the job (None: it was not spawned)."""
+    key = str(row["idempotency_key"])
+    if not key.startswith(_SPAWN_KEY) or "/" not in key:
+        return None
+    return key.removeprefix(_SPAWN_KEY).rpartition("/")[0]
+
+
+def _token(row: Row) -> str:
+    """The token a chaos job was given: its call's first argument."""
+    payload = stored_json(row["payload"])
+    args = payload.get("args") if isinstance(payload, dict) else None
+    return str(args[0]) if isinstance(args, list) and args else ""
+
+
+def spawned_jobs(jobs: dict[int, Row], executions: Sequence[Row]) -> dict[str, int]:
+    """The jobs spawned by attempts the store accepted (a succeeded execution), by token.
+
+    What the plain verdict judges beside the submitted jobs; a set spawned by
+    another attempt is not among them (:func:`judge_workflows` counts it).
+    """
+    accepted = {str(row["lease_token"]) for row in executions if row["outcome"] == "succeeded"}
+    return {
+        _token(row): job_id
+        for job_id, row in sorted(jobs.items())
+        if _spawning_lease(row) in accepted
+    }
 
 
 class _Record:
@@ -86,6 +135,13 @@ class _Record:
         self.parents: dict[int, list[int]] = {}
         for edge in ordered:
             self.parents.setdefault(int(edge["child_id"]), []).append(int(edge["parent_id"]))
+        self.by_lease = {str(row["lease_token"]): row for row in executions}
+        # Every spawned job, by the lease token of the attempt that spawned it.
+        self.spawned: dict[str, list[Row]] = {}
+        for job_id in sorted(jobs):
+            lease = _spawning_lease(jobs[job_id])
+            if lease is not None:
+                self.spawned.setdefault(lease, []).append(jobs[job_id])
 
     def state(self, job_id: int) -> str:
         row = self.jobs.get(job_id)
@@ -119,6 +175,16 @@ class _Record:
         run = next((run for run in self.runs.get(token, []) if run.attempt == attempt), None)
         return run if run is not None and run.ended else None
 
+    def spawn_sets(self, spawner: int, tokens: Sequence[str]) -> dict[str, list[Row]]:
+        """The jobs spawned by each attempt of ``spawner``, or bearing one of the ``tokens``
+        it spawns, by the lease token in their keys."""
+        leases = {str(row["lease_token"]) for row in self.by_job.get(spawner, [])}
+        return {
+            lease: rows
+            for lease, rows in self.spawned.items()
+            if lease in leases or any(_token(row) in tokens for row in rows)
+        }
+
 
 def judge_workflows(
     plans: Sequence[WorkflowPlan],
@@ -131,51 +197,83 @@ def judge_workflows(
 ) -> dict[str, Any]:
     """The counts of :data:`TARGETS`, their examples and the workflows' figures.
 
-    ``submitted`` maps tokens to job ids (a workflow not in it was never
-    submitted, and is counted as such elsewhere); ``edges`` are job_parents
-    rows; ``chaos_ended`` (unix time) splits the figures into the chaos and
-    the drain after it.
+    ``submitted`` maps tokens to the ids of the jobs the run submitted (a
+    workflow not in it was never submitted, and is counted as such
+    elsewhere); the spawned jobs are found in ``jobs`` (:func:`spawned_jobs`);
+    ``edges`` are job_parents rows; ``chaos_ended`` (unix time) splits the
+    figures into the chaos and the drain after it.
     """
     record = _Record(jobs, executions, edges, runs)
+    ids = submitted | spawned_jobs(jobs, executions)
     found: dict[str, dict[str, str]] = {name: {} for name in TARGETS}
-    token_of = {job_id: token for token, job_id in submitted.items()}
-    phases = {phase: {"children_run": 0, "fan_ins_run": 0, "early": 0} for phase in _PHASES}
+    token_of = {job_id: token for token, job_id in ids.items()}
+    phases = {
+        phase: {"children_run": 0, "fan_ins_run": 0, "spawned_run": 0, "early": 0}
+        for phase in _PHASES
+    }
     figures: dict[str, Any] = {
         "workflows": 0, "jobs": 0, "fan_ins": 0, "cancelled_by_parent": 0, "ran_anyway": 0,
         "after_reclaimed_parent": 0, "closest_claim": None, "closest_start": None,
+        "spawners": 0, "spawned": 0, "spawns_unaccepted": 0,
     }  # fmt: skip
     for plan in plans:
         if plan.jobs[0].token not in submitted:
             continue
         figures["workflows"] += 1
         expected = plan.expected()
-        for job in plan.jobs:
-            if job.token not in submitted:
-                continue  # a late job whose request did not land: counted as unsubmitted
+        for position, job in enumerate(plan.whole):
+            if job.token not in ids:
+                if job.spawner is not None:
+                    found["wf_lost"][job.token] = "not spawned by its spawner's accepted attempt"
+                continue  # else a late job whose request did not land: counted as unsubmitted
             figures["jobs"] += 1
-            job_id = submitted[job.token]
-            _check_as_planned(record, plan, job, job_id, expected[job.token], submitted, found)
+            figures["spawned"] += job.spawner is not None
+            job_id = ids[job.token]
+            _check_as_planned(record, plan, job, job_id, expected[job.token], ids, found)
+            spawns = [spawned.token for spawned in plan.spawned_by(position)]
+            problem = _check_spawn(record, job_id, spawns, figures) if spawns else None
+            if problem is not None:
+                found["wf_spawn"][job.token] = problem
             parents = record.parents.get(job_id, [])
-            if not parents:
+            # A spawned job is written with its spawner's success: it must not start sooner.
+            spawner = None if job.spawner is None else ids.get(plan.whole[job.spawner].token)
+            after = parents + ([] if spawner is None else [spawner])
+            if not after:
                 continue
             figures["fan_ins"] += len(parents) > 1
-            claims = _check_order(record, job.token, job_id, parents, token_of, found, figures)
-            first_claim = min(claims, default=None)
-            phase = _phase(first_claim, chaos_ended)
+            claims = _check_order(record, job.token, job_id, after, token_of, found, figures)
+            phase = _phase(min(claims, default=None), chaos_ended)
             if phase is not None:
-                phases[phase]["children_run"] += 1
-                phases[phase]["fan_ins_run"] += len(parents) > 1
-                phases[phase]["early"] += job.token in found["wf_early"]
-                # A parent claimed again (a fault took its lease): the child had to wait
-                # for the second claim's end, not the first's.
-                reclaimed = any(len(record.by_job.get(parent, [])) > 1 for parent in parents)
-                figures["after_reclaimed_parent"] += reclaimed
-            _check_outcome(record, job.token, job_id, parents, found, figures)
+                early = job.token in found["wf_early"]
+                _count_claimed(phases[phase], record, parents, spawner is not None, early, figures)
+            if parents:
+                _check_outcome(record, job.token, job_id, parents, found, figures)
     return {
         **{name: len(found[name]) for name in TARGETS},
         "examples": {name: dict(list(found[name].items())[:10]) for name in TARGETS},
         "workflows": {**figures, "phases": phases},
     }
+
+
+def _count_claimed(
+    counts: dict[str, int],
+    record: _Record,
+    parents: list[int],
+    spawned: bool,
+    early: bool,
+    figures: dict[str, Any],
+) -> None:
+    """A child or spawned job first claimed in the phase ``counts`` are of."""
+    counts["early"] += early
+    counts["spawned_run"] += spawned
+    if not parents:
+        return
+    counts["children_run"] += 1
+    counts["fan_ins_run"] += len(parents) > 1
+    # A parent claimed again (a fault took its lease): the child had to wait
+    # for the second claim's end, not the first's.
+    reclaimed = any(len(record.by_job.get(parent, [])) > 1 for parent in parents)
+    figures["after_reclaimed_parent"] += reclaimed
 
 
 _PHASES = ("chaos", "drain")
@@ -193,7 +291,7 @@ def _check_as_planned(
     job: WorkflowJob,
     job_id: int,
     expected: str,
-    submitted: dict[str, int],
+    ids: dict[str, int],
     found: dict[str, dict[str, str]],
 ) -> None:
     """wf_stuck and wf_lost: the job is in the store, ended, as its shape says."""
@@ -201,16 +299,63 @@ def _check_as_planned(
     if state in _ACTIVE:
         found["wf_stuck"][job.token] = state
         return
-    planned = [submitted[plan.jobs[position].token] for position in job.parents]
+    planned = [ids.get(plan.whole[position].token) for position in job.parents]
     stored = record.parents.get(job_id, [])
     if state == "missing":
         found["wf_lost"][job.token] = "missing from the store"
     elif state != expected:
         found["wf_lost"][job.token] = f"ended {state}, its shape says {expected}"
-    elif stored != planned:
+    elif stored != planned and None not in planned:  # a parent not spawned is lost itself
         found["wf_lost"][job.token] = f"stored parents {stored}, submitted {planned}"
     elif bool(record.jobs[job_id]["run_anyway"]) != job.run_anyway:
         found["wf_lost"][job.token] = f"run_anyway stored as {record.jobs[job_id]['run_anyway']}"
+
+
+def _check_spawn(
+    record: _Record, spawner: int, tokens: list[str], figures: dict[str, Any]
+) -> str | None:
+    """wf_spawn: what the spawner spawned is one set, from the attempt the store accepted;
+    what is wrong with it, if anything."""
+    figures["spawners"] += 1
+    attempts = record.by_job.get(spawner, [])
+    figures["spawns_unaccepted"] += sum(row["outcome"] != "succeeded" for row in attempts)
+    return _spawn_problem(record, spawner, tokens, record.spawn_sets(spawner, tokens))
+
+
+def _spawn_problem(
+    record: _Record, spawner: int, tokens: list[str], sets: dict[str, list[Row]]
+) -> str | None:
+    """What is wrong with the spawner's spawned jobs (``sets``, by lease token); None: nothing.
+
+    A token missing from the set is not counted here: that job is lost, and counted so.
+    """
+    if len(sets) != 1:
+        named = ", ".join(_execution(record, lease) for lease in sets)
+        return f"{len(sets)} sets spawned: {named}" if sets else "spawned nothing"
+    [(lease, rows)] = sets.items()
+    execution = record.by_lease.get(lease)
+    if execution is None or int(execution["job_id"]) != spawner:
+        return f"its spawned jobs' keys name {_execution(record, lease)}"
+    if execution["outcome"] != "succeeded":
+        return f"spawned by {_execution(record, lease)}, an attempt the store did not accept"
+    spawned = [_token(row) for row in rows]
+    twice = sorted({each for each in spawned if spawned.count(each) > 1})
+    if twice:
+        return f"spawned {', '.join(twice)} more than once"
+    strange = [each for each in spawned if each not in tokens]
+    if strange:
+        return f"spawned {', '.join(strange)}, not of its shape"
+    home = record.jobs[spawner]["workflow_id"]
+    astray = [int(row["id"]) for row in rows if row["workflow_id"] != home]
+    return f"spawned jobs {astray} outside its workflow {home}" if astray else None
+
+
+def _execution(record: _Record, lease: str) -> str:
+    """The attempt that holds ``lease``, as the examples name it."""
+    row = record.by_lease.get(lease)
+    if row is None:
+        return f"lease {lease[:8]}, of no execution"
+    return f"execution {row['id']} of job {row['job_id']} ({row['outcome']})"
 
 
 def _check_order(
@@ -334,6 +479,9 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
         f"fan-ins); {figures['cancelled_by_parent']} children cancelled by a failed parent, "
         f"{figures['ran_anyway']} ran anyway after one; {figures['after_reclaimed_parent']} "
         "children ran after a parent claimed more than once (a fault took its lease)",
+        f"  spawns: {figures['spawned']} jobs spawned by {figures['spawners']} spawners; "
+        f"{figures['spawns_unaccepted']} spawner executions that did not succeed (killed, "
+        "fenced, handed back or failed: none may have spawned)",
     ]
     if "slowest_submit" in figures:
         lines.append(
@@ -344,10 +492,12 @@ def summary_lines(verdict: dict[str, Any]) -> list[str]:
     for phase, counts in figures["phases"].items():
         lines.append(
             f"  in the {phase}: {counts['children_run']} children first claimed "
-            f"({counts['fan_ins_run']} fan-ins), {counts['early']} of them before a parent ended"
+            f"({counts['fan_ins_run']} fan-ins) and {counts['spawned_run']} spawned jobs, "
+            f"{counts['early']} of them before a parent (or spawner) ended"
         )
     lines.append(
-        f"  closest after a parent's end: a claim {seconds(figures['closest_claim'])} "
-        f"(store clock), a start {seconds(figures['closest_start'])} (ledger)"
+        f"  closest after a parent's (or spawner's) end: a claim "
+        f"{seconds(figures['closest_claim'])} (store clock), a start "
+        f"{seconds(figures['closest_start'])} (ledger)"
     )
     return lines
