@@ -94,6 +94,15 @@ def test_the_string_form_keeps_its_keyword_options(client: taskq.Client) -> None
         (lambda: greet.submit("a", queue="x"), r"unexpected keyword argument 'queue'.*options"),
         (lambda: greet.submit(), "missing a required argument: 'name'"),
         (
+            lambda: greet.submit(nme="a"),
+            r"missing a required argument: 'name'; and it takes no keyword argument 'nme' "
+            r"\(did you mean name\?\)",
+        ),
+        (
+            lambda: greet.submit("a", greting="yo"),
+            r"unexpected keyword argument 'greting' \(did you mean greeting\?\)",
+        ),
+        (
             lambda: area.submit(1, 2, 3),
             r":area\(.*\) refuses these arguments: 3 positional arguments given, it takes 2",
         ),

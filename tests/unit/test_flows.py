@@ -128,8 +128,16 @@ def test_a_bad_step_is_refused_by_its_name_before_anything_is_sent() -> None:
 def test_a_bad_target_or_call_is_refused_when_the_step_is_built() -> None:
     with pytest.raises(errors.InvalidJob, match="square"):
         square.step(1, 2, 3)  # type: ignore[call-arg]
-    with pytest.raises(errors.InvalidJob, match="unknown option"):
+    with pytest.raises(errors.InvalidJob, match="unknown option") as refused:
         taskq.step(SQUARE, 1, width=3)
+    # Said of step, where it was given, with the way to pass the call's own keyword.
+    message = str(refused.value)
+    assert 'step("pkg.mod:f", ...) takes the call\'s positional arguments' in message
+    assert message.endswith("the call's keyword arguments go in kwargs={'width': ...}")
+    assert "submit " not in message
+    assert refused.value.field == "width"
+    with pytest.raises(errors.InvalidJob, match=r"priorty \(did you mean priority\?\)"):
+        taskq.step(SQUARE, 1, priorty=3)
 
 
 def test_after_is_given_per_call_never_declared() -> None:

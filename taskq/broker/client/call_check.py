@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from taskq import errors
+from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.functions import Declaration, Parameter
 
 # Stands for a published default, whose value is only known as text.
@@ -37,6 +38,7 @@ def check_arguments(
         unknown = _unknown_keywords(declaration, kwargs)
         if unknown and "unexpected keyword" not in told:
             told += f"; and it takes no keyword argument {', '.join(map(repr, unknown))}"
+        told += did_you_mean(unknown, _keywords_left(declaration, kwargs))
         raise errors.InvalidJob(
             f"{declaration.signature()} refuses these arguments: {told}{hint}", field="args"
         ) from None
@@ -75,6 +77,15 @@ def _unknown_keywords(declaration: Declaration, kwargs: Mapping[str, Any]) -> li
         return []
     named = {each.name for each in parameters if each.kind != "POSITIONAL_ONLY"}
     return [name for name in kwargs if name not in named]
+
+
+def _keywords_left(declaration: Declaration, kwargs: Mapping[str, Any]) -> list[str]:
+    """The parameters a keyword could still name: a misspelt one is most likely one of them."""
+    return [
+        each.name
+        for each in declaration.parameters
+        if each.kind in {"POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"} and each.name not in kwargs
+    ]
 
 
 @functools.lru_cache(maxsize=1024)

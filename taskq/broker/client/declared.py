@@ -33,6 +33,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle
+from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.client.flows import Flow, fan_out, step
 from taskq.broker.client.importable import describe
 from taskq.broker.client.specs import (
@@ -151,12 +152,8 @@ def job(
 def _check_options(options: Mapping[str, Any], where: str) -> None:
     """Refuse unknown option names, and values the broker would refuse, at once."""
     for name in sorted(set(options) - JOB_OPTIONS):
-        import difflib  # Imported here, not with the module: only a refusal needs it
-
-        close = difflib.get_close_matches(name, JOB_OPTIONS, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
         raise errors.InvalidJob(
-            f"{where}: no option {name!r}{hint}; the options are "
+            f"{where}: no option {name!r}{did_you_mean([name], JOB_OPTIONS)}; the options are "
             f"{', '.join(sorted(JOB_OPTIONS))}, and client",
             field=name,
         )

@@ -196,7 +196,7 @@ def _step(target: Target, args: Sequence[Any], keywords: Mapping[str, Any]) -> _
     if not isinstance(target, str):
         return _Step(spec_of(target, args, given))
     unchecked = given.pop("unchecked", False)
-    spec = spec_of(target, args, dict(given))
+    spec = spec_of(target, args, dict(given), caller="step")
     return _Step(spec, None if unchecked else NamedCall(target, tuple(args), given))
 
 

@@ -18,6 +18,7 @@ import msgspec
 from taskq import errors
 from taskq.broker import job_validation
 from taskq.broker.client.call_check import check_arguments, parameters_of
+from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.records import JobSpec, PayloadKind
@@ -298,22 +299,31 @@ def validate_spec(spec: JobSpec, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) 
 SUBMIT_OPTIONS = frozenset(inspect.signature(call_spec).parameters) - {"target", "args"}
 
 
-def check_option_names(keywords: Mapping[str, Any]) -> None:
-    """Refuse keywords that are not options of a submit by name (its arguments go in kwargs)."""
+def check_option_names(keywords: Mapping[str, Any], caller: str = "submit") -> None:
+    """Refuse keywords that are not options of a job by name (its arguments go in kwargs).
+
+    ``caller`` names the function the keywords were given to (``submit``, ``step``).
+    """
     if not keywords.keys() <= SUBMIT_OPTIONS:
         unknown = sorted(set(keywords) - SUBMIT_OPTIONS)
         raise errors.InvalidJob(
-            f"unknown option(s) {', '.join(unknown)}; submit takes the call's arguments, "
-            f"then {', '.join(sorted(SUBMIT_OPTIONS))}"
+            f"unknown option(s) {', '.join(unknown)}{did_you_mean(unknown, SUBMIT_OPTIONS)}; "
+            f'{caller}("pkg.mod:f", ...) takes the call\'s positional arguments, then the '
+            f"options {', '.join(sorted(SUBMIT_OPTIONS))}; the call's keyword arguments go in "
+            f"kwargs={{{', '.join(f'{name!r}: ...' for name in unknown)}}}",
+            field=unknown[0],
         )
 
 
-def spec_of(target: Target, args: Sequence[Any], keywords: dict[str, Any]) -> JobSpec:
-    """The job of a call of ``target``: a function's keywords are its own, a string's options."""
+def spec_of(
+    target: Target, args: Sequence[Any], keywords: dict[str, Any], caller: str = "submit"
+) -> JobSpec:
+    """The job of a call of ``target``: a function's keywords are its own, a string's options
+    (``caller`` names the function they were given to, for the refusal of one that is not)."""
     if isinstance(target, str):
         # "pkg.module:function". Asked first: a check against the protocol
         # JobDeclaration costs more than the rest of building the job.
-        check_option_names(keywords)
+        check_option_names(keywords, caller)
         return call_spec(target, args, **keywords)
     if isinstance(target, JobDeclaration):
         return target.spec(*args, **keywords)
