@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -79,6 +79,15 @@ class Spawnable(Protocol):
 
     def by_name(self) -> Mapping[int, _Call]:
         """The steps given by name, by their positions in the submission."""
+        ...
+
+
+@runtime_checkable
+class BareStep(Protocol):
+    """A declared job given bare, as in ``spawn(cleanup)``: its step without arguments."""
+
+    def step(self) -> Spawnable:
+        """The job as a step of a flow (``cleanup.step()``)."""
         ...
 
 
@@ -162,7 +171,7 @@ class JobContext:
         """
         return iter(()) if self._parents is None else self._parents()
 
-    def spawn(self, flow: Spawnable) -> None:
+    def spawn(self, flow: Spawnable | BareStep) -> None:
         """Add ``flow``'s jobs to this job's workflow, should this attempt succeed.
 
         Sized at run time: ``spawn(resize.map(found).then(build_index))``.
@@ -170,10 +179,14 @@ class JobContext:
         success; an attempt that fails spawns nothing, and its retry spawns
         anew. Once per attempt (spawn a ``taskq.group`` of several flows);
         at most :data:`MAX_SPAWN_JOBS` jobs and :data:`MAX_SPAWN_BYTES` of JSON.
-        An empty flow spawns nothing. Its steps by name are resolved by the
-        worker as their workers declare them, before the spawn is written: a
-        name no worker declares fails the attempt, and nothing is spawned.
+        An empty flow spawns nothing; a declared job given bare
+        (``spawn(cleanup)``) is its step without arguments. Its steps by name
+        are resolved by the worker as their workers declare them, before the
+        spawn is written: a name no worker declares fails the attempt, and
+        nothing is spawned.
         """
+        if isinstance(flow, BareStep):
+            flow = flow.step()
         if not len(flow):
             return
         if len(flow) > MAX_SPAWN_JOBS:

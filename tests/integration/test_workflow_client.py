@@ -82,6 +82,13 @@ def test_a_spawned_fan_out_joins_the_workflow_and_its_fan_in_sees_every_child(
     assert client.relatives(fan_in.id).spawned_by == (spawner, JobState.SUCCEEDED)
 
 
+def test_a_declared_job_given_bare_is_a_workflow_of_one_step(client: taskq.Client) -> None:
+    handle = client.submit_workflow(total, name="alone")
+    taskq.testing.run_due(client)
+    assert handle.result(timeout=0)["count"] == 0
+    assert handle.wait(timeout=5).name == "alone"
+
+
 def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.Client) -> None:
     broken = fail.step()
     cancelled = total.step()
@@ -170,5 +177,7 @@ def test_the_async_client_submits_and_waits_for_a_workflow(store_url: str) -> No
             ] * 2
             assert await handle.cancel() == 3
             assert (await handle.wait(timeout=5)).counts[JobState.CANCELLED] == 3
+            alone = await client.submit_workflow(total)  # a declared job given bare: one step
+            assert len(alone.job_ids) == 1
 
     anyio.run(main)

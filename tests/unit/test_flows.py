@@ -140,6 +140,14 @@ def test_a_bad_target_or_call_is_refused_when_the_step_is_built() -> None:
         taskq.step(SQUARE, 1, priorty=3)
 
 
+def test_a_declared_job_given_bare_is_a_step_without_arguments() -> None:
+    as_step = total.step().then(square.step(2)).submission()
+    assert shape(total.then(square.step(2)).submission()) == shape(as_step)
+    assert shape(total.then(total).submission()) == [("total", [], ()), ("total", [], (0,))]
+    with pytest.raises(errors.InvalidJob, match="missing a required argument: 'x'"):
+        square.then(total)  # square takes an argument: its bare step is refused
+
+
 def test_after_is_given_per_call_never_declared() -> None:
     with pytest.raises(errors.InvalidJob, match=r"\.options"):
         taskq.job(after=[1])

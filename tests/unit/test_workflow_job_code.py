@@ -174,6 +174,13 @@ def test_a_job_spawns_once_within_its_bounds() -> None:
     assert list(context.parent_results()) == []
 
 
+def test_a_declared_job_given_bare_spawns_as_its_step_without_arguments() -> None:
+    with taskq.testing.as_job() as job:
+        taskq.current_job().spawn(total)
+    assert isinstance(job.spawned, WorkflowSubmission)
+    assert [spawned.payload["target"] for spawned in job.spawned.jobs] == [f"{JOBS}:total"]
+
+
 def test_a_child_cannot_spawn_into_another_workflow_or_with_a_failure() -> None:
     spawned = msgspec.to_builtins(square.map([1]).submission())
     body = {"status": "succeeded", "result_json": "1", "spawn": spawned}

@@ -12,7 +12,7 @@ import anyio.to_thread
 
 from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.faces import Awaiting
-from taskq.broker.client.flows import Flow
+from taskq.broker.client.flows import Flow, as_flow
 from taskq.broker.client.handle_base import (
     SubmittedFlow,
     deadline_after,
@@ -175,7 +175,7 @@ class AsyncClient(Awaiting, Operations):
 
     async def submit_workflow(
         self,
-        flow: Flow,
+        flow: Flow | Target,
         /,
         *,
         name: str = "",
@@ -183,10 +183,11 @@ class AsyncClient(Awaiting, Operations):
         submitter: str | None = None,
     ) -> AsyncWorkflowHandle:
         """Enqueue a whole workflow in one request (see :meth:`Client.submit_workflow`)."""
+        whole = as_flow(flow)
         submitted = await self._run(
-            self._submit_workflow_plan(flow, name, idempotency_key, submitter)
+            self._submit_workflow_plan(whole, name, idempotency_key, submitter)
         )
-        return AsyncWorkflowHandle(self, submitted, flow)
+        return AsyncWorkflowHandle(self, submitted, whole)
 
     async def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members (over HTTP, as the server sees them); an embedded store

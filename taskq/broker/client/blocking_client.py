@@ -9,7 +9,7 @@ from typing import Any, ParamSpec, Self, overload
 
 from taskq.broker.client import http_fleet_plans
 from taskq.broker.client.faces import Blocking
-from taskq.broker.client.flows import Flow
+from taskq.broker.client.flows import Flow, as_flow
 from taskq.broker.client.handle_base import (
     SubmittedFlow,
     deadline_after,
@@ -200,7 +200,7 @@ class Client(Blocking, Operations):
 
     def submit_workflow(
         self,
-        flow: Flow,
+        flow: Flow | Target,
         /,
         *,
         name: str = "",
@@ -210,14 +210,17 @@ class Client(Blocking, Operations):
         """Enqueue a whole workflow in one request: every job and dependency, or nothing.
 
         ``flow`` is built from steps (``resize.map(paths).then(build_index)``,
-        see :mod:`taskq.broker.client.flows`). The same ``idempotency_key``
-        with the same flow returns the same workflow, with another it is
-        refused (:class:`taskq.errors.IdempotencyConflict`). ``submitter``
+        see :mod:`taskq.broker.client.flows`); a declared job given bare
+        (``submit_workflow(cleanup)``) is a flow of one step without
+        arguments. The same ``idempotency_key`` with the same flow returns the
+        same workflow, with another it is refused
+        (:class:`taskq.errors.IdempotencyConflict`). ``submitter``
         (default: the client's) is who the workflow, and those of its jobs that
         name no submitter, are recorded as submitted by: the HTTP API's caller.
         """
-        submitted = self._run(self._submit_workflow_plan(flow, name, idempotency_key, submitter))
-        return WorkflowHandle(self, submitted, flow)
+        whole = as_flow(flow)
+        submitted = self._run(self._submit_workflow_plan(whole, name, idempotency_key, submitter))
+        return WorkflowHandle(self, submitted, whole)
 
     def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members: address, role, reachable or not (over HTTP, as the server

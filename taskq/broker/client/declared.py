@@ -9,6 +9,7 @@ resize.options(queue="gpu", delay=60).submit(...)   # some of them changed for t
 resize.submit_many([("a.png", 800), ("b.png", 400)])
 resize("in.png", 800)                               # a plain call, run here
 resize.map(paths, width=800).then(build_index)      # a workflow, to submit whole
+cleanup.then(report)                                # bare: a step without arguments
 ```
 
 The options are those of :func:`taskq.call_spec`, by name, checked when the
@@ -34,11 +35,12 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle
 from taskq.broker.client.close_names import did_you_mean
-from taskq.broker.client.flows import Flow, fan_out, step
+from taskq.broker.client.flows import Flow, as_flow, fan_out, step
 from taskq.broker.client.importable import describe
 from taskq.broker.client.specs import (
     SUBMIT_OPTIONS,
     Calls,
+    Target,
     call_spec,
     check_call,
     check_options,
@@ -98,6 +100,11 @@ class DeclaredJob(Generic[P, R]):
     def step(self, *args: P.args, **kwargs: P.kwargs) -> Flow:
         """A call with these arguments as a step of a workflow (see :meth:`Flow.then`)."""
         return step(self, *args, **kwargs)
+
+    def then(self, following: Flow | Target, /) -> Flow:
+        """This job as a step without arguments, then ``following``: ``cleanup.then(report)``
+        is ``cleanup.step().then(report)`` (see :meth:`Flow.then`)."""
+        return as_flow(self).then(following)
 
     def map(self, items: Iterable[Any], /, *args: Any, **kwargs: Any) -> Flow:
         """One step per item, side by side: ``self(item, *args, **kwargs)`` for each.

@@ -94,7 +94,7 @@ class Flow:
         fan-out. Whether a step waits only for parents that succeeded is its
         own option: ``run_anyway``.
         """
-        nxt = following if isinstance(following, Flow) else step(following)
+        nxt = as_flow(following)
         parents = _merged_parents((self, nxt))
         for root in nxt._roots():
             parents[root] = _union(parents.get(root, ()), self._ends)
@@ -182,6 +182,12 @@ def step(target: Target, /, *args: Any, **keywords: Any) -> Flow:
     return Flow((one,), {}, (one,))
 
 
+def as_flow(part: Flow | Target) -> Flow:
+    """``part`` as a flow: a flow as it is, a target (a declared job given bare, as in
+    ``.then(build_index)``) as a step of it without arguments."""
+    return part if isinstance(part, Flow) else step(part)
+
+
 def fan_out(
     target: Target, items: Iterable[Any], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> Flow:
@@ -206,7 +212,7 @@ def group(*flows: Flow | Target) -> Flow:
     A step named in several of them is one job, which runs after every
     parent any of them gives it.
     """
-    members = [each if isinstance(each, Flow) else step(each) for each in flows]
+    members = [as_flow(each) for each in flows]
     steps = [each for member in members for each in member._steps]
     ends = _union((), [end for member in members for end in member._ends])
     return _built(steps, _merged_parents(members), ends)
