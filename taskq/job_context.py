@@ -9,6 +9,10 @@ from there. A job of a workflow reads how its parents ended with
 ``parent_results()`` and may add jobs to its workflow with ``spawn(flow)``.
 Outside a job it raises ``RuntimeError``.
 
+A flow the job's code builds or spawns that is refused (a cycle, a second
+spawn) is noted on the context (:func:`refuse`): a job that fails with it
+fails for good, as the same code would be refused again on every attempt.
+
 A leaf module, cheap to import: job code imports it in the child. Whoever
 runs the job builds the context with a ``send`` that carries each update
 (the latest progress and checkpoint together) to the store.
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
@@ -32,6 +36,8 @@ MAX_SPAWN_BYTES = 16 * 1024 * 1024
 """The largest spawn, as JSON: it goes with the job's result to the worker, then to the store."""
 # Built once; ASCII, so the length of its text is its size in bytes.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 class JobUpdate(msgspec.Struct, frozen=True):
@@ -116,6 +122,7 @@ class JobContext:
         self._parents = parents
         self._spawned: msgspec.Struct | None = None
         self._spawned_by_name: tuple[NamedStep, ...] = ()
+        self._refusal: BaseException | None = None
         self._send = send
         self._lock = threading.Lock()
         self._update = JobUpdate(0.0, "", checkpoint_json)
@@ -183,14 +190,18 @@ class JobContext:
         (``spawn(cleanup)``) is its step without arguments. Its steps by name
         are resolved by the worker as their workers declare them, before the
         spawn is written: a name no worker declares fails the attempt, and
-        nothing is spawned.
+        nothing is spawned. A spawn refused here (a second one, one over the
+        bounds) fails the job for good if it ends the job, as a flow refused
+        when built does (:func:`refuse`).
         """
         if isinstance(flow, BareStep):
             flow = flow.step()
         if not len(flow):
             return
         if len(flow) > MAX_SPAWN_JOBS:
-            raise ValueError(f"a job spawns at most {MAX_SPAWN_JOBS} jobs, not {len(flow)}")
+            raise self._refuse(
+                ValueError(f"a job spawns at most {MAX_SPAWN_JOBS} jobs, not {len(flow)}")
+            )
         submission = flow.submission()
         by_name = tuple(
             NamedStep(position, call.where, tuple(call.options))
@@ -198,14 +209,18 @@ class JobContext:
         )
         size = len(msgspec.json.encode(submission)) + len(msgspec.json.encode(by_name))
         if size > MAX_SPAWN_BYTES:
-            raise ValueError(
-                f"a spawn is at most {MAX_SPAWN_BYTES} bytes of JSON, this is {size}: "
-                "pass paths or keys to the data, not the data"
+            raise self._refuse(
+                ValueError(
+                    f"a spawn is at most {MAX_SPAWN_BYTES} bytes of JSON, this is {size}: "
+                    "pass paths or keys to the data, not the data"
+                )
             )
         with self._lock:
             if self._spawned is not None:
-                raise RuntimeError(
-                    "a job spawns once per attempt: spawn one taskq.group(...) of every flow"
+                raise self._refuse(
+                    RuntimeError(
+                        "a job spawns once per attempt: spawn one taskq.group(...) of every flow"
+                    )
                 )
             self._spawned = submission
             self._spawned_by_name = by_name
@@ -220,10 +235,20 @@ class JobContext:
         """Which of the spawned jobs were given by name, for whoever writes them to resolve."""
         return self._spawned_by_name
 
+    def refused(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the latest refusal of a flow this job built or spawned
+        (:func:`refuse`): a job that fails with it would fail so on every attempt."""
+        return exc is self._refusal
+
+    def _refuse(self, exc: _E) -> _E:
+        self._refusal = exc
+        return exc
+
     def close(self) -> None:
         """Carry nothing more: the job is over (a thread it left behind may still call)."""
         with self._lock:
             self._send = None
+            self._refusal = None  # it holds the frames of the job's traceback
 
     @property
     def resumed(self) -> bool:
@@ -254,6 +279,14 @@ def current_job() -> JobContext:
             "(run by a worker, or inline by taskq.testing)"
         )
     return context
+
+
+def refuse(exc: _E) -> _E:
+    """``exc``, the refusal of a flow as built or spawned, noted on the job running here (if
+    one is), for whoever runs it to fail it for good: the same code would build the same
+    flow again, so another attempt would be refused the same way."""
+    context = _current
+    return exc if context is None else context._refuse(exc)
 
 
 def enter(context: JobContext | None) -> None:

@@ -24,6 +24,7 @@ from tests.support.workflow_jobs import (
     fail,
     outcomes,
     plus_parent,
+    spawn_mistake,
     spawn_squares,
     square,
     total,
@@ -87,6 +88,29 @@ def test_a_declared_job_given_bare_is_a_workflow_of_one_step(client: taskq.Clien
     taskq.testing.run_due(client)
     assert handle.result(timeout=0)["count"] == 0
     assert handle.wait(timeout=5).name == "alone"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [("twice", "a job spawns once per attempt"), ("cycle", "a step cannot run after itself")],
+)
+def test_a_spawn_no_attempt_could_make_fails_the_job_at_once_spawning_nothing(
+    client: taskq.Client, kind: str, message: str
+) -> None:
+    handle = client.submit_workflow(spawn_mistake.step(kind))
+    taskq.testing.run_due(client, delayed=True)  # a retry, had there been one, runs too
+    [job] = client.list(taskq.JobQuery(workflow_id=handle.id, limit=10))
+    assert (job.state, job.attempts) == (JobState.FAILED, 1)
+    assert job.error is not None
+    assert job.error["message"].startswith(message)
+    assert job.error["gave_up"] == "permanent"
+
+
+def test_a_job_that_catches_a_refused_spawn_and_fails_is_retried(client: taskq.Client) -> None:
+    handle = client.submit_workflow(spawn_mistake.step("caught"))
+    taskq.testing.run_due(client, delayed=True)
+    [job] = client.list(taskq.JobQuery(workflow_id=handle.id, limit=10))
+    assert (job.state, job.attempts) == (JobState.DEAD, 3)
 
 
 def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.Client) -> None:

@@ -94,3 +94,21 @@ def spawn_by_name(target: str, args: list[Any], options: dict[str, Any]) -> str:
     beside = square.options(queue=taskq.current_job().queue).step(2)
     taskq.current_job().spawn(taskq.group(beside, taskq.step(target, *args, **options)))
     return "spawned"
+
+
+@taskq.job(queue="flows", max_attempts=3)
+def spawn_mistake(kind: str) -> str:
+    """Spawns as no attempt could: ``twice``, or ``cycle``, a flow whose steps wait on each
+    other; ``caught`` catches the cycle's refusal and fails of its own accord instead."""
+    job = taskq.current_job()
+    if kind == "twice":
+        job.spawn(square.step(1))
+        job.spawn(square.step(2))
+    first, second = square.step(1), square.step(2)
+    try:
+        job.spawn(first.then(second).then(first))
+    except taskq.errors.InvalidJob:
+        if kind == "caught":
+            raise RuntimeError("a failure of the job's own, not the refusal") from None
+        raise
+    return "spawned"

@@ -181,6 +181,24 @@ def test_a_declared_job_given_bare_spawns_as_its_step_without_arguments() -> Non
     assert [spawned.payload["target"] for spawned in job.spawned.jobs] == [f"{JOBS}:total"]
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("kind", "error", "give_up"),
+    [
+        ("twice", "RuntimeError", "permanent"),
+        ("cycle", "taskq.errors.InvalidJob", "permanent"),
+        ("caught", "RuntimeError", ""),  # the job's own failure, judged by its policy
+    ],
+)
+async def test_a_spawn_no_attempt_could_make_fails_the_job_for_good(
+    sandbox: Sandbox, kind: str, error: str, give_up: str
+) -> None:
+    outcome = await run(sandbox, "spawn_mistake", kind)
+    assert (outcome.status, outcome.give_up, outcome.spawn) == (Status.ERROR, give_up, None)
+    assert outcome.error is not None
+    assert outcome.error["type"] == error
+
+
 def test_a_child_cannot_spawn_into_another_workflow_or_with_a_failure() -> None:
     spawned = msgspec.to_builtins(square.map([1]).submission())
     body = {"status": "succeeded", "result_json": "1", "spawn": spawned}

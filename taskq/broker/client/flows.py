@@ -15,7 +15,10 @@ step it starts from twice. Nothing is written until the whole flow is
 submitted (``client.submit_workflow``) or spawned by a running job
 (``taskq.current_job().spawn``), in one atomic write. Flows are built by
 adding steps after steps, so a cycle can only come from naming a step after
-one that runs after it; it is refused when the flow is built.
+one that runs after it; it is refused when the flow is built. A refusal made
+while a job runs (a cycle, a bad step) is noted on the job
+(:func:`taskq.job_context.refuse`): built by the job's own code, the flow
+would be refused on every attempt, so the job that fails with it is not retried.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from taskq import errors
+from taskq import errors, job_context
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.specs import Target, spec_of, validate_spec
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
@@ -131,7 +134,8 @@ class Flow:
             try:
                 validate_spec(job, max_payload_bytes=max_payload_bytes)
             except errors.InvalidJob as exc:
-                raise errors.InvalidJob(f"step {each!r}: {exc}", field=exc.field) from None
+                refused = errors.InvalidJob(f"step {each!r}: {exc}", field=exc.field)
+                raise job_context.refuse(refused) from None
         position = {each: index for index, each in enumerate(self._steps)}
         return WorkflowSubmission(
             jobs=tuple(
@@ -199,10 +203,14 @@ def fan_out(
 def _step(target: Target, args: Sequence[Any], keywords: Mapping[str, Any]) -> _Step:
     """The step of a call of ``target``; by name, with the call its submit resolves."""
     given = dict(keywords)
-    if not isinstance(target, str):
-        return _Step(spec_of(target, args, given))
-    unchecked = given.pop("unchecked", False)
-    spec = spec_of(target, args, dict(given), caller="step")
+    try:
+        if not isinstance(target, str):
+            return _Step(spec_of(target, args, given))
+        unchecked = given.pop("unchecked", False)
+        spec = spec_of(target, args, dict(given), caller="step")
+    except errors.InvalidJob as exc:
+        job_context.refuse(exc)
+        raise
     return _Step(spec, None if unchecked else NamedCall(target, tuple(args), given))
 
 
@@ -263,13 +271,14 @@ def _built(
     if len(placed) < len(order):
         stuck = _in_cycles({each for each in order if waiting_on[each]}, children)
         stuck.sort(key=order.__getitem__)
-        raise errors.InvalidJob(
+        cycle = errors.InvalidJob(
             "a step cannot run after itself: "
             + ", ".join(repr(each) for each in stuck[:5])
             + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
             + " would wait on each other",
             field="after",
         )
+        raise job_context.refuse(cycle)
     return Flow(placed, parents, ends)
 
 

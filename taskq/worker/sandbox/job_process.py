@@ -252,7 +252,7 @@ def run_job(
     )
     job_context.enter(context)
     try:
-        body = _call(request.payload, request.limits, request.modules)
+        body = _call(request.payload, request.limits, request.modules, context)
         if context.spawned is not None and body["status"] == outcome.Status.SUCCEEDED.value:
             # Written only with the success it came with.
             body["spawn"] = msgspec.to_builtins(context.spawned)
@@ -276,7 +276,9 @@ def _parents_reader(job: protocol.JobIdentity) -> Callable[[], Iterator[ParentRe
     return None
 
 
-def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any]:
+def _call(
+    payload: Payload, limits: Limits, modules: list[str], context: job_context.JobContext
+) -> dict[str, Any]:
     if isinstance(payload, ShellPayload):
         raise protocol.ProtocolError("shell payloads run in exec mode")
     try:
@@ -326,8 +328,10 @@ def _call(payload: Payload, limits: Limits, modules: list[str]) -> dict[str, Any
         return _failure(exc, give_up="abort")
     except BaseException as exc:
         # SystemExit and KeyboardInterrupt raised by a job are its failures; they
-        # must not end a pool child that has more jobs to run.
-        return _failure(exc)
+        # must not end a pool child that has more jobs to run. A flow its code
+        # built or spawned that was refused would be refused on every attempt: one
+        # is enough, as for a spawn the worker refuses by name (spawn_names.refused).
+        return _failure(exc, give_up="permanent" if context.refused(exc) else "")
 
 
 def _failure(exc: BaseException, *, give_up: str = "") -> dict[str, Any]:
