@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import socket
 import ssl
+import sys
 from pathlib import Path
 
 import uvicorn
@@ -129,6 +130,13 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
     # there fails the command at once rather than every request.
     store = open_store(store_url)
     app = create_app(lambda: AsyncClient(store=store, import_names=False), tokens)
+    scheme = "http" if settings.tls_cert is None else "https"
+    # The store first: a server on another store than the workers' knows none of their jobs.
+    print(
+        f"taskq serve: store {store.url}, listening on {scheme}://{settings.listen}",
+        file=sys.stderr,
+        flush=True,
+    )
     if tokens.open:
         log.warning("no tokens configured: every request may do everything, as 'anonymous'")
     uvicorn.run(

@@ -11,14 +11,20 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from taskq import __version__, errors
 from taskq.config import load_config
 from taskq.one_line_parser import OneLineParser
+from taskq.worker import module_check
 from taskq.worker.cpus import pin_process
+from taskq.worker.events import EventLog
 from taskq.worker.first_children import FirstChildren
 from taskq.worker.settings import LOG_FORMATS, setting_flags, settings_from
 from taskq.worker.start_turns import StartTurn
+
+if TYPE_CHECKING:
+    from taskq.broker.ops.functions import Declaration
 
 EXIT_ERROR = 1
 EXIT_CONFIG = 2
@@ -82,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, errors.ConfigError):
             return _config_error(exc)
         raise
+    if args.queues is None and "queues" not in config.worker:
+        _warn_of_queues_left(declarations, settings.queues, args.log_format)
     return serving.serve(
         store_url,
         settings,
@@ -89,6 +97,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_format=args.log_format,
         declarations=declarations,
     )
+
+
+def _warn_of_queues_left(
+    declarations: Sequence[Declaration], queues: Sequence[str], log_format: str
+) -> None:
+    """Say, once, which queues of the modules' declared jobs a worker left to its default
+    queues does not take: started so, a newcomer's jobs there would wait for no one."""
+    left = module_check.undeclared_queues(declarations, queues)
+    if left:
+        wanted = ",".join([*queues, *left])
+        EventLog(format=log_format).emit(
+            "queues_not_taken",
+            queues=",".join(left),
+            serves=",".join(queues),
+            hint=f"its modules declare jobs on these queues too: add --queues {wanted}",
+        )
 
 
 def _config_error(exc: errors.ConfigError) -> int:

@@ -24,6 +24,7 @@ import msgspec
 
 from taskq import errors
 from taskq.worker.sandbox.child_process import ChildProcess
+from taskq.worker.settings import file_as_module
 
 if TYPE_CHECKING:
     from taskq.broker.ops.functions import Declaration
@@ -153,9 +154,11 @@ class ModuleCheck:
             reports = msgspec.json.decode(output.splitlines()[-1], type=list[ModuleReport])
         except (IndexError, msgspec.DecodeError):
             raise errors.ConfigError(f"importing --modules {named} failed: {said}") from None
-        failed = [f"{report.module}: {report.error}" for report in reports if report.error]
+        failed = [_failure(report) for report in reports if report.error]
         if failed:
-            missing = [report.missing for report in reports if report.missing]
+            missing = [
+                report.missing for report in reports if report.missing and not _a_file(report)
+            ]
             raise errors.ConfigError(
                 "cannot import --modules: " + "; ".join(failed) + _where_to_run(missing)
             )
@@ -167,6 +170,26 @@ class ModuleCheck:
         from taskq.broker.ops.functions import Declaration
 
         return msgspec.convert(jobs, list[Declaration])
+
+
+def undeclared_queues(declarations: Sequence[Declaration], queues: Sequence[str]) -> list[str]:
+    """The queues the declared jobs go to that are not among ``queues``, in order of first
+    declaration: their jobs wait for another worker."""
+    declared = (str(each.options.get("queue") or "default") for each in declarations)
+    return [queue for queue in dict.fromkeys(declared) if queue not in queues]
+
+
+def _failure(report: ModuleReport) -> str:
+    """Why ``report``'s module did not import, and, for a file's name, the module meant."""
+    if _a_file(report):
+        # Not "No module named 'thumbs.py'; 'thumbs' is not a package": the next step.
+        return f"{report.module}: {file_as_module(report.module, sys.path)}"
+    return f"{report.module}: {report.error}"
+
+
+def _a_file(report: ModuleReport) -> bool:
+    """Whether the module that failed to import was named as a Python file (``thumbs.py``)."""
+    return bool(report.error) and report.module.endswith(".py")
 
 
 def _where_to_run(missing: Sequence[str]) -> str:

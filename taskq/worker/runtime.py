@@ -97,6 +97,9 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
             self.events.emit(
                 "worker_started",
                 worker=self.worker_id,
+                # Which store, its password masked: a worker on another store than its
+                # submitters' never sees their jobs.
+                store=self.store.url,
                 queues=",".join(self.settings.queues),
                 slots=self.slots.count,
                 **self._autoscale_range(),

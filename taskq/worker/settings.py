@@ -12,9 +12,11 @@ parsed by their own modules first.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
@@ -34,9 +36,9 @@ _LEAST_DEFAULT_PREFETCH = 256
 LOG_FORMATS = ("text", "json")
 
 Name = Annotated[str, Meta(min_length=1)]
-ModuleName = Annotated[
-    str, Meta(pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$", description="a module name")
-]
+_MODULE_NAME = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"
+_MODULE_NAME_RE = re.compile(_MODULE_NAME)
+ModuleName = Annotated[str, Meta(pattern=f"^{_MODULE_NAME}$", description="a module name")]
 AtLeastOne = Annotated[int, Meta(ge=1)]
 # Finite: a lease or a grace of inf seconds would never end.
 Seconds = Annotated[
@@ -324,6 +326,8 @@ def settings_from(
     for key in _NAME_LISTS:
         if isinstance(values.get(key), str):
             values[key] = [part.strip() for part in values[key].split(",") if part.strip()]
+    if isinstance(values.get("modules"), list | tuple):
+        _check_module_names(values["modules"])
     if "cpus" in values:
         values["cpus"] = parse_cpu_list(values["cpus"])
         check_available(values["cpus"])
@@ -336,6 +340,39 @@ def settings_from(
         except LimitsInvalid as exc:
             raise errors.ConfigError(f"worker: max_limits: {exc}") from exc
     return converted(values, WorkerSettings, prefix="worker: ", section="worker")
+
+
+def _check_module_names(modules: Sequence[object]) -> None:
+    """Refuse, with what was meant, a function or a file given where a module is wanted.
+
+    Celery's and RQ's users name tasks as ``module:function`` or start from
+    a file; the pattern alone would say only "a module name".
+    """
+    for name in modules:
+        if not isinstance(name, str):
+            continue  # the type check names it
+        module, colon, function = name.partition(":")
+        if colon and _MODULE_NAME_RE.fullmatch(module):
+            raise errors.ConfigError(
+                f"worker: modules: {name!r} names a function ({function} in module {module}); "
+                f"modules takes modules, whose declared jobs it runs: --modules {module}"
+            )
+        if name.endswith(".py") and ("/" in name or Path(name).is_file()):
+            raise errors.ConfigError(f"worker: modules: {file_as_module(name, sys.path)}")
+
+
+def file_as_module(name: str, import_path: Sequence[str]) -> str:
+    """What to give instead of ``name``, a Python file (``thumbs.py``, ``jobs/thumbs.py``),
+    where a module is wanted: its module name, and its folder on ``PYTHONPATH`` when the
+    worker's ``import_path`` lacks it."""
+    path = Path(name)
+    advice = f"{name!r} is a file; modules takes module names: --modules {path.stem}"
+    if any((Path(entry or ".") / f"{path.stem}.py").is_file() for entry in import_path):
+        return advice
+    if path.is_file():
+        return f"{advice}, with {path.parent} on the import path (PYTHONPATH={path.parent})"
+    # Not found from here: the worker cannot know where it is.
+    return f"{advice}, with the folder that holds {path.name} on the import path (PYTHONPATH)"
 
 
 def _min_and_max(value: Any) -> list[int]:

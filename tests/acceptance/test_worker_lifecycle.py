@@ -249,3 +249,22 @@ def test_an_unreachable_store_stops_the_worker_with_a_clear_error(workers: Worke
     assert "127.0.0.1:1" in lines[0], lines[0]
     assert "store" in lines[0], lines[0]
     assert "Traceback" not in worker.log_text(), worker.describe()
+
+
+def test_the_worker_says_at_start_its_store_and_the_declared_queues_it_leaves(
+    workers: WorkerFleet, store_url: str
+) -> None:
+    # No queues given: it takes default alone, while count_words is declared on texts.
+    worker = workers.start(store_url, worker={"modules": ["tests.support.counted_jobs"]})
+    started = worker.wait_for_event("worker_started")
+    # Its store as the store names itself: any password masked.
+    assert started["store"] == store_url.partition("?")[0]
+    [left] = worker.events("queues_not_taken")
+    assert (left["queues"], left["serves"]) == ("texts", "default")
+    assert left["hint"].endswith("add --queues default,texts")
+    # Queues given are taken as meant: no warning.
+    chosen = workers.start(
+        store_url, tag="chosen", worker={"modules": ["tests.support.counted_jobs"], "queues": ["a"]}
+    )
+    chosen.wait_for_event("worker_started")
+    assert chosen.events("queues_not_taken") == []

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
 from taskq import errors
 from taskq.broker.limits import Limits
+from taskq.broker.ops.functions import Declaration
 from taskq.broker.worker_policy import Policy
-from taskq.worker.module_check import ModuleCheck
+from taskq.worker.module_check import ModuleCheck, undeclared_queues
 from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.outcome import Status
@@ -108,3 +110,28 @@ async def test_a_pool_child_has_imported_the_workers_modules_before_its_first_jo
         outcome = await pool.run(asked, Limits(wall_seconds=10))
     assert outcome.status is Status.SUCCEEDED, outcome
     assert outcome.result is True
+
+
+def test_a_file_given_as_a_module_is_told_the_module_to_give(
+    check: Check, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Not "No module named 'jobs.py'; 'jobs' is not a package": the module meant.
+    # tests/support/jobs.py is on the import path as tests.support.jobs, not as jobs.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.ConfigError) as refused:
+        check(["jobs.py"]).wait()
+    assert str(refused.value) == (
+        "cannot import --modules: jobs.py: 'jobs.py' is a file; modules takes module names: "
+        "--modules jobs, with the folder that holds jobs.py on the import path (PYTHONPATH)"
+    )
+
+
+def test_the_queues_of_declared_jobs_left_out_are_named() -> None:
+    declared = [
+        Declaration("lab:a"),
+        Declaration("lab:b", options={"queue": "texts"}),
+        Declaration("lab:c", options={"queue": "images"}),
+        Declaration("lab:d", options={"queue": "texts"}),
+    ]
+    assert undeclared_queues(declared, ["default"]) == ["texts", "images"]
+    assert undeclared_queues(declared, ["default", "texts", "images"]) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +143,24 @@ def test_an_address_in_use_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         port = taken.getsockname()[1]
         message = _refusal(tmp_path, monkeypatch, listen=f"127.0.0.1:{port}")
     assert message == f"cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_serve_says_at_start_which_store_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _uvicorn_settings(tmp_path, monkeypatch)
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"taskq serve: store sqlite://{tmp_path / 'taskq.db'}, listening on ")
+
+
+def test_the_start_line_masks_the_store_password(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(uvicorn, "run", lambda app, **settings: None)
+    # Not migrated: nothing is asked of the cluster, which is not there.
+    monkeypatch.setattr(run, "open_store", partial(run.open_store, migrate=False))
+    [port] = free_ports(1)
+    run.serve("rqlite://ana:s3cret@127.0.0.1:4001", ServerSection(listen=f"127.0.0.1:{port}"))
+    said = capsys.readouterr().err
+    assert "store rqlite://ana:***@127.0.0.1:4001," in said
+    assert "s3cret" not in said

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from taskq import errors
@@ -47,6 +49,17 @@ def test_every_unknown_key_is_named_with_the_known_ones() -> None:
         ({"queues": ["a", ""]}, "queues must be a non-empty list, each a non-empty string"),
         ({"labels": [3]}, "labels must be a list, each a non-empty string, got [3]"),
         ({"modules": ["os.path", "1x"]}, "modules must be a list, each a module name"),
+        # A function, or a file, where a module goes: the module meant.
+        (
+            {"modules": "lab:slow"},
+            "modules: 'lab:slow' names a function (slow in module lab); modules takes "
+            "modules, whose declared jobs it runs: --modules lab",
+        ),
+        (
+            {"modules": "jobs/thumbs.py"},
+            "modules: 'jobs/thumbs.py' is a file; modules takes module names: --modules thumbs, "
+            "with the folder that holds thumbs.py on the import path (PYTHONPATH)",
+        ),
         ({"isolation": "thread"}, "isolation must be one of pool, process, got 'thread'"),
         ({"grace_seconds": 0}, "grace_seconds must be a positive, finite number of seconds"),
         ({"idle_poll_seconds": float("inf")}, "idle_poll_seconds must be a positive, finite"),
@@ -79,3 +92,19 @@ def test_a_worker_without_modules_is_refused_unless_it_runs_code_or_shell() -> N
 
 def test_the_isolation_modes_are_the_declared_ones() -> None:
     assert ISOLATION_MODES == ("pool", "process")
+
+
+def test_a_file_here_is_told_with_its_folder_for_the_import_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "thumbs.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert complaint({"modules": "jobs/thumbs.py"}) == (
+        "worker: modules: 'jobs/thumbs.py' is a file; modules takes module names: "
+        "--modules thumbs, with jobs on the import path (PYTHONPATH=jobs)"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "jobs"))
+    assert complaint({"modules": "jobs/thumbs.py"}) == (
+        "worker: modules: 'jobs/thumbs.py' is a file; modules takes module names: --modules thumbs"
+    )
