@@ -179,9 +179,20 @@ def check_target(target: object) -> None:
     """Refuse a call target that is not "package.module:function" (or "...:Class.method")."""
     if not isinstance(target, str) or not TARGET.admits(target):
         raise errors.InvalidJob(
-            f"target must look like 'package.module:function', got {_shown(target)}",
+            f"target must look like 'package.module:function', got {_shown(target)}"
+            + _colon_hint(target),
             field="target",
         )
+
+
+def _colon_hint(target: object) -> str:
+    """The target meant, most likely, when a dot stands for the colon (``lab.slow``), as
+    Celery's and RQ's dotted paths are written; else ``""``."""
+    if not isinstance(target, str) or ":" in target or "." not in target:
+        return ""
+    module, _, function = target.rpartition(".")
+    meant = f"{module}:{function}"
+    return f"; did you mean {meant!r}?" if TARGET.admits(meant) else ""
 
 
 def fingerprint(spec: JobSpec) -> str:

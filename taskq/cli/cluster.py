@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import time
 from collections.abc import Sequence
 
 from taskq import errors, humanize
 from taskq.broker import worker_policy
 from taskq.broker.client import members
+from taskq.broker.client.client import Client, ThroughputBucket
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import NodeInfo
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
@@ -181,7 +183,8 @@ def cmd_workers(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         queues = client.stats()
-        buckets = client.throughput(minutes=args.minutes)
+        minutes = finished_per_minute(client, args.minutes, time.time())
+    buckets = [bucket for _, bucket in minutes]
     totals = {state.value: sum(q.counts.get(state, 0) for q in queues) for state in JobState}
     if args.json:
         output.print_json({"queues": len(queues), "totals": totals, "throughput": buckets})
@@ -189,16 +192,37 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print(f"jobs in {len(queues)} queue(s): {sum(totals.values())}")
     output.print_table(tuple(totals), [tuple(totals.values())])
     print()
-    active = [bucket for bucket in buckets if bucket.outcomes]
+    active = [(start, bucket) for start, bucket in minutes if bucket.outcomes]
     if not active:
         print(f"no attempts finished in the last {args.minutes} minutes")
         return command.EXIT_OK
     print(f"finished attempts per minute, last {args.minutes} minutes (local time):")
-    now = time.time()
     rows = []
-    for bucket in active:
-        minute = time.strftime("%H:%M", time.localtime(now - 60 * bucket.minutes_ago))
+    for start, bucket in active:
+        minute = time.strftime("%H:%M", time.localtime(start))
         detail = ", ".join(f"{name} {n}" for name, n in sorted(bucket.outcomes.items()))
         rows.append((minute, sum(bucket.outcomes.values()), detail))
     output.print_table(("MINUTE", "ATTEMPTS", "OUTCOMES"), rows)
     return command.EXIT_OK
+
+
+def finished_per_minute(
+    client: Client, minutes: int, now: float
+) -> list[tuple[float, ThroughputBucket]]:
+    """The attempts finished in each of the last ``minutes`` minutes of the clock, ``now``'s
+    the last, oldest first, each with the time its minute starts.
+
+    The store counts back from the time it is given, 60 s at a time: counted
+    back from the end of ``now``'s minute, each count is one minute of the
+    clock, and an attempt that ended at 04:19:08 is counted under 04:19
+    (counted back from ``now`` itself, say 04:20:10, it fell in the 60 s
+    ending 04:19:10).
+    """
+    end = (math.floor(now / 60) + 1) * 60
+    # Just short of the end: an attempt that ended on a minute's first instant is that minute's.
+    buckets = client.throughput(minutes=minutes, now=end - _JUST_SHORT)
+    return [(end - 60 * (bucket.minutes_ago + 1), bucket) for bucket in buckets]
+
+
+# A microsecond: more than a float of today's unix time rounds away (2.4e-7 s).
+_JUST_SHORT = 1e-6

@@ -26,7 +26,6 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     RqliteTarget,
-    SqliteTarget,
     parse_store_url,
     resolve_store_url,
 )
@@ -42,16 +41,6 @@ def store_url(args: argparse.Namespace) -> str:
     url = resolve_store_url(args.store, configured)
     parse_store_url(url)
     return url
-
-
-def holds_nothing(url: str) -> bool:
-    """Whether ``url`` is an embedded store whose file is not there yet: nothing declared, no job.
-
-    A command refused for what the store lacks (a submit by a name no worker
-    has declared) says so without creating the file.
-    """
-    target = parse_store_url(url)
-    return isinstance(target, SqliteTarget) and not target.path.exists()
 
 
 def bounded(url: str) -> str:

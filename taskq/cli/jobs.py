@@ -10,10 +10,18 @@ from typing import TypeVar
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
-from taskq.broker.client.declarations import unknown_name
 from taskq.broker.job_validation import check_target
 from taskq.broker.records import JobState
-from taskq.cli import command, connection, job_options, output, payloads, values, workflows
+from taskq.cli import (
+    command,
+    connection,
+    job_options,
+    output,
+    payloads,
+    undeclared,
+    values,
+    workflows,
+)
 
 T = TypeVar("T")
 
@@ -76,7 +84,10 @@ def add_commands(commands: command.Commands) -> None:
     result.add_argument("id", type=int, help="job id")
     result.add_argument("--wait", action="store_true", help="wait until the job finishes")
     result.add_argument(
+        # --wait-timeout too: the spelling submit --wait takes.
         "--timeout",
+        "--wait-timeout",
+        dest="timeout",
         type=values.seconds,
         metavar="DURATION",
         help="with --wait: give up after this long (exit 1)",
@@ -125,21 +136,23 @@ def cmd_submit(args: argparse.Namespace) -> int:
     problem = payloads.usage_problem(args)
     if problem:
         args.usage_error(problem)
+    url = connection.store_url(args)
     if payloads.by_name(args):
         check_target(args.target)
-        if connection.holds_nothing(connection.store_url(args)):
-            raise unknown_name(args.target, ())
-    with connection.client(args) as client:
+        undeclared.refuse_in_new_store(url, args.target)
+    with connection.client_at(url) as client:
         if payloads.by_name(args):
             given = {**job_options.given_options(args), "kwargs": args.kwargs}
-            specs = [client.declared_spec(args.target, args.args, given)]
+            with undeclared.store_named_in_refusal(client, url, args.target):
+                specs = [client.declared_spec(args.target, args.args, given)]
         else:
             options = job_options.job_options(args, submitter=client.submitter)
             specs = payloads.submitted_specs(args, options)
             if args.json_job is not None and not args.unchecked:
                 # A file's calls of pkg.mod:func go as declared, as one named on the line does.
                 calls = payloads.seed_calls(specs, job_options.given_options(args))
-                declared = client.declared_specs(list(calls.values()))
+                with undeclared.store_named_in_refusal(client, url, "the file's calls"):
+                    declared = client.declared_specs(list(calls.values()))
                 resolved = dict(zip(calls, declared, strict=True))
                 specs = [resolved.get(index, spec) for index, spec in enumerate(specs)]
         handles = client.submit_many(specs)
@@ -209,7 +222,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_result(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.wait:
-        args.usage_error("--timeout goes with --wait")
+        args.usage_error("--timeout (--wait-timeout) goes with --wait")
     with connection.client(args, read_only=True) as client:
         handle = JobHandle(client, args.id)
         if not args.wait:

@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from taskq import errors
 from taskq.broker import schedule_timing
 from taskq.broker.client.client import NamedCall, Schedule
-from taskq.cli import command, connection, job_options, output, values
+from taskq.broker.job_validation import check_target
+from taskq.cli import command, connection, job_options, output, undeclared, values
 
 # The parts of a stored schedule's job that the broker keeps as JSON text.
 _JSON_FIELDS = ("payload", "limits", "labels")
@@ -129,7 +130,14 @@ def _next(schedule: Schedule) -> str:
 
 def cmd_add(args: argparse.Namespace) -> int:
     given = {**job_options.given_options(args), "kwargs": args.kwargs}
-    with connection.client(args) as client:
+    url = connection.store_url(args)
+    if not args.unchecked:
+        check_target(args.target)  # a malformed name is told as such first
+        undeclared.refuse_in_new_store(url, args.target)
+    with (
+        connection.client_at(url) as client,
+        undeclared.store_named_in_refusal(client, url, args.target),
+    ):
         added = client.add_schedule(
             args.name,
             NamedCall(args.target, args.args, given),

@@ -86,7 +86,10 @@ def add_commands(commands: command.Commands) -> None:
     )
     waiting.add_argument("id", type=an_id, help="workflow id")
     waiting.add_argument(
+        # --wait-timeout too: the spelling submit --wait takes.
         "--timeout",
+        "--wait-timeout",
+        dest="timeout",
         type=values.seconds,
         metavar="DURATION",
         help="give up after this long (exit 1); default: wait as long as it takes",

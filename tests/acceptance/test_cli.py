@@ -280,7 +280,8 @@ def test_a_paused_queue_keeps_its_job_queued_until_resumed(
     time.sleep(1.5)  # many idle polls (every 0.1 s) of the worker
     job = ok("status", str(job_id), "--json", store=url).json()
     assert (job["state"], job["attempts"]) == ("queued", 0)
-    waited = taskq("result", str(job_id), "--wait", "--timeout", "1s", store=url)
+    # --wait-timeout: the spelling submit --wait takes, the same option as --timeout.
+    waited = taskq("result", str(job_id), "--wait", "--wait-timeout", "1s", store=url)
     one_error_line(waited, 1, f"job {job_id} is still queued after 1 s")
     not_yet = taskq("result", str(job_id), store=url)
     one_error_line(not_yet, 1, "still queued", "--wait")
@@ -538,9 +539,12 @@ def test_an_option_that_needs_another_is_refused_alone(url: str, queue: str) -> 
         one_error_line(
             taskq(*submit, alone, store=url), 2, f"{alone.partition('=')[0]} goes with {needs}"
         )
-    one_error_line(
-        taskq("result", "1", "--timeout", "1s", store=url), 2, "--timeout goes with --wait"
-    )
+    for alone in ("--timeout", "--wait-timeout"):
+        one_error_line(
+            taskq("result", "1", alone, "1s", store=url),
+            2,
+            "--timeout (--wait-timeout) goes with --wait",
+        )
 
 
 def test_bad_json_arguments_are_refused_and_nothing_is_written(url: str, queue: str) -> None:

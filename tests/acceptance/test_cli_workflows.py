@@ -165,6 +165,9 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
     )
     late = taskq_command("workflow", "wait", str(parked.id), "--timeout", "200ms", store=url)
     one_error_line(late, 1, f"workflow {parked.id} still has 4 job(s) to end")
+    # The spelling submit --wait takes.
+    spelt = taskq_command("workflow", "wait", str(parked.id), "--wait-timeout", "0.1", store=url)
+    one_error_line(spelt, 1, f"workflow {parked.id} still has 4 job(s) to end after 0.1 s")
     cancelled = ok("workflow", "cancel", str(parked.id), store=url).out
     assert cancelled.startswith(f"workflow {parked.id}: 4 jobs cancelled")
     assert ok("workflow", "cancel", str(parked.id), "--json", store=url).json() == {

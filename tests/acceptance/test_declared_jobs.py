@@ -86,12 +86,25 @@ def test_the_cli_refuses_bad_arguments_and_unknown_names(store: str, serving: st
 def test_a_submit_by_name_to_a_store_not_there_creates_nothing(tmp_path: Path) -> None:
     # No store file: no worker can have declared anything. The refusal says
     # so, and leaves the file for a worker (or an unchecked submit) to create.
+    # so, naming the store (the workers' most often is another), not blaming the
+    # name, and leaves the file for a worker (or an unchecked submit) to create.
     path = tmp_path / "never.db"
-    refused = taskq_command("submit", NAME, '"x"', store=f"sqlite://{path}")
-    one_error_line(refused, 2, f"no worker has declared {NAME}", "--unchecked")
+    url = f"sqlite://{path}"
+    refused = taskq_command("submit", NAME, '"x"', store=url)
+    said = f"{url} holds no taskq data yet (there is no {path}): no worker has used this store"
+    one_error_line(refused, 2, said, f"none has declared {NAME}", "TASKQ_STORE", "--unchecked")
+    scheduled = taskq_command("schedule", "add", "n", "--every", "1h", NAME, store=url)
+    one_error_line(scheduled, 2, said, f"none has declared {NAME}")
     malformed = taskq_command("submit", "count_words", '"x"', store=f"sqlite://{path}")
     one_error_line(malformed, 2, "target must look like 'package.module:function'")
+    # A dot where the colon goes, as a Celery task's name is written: the name meant.
+    dotted = taskq_command("submit", NAME.replace(":", "."), '"x"', store=url)
+    one_error_line(dotted, 2, "target must look like", f"; did you mean {NAME!r}?")
     assert sorted(tmp_path.iterdir()) == []
+    # Unchecked, a first submit makes the store; still no worker declared anything there.
+    ok("submit", "--unchecked", NAME, '"x"', store=url)
+    again = taskq_command("submit", NAME, '"x"', store=url)
+    one_error_line(again, 2, f"no worker has declared any job in {url}, so none has declared")
 
 
 def test_http_submits_by_name_as_declared_and_members_win(

@@ -1,0 +1,47 @@
+"""Refusing a name no worker has declared, in a store where no worker has declared anything.
+
+Such a store most often is not the workers' store: the command was given
+another ``--store`` or ``TASKQ_STORE`` than they were (or none). The refusal
+then names the store and says it declares nothing, rather than blaming the
+name, and a SQLite file not there yet is not created to say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from taskq import errors
+from taskq.broker.client.client import Client
+from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
+
+
+def refuse_in_new_store(url: str, name: str) -> None:
+    """Refuse ``name`` (:class:`taskq.errors.UnknownFunction`) if ``url`` is a SQLite file
+    not there yet, which no worker can have declared it in; nothing is created."""
+    target = parse_store_url(url)
+    if isinstance(target, SqliteTarget) and not target.path.exists():
+        said = f"{mask_password(url)} holds no taskq data yet (there is no {target.path}): no "
+        raise _declares_nothing(f"{said}worker has used this store", name)
+
+
+@contextmanager
+def store_named_in_refusal(client: Client, url: str, name: str) -> Iterator[None]:
+    """Turn the refusal of ``name``, should the store declare no job at all, into one
+    that says so and names the store."""
+    try:
+        yield
+    except errors.UnknownFunction as exc:
+        if client.functions():
+            raise
+        said = f"no worker has declared any job in {mask_password(url)}"
+        raise _declares_nothing(said, name) from exc
+
+
+def _declares_nothing(said: str, name: str) -> errors.UnknownFunction:
+    """The refusal of ``name`` where, as ``said``, the store declares no job."""
+    return errors.UnknownFunction(
+        f"{said}, so none has declared {name}; check --store / TASKQ_STORE (the workers' store "
+        "must be this one), or pass --unchecked to queue it for workers yet to start",
+        field="target",
+    )
