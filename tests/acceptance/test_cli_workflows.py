@@ -164,7 +164,12 @@ def test_cancel_and_retry_a_whole_workflow_say_how_many_jobs_moved(
         square.options(queue=idle).map([1, 2, 3]).then(total.options(queue=idle))
     )
     late = taskq_command("workflow", "wait", str(parked.id), "--timeout", "200ms", store=url)
-    one_error_line(late, 1, f"workflow {parked.id} still has 4 job(s) to end")
+    one_error_line(
+        late,
+        1,
+        f"workflow {parked.id} still has 4 job(s) to end",
+        f"no active worker serves queue {idle!r} (start one: taskq-worker --queues {idle}",
+    )
     # The spelling submit --wait takes.
     spelt = taskq_command("workflow", "wait", str(parked.id), "--wait-timeout", "0.1", store=url)
     one_error_line(spelt, 1, f"workflow {parked.id} still has 4 job(s) to end after 0.1 s")

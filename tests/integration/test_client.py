@@ -149,13 +149,32 @@ def test_a_failed_job_raises_with_its_error(client: taskq.Client, queue: str, wo
     assert caught.value.job.state is JobState.FAILED  # type: ignore[attr-defined]
 
 
+def _chain_of_two(queue: str) -> taskq.Flow:
+    return taskq.step("m:f", 1, queue=queue, unchecked=True).then(
+        taskq.step("m:f", 2, queue=queue, unchecked=True)
+    )
+
+
+def test_a_workflow_wait_that_runs_out_says_when_no_worker_serves_its_queue(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
+    handle = client.submit_workflow(_chain_of_two(queue))
+    with pytest.raises(errors.ResultTimeout) as unserved:
+        client.wait_workflow(handle.id, timeout=0.2)
+    assert str(unserved.value) == (
+        f"workflow {handle.id} still has 2 job(s) to end after 0.2 s: no active worker "
+        f"serves queue {queue!r} (start one: taskq-worker --queues {queue} --modules m)"
+    )
+    register_worker(store, f"{queue}-worker", [queue], None)
+    with pytest.raises(errors.ResultTimeout) as served:
+        client.wait_workflow(handle.id, timeout=0.2)
+    assert str(served.value) == f"workflow {handle.id} still has 2 job(s) to end after 0.2 s"
+
+
 def test_a_retry_its_parent_would_cancel_again_is_refused_and_moves_nothing(
     client: taskq.Client, queue: str, worker: Any
 ) -> None:
-    flow = taskq.step("m:f", 1, queue=queue, unchecked=True).then(
-        taskq.step("m:f", 2, queue=queue, unchecked=True)
-    )
-    handle = client.submit_workflow(flow)
+    handle = client.submit_workflow(_chain_of_two(queue))
     root, child = handle.job_ids
     worker(queue, lambda payload: ("fail", {"type": "E", "message": "no"})).join(timeout=30)
     assert client.get(child).state is JobState.CANCELLED

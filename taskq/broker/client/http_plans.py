@@ -31,7 +31,12 @@ from taskq.broker.client.http_requests import (
 )
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.ops.jobs import CancelResult, wait_ran_out
+from taskq.broker.ops.jobs import (
+    QUEUED_LOOKED_AT,
+    CancelResult,
+    wait_ran_out,
+    workflow_wait_ran_out,
+)
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.records import (
     Execution,
@@ -274,10 +279,13 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
             return info
         left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
-            raise errors.ResultTimeout(
-                f"workflow {workflow_id} still has {len(waiting)} job(s) to end"
-                f" after {round(timeout or 0.0, 2):g} s"
-            )
+            queued: builtins.list[Job] = []
+            if any(job["state"] == JobState.QUEUED.value for job in view["jobs"]):
+                queued = yield from job_list(
+                    JobQuery(workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT)
+                )
+            workers = (yield from _workers_if_allowed()) if queued else None
+            raise workflow_wait_ran_out(workflow_id, len(waiting), timeout or 0.0, queued, workers)
         wait = round(min(left, LONG_POLL_SECONDS), 3)
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)
 

@@ -22,6 +22,7 @@ from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.ops.jobs import (
+    QUEUED_LOOKED_AT,
     CancelResult,
     execution_list,
     execution_list_by_worker,
@@ -31,9 +32,11 @@ from taskq.broker.ops.jobs import (
     job_list,
     job_retry,
     job_wait,
+    workflow_wait_ran_out,
 )
 from taskq.broker.ops.output import OutputReader
 from taskq.broker.ops.plan import Op
+from taskq.broker.ops.workers import worker_list
 from taskq.broker.ops.workflows import (
     job_relatives,
     workflow_cancel,
@@ -49,6 +52,7 @@ from taskq.broker.records import (
     JobBrief,
     JobEdge,
     JobSpec,
+    JobState,
     Relatives,
     WorkflowInfo,
     WorkflowStatus,
@@ -252,10 +256,13 @@ def _workflow_wait(
             return info
         left = sum(count for state, count in info.counts.items() if not state.finished)
         if deadline is not None and time.monotonic() >= deadline:
-            raise errors.ResultTimeout(
-                f"workflow {workflow_id} still has {left} job(s) to end"
-                f" after {round(timeout or 0.0, 2):g} s"
-            )
+            queued: builtins.list[Job] = []
+            if info.counts.get(JobState.QUEUED):
+                queued = yield from job_list(
+                    workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT
+                )
+            workers = (yield from worker_list()) if queued else None
+            raise workflow_wait_ran_out(workflow_id, left, timeout or 0.0, queued, workers)
         yield Pause(delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0)))
         # Start fast (most workflows of a test are short), then settle at poll_seconds.
         delay = min(delay * 2, poll_seconds)

@@ -210,23 +210,54 @@ def wait_ran_out(
     the error says so, and how to start one.
     """
     said = f"job {job.id} is still {job.state.value} after {round(timeout, 2):g} s"
-    if job.state is not JobState.QUEUED or workers is None:
-        return errors.ResultTimeout(said)
-    needed = set(job.labels)
-    if any(
-        worker.state == "active" and job.queue in worker.queues and needed <= set(worker.labels)
-        for worker in workers
-    ):
-        return errors.ResultTimeout(said)
-    labels = ",".join(sorted(needed))
-    start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
-    if labels:
-        start += ["--labels", labels]
-    return errors.ResultTimeout(
-        f"{said}: no active worker serves queue {job.queue!r}"
-        + (f" with labels {labels}" if labels else "")
-        + f" (start one: {' '.join(start)})"
-    )
+    unserved = unserved_queue([job], workers)
+    return errors.ResultTimeout(said if unserved is None else f"{said}: {unserved}")
+
+
+QUEUED_LOOKED_AT = 50
+"""How many of a workflow's queued jobs a wait that ran out reads, for a queue no worker
+serves: a workflow's jobs share a few queues."""
+
+
+def workflow_wait_ran_out(
+    workflow_id: int,
+    left: int,
+    timeout: float,
+    queued: Sequence[Job],
+    workers: Sequence[WorkerInfo] | None,
+) -> errors.ResultTimeout:
+    """The error of a wait for a workflow that ran out with ``left`` jobs to end; as
+    :func:`wait_ran_out`, naming a queue of its ``queued`` jobs no worker serves."""
+    said = f"workflow {workflow_id} still has {left} job(s) to end after {round(timeout, 2):g} s"
+    unserved = unserved_queue(queued, workers)
+    return errors.ResultTimeout(said if unserved is None else f"{said}: {unserved}")
+
+
+def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:
+    """For the first queued job of ``jobs`` that no active worker of ``workers`` (None:
+    not known) could claim, for its queue or its labels: that no worker serves it, and
+    how to start one. None when each could be claimed (or the workers are not known)."""
+    if workers is None:
+        return None
+    for job in jobs:
+        if job.state is not JobState.QUEUED:
+            continue
+        needed = set(job.labels)
+        if any(
+            worker.state == "active" and job.queue in worker.queues and needed <= set(worker.labels)
+            for worker in workers
+        ):
+            continue
+        labels = ",".join(sorted(needed))
+        start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
+        if labels:
+            start += ["--labels", labels]
+        return (
+            f"no active worker serves queue {job.queue!r}"
+            + (f" with labels {labels}" if labels else "")
+            + f" (start one: {' '.join(start)})"
+        )
+    return None
 
 
 def _worker_flags(job: Job) -> list[str]:
