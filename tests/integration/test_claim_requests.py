@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,10 +25,10 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim, job_claimable_then
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_get
-from taskq.broker.ops.leases import job_report
+from taskq.broker.ops.leases import Report, job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import JobState, WorkflowSubmission
+from taskq.broker.records import JobState, Lease, WorkflowSubmission
 from taskq.broker.stores import look_turns
 from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.sqlite_store import SqliteStore
@@ -78,10 +78,12 @@ def _submit_pairs(store: Store, queue: str, *, chained: bool) -> tuple[int, int]
     return first, second
 
 
-@pytest.mark.parametrize("chained", [True, False])
-async def test_a_report_that_may_release_a_job_claims_one_even_with_every_slot_promised(
-    store: Store, chained: bool
-) -> None:
+async def _report_with_every_slot_promised(
+    store: Store, *, chained: bool, report: Callable[[Lease], Report]
+) -> tuple[Slots, int, int]:
+    """Claim the first of a pair (the second its child if ``chained``), then send
+    ``report`` of it while a claim sent earlier holds every slot there is, and more;
+    the slots, and the pair's ids."""
     queue = f"claims-{uuid.uuid4().hex[:8]}"
     claims, slots = _claims(store, queue)
     first, second = _submit_pairs(store, queue, chained=chained)
@@ -89,10 +91,19 @@ async def test_a_report_that_may_release_a_job_claims_one_even_with_every_slot_p
     assert (took, list(slots.held)) == (1, [first])
     parent = slots.held[first]
     assert parent.job.has_children is chained
-    # A claim sent earlier holds every slot there is, and more.
     with slots.promised(slots.to_claim() + 3):
-        [verdict] = await claims.send_reports([completed(parent.job.lease, "done")])
+        [verdict] = await claims.send_reports([report(parent.job.lease)])
     assert verdict.value == "accepted"
+    return slots, first, second
+
+
+@pytest.mark.parametrize("chained", [True, False])
+async def test_a_report_that_may_release_a_job_claims_one_even_with_every_slot_promised(
+    store: Store, chained: bool
+) -> None:
+    slots, _, second = await _report_with_every_slot_promised(
+        store, chained=chained, report=lambda lease: completed(lease, "done")
+    )
     if chained:
         assert second in slots.held, "the job the report released came back with it"
     else:
@@ -106,15 +117,7 @@ async def test_a_job_with_children_handed_back_is_not_claimed_again_beyond_the_s
     # A job claimed ahead, handed back because no slot started it in time: its children
     # still wait for it, so its report frees nothing to claim beyond the slots. Were it
     # counted, the claim would take the job just handed back, again and again.
-    queue = f"claims-{uuid.uuid4().hex[:8]}"
-    claims, slots = _claims(store, queue)
-    first, _ = _submit_pairs(store, queue, chained=True)
-    await claims.report_and_claim([], 1, time.monotonic())
-    parent = slots.held[first]
-    assert parent.job.has_children
-    with slots.promised(slots.to_claim() + 3):
-        [verdict] = await claims.send_reports([released(parent.job.lease)])
-    assert verdict.value == "accepted"
+    _, first, _ = await _report_with_every_slot_promised(store, chained=True, report=released)
     job = plan.run(store, job_get(first))
     assert job is not None
     assert job.state is JobState.QUEUED, "the job handed back came back in the same write"
