@@ -143,7 +143,7 @@ def check_spec(spec: JobSpec) -> None:
     check_name(spec.submitter, "submitter", empty_allowed=True)
     if spec.retry is not None:
         parse_retry(spec.retry)
-    _parents(spec.after, "after")
+    check_parents(spec.after, "after")
     if not isinstance(spec.run_anyway, bool):
         raise errors.InvalidJob(
             f"run_anyway must be True or False, got {_shown(spec.run_anyway)}", field="run_anyway"
@@ -243,64 +243,7 @@ def workflow_fingerprint(submission: WorkflowSubmission) -> str:
     return hashlib.sha256(_CANONICAL_JSON.encode(request).encode()).hexdigest()
 
 
-def check_workflow_shape(
-    count: int, parents: Sequence[Sequence[int]], stored: Sequence[Sequence[int]]
-) -> None:
-    """Refuse a workflow of ``count`` jobs whose dependencies could never all be met.
-
-    ``parents[i]``: the positions in the submission of job i's parents;
-    ``stored[i]``: the ids of its stored parents (its ``after``). Refused with
-    InvalidJob(field="after"): a position out of range, a parent named twice
-    by one job, a cycle (a job among its own ancestors, itself included).
-    """
-    if len(parents) > count:
-        raise errors.InvalidJob(
-            f"parents lists {len(parents)} jobs' parents for {count} jobs", field="after"
-        )
-    for child, positions in enumerate(parents):
-        if positions == ():
-            continue  # most jobs of a wide fan-out: nothing to check, 10,000 times over
-        _parents(positions, f"the parents of job {child}")
-        for position in positions:
-            if not (PARENT_POSITION.admits(position) and position < count):
-                raise errors.InvalidJob(
-                    f"job {child} names parent position {position}, out of the range 0 to "
-                    f"{count - 1} of the jobs submitted",
-                    field="after",
-                )
-    for child, ids in enumerate(stored):
-        if ids != ():
-            _parents(ids, f"the stored parents of job {child}")
-    _refuse_cycles(count, parents)
-
-
-def _refuse_cycles(count: int, parents: Sequence[Sequence[int]]) -> None:
-    """Kahn's walk: jobs whose parents all come first; any job left over is on a cycle."""
-    waiting_on = [0] * count
-    children: list[list[int]] = [[] for _ in range(count)]
-    for child, positions in enumerate(parents):
-        waiting_on[child] = len(positions)
-        for position in positions:
-            children[position].append(child)
-    ready = [job for job in range(count) if not waiting_on[job]]
-    placed = 0
-    while ready:
-        job = ready.pop()
-        placed += 1
-        for child in children[job]:
-            waiting_on[child] -= 1
-            if not waiting_on[child]:
-                ready.append(child)
-    if placed < count:
-        on_cycle = min(job for job in range(count) if waiting_on[job])
-        raise errors.InvalidJob(
-            f"the parents form a cycle (job {on_cycle} is on one, or after one): "
-            "no job of it could ever run",
-            field="after",
-        )
-
-
-def _parents(value: object, what: str) -> None:
+def check_parents(value: object, what: str) -> None:
     """Refuse parents that are not whole numbers, or that name one job twice."""
     # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
     if not isinstance(value, tuple | list) and (

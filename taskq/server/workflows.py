@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.broker import job_validation
+from taskq.broker import job_validation, workflow_shape
 from taskq.broker.client.client import validate_spec
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_request import JobRequest
@@ -131,7 +131,7 @@ def _check_shape(sent: WorkflowRequest) -> None:
     InvalidJob naming the job by its position in the body.
     """
     try:
-        job_validation.check_workflow_shape(len(sent.jobs), [job.parents for job in sent.jobs], ())
+        workflow_shape.check_workflow_shape(len(sent.jobs), [job.parents for job in sent.jobs], ())
     except errors.InvalidJob as exc:
         raise errors.InvalidJob(str(exc), field="parents") from None
     for index, job in enumerate(sent.jobs):

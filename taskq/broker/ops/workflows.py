@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskq import errors, fast_json
-from taskq.broker import job_validation
+from taskq.broker import job_validation, workflow_shape
 from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import KEYSET_START, parent_result
 from taskq.broker.ops.enqueue import (
@@ -65,7 +65,7 @@ class WorkflowRows:
         specs = submission.jobs
         if not specs:
             raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
-        job_validation.check_workflow_shape(
+        workflow_shape.check_workflow_shape(
             len(specs), submission.parents, [spec.after for spec in specs]
         )
         internal = submission.parents
