@@ -30,6 +30,7 @@ _MOVES = {
     "cancelled": "cancelled",
     "cancel_requested": "running; asked to stop at its worker's next heartbeat",
     "requeued": "queued again",
+    "waiting": "waiting for its parents again",
 }
 
 
@@ -292,9 +293,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 def cmd_retry(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
         requeued = _each_known(client.retry, args.ids)
-        moved = {job_id: "requeued" for each in requeued for job_id in each}
+        moved = {job_id: _retried(client, job_id) for each in requeued for job_id in each}
         unchanged = "only failed, dead or cancelled jobs are retried"
         return _report_moves(client, args.ids, moved, unchanged, args.json)
+
+
+def _retried(client: Client, job_id: int) -> str:
+    """What a retry made of the job, as the store has it now: ``waiting`` for its parents
+    again, or ``requeued``. The retry's answer names the jobs it moved, not where each went:
+    a job with parents waits for them, unless they had all ended and it was queued."""
+    try:
+        state = client.get(job_id).state
+    except errors.JobNotFound:  # pruned since, so not waiting
+        return "requeued"
+    return "waiting" if state is JobState.WAITING else "requeued"
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
