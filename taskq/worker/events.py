@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from taskq import fast_json
 from taskq.worker.settings import LOG_FORMATS
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class EventLog:
@@ -40,9 +42,8 @@ class EventLog:
             details = " ".join(f"{key}={value}" for key, value in fields.items() if value != "")
             line = f"{self._local_time(now)} {event:<17} {details}"
         self._pending.append(line + "\n")
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = _running_loop()
+        if loop is None:
             self.flush()
             return
         # Once per pass; again in a new loop, should one end before its flush ran.
@@ -65,3 +66,21 @@ class EventLog:
             self._stamped_second = second
             self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(second))
         return self._stamp
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any.
+
+    Found through ``sys.modules`` rather than an import: a worker's ``main``
+    imports this module before its first pool child starts, and asyncio's
+    import (20 ms on 2 cores) would hold that child back; no loop can run
+    before asyncio is imported.
+    """
+    running = sys.modules.get("asyncio")
+    if running is None:
+        return None
+    try:
+        loop: asyncio.AbstractEventLoop = running.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop

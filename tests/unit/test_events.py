@@ -6,6 +6,8 @@ import asyncio
 import io
 import json
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -108,3 +110,15 @@ def test_lines_left_by_a_loop_that_ended_are_written_by_the_next_one_or_flush() 
     assert [line.split()[2] for line in stream.getvalue().splitlines()] == ["job=1", "job=2"]
     log.emit("outside_a_loop", job=3)
     assert stream.getvalue().splitlines()[-1].endswith("job=3")
+
+
+def test_the_worker_starts_its_first_child_before_asyncio_is_imported() -> None:
+    # ``taskq-worker`` imports its main module, events included, before its
+    # first pool child starts; asyncio comes with the rest, while that child starts.
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, taskq.worker.main; print('asyncio' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert imported.strip() == "False"
