@@ -276,7 +276,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
         args,
         "retried",
         moved,
-        done="retried (each queued again, or waiting again for parents retried with it)",
+        # Counted with those retried: the jobs their ends had cancelled, brought back.
+        done="retried or brought back (each queued again, or waiting again for its parents)",
         none="nothing to retry; no job of it failed, died or was cancelled",
     )
 

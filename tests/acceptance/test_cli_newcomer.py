@@ -2,15 +2,18 @@
 the wrong thing: a retry's outcome per job, a workflow retry's count, a --json-job
 submit to a store not there yet, a mistyped flag.
 
-Each test runs the real command against a SQLite file of its own; no worker is
-needed, as a cancel ends jobs as a failure would for a retry.
+Each test runs the real command, against a SQLite file of its own (the retries on the
+rqlite tier's cluster too); no worker is needed, as a cancel ends jobs as a failure
+would for a retry.
 """
 
 from __future__ import annotations
 
 import pytest
 
+import taskq
 from tests.support.cli_runs import ok
+from tests.support.workflow_jobs import add, square
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -21,6 +24,7 @@ def _submit(url: str, *args: str) -> int:
     return int(ok("submit", "--unchecked", *args, "--queue", "newcomer", store=url).out)
 
 
+@pytest.mark.both_stores
 def test_a_retry_says_which_jobs_wait_for_their_parents_again(store_url: str) -> None:
     parent = _submit(store_url, f"{JOBS}:add", "1", "2")
     child = _submit(store_url, f"{JOBS}:add", "3", "4", "--after", str(parent))
@@ -44,3 +48,30 @@ def test_a_retry_says_which_jobs_wait_for_their_parents_again(store_url: str) ->
         {"id": child, "outcome": "waiting"},
         {"id": alone, "outcome": "requeued"},
     ]
+
+
+@pytest.mark.both_stores
+def test_a_workflow_retry_counts_the_jobs_it_brought_back(
+    store_url: str, client: taskq.Client
+) -> None:
+    flow = square.options(queue="newcomer").step(2).then(add.options(queue="newcomer").step(1))
+    pipeline = client.submit_workflow(flow.then(add.options(queue="newcomer").step(2)))
+    first, second, third = pipeline.job_ids
+    # The first job's cancel cancels the two after it, as its failure would.
+    ok("cancel", str(first), store=store_url)
+    states = [
+        ok("status", str(job), "--json", store=store_url).json()["state"] for job in (second, third)
+    ]
+    assert states == ["cancelled", "cancelled"]
+
+    retried = ok("workflow", "retry", str(pipeline.id), store=store_url).out
+    assert retried == (
+        f"workflow {pipeline.id}: 3 jobs retried or brought back "
+        "(each queued again, or waiting again for its parents)\n"
+    )
+    counts = client.workflow(pipeline.id).counts
+    assert (counts.get(taskq.JobState.QUEUED), counts.get(taskq.JobState.WAITING)) == (1, 2)
+
+    ok("cancel", str(first), store=store_url)
+    as_json = ok("workflow", "retry", str(pipeline.id), "--json", store=store_url).json()
+    assert as_json == {"workflow_id": pipeline.id, "retried": 3}

@@ -61,7 +61,16 @@ def cancel_chosen(chosen: str, params: dict[str, SqlValue], now: float | None) -
 def job_retry(
     ids: Sequence[int], *, now: float | None = None, refuse_recancelled: bool = False
 ) -> Op[list[int]]:
-    """Queue failed, dead or cancelled jobs again now; return the ids that moved.
+    """:func:`job_retry_reviving`, the ids of the jobs retried."""
+    retried, _ = yield from job_retry_reviving(ids, now=now, refuse_recancelled=refuse_recancelled)
+    return retried
+
+
+def job_retry_reviving(
+    ids: Sequence[int], *, now: float | None = None, refuse_recancelled: bool = False
+) -> Op[tuple[list[int], list[int]]]:
+    """Queue failed, dead or cancelled jobs again now; return the ids that moved: those
+    retried, and those brought back (the jobs their ends cancelled, which wait again).
 
     A job with parents waits for them again instead (queued at once if they
     all ended, cancelled again if one still ended failed), and the jobs that
@@ -87,7 +96,8 @@ def job_retry(
         if not refuse_recancelled or exc.index != len(statements) - 1:
             raise
         raise (yield from _recancelled(ids)) from None
-    return sorted(int(row["id"]) for row in results[1].rows)
+    retried = sorted(int(row["id"]) for row in results[1].rows)
+    return retried, sorted(int(row["id"]) for row in results[2].rows)
 
 
 def _recancelled(ids: Sequence[int]) -> Op[errors.WrongState]:

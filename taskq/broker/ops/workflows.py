@@ -30,7 +30,7 @@ from taskq.broker.ops.enqueue import (
     job_insert_sql,
     jobs_write,
 )
-from taskq.broker.ops.jobs import cancel_chosen, job_retry
+from taskq.broker.ops.jobs import cancel_chosen, job_retry_reviving
 from taskq.broker.ops.plan import Op, Read
 from taskq.broker.records import (
     JobBrief,
@@ -420,7 +420,7 @@ def workflow_retry(workflow_id: int, *, now: float | None = None) -> Op[int]:
     """Retry every failed, dead or cancelled job of the workflow; how many were moved.
 
     Those a parent's end cancelled are not retried themselves: a retry of
-    that parent revives them (they wait for it again).
+    that parent revives them (they wait for it again), and they count as moved.
     """
     rows = yield Read(
         Statement(queries.query("workflow_retryable"), {"workflow_id": int(workflow_id)}),
@@ -429,8 +429,8 @@ def workflow_retry(workflow_id: int, *, now: float | None = None) -> Op[int]:
     if not rows:
         yield from workflow_get(workflow_id)  # WorkflowNotFound
         return 0
-    moved = yield from job_retry([int(row["id"]) for row in rows], now=now)
-    return len(moved)
+    retried, revived = yield from job_retry_reviving([int(row["id"]) for row in rows], now=now)
+    return len(retried) + len(revived)
 
 
 def job_parent_results(

@@ -191,7 +191,8 @@ RETURNING id, queue
 -- name: job_revive
 -- The jobs a parent's failure cancelled wait again once that parent waits or
 -- runs again (a retry of it), and so do the jobs cancelled through them:
--- cancelled_by stays, to mark them for job_parents_recount next.
+-- cancelled_by stays, to mark them for job_parents_recount next. Their ids are
+-- returned for a retry's count of the jobs it moved.
 WITH RECURSIVE revived (id) AS (
     SELECT child.id
     FROM json_each(:ids) AS retried
@@ -206,6 +207,7 @@ WITH RECURSIVE revived (id) AS (
 )
 UPDATE jobs SET state = 'waiting', finished_at = NULL, error = NULL
 WHERE id IN (SELECT id FROM revived)
+RETURNING id
 
 -- name: job_parent_workflows
 -- The stored jobs an enqueue or a workflow names as parents, with their workflows.
