@@ -9,9 +9,15 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from taskq import errors
-from taskq.broker.client.client import Client, JobHandle, JobQuery
+from taskq.broker.client.client import (
+    Client,
+    JobHandle,
+    JobQuery,
+    NamedCall,
+    default_submitter,
+)
 from taskq.broker.job_validation import check_target
-from taskq.broker.records import JobState
+from taskq.broker.records import JobSpec, JobState
 from taskq.cli import (
     command,
     connection,
@@ -138,24 +144,33 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if problem:
         args.usage_error(problem)
     url = connection.store_url(args)
-    if payloads.by_name(args):
+    named = payloads.by_name(args)
+    specs: list[JobSpec] = []
+    calls: dict[int, NamedCall] = {}
+    if named:
         check_target(args.target)
         undeclared.refuse_in_new_store(url, args.target)
+    else:
+        # Made before the store is opened, which creates a SQLite file: a job refused
+        # leaves none behind. The command's client submits as default_submitter() too.
+        specs = payloads.submitted_specs(
+            args, job_options.job_options(args, submitter=default_submitter())
+        )
+        if args.json_job is not None and not args.unchecked:
+            # A file's calls of pkg.mod:func go as declared, as one named on the line does.
+            calls = payloads.seed_calls(specs, job_options.given_options(args))
+            if calls:
+                undeclared.refuse_in_new_store(url, undeclared.FILE_CALLS)
     with connection.client_at(url) as client:
-        if payloads.by_name(args):
+        if named:
             given = {**job_options.given_options(args), "kwargs": args.kwargs}
             with undeclared.store_named_in_refusal(client, url, args.target):
                 specs = [client.declared_spec(args.target, args.args, given)]
-        else:
-            options = job_options.job_options(args, submitter=client.submitter)
-            specs = payloads.submitted_specs(args, options)
-            if args.json_job is not None and not args.unchecked:
-                # A file's calls of pkg.mod:func go as declared, as one named on the line does.
-                calls = payloads.seed_calls(specs, job_options.given_options(args))
-                with undeclared.store_named_in_refusal(client, url, "the file's calls"):
-                    declared = client.declared_specs(list(calls.values()))
-                resolved = dict(zip(calls, declared, strict=True))
-                specs = [resolved.get(index, spec) for index, spec in enumerate(specs)]
+        elif calls:
+            with undeclared.store_named_in_refusal(client, url, undeclared.FILE_CALLS):
+                declared = client.declared_specs(list(calls.values()))
+            resolved = dict(zip(calls, declared, strict=True))
+            specs = [resolved.get(index, spec) for index, spec in enumerate(specs)]
         handles = client.submit_many(specs)
         if args.wait:
             for handle in handles:

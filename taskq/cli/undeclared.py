@@ -15,6 +15,9 @@ from taskq import errors
 from taskq.broker.client.client import Client
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
 
+# What a refusal of a --json-job file's calls of pkg.mod:func names.
+FILE_CALLS = "the file's calls"
+
 
 def refuse_in_new_store(url: str, name: str) -> None:
     """Refuse ``name`` (:class:`taskq.errors.UnknownFunction`) if ``url`` is a SQLite file

@@ -9,10 +9,14 @@ would for a retry.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import taskq
-from tests.support.cli_runs import ok
+from tests.support.cli_runs import ok, one_error_line
+from tests.support.cli_runs import taskq as taskq_command
 from tests.support.workflow_jobs import add, square
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,3 +79,26 @@ def test_a_workflow_retry_counts_the_jobs_it_brought_back(
     ok("cancel", str(first), store=store_url)
     as_json = ok("workflow", "retry", str(pipeline.id), "--json", store=store_url).json()
     assert as_json == {"workflow_id": pipeline.id, "retried": 3}
+
+
+def test_a_json_job_file_of_calls_to_a_store_not_there_yet_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    job = {"task_id": "c-1", "task_type": "call", "payload": {"target": f"{JOBS}:add"}}
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps(job))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    store = tmp_path / "new.db"
+    url = f"sqlite://{store}"
+
+    refused = taskq_command("submit", "--json-job", str(calls), store=url)
+    one_error_line(refused, 2, f"{url} holds no taskq data yet", "the file's calls", "--unchecked")
+    not_json = taskq_command("submit", "--json-job", str(broken), store=url)
+    one_error_line(not_json, 2, f"--json-job {broken} is not JSON")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["broken.json", "calls.json"]
+
+    # Unchecked, the file's calls are queued for workers yet to start: the store is made.
+    queued = ok("submit", "--json-job", str(calls), "--unchecked", "--json", store=url)
+    assert [entry["id"] for entry in queued.json()] == [1]
+    assert store.exists()
