@@ -3,20 +3,97 @@
 argparse prints a command's whole usage above its complaint; for
 ``taskq-worker``, with its many flags, that is a screen. Each command says
 instead ``PROGRAM: error: MESSAGE (see 'PROGRAM --help')``, as it says its
-other errors, and exits 2.
+other errors, and exits 2. An option the command does not take is named
+with the closest one it does (``--sate``: did you mean ``--state``?), as
+argparse 3.11 does not.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+import sys
+from collections.abc import Iterable, Sequence
+from typing import NoReturn, TypeVar, overload
+
+from taskq.broker.client.close_names import did_you_mean
 
 EXIT_USAGE = 2
+
+_Parsed = TypeVar("_Parsed")
 
 
 class OneLineParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser``, its errors one line naming the program."""
 
+    # The words this parser was last given (a subcommand's parser: those after its name),
+    # for the options among them that it does not take.
+    _given: Sequence[str] = ()
+
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None, namespace: _Parsed
+    ) -> tuple[_Parsed, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _Parsed) -> tuple[_Parsed, list[str]]: ...
+
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: object = None
+    ) -> tuple[object, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._given, namespace)
+
     def error(self, message: str) -> NoReturn:
         program = self.prog.split()[0]
+        message += self._closest_options(message)
         self.exit(EXIT_USAGE, f"{program}: error: {message} (see '{self.prog} --help')\n")
+
+    def _closest_options(self, message: str) -> str:
+        """`` (did you mean --state?)`` for the options given that this parser does not take,
+        naming them first unless ``message`` does (a mistyped option may be refused for
+        what it did to the words after it: ``--qeue x pkg.mod:f`` makes ``x`` the call)."""
+        unknown = self._unknown_options()
+        # argparse keeps no public list of a parser's options; these are what it parses by.
+        known = [
+            option
+            for action in self._actions
+            if action.help is not argparse.SUPPRESS
+            for option in action.option_strings
+            if option.startswith("--")
+        ]
+        hint = did_you_mean(unknown, known, prefix="--")
+        if not hint or all(option in message for option in unknown):
+            return hint
+        return f"; no option {', '.join(unknown)}{hint}"
+
+    def _unknown_options(self) -> list[str]:
+        """The long options given that this parser takes neither whole nor abbreviated. A
+        parser of subcommands stops at its first other word: the subcommand's name (or a
+        mistyped one), after which the words are not its own."""
+        commands = any(isinstance(action, argparse._SubParsersAction) for action in self._actions)
+        options = self._option_string_actions
+        unknown = []
+        words = iter(self._given)
+        for word in words:
+            if word == "--":  # the rest are positional
+                break
+            option, equals, _ = word.partition("=")
+            if option in options:
+                taken = [options[option]]
+            else:
+                abbreviates = self.allow_abbrev and option.startswith("--")
+                taken = [
+                    action
+                    for name, action in options.items()
+                    if abbreviates and name.startswith(option)
+                ]
+            if len(taken) == 1 and taken[0].nargs is None and not equals:
+                next(words, None)  # its value, which is no option whatever it looks like
+            elif not taken and option.startswith("--"):
+                unknown.append(option)
+            elif not taken and commands and not option.startswith("-"):
+                break
+        return unknown

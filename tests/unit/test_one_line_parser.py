@@ -1,0 +1,69 @@
+"""A mistyped option is named with the closest one the command takes, in the one error line."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskq.cli.main import main
+from taskq.worker.main import build_parser as worker_parser
+
+
+def _error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    assert exited.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_an_unrecognized_option_is_named_with_the_closest_of_its_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _error_line(capsys, "jobs", "--sate", "failed") == (
+        "taskq: error: unrecognized arguments: --sate failed (did you mean --state?) "
+        "(see 'taskq jobs --help')"
+    )
+    # Each, by the command's own options: --json is workflow retry's, --limit is jobs'.
+    assert "(did you mean --json?)" in _error_line(capsys, "workflow", "retry", "1", "--jsn")
+    both = _error_line(capsys, "jobs", "--stae", "failed", "--limt=3")
+    assert "(did you mean --state and --limit?)" in both
+    # Nothing close: argparse's words alone. The dashes make no likeness: --delay, which
+    # schedule add does not take, is not --replace.
+    assert _error_line(capsys, "jobs", "--xyz") == (
+        "taskq: error: unrecognized arguments: --xyz (see 'taskq jobs --help')"
+    )
+    assert _error_line(capsys, "schedule", "add", "n", "--every", "1d", "m:f", "--delay", "1m") == (
+        "taskq: error: unrecognized arguments: --delay 1m (see 'taskq schedule add --help')"
+    )
+
+
+def test_a_mistyped_option_that_took_the_words_after_it_wrong_is_named_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --qeue is refused as an unknown word, so x is taken as the call and pkg.mod:f as
+    # its argument, which is not JSON: the error argparse raises first.
+    line = _error_line(capsys, "submit", "--qeue", "x", "pkg.mod:f")
+    assert line.startswith("taskq: error: argument ARG: 'pkg.mod:f' is not JSON")
+    assert line.endswith("; no option --qeue (did you mean --queue?) (see 'taskq submit --help')")
+
+
+def test_the_words_after_a_command_are_not_the_top_levels_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = _error_line(capsys, "jbos", "--sate", "failed")
+    assert "invalid choice: 'jbos'" in line
+    assert "did you mean" not in line
+    before = _error_line(capsys, "--stroe", "sqlite:///x.db", "jobs")
+    assert before.endswith("; no option --stroe (did you mean --store?) (see 'taskq --help')")
+
+
+def test_the_worker_names_the_closest_of_its_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        worker_parser().parse_args(["--modulez", "jobs"])
+    assert capsys.readouterr().err == (
+        "taskq-worker: error: unrecognized arguments: --modulez jobs (did you mean --modules?) "
+        "(see 'taskq-worker --help')\n"
+    )
