@@ -12,6 +12,7 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.ops import plan
+from taskq.broker.ops.functions import Declaration, Parameter
 from taskq.broker.ops.workers import worker_set_state
 from taskq.broker.records import JobState
 from tests.support.declared_store import client, declaration, names, serving
@@ -67,6 +68,74 @@ def test_bad_arguments_are_refused_at_submit_with_nothing_written(client: taskq.
             client.submit(name, *args, kwargs=kwargs)
         assert refused.value.field == "args"
     assert client.list(taskq.JobQuery(queue=queue)) == []
+
+
+def resize(name: str, queue: str) -> Declaration:
+    """``name(path: str, scale: float, *, sizes: list[int] | None = None)`` of ``queue``."""
+    return Declaration(
+        name=name,
+        parameters=(
+            Parameter("path", "POSITIONAL_OR_KEYWORD", annotation="str"),
+            Parameter("scale", "POSITIONAL_OR_KEYWORD", annotation="float"),
+            Parameter("sizes", "KEYWORD_ONLY", default="None", annotation="list[int] | None"),
+        ),
+        options={"queue": queue},
+    )
+
+
+def test_a_value_of_the_wrong_type_is_refused_at_submit_with_nothing_written(
+    client: taskq.Client,
+) -> None:
+    name, queue = names()
+    serving(client, "w1", [queue], resize(name, queue))
+    said = f"{name}(path: str, scale: float, *, sizes: list[int] | None = None) refuses these "
+    cases = [
+        (("a.png", "five"), {}, "scale: float was given 'five', a str"),
+        ((5, 0.5), {}, "path: str was given 5, an int"),
+        (
+            ("a.png", 0.5),
+            {"sizes": [800, "400"]},
+            "sizes: list[int] | None was given [800, '400'], a list: sizes[1] is '400', a str, "
+            "not int",
+        ),
+    ]
+    for args, kwargs, message in cases:
+        with pytest.raises(errors.InvalidJob) as refused:
+            client.submit(name, *args, kwargs=kwargs)
+        assert str(refused.value) == f"{said}arguments: {message}"
+        assert refused.value.field == "args"
+    # One call refused in a batch: none of it is written.
+    with pytest.raises(errors.InvalidJob, match=r"entry 2 of the batch .*'five', a str"):
+        client.submit_many(name, [("a.png", 0.5), ("b.png", "five")])
+    assert client.list(taskq.JobQuery(queue=queue)) == []
+
+    # An int for a float, a tuple for a list: the job receives what it asks for.
+    handle = client.submit(name, "a.png", 2, kwargs={"sizes": (800, 400)})
+    assert client.get(handle.id).payload["args"] == ["a.png", 2]
+
+
+def test_the_command_line_checks_the_values_it_parsed(
+    client: taskq.Client, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``taskq submit`` reads each argument as JSON: ``5`` is an int, ``'"five"'`` a string,
+    ``five`` no JSON at all, refused before the store is asked."""
+    from taskq.cli.main import main
+
+    name, queue = names()
+    serving(client, "w1", [queue], resize(name, queue))
+    assert main(["submit", "--store", url, name, '"a.png"', '"five"']) == 2
+    assert "scale: float was given 'five', a str" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["submit", "--store", url, name, '"a.png"', "five"])
+    assert usage.value.code == 2
+    assert "'five' is not JSON" in capsys.readouterr().err
+    assert client.list(taskq.JobQuery(queue=queue)) == []
+
+    assert (
+        main(["submit", "--store", url, name, '"a.png"', "5", "--kwargs", '{"sizes": [1,2]}']) == 0
+    )
+    [job] = client.list(taskq.JobQuery(queue=queue))
+    assert (job.payload["args"], job.payload["kwargs"]) == (["a.png", 5], {"sizes": [1, 2]})
 
 
 def test_an_unknown_name_is_refused_with_close_names_and_unchecked_takes_it(

@@ -182,6 +182,26 @@ def test_the_declared_jobs_are_listed_over_http(
     assert (listed.queue, listed.live, listed.workers) == (queue, True, (worker_id,))
 
 
+def test_a_value_of_the_wrong_type_is_refused_over_http_with_nothing_written(
+    client: taskq.Client, on_store: taskq.Client
+) -> None:
+    """The server checks the values as it decoded them from the body's JSON."""
+    name, queue = names()
+    serving(on_store, "w1", [queue], declaration(name, queue=queue))
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit(name, 5)
+    assert str(refused.value) == (
+        f"{name}(path: str, *, lower: bool = True) refuses these arguments: "
+        "path: str was given 5, an int"
+    )
+    assert refused.value.field == "args"
+    with pytest.raises(errors.InvalidJob, match="lower: bool was given 1, an int"):
+        client.submit(name, "in.txt", kwargs={"lower": 1})
+    assert on_store.list(taskq.JobQuery(queue=queue)) == []
+    handle = client.submit(name, "in.txt", kwargs={"lower": False})
+    assert on_store.get(handle.id).payload["kwargs"] == {"lower": False}
+
+
 def test_a_declared_job_submits_over_http_when_the_store_url_names_a_server(
     server: ServerProcess, on_store: taskq.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
