@@ -169,7 +169,11 @@ class ModuleCheck:
         # first thing, and a worker's start-up counts towards its first jobs' wait.
         from taskq.broker.ops.functions import Declaration
 
-        return msgspec.convert(jobs, list[Declaration])
+        declared = msgspec.convert(jobs, list[Declaration])
+        # A module that imports another's job holds it too, and its report lists it (as a
+        # package's __init__ that imports its modules' jobs must): one declaration a name,
+        # in the order first seen. Its reports describe the same function alike.
+        return list({each.name: each for each in declared}.values())
 
 
 def undeclared_queues(declarations: Sequence[Declaration], queues: Sequence[str]) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -10,10 +12,13 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
+from taskq.broker.client.connect import open_store
 from taskq.broker.limits import Limits
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.worker_policy import Policy
+from taskq.worker.events import EventLog
 from taskq.worker.module_check import ModuleCheck, undeclared_queues
+from taskq.worker.publishing import Publisher
 from taskq.worker.sandbox.child_process import ChildProcess, ChildSetup
 from taskq.worker.sandbox.environment import job_environment
 from taskq.worker.sandbox.outcome import Status
@@ -123,6 +128,37 @@ def test_a_file_given_as_a_module_is_told_the_module_to_give(
     assert str(refused.value) == (
         "cannot import --modules: jobs.py: 'jobs.py' is a file; modules takes module names: "
         "--modules jobs, with the folder that holds jobs.py on the import path (PYTHONPATH)"
+    )
+
+
+def test_a_job_one_module_imports_from_another_is_declared_and_published_once(
+    check: Check, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--modules lab_images,lab_thumbs``, where lab_thumbs imports lab_images' resize:
+    both modules hold resize, which the worker declares, and says it published, once."""
+    (tmp_path / "lab_images.py").write_text(
+        "import taskq\n\n@taskq.job\ndef resize(path: str) -> str:\n    return path\n"
+    )
+    (tmp_path / "lab_thumbs.py").write_text(
+        "import taskq\nfrom lab_images import resize\n\n"
+        "@taskq.job\ndef thumb(path: str) -> str:\n    return resize(path)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    declared = check(["lab_images", "lab_thumbs"]).wait()
+    assert [each.name for each in declared] == ["lab_images:resize", "lab_thumbs:thumb"]
+
+    told = io.StringIO()
+    events = EventLog(told, format="json")
+    store = open_store(f"sqlite://{tmp_path / 'taskq.db'}")
+    try:
+        Publisher("w-dup", declared, events).publish(store)
+    finally:
+        store.close()
+    events.flush()
+    [published] = [json.loads(line) for line in told.getvalue().splitlines()]
+    assert (published["event"], published["jobs"]) == (
+        "jobs_published",
+        "lab_images:resize,lab_thumbs:thumb",
     )
 
 
