@@ -43,8 +43,14 @@ class OneLineParser(argparse.ArgumentParser):
     def parse_known_args(
         self, args: Iterable[str] | None = None, namespace: object = None
     ) -> tuple[object, list[str]]:
-        self._given = list(sys.argv[1:] if args is None else args)
+        # Each subcommand's parser is called here too, with the arguments after its name.
+        self._given = self._prepared(list(sys.argv[1:] if args is None else args))
         return super().parse_known_args(self._given, namespace)
+
+    def _prepared(self, given: list[str]) -> list[str]:
+        """The words argparse is to read, made from those given: the same here; a
+        subclass may rewrite them (``cli.command.Parser`` joins negative values)."""
+        return given
 
     def error(self, message: str) -> NoReturn:
         program = self.prog.split()[0]

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
-from collections.abc import Callable, Iterable
-from typing import TypeAlias, TypeVar, overload
+from collections.abc import Callable
+from typing import TypeAlias
 
 from taskq.one_line_parser import EXIT_USAGE as EXIT_USAGE
 from taskq.one_line_parser import OneLineParser
@@ -29,7 +28,6 @@ STORE_HELP = (
 CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
 
 
-_Parsed = TypeVar("_Parsed")
 # A value that starts with a dash and a digit or point: a negative quantity (-5m, -1.5h, -.5).
 _NEGATIVE = re.compile(r"-[0-9.]")
 
@@ -42,23 +40,8 @@ class Parser(OneLineParser):
     refuses it, saying why, as it refuses ``--delay=-5m``.
     """
 
-    @overload
-    def parse_known_args(
-        self, args: Iterable[str] | None = None, namespace: None = None
-    ) -> tuple[argparse.Namespace, list[str]]: ...
-    @overload
-    def parse_known_args(
-        self, args: Iterable[str] | None, namespace: _Parsed
-    ) -> tuple[_Parsed, list[str]]: ...
-    @overload
-    def parse_known_args(self, *, namespace: _Parsed) -> tuple[_Parsed, list[str]]: ...
-
-    def parse_known_args(
-        self, args: Iterable[str] | None = None, namespace: object = None
-    ) -> tuple[object, list[str]]:
-        # Each subcommand's parser is called here too, with the arguments after its name.
-        given = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(self._values_attached(given), namespace)
+    def _prepared(self, given: list[str]) -> list[str]:
+        return self._values_attached(given)
 
     def _values_attached(self, given: list[str]) -> list[str]:
         """``given`` with each option that takes one value joined to a negative-looking value."""
