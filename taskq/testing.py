@@ -60,6 +60,7 @@ from taskq.broker.stores.store import Store
 from taskq.broker.worker_policy import Policy
 from taskq.job_context import JobContext, JobUpdate
 from taskq.worker import spawn_names
+from taskq.worker.module_check import one_per_name
 from taskq.worker.parent_results import PAGE, ParentsFile
 from taskq.worker.reports import report_of
 from taskq.worker.sandbox import job_process, judging, protocol
@@ -86,11 +87,13 @@ def temporary_client(*, modules: Iterable[str] = (), **options: Any) -> Iterator
     with tempfile.TemporaryDirectory(prefix="taskq-test-") as directory:
         url = f"sqlite://{Path(directory) / 'taskq.db'}?synchronous=off"
         with Client(url, **options) as client:
-            published = [
+            # Joined as a worker joins its --modules' reports: a job one module imports
+            # from another is published once.
+            published = one_per_name(
                 job
                 for module in modules
                 for job in declared.declared_in(importlib.import_module(module))
-            ]
+            )
             if published:
                 plan.run(client.store, function_publish(INLINE_WORKER_ID, published))
             yield client

@@ -17,7 +17,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -169,11 +169,18 @@ class ModuleCheck:
         # first thing, and a worker's start-up counts towards its first jobs' wait.
         from taskq.broker.ops.functions import Declaration
 
-        declared = msgspec.convert(jobs, list[Declaration])
-        # A module that imports another's job holds it too, and its report lists it (as a
-        # package's __init__ that imports its modules' jobs must): one declaration a name,
-        # in the order first seen. Its reports describe the same function alike.
-        return list({each.name: each for each in declared}.values())
+        return one_per_name(msgspec.convert(jobs, list[Declaration]))
+
+
+def one_per_name(declared: Iterable[Declaration]) -> list[Declaration]:
+    """The declarations of several modules' jobs, one a name, in the order first seen.
+
+    A module that imports another's job holds it too, and lists it (as a
+    package's ``__init__`` that imports its modules' jobs must): each module
+    describes the same function alike. Used wherever declarations of
+    modules are joined: the worker's ``--modules``, ``taskq.testing``.
+    """
+    return list({each.name: each for each in declared}.values())
 
 
 def undeclared_queues(declarations: Sequence[Declaration], queues: Sequence[str]) -> list[str]:
