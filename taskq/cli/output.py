@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 
@@ -28,6 +28,35 @@ _CELL_WIDTH = 60
 def print_json(value: Any) -> None:
     """Print ``value`` (records, lists, dicts) as indented JSON on stdout."""
     print(json.dumps(plain(value), indent=2, ensure_ascii=False))
+
+
+def print_json_fields(fields: Mapping[str, Any]) -> None:
+    """Print the object ``fields`` as :func:`print_json` would, a field whose value is an
+    iterator written item by item as a list, so that its items are never held all at once."""
+    out = sys.stdout
+    out.write("{")
+    for position, (key, value) in enumerate(fields.items()):
+        out.write(("," if position else "") + "\n  " + json.dumps(key, ensure_ascii=False) + ": ")
+        if isinstance(value, Iterator):
+            _write_json_items(out, value)
+        else:
+            out.write(_json_at_depth(value, 1))
+    out.write("\n}\n" if fields else "}\n")
+
+
+def _write_json_items(out: TextIO, items: Iterator[Any]) -> None:
+    opened = False
+    for item in items:
+        out.write(("," if opened else "[") + "\n    " + _json_at_depth(item, 2))
+        opened = True
+    out.write("\n  ]" if opened else "[]")
+
+
+def _json_at_depth(value: Any, depth: int) -> str:
+    """``value`` as :func:`print_json` writes it ``depth`` levels into a document: a
+    newline inside the text is always the indented layout's, as JSON escapes those of strings."""
+    text = json.dumps(plain(value), indent=2, ensure_ascii=False)
+    return text.replace("\n", "\n" + "  " * depth)
 
 
 def plain(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery
@@ -109,25 +109,26 @@ def an_id(text: str) -> int:
     return value
 
 
-def _every_job(client: Client, workflow_id: int) -> list[Job]:
-    """The workflow's jobs, oldest first, whole: a page of records at a time."""
-    jobs: list[Job] = []
-    before: int | None = None
-    while True:
-        page = client.list(JobQuery(workflow_id=workflow_id, before=before, limit=_PAGE))
-        jobs += page
-        if len(page) < _PAGE:
-            break
-        before = page[-1].id
-    jobs.reverse()
-    return jobs
+def _jobs_oldest_first(client: Client, workflow_id: int, ids: Sequence[int]) -> Iterator[Job]:
+    """The records of the workflow's jobs ``ids`` (ascending), oldest first, a page at a
+    time: a listing reads newest first, so each page is one range of ``ids`` read down from
+    its top, and none is held past its page. A job pruned since ``ids`` were read is left out."""
+    for start in range(0, len(ids), _PAGE):
+        chunk = ids[start : start + _PAGE]
+        page = client.list(JobQuery(workflow_id=workflow_id, before=chunk[-1] + 1, limit=_PAGE))
+        # The range holds at most a page of the workflow's jobs (those of ``ids``; a job
+        # spawned later has a higher id), so one read covers it; below it, the last range's.
+        yield from reversed([job for job in page if job.id >= chunk[0]])
 
 
-def _drawn_jobs(client: Client, workflow_id: int, wanted: Sequence[int]) -> dict[int, Job]:
+def _drawn_jobs(
+    client: Client, workflow_id: int, wanted: Sequence[int], every: Sequence[int]
+) -> dict[int, Job]:
     """The jobs a drawing shows, by id: read one by one when few (a wide fan-out drawn in
-    a screen), else with the rest. A job pruned since it was counted is left out."""
+    a screen), else with the rest (``every`` job's id, ascending). A job pruned since it was
+    counted is left out."""
     if len(wanted) > _READ_ONE_BY_ONE:
-        return {job.id: job for job in _every_job(client, workflow_id)}
+        return {job.id: job for job in _jobs_oldest_first(client, workflow_id, every)}
     found: dict[int, Job] = {}
     for job_id in wanted:
         try:
@@ -178,17 +179,19 @@ def cmd_show(args: argparse.Namespace) -> int:
         # Edges before jobs: a running job's spawn writes its jobs and their edges in one
         # write, so every job an edge names is among the jobs read after it.
         edges = client.workflow_edges(args.id)
-        if args.json:
-            jobs = _every_job(client, args.id)
-            output.print_json({"workflow": info, "jobs": jobs, "edges": edges})
-            return command.EXIT_OK
         states = {brief.id: brief.state for brief in client.workflow_jobs(args.id)}
+        if args.json:
+            # Streamed: a hundred thousand jobs' records, held whole as dicts and as one
+            # string, took most of a gigabyte.
+            jobs = _jobs_oldest_first(client, args.id, list(states))
+            output.print_json_fields({"workflow": info, "jobs": jobs, "edges": edges})
+            return command.EXIT_OK
         # Where each job goes, before the records are read: of a fan-out over a hundred
         # thousand files, only the forty or so drawn are read.
         layout = workflow_tree.laid_out(
             states, edges, most_siblings=None if args.all else _SIBLINGS_DRAWN
         )
-        by_id = _drawn_jobs(client, args.id, layout.drawn)
+        by_id = _drawn_jobs(client, args.id, layout.drawn, list(states))
     color = state_colors.wanted()
 
     def line(job_id: int) -> str:
