@@ -5,7 +5,9 @@ argparse prints a command's whole usage above its complaint; for
 instead ``PROGRAM: error: MESSAGE (see 'PROGRAM --help')``, as it says its
 other errors, and exits 2. An option the command does not take is named
 with the closest one it does (``--sate``: did you mean ``--state``?), as
-argparse 3.11 does not.
+argparse 3.11 does not, and so is a command (``taskq sumbit``: did you mean
+``submit``?). An option is given whole: ``--stat`` is refused, not read as
+``--state``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
-from typing import NoReturn, TypeVar, overload
+from typing import Any, NoReturn, TypeVar, overload
 
 from taskq.broker.client.close_names import did_you_mean
 
@@ -28,6 +30,12 @@ class OneLineParser(argparse.ArgumentParser):
     # The words this parser was last given (a subcommand's parser: those after its name),
     # for the options among them that it does not take.
     _given: Sequence[str] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviations, for every parser and each subcommand's (add_parser makes them
+        # of this class): a script's --stat, read as --state today, would be refused as
+        # ambiguous the day an option --stats is added.
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
     @overload
     def parse_known_args(
@@ -51,6 +59,18 @@ class OneLineParser(argparse.ArgumentParser):
         """The words argparse is to read, made from those given: the same here; a
         subclass may rewrite them (``cli.command.Parser`` joins negative values)."""
         return given
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse refuses a mistyped command as an invalid choice followed by every choice:
+        # at the top level, a long line of names with none picked out.
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            # The commands these are actions of (``workflow `` in ``taskq workflow``), so that
+            # the name refused and the one offered are each whole.
+            under = "".join(f"{word} " for word in self.prog.split()[1:])
+            known = [under + name for name in action.choices]
+            hint = did_you_mean([under + value], known, prefix=under)
+            raise argparse.ArgumentError(None, f"no command {under + value!r}{hint}")
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         program = self.prog.split()[0]
@@ -76,9 +96,9 @@ class OneLineParser(argparse.ArgumentParser):
         return f"; no option {', '.join(unknown)}{hint}"
 
     def _unknown_options(self) -> list[str]:
-        """The long options given that this parser takes neither whole nor abbreviated. A
-        parser of subcommands stops at its first other word: the subcommand's name (or a
-        mistyped one), after which the words are not its own."""
+        """The long options given that this parser does not take. A parser of subcommands
+        stops at its first other word: the subcommand's name (or a mistyped one), after
+        which the words are not its own."""
         commands = any(isinstance(action, argparse._SubParsersAction) for action in self._actions)
         options = self._option_string_actions
         unknown = []
@@ -87,19 +107,11 @@ class OneLineParser(argparse.ArgumentParser):
             if word == "--":  # the rest are positional
                 break
             option, equals, _ = word.partition("=")
-            if option in options:
-                taken = [options[option]]
-            else:
-                abbreviates = self.allow_abbrev and option.startswith("--")
-                taken = [
-                    action
-                    for name, action in options.items()
-                    if abbreviates and name.startswith(option)
-                ]
-            if len(taken) == 1 and taken[0].nargs is None and not equals:
+            taken = options.get(option)
+            if taken is not None and taken.nargs is None and not equals:
                 next(words, None)  # its value, which is no option whatever it looks like
-            elif not taken and option.startswith("--"):
+            elif taken is None and option.startswith("--"):
                 unknown.append(option)
-            elif not taken and commands and not option.startswith("-"):
+            elif taken is None and commands and not option.startswith("-"):
                 break
         return unknown

@@ -1,10 +1,12 @@
-"""A mistyped option is named with the closest one the command takes, in the one error line."""
+"""A mistyped option or command is named with the closest one the command takes, in the one
+error line; an option is given whole, never abbreviated."""
 
 from __future__ import annotations
 
 import pytest
 
 from taskq.cli.main import main
+from taskq.one_line_parser import OneLineParser
 from taskq.worker.main import build_parser as worker_parser
 
 
@@ -51,9 +53,9 @@ def test_a_mistyped_option_that_took_the_words_after_it_wrong_is_named_too(
 def test_the_words_after_a_command_are_not_the_top_levels_options(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    line = _error_line(capsys, "jbos", "--sate", "failed")
-    assert "invalid choice: 'jbos'" in line
-    assert "did you mean" not in line
+    assert _error_line(capsys, "jbos", "--sate", "failed") == (
+        "taskq: error: no command 'jbos' (did you mean jobs?) (see 'taskq --help')"
+    )
     before = _error_line(capsys, "--stroe", "sqlite:///x.db", "jobs")
     assert before.endswith("; no option --stroe (did you mean --store?) (see 'taskq --help')")
 
@@ -67,3 +69,71 @@ def test_the_worker_names_the_closest_of_its_options(
         "taskq-worker: error: unrecognized arguments: --modulez jobs (did you mean --modules?) "
         "(see 'taskq-worker --help')\n"
     )
+
+
+def test_a_mistyped_command_is_named_with_the_closest_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _error_line(capsys, "sumbit", "x") == (
+        "taskq: error: no command 'sumbit' (did you mean submit?) (see 'taskq --help')"
+    )
+    # An action of a command is named with the command it is under.
+    assert _error_line(capsys, "workflow", "shwo", "3") == (
+        "taskq: error: no command 'workflow shwo' (did you mean workflow show?) "
+        "(see 'taskq workflow --help')"
+    )
+    # Nothing close: the command given, not argparse's list of them all.
+    assert _error_line(capsys, "xyzzy") == "taskq: error: no command 'xyzzy' (see 'taskq --help')"
+
+
+def test_an_abbreviated_option_is_refused_with_the_option_it_may_mean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _error_line(capsys, "jobs", "--stat", "failed") == (
+        "taskq: error: unrecognized arguments: --stat failed (did you mean --state?) "
+        "(see 'taskq jobs --help')"
+    )
+    assert "(did you mean --limit?)" in _error_line(capsys, "jobs", "--lim=3")
+    assert _error_line(capsys, "--sto", "sqlite:///x.db", "jobs").endswith(
+        "; no option --sto (did you mean --store?) (see 'taskq --help')"
+    )
+
+
+def _parser_of_commands() -> OneLineParser:
+    parser = OneLineParser(prog="prog")
+    parser.add_argument("--verbose", action="store_true")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("run").add_argument("--state")
+    commands.add_parser("status")
+    return parser
+
+
+def _plain_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        _parser_of_commands().parse_args(argv)
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_a_plain_parsers_commands_are_named_with_the_closest_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _plain_error(capsys, "rnu") == (
+        "prog: error: no command 'rnu' (did you mean run?) (see 'prog --help')\n"
+    )
+    assert _plain_error(capsys, "xyzzy") == "prog: error: no command 'xyzzy' (see 'prog --help')\n"
+    assert _parser_of_commands().parse_args(["run"]).command == "run"
+
+
+def test_a_plain_parser_and_its_commands_take_no_abbreviated_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _plain_error(capsys, "--verb", "run") == (
+        "prog: error: unrecognized arguments: --verb (did you mean --verbose?) "
+        "(see 'prog --help')\n"
+    )
+    assert _plain_error(capsys, "run", "--stat", "x") == (
+        "prog: error: unrecognized arguments: --stat x (see 'prog --help')\n"
+    )
+    whole = _parser_of_commands().parse_args(["--verbose", "run", "--state", "x"])
+    assert (whole.verbose, whole.state) == (True, "x")
