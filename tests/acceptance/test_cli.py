@@ -691,4 +691,4 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_usage_error_is_one_line() -> None:
     ran = taskq("submit")
     one_error_line(ran, 2, "pkg.mod:func", "taskq submit --help")
-    one_error_line(taskq("frobnicate"), 2, "invalid choice")
+    one_error_line(taskq("frobnicate"), 2, "no command 'frobnicate'")
