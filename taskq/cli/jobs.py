@@ -16,6 +16,7 @@ from taskq.broker.client.client import (
     NamedCall,
     default_submitter,
 )
+from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.job_validation import check_target
 from taskq.broker.records import JobSpec, JobState
 from taskq.cli import (
@@ -251,18 +252,27 @@ def cmd_result(args: argparse.Namespace) -> int:
 
 
 def _report_moves(
-    client: Client, ids: Sequence[int], moved: dict[int, str], unchanged: str, as_json: bool
+    client: Client,
+    ids: Sequence[int],
+    moved: dict[int, str],
+    unchanged: str,
+    as_json: bool,
+    revived: dict[int, list[int]] | None = None,
 ) -> int:
     """Say what became of each id; exit 1 when one names no job or was left as it was.
 
     ``moved`` maps the ids the operation changed to what happened to them;
     ``unchanged`` says why the others were not: an error each, after the
     job's state, so that a script sees the refusal in the exit code.
+    ``revived``: the jobs waiting on a job moved that came back with it, said
+    after its line (``--json``: ``revived``, only where there are some).
     """
     report: list[dict[str, object]] = []
     for job_id in dict.fromkeys(ids):
         if job_id in moved:
             report.append({"id": job_id, "outcome": moved[job_id]})
+            if revived and revived.get(job_id):
+                report[-1]["revived"] = revived[job_id]
             continue
         try:
             state = client.get(job_id).state
@@ -278,9 +288,17 @@ def _report_moves(
         elif entry["outcome"] == "unchanged":
             output.warn(f"taskq: error: job {entry['id']} ({entry['state']}): {unchanged}")
         elif not as_json:
-            print(f"job {entry['id']}: {_MOVES[str(entry['outcome'])]}")
+            print(f"job {entry['id']}: {_MOVES[str(entry['outcome'])]}{_brought_back(entry)}")
     refused = any(entry["outcome"] in {"not_found", "unchanged"} for entry in report)
     return command.EXIT_ERROR if refused else command.EXIT_OK
+
+
+def _brought_back(entry: dict[str, object]) -> str:
+    """What the line of a job retried adds of the jobs waiting on it that came back."""
+    revived = entry.get("revived")
+    if not isinstance(revived, list):
+        return ""
+    return f"; {len(revived)} job{'' if len(revived) == 1 else 's'} waiting on it brought back"
 
 
 def _each_known(move: Callable[..., T], ids: Sequence[int]) -> list[T]:
@@ -309,8 +327,13 @@ def cmd_retry(args: argparse.Namespace) -> int:
     with connection.client(args) as client:
         requeued = _each_known(client.retry, args.ids)
         moved = {job_id: _retried(client, job_id) for each in requeued for job_id in each}
+        revived = {
+            job_id: brought
+            for each in requeued
+            for job_id, brought in _revived_by(client, each).items()
+        }
         unchanged = "only failed, dead or cancelled jobs are retried"
-        return _report_moves(client, args.ids, moved, unchanged, args.json)
+        return _report_moves(client, args.ids, moved, unchanged, args.json, revived)
 
 
 def _retried(client: Client, job_id: int) -> str:
@@ -322,6 +345,52 @@ def _retried(client: Client, job_id: int) -> str:
     except errors.JobNotFound:  # pruned since, so not waiting
         return "requeued"
     return "waiting" if state is JobState.WAITING else "requeued"
+
+
+def _revived_by(client: Client, answer: RetryResult) -> dict[int, list[int]]:
+    """The jobs one retry brought back, by the job retried that each waits on.
+
+    The retry names them all at once; of one job retried, all are its. Of
+    several, each goes to the nearest job retried above it, found by walking
+    down from each (ascending) through the jobs brought back only: a job is
+    brought back through the chain of jobs its parent's end cancelled, every
+    one of which came back too. One the walk cannot place (over HTTP, a job
+    outside a workflow has no read of its children) goes to the first job
+    retried, so that the counts still add up to what moved.
+    """
+    if not answer.revived:
+        return {}
+    if len(answer) == 1:
+        return {answer[0]: list(answer.revived)}
+    left = set(answer.revived)
+    found: dict[int, list[int]] = {}
+    for job_id in answer:
+        below = [job_id]
+        while below and left:
+            children = [child for child in _children(client, below.pop()) if child in left]
+            left.difference_update(children)
+            found.setdefault(job_id, []).extend(children)
+            below.extend(children)
+    if left:
+        found.setdefault(answer[0], []).extend(left)
+    return {job_id: sorted(ids) for job_id, ids in found.items() if ids}
+
+
+def _children(client: Client, job_id: int) -> list[int]:
+    """The ids of the jobs that wait on the job: from the store, or over HTTP from its
+    workflow's edges (a job spawned by it without waiting on it is not among them)."""
+    try:
+        return [child for child, _ in client.relatives(job_id, limit=10_000).children]
+    except errors.NotOverHttp:
+        pass
+    try:
+        workflow = client.get(job_id).workflow_id
+    except errors.JobNotFound:  # pruned since: nothing to walk through
+        return []
+    if workflow is None:
+        return []
+    edges = client.workflow_edges(workflow)
+    return [edge.child_id for edge in edges if edge.parent_id == job_id and not edge.spawned]
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:

@@ -81,9 +81,11 @@ class JobIds(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Retried(msgspec.Struct, frozen=True):
     """The ids of the jobs a retry of many queued again (or set waiting for their parents),
-    ascending; a job that was not failed, dead or cancelled is not among them."""
+    ascending; a job that was not failed, dead or cancelled is not among them. ``revived``:
+    the jobs their ends had cancelled, brought back with them (waiting again), ascending."""
 
     retried: list[int]
+    revived: list[int]
 
 
 def job_id_in_path(request: Request) -> int:
@@ -218,7 +220,8 @@ async def retry_many(request: Request, caller: Caller) -> Response:
     """Queue the body's failed, dead or cancelled jobs again in one write, as
     ``client.retry(*ids)`` does on the store; any other job stays as it is."""
     sent: JobIds = bodies.decoded(await bodies.read_body(request), JobIds)
-    return json_response(Retried(await client_of(request).retry(*sent.ids)))
+    moved = await client_of(request).retry(*sent.ids)
+    return json_response(Retried(list(moved), list(moved.revived)))
 
 
 ENDPOINTS = [

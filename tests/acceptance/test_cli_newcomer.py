@@ -1,6 +1,6 @@
 """What the ``taskq`` command says where a newcomer first met it saying too little or
-the wrong thing: a retry's outcome per job, a workflow retry's count, a --json-job
-submit to a store not there yet, a mistyped flag.
+the wrong thing: a retry's outcome per job and the jobs it brought back, a workflow
+retry's count, a --json-job submit to a store not there yet, a mistyped flag.
 
 Each test runs the real command, against a SQLite file of its own (the retries on the
 rqlite tier's cluster too); no worker is needed, as a cancel ends jobs as a failure
@@ -52,6 +52,36 @@ def test_a_retry_says_which_jobs_wait_for_their_parents_again(store_url: str) ->
         {"id": child, "outcome": "waiting"},
         {"id": alone, "outcome": "requeued"},
     ]
+
+
+@pytest.mark.both_stores
+def test_a_retry_says_how_many_jobs_waiting_on_each_it_brought_back(
+    store_url: str, client: taskq.Client
+) -> None:
+    step = add.options(queue="newcomer")
+    flow = square.options(queue="newcomer").step(2).then(step.step(1)).then(step.step(2))
+    first, second, third = client.submit_workflow(flow).job_ids
+    alone = _submit(store_url, f"{JOBS}:add", "5", "6")
+    # The first job's cancel cancels the two after it; a retry of it brings them back.
+    ok("cancel", str(first), str(alone), store=store_url)
+    retried = ok("retry", str(first), str(alone), store=store_url).out
+    assert retried.splitlines() == [
+        f"job {first}: queued again; 2 jobs waiting on it brought back",
+        f"job {alone}: queued again",
+    ]
+    states = [client.get(job).state for job in (second, third)]
+    assert states == [taskq.JobState.WAITING] * 2
+
+    # Retried with the job it waits on, the second job is said to bring back the third.
+    ok("cancel", str(first), store=store_url)
+    as_json = ok("retry", str(first), str(second), "--json", store=store_url).json()
+    assert as_json == [
+        {"id": first, "outcome": "requeued"},
+        {"id": second, "outcome": "waiting", "revived": [third]},
+    ]
+    ok("cancel", str(first), store=store_url)
+    as_json = ok("retry", str(first), "--json", store=store_url).json()
+    assert as_json == [{"id": first, "outcome": "requeued", "revived": [second, third]}]
 
 
 @pytest.mark.both_stores

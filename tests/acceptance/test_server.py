@@ -248,7 +248,7 @@ def test_cancel_and_retry_of_many_are_one_write(served: Served) -> None:
         again = http.post("/jobs/cancel", json={"ids": [first]})
         assert (again.status_code, again.json()) == (200, {"cancelled": [], "requested": []})
         retried = http.post("/jobs/retry", json={"ids": [second, first]})
-        assert (retried.status_code, retried.json()) == (200, {"retried": [first]})
+        assert (retried.status_code, retried.json()) == (200, {"retried": [first], "revived": []})
         assert served.client.get(first).state is JobState.QUEUED
 
         for body, field in (

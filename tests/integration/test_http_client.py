@@ -246,6 +246,17 @@ def test_a_retry_of_many_with_an_unknown_id_retries_none(
     assert [on_store.get(handle.id).state for handle in (first, second)] == [JobState.QUEUED] * 2
 
 
+def test_a_retry_names_the_jobs_it_brought_back_as_on_the_store(
+    client: taskq.Client, on_store: taskq.Client, queue: str
+) -> None:
+    [parent] = client.submit_many([taskq.call_spec("m:f", [1], queue=queue)])
+    [child] = client.submit_many([taskq.call_spec("m:f", [2], queue=queue, after=[parent.id])])
+    client.cancel(parent.id)  # cancels the child waiting on it
+    moved = client.retry(parent.id)
+    assert (moved, moved.revived) == ([parent.id], (child.id,))
+    assert on_store.get(child.id).state is JobState.WAITING
+
+
 def test_a_mixed_cancel_answers_as_on_the_store(
     client: taskq.Client, on_store: taskq.Client, queue: str
 ) -> None:

@@ -205,3 +205,18 @@ def test_the_async_client_submits_and_waits_for_a_workflow(store_url: str) -> No
             assert len(alone.job_ids) == 1
 
     anyio.run(main)
+
+
+def test_a_retry_names_the_jobs_it_brought_back_beside_those_it_retried(store_url: str) -> None:
+    with taskq.Client(store_url, submitter="test") as client:
+        flow = add.step(1, 2).then(plus_parent.step(10)).then(plus_parent.step(100))
+        root, child, grandchild = client.submit_workflow(flow).job_ids
+        client.cancel(root)  # cancels the two after it, as a failure would
+        moved = client.retry(root)
+        assert moved == [root]  # a list of the ids retried, as before
+        assert moved.revived == (child, grandchild)
+        states = [client.get(job).state for job in (root, child, grandchild)]
+        assert states == [JobState.QUEUED, JobState.WAITING, JobState.WAITING]
+        client.cancel(grandchild)  # by hand: no job waits on it
+        again = client.retry(grandchild)
+        assert (again, again.revived) == ([grandchild], ())

@@ -31,6 +31,7 @@ from taskq.broker.client.http_requests import (
 )
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.ops.jobs import (
     QUEUED_LOOKED_AT,
     CancelResult,
@@ -170,13 +171,19 @@ def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
     return decoded(answer, CancelResult)
 
 
-def job_retry(*job_ids: int) -> HttpPlan[builtins.list[int]]:
+def job_retry(*job_ids: int) -> HttpPlan[RetryResult]:
     """POST /jobs/retry of every id at once, as :func:`job_cancel`: the ids that moved,
-    ascending (a job not failed, dead or cancelled stays as it is)."""
+    ascending (a job not failed, dead or cancelled stays as it is), and those brought
+    back with them."""
     if not job_ids:
-        return []
+        return RetryResult()
     answer = yield HttpRequest("POST", "/jobs/retry", body=_ids_body(job_ids))
-    return list(decoded_member(answer, "retried", builtins.list[int]))
+    body = decoded(answer, dict[str, Any])
+    # A server from before "revived" answers without it: none counted, as it then said.
+    return RetryResult(
+        msgspec.convert(body["retried"], builtins.list[int]),
+        msgspec.convert(body.get("revived", []), builtins.list[int]),
+    )
 
 
 def _ids_body(job_ids: Sequence[int]) -> bytes:

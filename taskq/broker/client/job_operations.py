@@ -21,6 +21,7 @@ from taskq.broker.client.faces import Operation, over_http, paged_over_http
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
+from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.ops.jobs import (
     QUEUED_LOOKED_AT,
     CancelResult,
@@ -30,7 +31,7 @@ from taskq.broker.ops.jobs import (
     job_check_ids,
     job_get,
     job_list,
-    job_retry,
+    job_retry_reviving,
     job_wait,
     workflow_wait_ran_out,
 )
@@ -138,8 +139,9 @@ class JobOperations(ClientBase):
         return (yield from job_cancel(job_ids))
 
     @over_http(http_plans.job_retry)
-    def retry(self, *job_ids: int) -> GroupOp[builtins.list[int]]:
-        """Queue failed, dead or cancelled jobs again; the ids that moved.
+    def retry(self, *job_ids: int) -> GroupOp[RetryResult]:
+        """Queue failed, dead or cancelled jobs again; the ids that moved, a list whose
+        ``revived`` names the jobs brought back with them (see :class:`RetryResult`).
 
         An id no job has raises :class:`taskq.errors.JobNotFound`, as :meth:`cancel`
         does. A job that would be cancelled again at once, as it waits for a parent
@@ -147,7 +149,8 @@ class JobOperations(ClientBase):
         :class:`taskq.errors.WrongState` naming that parent; then no job moves.
         """
         yield from job_check_ids(job_ids)
-        return (yield from job_retry(job_ids, refuse_recancelled=True))
+        retried, revived = yield from job_retry_reviving(job_ids, refuse_recancelled=True)
+        return RetryResult(retried, revived)
 
     @Operation
     def declared_spec(
