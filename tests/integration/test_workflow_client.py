@@ -8,16 +8,21 @@ worker uses.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 import taskq
 import taskq.testing
 from taskq import errors
-from taskq.broker.records import JobEdge, JobState
+from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
+from taskq.broker.records import Fenced, JobEdge, JobState, WorkflowSubmission
+from tests.support.reports import completed, report_one
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.workflow_jobs import (
     add,
@@ -220,3 +225,42 @@ def test_a_retry_names_the_jobs_it_brought_back_beside_those_it_retried(store_ur
         client.cancel(grandchild)  # by hand: no job waits on it
         again = client.retry(grandchild)
         assert (again, again.revived) == ([grandchild], ())
+
+
+def _spawn_two(client: taskq.Client, queue: str) -> None:
+    """Run the queue's one due job as a stand-in worker would: it spawns two jobs."""
+    [job] = plan.run(client.store, job_claim("stand-in", [queue], limit=1, lease_seconds=60))
+    spawn = WorkflowSubmission(jobs=tuple(taskq.call_spec("m:f", [n], queue=queue) for n in (1, 2)))
+    report = msgspec.structs.replace(completed(job.lease, 3), spawn=spawn)
+    assert plan.run(client.store, report_one(report)) is Fenced.ACCEPTED
+
+
+def test_a_workflows_jobs_are_every_job_it_has_now_spawned_ones_included(store_url: str) -> None:
+    queue = f"spawns-{uuid.uuid4().hex[:10]}"  # the rqlite cluster is shared
+    with taskq.Client(store_url, submitter="test") as client:
+        first = add.options(queue=queue).step(1, 2)
+        handle = client.submit_workflow(first.then(square.options(queue=queue).step(3)))
+        _spawn_two(client, queue)
+        spawner, last = handle.job_ids
+        spawned = [job_id for job_id, _ in client.relatives(spawner).spawned]
+        assert len(spawned) == 2
+        assert [job.id for job in handle.jobs()] == sorted([spawner, last, *spawned])
+        assert [job.id for job in handle.jobs(first)] == [spawner]  # a part: its steps only
+
+
+def test_an_async_workflows_jobs_are_every_job_it_has_now(store_url: str) -> None:
+    queue = f"spawns-{uuid.uuid4().hex[:10]}"
+    first = add.options(queue=queue).step(1, 2)
+
+    async def main() -> None:
+        async with taskq.AsyncClient(store_url, submitter="async") as client:
+            handle = await client.submit_workflow(first.then(total.options(queue=queue)))
+            with taskq.Client(store_url) as blocking:
+                _spawn_two(blocking, queue)
+            every = [job.id for job in await handle.jobs()]
+            assert len(every) == 4
+            assert every[:2] == list(handle.job_ids)
+            assert every == sorted(every)
+            assert [job.id for job in handle.jobs(first)] == [handle.job_ids[0]]
+
+    anyio.run(main)

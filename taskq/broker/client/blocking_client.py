@@ -57,8 +57,16 @@ class WorkflowHandle(SubmittedFlow):
         self.client = client
 
     def jobs(self, part: Flow | None = None) -> list[JobHandle]:
-        """The handles of ``part``'s steps (a flow this one was built from), else of every job."""
-        return [JobHandle(self.client, job_id) for job_id in self._ids(part)]
+        """The handles of ``part``'s steps (a flow this one was built from), without a read;
+        else of every job of the workflow as the store has it now, by id, those its running
+        jobs spawned included (:meth:`Client.workflow_jobs`, one read).
+
+        :class:`taskq.errors.WorkflowNotFound` once the store has pruned it all.
+        """
+        if part is not None:
+            return [JobHandle(self.client, job_id) for job_id in self._ids(part)]
+        # job_ids holds the jobs submitted with the flow; spawned ones join it later.
+        return [JobHandle(self.client, job.id) for job in self.client.workflow_jobs(self.id)]
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait for the flow's last step; its result (a list, when it ends in several).
