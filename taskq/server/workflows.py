@@ -188,7 +188,7 @@ async def submit(request: Request, caller: Caller) -> Response:
     handle = await client.submit_workflow(
         flow, name=sent.name, idempotency_key=key, submitter=caller.name
     )
-    ids = tuple(job.id for job in handle.jobs(in_body_order))
+    ids = tuple(job.id for job in await handle.jobs(in_body_order))
     answer = SubmittedWorkflow(id=handle.id, job_ids=ids)
     return json_response(answer, 201, {"Location": f"/workflows/{handle.id}"})
 

@@ -261,6 +261,6 @@ def test_an_async_workflows_jobs_are_every_job_it_has_now(store_url: str) -> Non
             assert len(every) == 4
             assert every[:2] == list(handle.job_ids)
             assert every == sorted(every)
-            assert [job.id for job in handle.jobs(first)] == [handle.job_ids[0]]
+            assert [job.id for job in await handle.jobs(first)] == [handle.job_ids[0]]
 
     anyio.run(main)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ParamSpec, Protocol, Self, overload, runtime_checkable
 
@@ -59,23 +59,13 @@ class AsyncWorkflowHandle(SubmittedFlow):
         super().__init__(submitted, flow)
         self.client = client
 
-    @overload
-    def jobs(self, part: Flow) -> list[AsyncJobHandle]: ...
-    @overload
-    def jobs(self, part: None = None) -> Awaitable[list[AsyncJobHandle]]: ...
-    def jobs(
-        self, part: Flow | None = None
-    ) -> list[AsyncJobHandle] | Awaitable[list[AsyncJobHandle]]:
-        """The handles of ``part``'s steps (a flow this one was built from), at once; else,
-        awaited, of every job of the workflow as the store has it now (see
-        :meth:`WorkflowHandle.jobs`): ``await handle.jobs()``.
+    async def jobs(self, part: Flow | None = None) -> list[AsyncJobHandle]:
+        """The handles of ``part``'s steps (a flow this one was built from), without a read;
+        else of every job of the workflow as the store has it now (see
+        :meth:`WorkflowHandle.jobs`).
         """
         if part is not None:
-            # No read, so no await: a part's handles stay what they were before.
             return [AsyncJobHandle(self.client, job_id) for job_id in self._ids(part)]
-        return self._every_job()
-
-    async def _every_job(self) -> list[AsyncJobHandle]:
         # job_ids holds the jobs submitted with the flow; spawned ones join it later.
         return [
             AsyncJobHandle(self.client, job.id) for job in await self.client.workflow_jobs(self.id)
