@@ -234,6 +234,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     width = max(len(name) for name, _ in lines)
     for name, value in lines:
         print(f"{name.ljust(width)}  {value}")
+    traceback = str((job.error or {}).get("traceback") or "").rstrip()
+    if traceback:
+        # Where a job failed is what its reader came for; --json was the only way to it.
+        print(f"\n{traceback}")
     return command.EXIT_OK
 
 

@@ -25,6 +25,7 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.stores.store import Store
 from taskq.broker.worker_policy import Policy
 from taskq.cli.main import build_parser
+from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line, taskq
 from tests.support.registered_workers import register
 from tests.support.rqlite_cluster import STORE_KINDS
@@ -65,6 +66,19 @@ def submit(url: str, queue: str, target: str, *args: str) -> int:
 
 
 # -- jobs --------------------------------------------------------------------------------
+
+
+def test_status_of_a_failed_job_prints_its_traceback(url: str, queue: str, broker: Store) -> None:
+    job_id = submit(url, queue, "add", "1", "2", "--max-attempts", "1")
+    [claimed] = plan.run(broker, job_claim("cli-probe", [queue], limit=1, lease_seconds=30))
+    trace = 'Traceback (most recent call last):\n  File "lab.py", line 3\nValueError: bad pixel\n'
+    error = {"type": "ValueError", "message": "bad pixel", "traceback": trace}
+    plan.run(broker, reports.report_one(reports.failed(claimed.lease, error, retryable=False)))
+
+    status = ok("status", str(job_id), store=url).out
+    assert "ValueError: bad pixel" in status.split("\n\n")[0], "the error line, among the fields"
+    assert status.endswith("\n\n" + trace), "the traceback whole, after the fields"
+    assert "Traceback" not in ok("status", str(submit(url, queue, "add", "3", "4")), store=url).out
 
 
 def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) -> None:
