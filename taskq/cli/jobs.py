@@ -227,14 +227,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(("labels", ", ".join(job.labels)))
     if job.state is JobState.SUCCEEDED:
         lines.append(("result", output.one_line(output.compact_json(job.result), 200)))
-    if job.error:
+    # A failed job's traceback, printed below, ends with its error: said once.
+    traceback = str((job.error or {}).get("traceback") or "").rstrip()
+    if job.error and not traceback:
         lines.append(("error", output.one_line(output.error_line(job.error), 200)))
     lines += family
     lines.append(("key", job.idempotency_key))
     width = max(len(name) for name, _ in lines)
     for name, value in lines:
         print(f"{name.ljust(width)}  {value}")
-    traceback = str((job.error or {}).get("traceback") or "").rstrip()
     if traceback:
         # Where a job failed is what its reader came for; --json was the only way to it.
         print(f"\n{traceback}")

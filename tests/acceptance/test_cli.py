@@ -76,8 +76,8 @@ def test_status_of_a_failed_job_prints_its_traceback(url: str, queue: str, broke
     plan.run(broker, reports.report_one(reports.failed(claimed.lease, error, retryable=False)))
 
     status = ok("status", str(job_id), store=url).out
-    assert "ValueError: bad pixel" in status.split("\n\n")[0], "the error line, among the fields"
     assert status.endswith("\n\n" + trace), "the traceback whole, after the fields"
+    assert status.count("bad pixel") == 1, "the error said once: the traceback's last line"
     assert "Traceback" not in ok("status", str(submit(url, queue, "add", "3", "4")), store=url).out
 
 
