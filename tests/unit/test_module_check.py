@@ -25,6 +25,7 @@ from taskq.worker.sandbox.outcome import Status
 from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox
+from tests.support.importing_modules import write_importing_modules
 
 Check = Callable[[Sequence[str]], ModuleCheck]
 
@@ -136,15 +137,9 @@ def test_a_job_one_module_imports_from_another_is_declared_and_published_once(
 ) -> None:
     """``--modules lab_images,lab_thumbs``, where lab_thumbs imports lab_images' resize:
     both modules hold resize, which the worker declares, and says it published, once."""
-    (tmp_path / "lab_images.py").write_text(
-        "import taskq\n\n@taskq.job\ndef resize(path: str) -> str:\n    return path\n"
-    )
-    (tmp_path / "lab_thumbs.py").write_text(
-        "import taskq\nfrom lab_images import resize\n\n"
-        "@taskq.job\ndef thumb(path: str) -> str:\n    return resize(path)\n"
-    )
+    modules = write_importing_modules(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    declared = check(["lab_images", "lab_thumbs"]).wait()
+    declared = check(modules).wait()
     assert [each.name for each in declared] == ["lab_images:resize", "lab_thumbs:thumb"]
 
     told = io.StringIO()

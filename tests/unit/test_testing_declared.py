@@ -13,6 +13,7 @@ import taskq.testing
 from taskq import errors
 from taskq.broker.ops.functions import Declaration, function_publish
 from taskq.broker.ops.plan import Op
+from tests.support.importing_modules import write_importing_modules
 
 GREET = "tests.support.declared_jobs:greet"
 
@@ -42,15 +43,8 @@ def test_without_modules_a_name_is_found_only_where_it_imports() -> None:
 def lab_modules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[str]]:
     """Two modules on the import path, the second importing the first's job at top level;
     forgotten by ``sys.modules`` afterwards."""
-    (tmp_path / "lab_images_inline.py").write_text(
-        "import taskq\n\n@taskq.job\ndef resize(path: str) -> str:\n    return path\n"
-    )
-    (tmp_path / "lab_thumbs_inline.py").write_text(
-        "import taskq\nfrom lab_images_inline import resize\n\n"
-        "@taskq.job\ndef thumb(path: str) -> str:\n    return resize(path)\n"
-    )
+    modules = write_importing_modules(tmp_path, "_inline")
     monkeypatch.syspath_prepend(str(tmp_path))
-    modules = ["lab_images_inline", "lab_thumbs_inline"]
     yield modules
     for module in modules:
         sys.modules.pop(module, None)
