@@ -14,9 +14,9 @@ from taskq.broker.client.client import (
     JobHandle,
     JobQuery,
     NamedCall,
+    RetryResult,
     default_submitter,
 )
-from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.job_validation import check_target
 from taskq.broker.records import JobSpec, JobState
 from taskq.cli import (

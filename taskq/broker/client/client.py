@@ -18,6 +18,7 @@ from taskq.broker.client.blocking_client import Client, JobHandle, WorkflowHandl
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_query import JobQuery
+from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.client.specs import (
     JobRef,
     call_spec,
@@ -47,6 +48,7 @@ __all__ = [
     "JobRef",
     "Keep",
     "NamedCall",
+    "RetryResult",
     "Schedule",
     "ScheduleAdded",
     "SubmitLimit",
