@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
@@ -74,6 +74,7 @@ class _Call(Protocol):
     def options(self) -> Mapping[str, Any]: ...
 
 
+@runtime_checkable
 class Spawnable(Protocol):
     """What :meth:`JobContext.spawn` takes: a flow (``taskq.Flow``) of jobs not yet submitted."""
 
@@ -191,11 +192,13 @@ class JobContext:
         are resolved by the worker as their workers declare them, before the
         spawn is written: a name no worker declares fails the attempt, and
         nothing is spawned. A spawn refused here (a second one, one over the
-        bounds) fails the job for good if it ends the job, as a flow refused
-        when built does (:func:`refuse`).
+        bounds, a value that is not a flow) fails the job for good if it ends
+        the job, as a flow refused when built does (:func:`refuse`).
         """
         if isinstance(flow, BareStep):
             flow = flow.step()
+        if not isinstance(flow, Spawnable):
+            raise self._refuse(TypeError(_not_spawnable(flow)))
         if not len(flow):
             return
         if len(flow) > MAX_SPAWN_JOBS:
@@ -263,6 +266,26 @@ class JobContext:
     def _deliver(self) -> None:
         if self._send is not None:
             self._send(self._update)
+
+
+def _not_spawnable(value: object) -> str:
+    """The refusal of a spawn of ``value``, which is not a flow, with what was most likely meant."""
+    import reprlib  # Imported here, not with the module: only a refusal needs it
+
+    kind = type(value).__name__
+    shown = (
+        "None"
+        if value is None
+        else f"{reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
+    )
+    said = (
+        "spawn() takes a flow (resize.step(...), resize.map(...), taskq.group(...)) or a "
+        f"declared job, not {shown}"
+    )
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
+        # A list or a generator of steps: once per attempt, so one group of them all.
+        said += ": spawn several flows as one, spawn(taskq.group(*flows))"
+    return said
 
 
 _current: JobContext | None = None

@@ -32,7 +32,7 @@ import msgspec
 
 from taskq import errors, job_context
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.specs import Target, spec_of, validate_spec
+from taskq.broker.client.specs import HasJobId, Target, spec_of, validate_spec
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.records import JobSpec, WorkflowSubmission
 
@@ -188,14 +188,53 @@ def step(target: Target, /, *args: Any, **keywords: Any) -> Flow:
 
 def as_flow(part: Flow | Target) -> Flow:
     """``part`` as a flow: a flow as it is, a target (a declared job given bare, as in
-    ``.then(build_index)``) as a step of it without arguments."""
-    return part if isinstance(part, Flow) else step(part)
+    ``.then(build_index)``) as a step of it without arguments.
+
+    Anything else is refused in the words of a flow, with what was most likely
+    meant: a handle is waited on with ``after``, several flows are a group.
+    """
+    if isinstance(part, Flow):
+        return part
+    if not isinstance(part, str) and not callable(part):
+        refused = errors.InvalidJob(
+            "a flow is made of steps (resize.step(...), resize.map(...), taskq.group(...)), "
+            f'declared jobs and "pkg.module:function" names, not {_shown(part)}{_meant(part)}',
+            field="step",
+        )
+        raise job_context.refuse(refused)
+    try:
+        return step(part)
+    except errors.InvalidJob as exc:
+        if exc.field != "args":
+            raise
+        # Given bare, it is called without arguments: one that needs some most
+        # likely expected its parents' results, as a Celery chain would pass them.
+        refused = errors.InvalidJob(
+            f"{exc} (a step after others is not given their results as arguments: it reads "
+            "them with taskq.current_job().parent_results(); its own arguments go in "
+            f"{_name(part)}.step(...))",
+            field=exc.field,
+        )
+        raise job_context.refuse(refused) from None
 
 
 def fan_out(
     target: Target, items: Iterable[Any], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> Flow:
-    """One step per item, side by side: ``target(item, *args, **kwargs)`` (``map``'s body)."""
+    """One step per item, side by side: ``target(item, *args, **kwargs)`` (``map``'s body).
+
+    A string is refused, not fanned out over its characters: ``map(path)`` for
+    ``step(path)`` is a slip whose jobs would all fail.
+    """
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        name = _name(target)
+        what = "one item" if isinstance(items, str | bytes) else "not a collection of items"
+        refused = errors.InvalidJob(
+            f"{name}.map takes the items to fan out over, one job each: {_shown(items)} is "
+            f"{what}; one job is {name}.step(...), one job per item {name}.map([...])",
+            field="args",
+        )
+        raise job_context.refuse(refused)
     steps = [_step(target, (item, *args), kwargs) for item in items]
     return Flow(steps, {}, steps)
 
@@ -224,6 +263,36 @@ def group(*flows: Flow | Target) -> Flow:
     steps = [each for member in members for each in member._steps]
     ends = _union((), [end for member in members for end in member._ends])
     return _built(steps, _merged_parents(members), ends)
+
+
+def _name(target: Target) -> str:
+    """What a reader calls ``target`` in code: ``resize`` for ``resize`` or ``"pkg.mod:resize"``."""
+    if isinstance(target, str):
+        return target.rpartition(":")[2]
+    return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", "job"))
+
+
+def _shown(value: object) -> str:
+    """``value`` and its type, cut short: ``[<taskq job ...>, ...] (a list)``."""
+    import reprlib  # Imported here, not with the module: only a refusal needs it
+
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    return f"{reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
+
+
+def _meant(part: object) -> str:
+    """What a value that is not a flow most likely stood for, said as a refusal's end."""
+    if isinstance(part, HasJobId):
+        # Celery's result.then(...): here a stored job is waited on by naming it.
+        return (
+            f": job {part.id} is already submitted; a job or step waits for it by naming it, "
+            f"as in resize.options(after=[{part.id}])"
+        )
+    if isinstance(part, Iterable) and not isinstance(part, str | bytes | Mapping):
+        return ": flows side by side are taskq.group(*flows), each its own argument"
+    return ""
 
 
 def _by(spec: JobSpec, submitter: str) -> JobSpec:
@@ -275,7 +344,10 @@ def _built(
             "a step cannot run after itself: "
             + ", ".join(repr(each) for each in stuck[:5])
             + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
-            + " would wait on each other",
+            + (" would wait on each other" if len(stuck) > 1 else " would wait on itself")
+            # Most often a chain that names one step twice, meaning to run its call twice.
+            + " (a step is one job wherever a flow names it: to run a call again, make "
+            "another step of it with .step(...))",
             field="after",
         )
         raise job_context.refuse(cycle)
