@@ -1,5 +1,5 @@
-"""Jobs written as a newcomer from Celery would write them: a chain link that expects its
-parent's result as an argument, and spawns of values that are not flows.
+"""Jobs written as a newcomer from Celery would write them, and the jobs the page's
+"Coming from Celery" table names (docs/workflows.md), to run its Python.
 
 Run inline by ``taskq.testing`` and in real sandbox children
 (``tests/unit/test_workflow_newcomer.py``).
@@ -7,12 +7,14 @@ Run inline by ``taskq.testing`` and in real sandbox children
 
 from __future__ import annotations
 
+from typing import Any
+
 import taskq
 from tests.support.workflow_jobs import square
 
 
 @taskq.job(queue="flows")
-def train(data: int) -> int:
+def train_on(data: int) -> int:
     """A Celery chain's link: it expects the result before it as its argument."""
     return data * 10
 
@@ -31,3 +33,47 @@ def spawn_not_a_flow(kind: str) -> str:
     else:
         job.spawn(None)  # type: ignore[arg-type]
     return "spawned"
+
+
+# The table's jobs: each link of a chain reads the one result before it.
+
+
+@taskq.job(queue="flows")
+def prepare(url: str) -> str:
+    return f"prepared {url}"
+
+
+@taskq.job(queue="flows")
+def train() -> str:
+    [parent] = taskq.current_job().parent_results()
+    return f"trained on {parent.result}"
+
+
+@taskq.job(queue="flows")
+def evaluate() -> str:
+    [parent] = taskq.current_job().parent_results()
+    return f"evaluated {parent.result}"
+
+
+@taskq.job(queue="flows")
+def resize(path: str) -> str:
+    return f"resized {path}"
+
+
+@taskq.job(queue="flows")
+def crop(path: str) -> str:
+    return f"cropped {path}"
+
+
+@taskq.job(queue="flows")
+def build_index(out: str) -> list[Any]:
+    return [out, *(parent.result for parent in taskq.current_job().parent_results())]
+
+
+@taskq.job(queue="flows")
+def report() -> list[list[Any]]:
+    """Each parent's state, and what its error says (its keys), for a step run anyway."""
+    return [
+        [parent.state.value, sorted(parent.error or {})]
+        for parent in taskq.current_job().parent_results()
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +23,14 @@ from taskq.worker.sandbox.outcome import Status
 from taskq.worker.sandbox.payloads import CallPayload
 from taskq.worker.sandbox.preparation import JobPreparer
 from taskq.worker.sandbox.sandboxes import PoolSandbox, Sandbox
-from tests.support.newcomer_jobs import train
-from tests.support.workflow_jobs import add, square, total
+from tests.support import newcomer_jobs
+from tests.support.newcomer_jobs import train_on
+from tests.support.workflow_jobs import add, fail, square, total
 
 JOBS = "tests.support.newcomer_jobs"
 PREPARER = JobPreparer(policy=Policy(modules=("tests.support",)))
 LIMITS = Limits(memory_bytes=256 << 20, cpu_seconds=5, wall_seconds=20)
+DOC = Path(__file__).resolve().parents[2] / "docs" / "workflows.md"
 
 
 @pytest.fixture
@@ -40,12 +43,12 @@ def test_a_bare_step_that_wants_its_parent_s_result_as_an_argument_says_how_to_r
     # Celery's chain passes the result before as the first argument; taskq never does.
     for before in (square.step(2), square.map([1, 2])):
         with pytest.raises(errors.InvalidJob) as refused:
-            before.then(train)
+            before.then(train_on)
         message = str(refused.value)
         assert "missing a required argument: 'data'" in message
         assert "not given their results as arguments" in message
         assert "taskq.current_job().parent_results()" in message
-        assert message.endswith("its own arguments go in train.step(...))")
+        assert message.endswith("its own arguments go in train_on.step(...))")
         assert refused.value.field == "args"
 
 
@@ -143,3 +146,64 @@ async def test_a_worker_s_child_fails_a_spawn_of_a_list_for_good(isolation: type
     assert outcome.error is not None
     assert outcome.error["type"] == "TypeError"
     assert "spawn several flows as one, spawn(taskq.group(*flows))" in outcome.error["message"]
+
+
+def test_a_job_after_a_workflow_s_jobs_joins_it_as_the_page_says(client: taskq.Client) -> None:
+    first = client.submit_workflow(square.step(2), name="first")
+    second = client.submit_workflow(square.step(3), name="second")
+    taskq.testing.run_due(client)
+    failing = fail.options(client=client, after=[first.job_ids[0]]).submit()
+    looking = client.submit(f"{JOBS}:report", after=[failing], run_anyway=True)
+    taskq.testing.run_due(client)
+    assert client.get(looking.id).workflow_id == first.id
+    assert client.workflow(first.id).status is taskq.WorkflowStatus.FAILED  # the joiner's end
+    # What a run_anyway job reads of a parent that did not succeed.
+    assert looking.result(timeout=0) == [["dead", ["message", "status", "traceback", "type"]]]
+    with pytest.raises(errors.InvalidJob, match="different workflows"):
+        client.submit(f"{JOBS}:report", after=[first.job_ids[0], second.job_ids[0]])
+
+
+def celery_table() -> list[list[str]]:
+    """The code in each row's taskq column of the page's "Coming from Celery" table."""
+    section = DOC.read_text().partition("\n## Coming from Celery\n")[2].partition("\n## ")[0]
+    rows = [line.split(" | ")[1] for line in section.splitlines() if line.startswith("| `")]
+    return [re.findall(r"`([^`]+)`", row) for row in rows]
+
+
+def test_the_celery_table_s_python_runs(client: taskq.Client) -> None:
+    """Each piece of Python the table gives runs, in its order, against its jobs: a name
+    alone (``JobHandle``) is only named, a command line (``taskq workflow cancel ID``)
+    is not Python. Where it says ``parent_results()``, it means the current job's."""
+    rows = celery_table()
+    assert len(rows) == 9, rows
+    here = {
+        name: getattr(newcomer_jobs, name)
+        for name in ("prepare", "train", "evaluate", "resize", "crop", "build_index", "report")
+    }
+    here |= {"taskq": taskq, "client": client, "url": "u", "out": "i", "a": "a", "b": "b"}
+    here |= {"paths": ["p1", "p2"], "handle": client.submit(newcomer_jobs.prepare, "u")}
+    here["flow"] = newcomer_jobs.prepare.step("u").then(newcomer_jobs.train)
+    ran = []
+    taskq.set_default_client(client)
+    try:
+        for code in (code for row in rows for code in row):
+            if re.fullmatch(r"[\w.]+", code):
+                continue
+            try:
+                compiled = compile(code, "docs/workflows.md", "exec")
+            except SyntaxError:
+                assert code.startswith("taskq "), code  # a command line
+                continue
+            if "current_job()" in code or "parent_results()" in code:
+                with taskq.testing.as_job(parent_results=["before"]) as job:
+                    here["parent_results"] = job.parent_results
+                    exec(compiled, here)
+            else:
+                exec(compiled, here)
+                taskq.testing.run_due(client)
+            ran.append(code)
+    finally:
+        taskq.set_default_client(None)
+    assert here["parent"].result == "before"
+    assert here["pipeline"].result(timeout=0) == "trained on prepared u"
+    assert len(ran) == 14, ran
