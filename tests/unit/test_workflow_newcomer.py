@@ -17,7 +17,7 @@ import taskq
 import taskq.testing
 from taskq import errors
 from taskq.broker.limits import Limits
-from taskq.broker.records import JobState
+from taskq.broker.records import JobSpec, JobState
 from taskq.broker.worker_policy import Policy
 from taskq.worker.sandbox.outcome import Status
 from taskq.worker.sandbox.payloads import CallPayload
@@ -86,6 +86,18 @@ def test_a_value_that_is_no_flow_at_all_is_named_with_its_type() -> None:
         add.step(1).then(42)  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidJob, match=r"names, not None$"):
         taskq.group(add.step(1), None)  # type: ignore[arg-type]
+
+
+class Described:
+    """A declaration that is not a function: it only describes its job (``spec()``)."""
+
+    def spec(self, *args: Any, **kwargs: Any) -> JobSpec:
+        return square.spec(4)
+
+
+def test_a_declaration_that_is_not_callable_still_goes_where_a_flow_goes() -> None:
+    flow = add.step(1).then(Described())
+    assert [job.payload["args"] for job in flow.submission().jobs] == [[1], [4]]
 
 
 def test_a_map_over_one_string_is_refused_not_fanned_out_over_its_characters() -> None:

@@ -32,7 +32,13 @@ import msgspec
 
 from taskq import errors, job_context
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.specs import HasJobId, Target, spec_of, validate_spec
+from taskq.broker.client.specs import (
+    HasJobId,
+    JobDeclaration,
+    Target,
+    spec_of,
+    validate_spec,
+)
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.records import JobSpec, WorkflowSubmission
 
@@ -195,7 +201,7 @@ def as_flow(part: Flow | Target) -> Flow:
     """
     if isinstance(part, Flow):
         return part
-    if not isinstance(part, str) and not callable(part):
+    if not (isinstance(part, str) or callable(part) or isinstance(part, JobDeclaration)):
         refused = errors.InvalidJob(
             "a flow is made of steps (resize.step(...), resize.map(...), taskq.group(...)), "
             f'declared jobs and "pkg.module:function" names, not {_shown(part)}{_meant(part)}',
