@@ -270,17 +270,9 @@ class JobContext:
 
 def _not_spawnable(value: object) -> str:
     """The refusal of a spawn of ``value``, which is not a flow, with what was most likely meant."""
-    import reprlib  # Imported here, not with the module: only a refusal needs it
-
-    kind = type(value).__name__
-    shown = (
-        "None"
-        if value is None
-        else f"{reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
-    )
     said = (
         "spawn() takes a flow (resize.step(...), resize.map(...), taskq.group(...)) or a "
-        f"declared job, not {shown}"
+        f"declared job, not {shown(value)}"
     )
     if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
         # A list or a generator of steps: once per attempt, so one group of them all.
@@ -302,6 +294,17 @@ def current_job() -> JobContext:
             "(run by a worker, or inline by taskq.testing)"
         )
     return context
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal of a flow or a spawn names it: its repr cut short and its
+    type, ``[<taskq job ...>, ...] (a list)``."""
+    import reprlib  # Imported here, not with the module: only a refusal needs it
+
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    return f"{reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
 
 
 def refuse(exc: _E) -> _E:

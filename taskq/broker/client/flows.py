@@ -204,7 +204,8 @@ def as_flow(part: Flow | Target) -> Flow:
     if not (isinstance(part, str) or callable(part) or isinstance(part, JobDeclaration)):
         refused = errors.InvalidJob(
             "a flow is made of steps (resize.step(...), resize.map(...), taskq.group(...)), "
-            f'declared jobs and "pkg.module:function" names, not {_shown(part)}{_meant(part)}',
+            f'declared jobs and "pkg.module:function" names, not {job_context.shown(part)}'
+            + _meant(part),
             field="step",
         )
         raise job_context.refuse(refused)
@@ -236,8 +237,9 @@ def fan_out(
         name = _name(target)
         what = "one item" if isinstance(items, str | bytes) else "not a collection of items"
         refused = errors.InvalidJob(
-            f"{name}.map takes the items to fan out over, one job each: {_shown(items)} is "
-            f"{what}; one job is {name}.step(...), one job per item {name}.map([...])",
+            f"{name}.map takes the items to fan out over, one job each: "
+            f"{job_context.shown(items)} is {what}; one job is {name}.step(...), "
+            f"one job per item {name}.map([...])",
             field="args",
         )
         raise job_context.refuse(refused)
@@ -276,16 +278,6 @@ def _name(target: Target) -> str:
     if isinstance(target, str):
         return target.rpartition(":")[2]
     return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", "job"))
-
-
-def _shown(value: object) -> str:
-    """``value`` and its type, cut short: ``[<taskq job ...>, ...] (a list)``."""
-    import reprlib  # Imported here, not with the module: only a refusal needs it
-
-    if value is None:
-        return "None"
-    kind = type(value).__name__
-    return f"{reprlib.repr(value)} ({'an' if kind[:1] in 'aeiou' else 'a'} {kind})"
 
 
 def _meant(part: object) -> str:
