@@ -11,6 +11,7 @@ import anyio
 import anyio.to_thread
 
 from taskq.broker.client import http_fleet_plans
+from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Awaiting
 from taskq.broker.client.flows import Flow, as_flow
 from taskq.broker.client.handle_base import (
@@ -164,14 +165,14 @@ class AsyncClient(Awaiting, Operations):
         return AsyncJobHandle(self, await self._run(self._submit_spec_plan(spec)))
 
     @overload
-    async def submit_many(self, specs: Sequence[JobSpec], /) -> list[AsyncJobHandle]: ...
+    async def submit_many(self, specs: Jobs, /) -> list[AsyncJobHandle]: ...
     @overload
     async def submit_many(
         self, target: Target, calls: Calls, /, *, unchecked: bool = False
     ) -> list[AsyncJobHandle]: ...
     async def submit_many(
         self,
-        jobs: Sequence[JobSpec] | Target,
+        jobs: Jobs | Target,
         calls: Calls | None = None,
         /,
         *,

@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, Self, overload
 
 from taskq.broker.client import http_fleet_plans
+from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Blocking
 from taskq.broker.client.flows import Flow, as_flow
 from taskq.broker.client.handle_base import (
@@ -176,14 +177,14 @@ class Client(Blocking, Operations):
         return JobHandle(self, self._run(self._submit_spec_plan(spec)))
 
     @overload
-    def submit_many(self, specs: Sequence[JobSpec], /) -> list[JobHandle]: ...
+    def submit_many(self, specs: Jobs, /) -> list[JobHandle]: ...
     @overload
     def submit_many(
         self, target: Target, calls: Calls, /, *, unchecked: bool = False
     ) -> list[JobHandle]: ...
     def submit_many(
         self,
-        jobs: Sequence[JobSpec] | Target,
+        jobs: Jobs | Target,
         calls: Calls | None = None,
         /,
         *,
@@ -193,8 +194,11 @@ class Client(Blocking, Operations):
 
         ``submit_many(resize, [("a.png", 800), {"path": "b.png"}])`` calls a
         target (as :meth:`submit` takes it) once per item, a tuple of
-        positional or a dict of keyword arguments; ``submit_many(specs)``
-        takes jobs built with :func:`call_spec` and its kin, as built.
+        positional or a dict of keyword arguments; ``submit_many(jobs)``
+        takes jobs built with :func:`call_spec` and its kin, as built, and
+        calls by name (:class:`NamedCall`, each resolved as :meth:`submit`
+        resolves a name, its ``where`` naming it in a refusal; over HTTP the
+        server names it by its place), in any mix.
 
         The calls of a ``"pkg.mod:f"`` are submitted as :meth:`submit` would
         submit each (the declared options, the arguments checked against the

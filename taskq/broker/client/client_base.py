@@ -7,6 +7,7 @@ builds the plan of each submit; the other requests are declared in
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,9 @@ T = TypeVar("T")
 
 Plan: TypeAlias = GroupOp[T] | HttpPlan[T]
 """A request's plan: on the store, or (a client of an http(s):// URL) over HTTP."""
+Jobs: TypeAlias = "Sequence[JobSpec | declarations.NamedCall]"
+"""The jobs of a ``submit_many(jobs)``: built (:func:`call_spec` and its kin), or calls by
+name to be resolved as their declarations say."""
 
 
 class WorkflowSource(Protocol):
@@ -277,7 +281,7 @@ class ClientBase:
         return spec if spec.submitter else msgspec.structs.replace(spec, submitter=self.submitter)
 
     def _submit_calls_plan(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+        self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> Plan[list[int]]:
         """One submit_many: its jobs built (see :meth:`_many_specs`), then written together."""
         if self.http is not None:
@@ -285,19 +289,24 @@ class ClientBase:
         return self._store_submit_calls(jobs, calls, unchecked)
 
     def _store_submit_calls(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+        self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> Op[list[int]]:
         specs = yield from self._many_specs(jobs, calls, unchecked)
         return (yield from self._submit_many_plan(specs))
 
     def _many_bodies(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+        self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> list[http_plans.JobBody]:
         """The bodies of one submit_many over HTTP: the calls of a name for the server to
         resolve (all or none), unless ``unchecked``; else the jobs as built here."""
         many = _many(jobs, calls)
         if not isinstance(many, tuple):
-            return [JobRequest.of_spec(spec) for spec in many]
+            return [
+                http_plans.by_name_body(job.target, job.args, dict(job.options))
+                if isinstance(job, declarations.NamedCall)
+                else JobRequest.of_spec(job)
+                for job in many
+            ]
         target, arguments = many
         if isinstance(target, str) and not unchecked:
             return [
@@ -311,9 +320,10 @@ class ClientBase:
         return [JobRequest.of_spec(self._spec_of(target, a, k)) for a, k in arguments]
 
     def _many_specs(
-        self, jobs: Sequence[JobSpec] | Target, calls: Calls | None, unchecked: bool
+        self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> Op[Sequence[JobSpec]]:
-        """The jobs of one submit_many: given as specs, or one per call of a target.
+        """The jobs of one submit_many: given as specs or calls by name, or one per call of
+        a target.
 
         Each call is a tuple of positional or a dict of keyword arguments. The
         calls of a name are submitted as its declaration says, all or none,
@@ -321,7 +331,11 @@ class ClientBase:
         """
         many = _many(jobs, calls)
         if not isinstance(many, tuple):
-            return many
+            named = [job for job in many if isinstance(job, declarations.NamedCall)]
+            declared = iter((yield from self._named_specs_plan(named)) if named else [])
+            return [
+                next(declared) if isinstance(job, declarations.NamedCall) else job for job in many
+            ]
         target, arguments = many
         if isinstance(target, str) and not unchecked:
             named = [
@@ -340,6 +354,16 @@ class ClientBase:
                 for args, kwargs in arguments
             ]
         return [self._spec_of(target, args, kwargs) for args, kwargs in arguments]
+
+    def _named_specs_plan(self, calls: Sequence[declarations.NamedCall]) -> Op[list[JobSpec]]:
+        """The jobs of calls by name, each as its declaration says, submitted by this client
+        unless a call says otherwise; the first refused raises, named by its ``where``."""
+        return self.declarations.spec_many(
+            [
+                dataclasses.replace(call, options={"submitter": self.submitter, **call.options})
+                for call in calls
+            ]
+        )
 
     def _submit_python_plan(
         self, code: str, function: str, args: Sequence[Any], options: dict[str, Any]
@@ -367,9 +391,10 @@ class ClientBase:
 
 
 def _many(
-    jobs: Sequence[JobSpec] | Target, calls: Calls | None
-) -> Sequence[JobSpec] | tuple[Target, list[tuple[Sequence[Any], dict[str, Any]]]]:
-    """A submit_many's jobs as given (specs), or its target and each call's arguments."""
+    jobs: Jobs | Target, calls: Calls | None
+) -> Jobs | tuple[Target, list[tuple[Sequence[Any], dict[str, Any]]]]:
+    """A submit_many's jobs as given (specs, calls by name), or its target and each call's
+    arguments."""
     if isinstance(jobs, Sequence) and not isinstance(jobs, str):
         if calls is not None:
             raise errors.InvalidJob(

@@ -143,7 +143,7 @@ class FleetOperations(ClientBase):
         """Every job workers have declared, by name: the version submits use, its live workers."""
         return function_list()
 
-    @Operation
+    @over_http(http_fleet_plans.queue_served_list)
     def served_queues(self) -> GroupOp[set[str]]:
         """The queues at least one live worker takes jobs from."""
         return queue_served_list()

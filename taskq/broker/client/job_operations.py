@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -173,12 +172,7 @@ class JobOperations(ClientBase):
     def declared_specs(self, calls: Sequence[NamedCall]) -> GroupOp[builtins.list[JobSpec]]:
         """The jobs of many calls by name, each as :meth:`declared_spec` makes it, in order;
         the first refused raises, its message headed by its ``where`` (``job 3: ...``)."""
-        return self.declarations.spec_many(
-            [
-                dataclasses.replace(call, options={"submitter": self.submitter, **call.options})
-                for call in calls
-            ]
-        )
+        return self._named_specs_plan(calls)
 
     # -- workflows ------------------------------------------------------------------
 
