@@ -12,6 +12,7 @@ from taskq import errors, humanize
 from taskq.broker import worker_policy
 from taskq.broker.client import members
 from taskq.broker.client.client import Client, ThroughputBucket
+from taskq.broker.client.http_transport import is_http_url
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import NodeInfo
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
@@ -66,9 +67,10 @@ def add_commands(commands: command.Commands) -> None:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    named = connection.store_url(args)
+    named = connection.named_url(args)
     url = mask_password(named)
-    embedded = isinstance(parse_store_url(named), SqliteTarget)
+    served = is_http_url(named)
+    embedded = not served and isinstance(parse_store_url(named), SqliteTarget)
     schema_version: int | None = None
     with connection.client(args, migrate=False, read_only=True) as client:
         nodes = client.nodes()
@@ -81,7 +83,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         output.print_json(
             {
                 "store": url,
-                "kind": "embedded" if embedded else "rqlite",
+                "kind": "served" if served else "embedded" if embedded else "rqlite",
                 "schema_version": schema_version,
                 "nodes": nodes,
             }
@@ -93,8 +95,10 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     else:
         leaders = [node.id for node in nodes if node.leader]
         reachable = sum(node.reachable for node in nodes)
+        # A taskq serve's store is known by the nodes it reports: one, "embedded", or a cluster.
+        kind = "taskq serve, its store's nodes as it sees them" if served else "rqlite cluster"
         print(
-            f"kind    rqlite cluster: {len(nodes)} node(s), {reachable} reachable, "
+            f"kind    {kind}: {len(nodes)} node(s), {reachable} reachable, "
             f"leader {leaders[0] if leaders else 'none'}"
         )
     print(f"schema  version {'unknown' if schema_version is None else schema_version}")

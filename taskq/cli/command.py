@@ -22,7 +22,8 @@ Handler: TypeAlias = Callable[[argparse.Namespace], int]
 Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 STORE_HELP = (
-    "store URL (sqlite:///file.db or rqlite://host:port,...); "
+    "store URL (sqlite:///file.db or rqlite://host:port,...), or a taskq serve's "
+    "(http(s)://host:port, its token in TASKQ_TOKEN); "
     "default: TASKQ_STORE, the config file, then a file in your data directory"
 )
 CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
@@ -94,8 +95,9 @@ def add(
     if json:
         parser.add_argument("--json", action="store_true", help="print JSON (stable keys)")
     # usage_error: the command's own refusal, naming its --help (a usage error found after
-    # parsing, or an argument it does not take).
-    parser.set_defaults(handler=handler, usage_error=parser.error)
+    # parsing, or an argument it does not take); command_name: the command as typed, for a
+    # refusal that names it ("taskq queue set").
+    parser.set_defaults(handler=handler, usage_error=parser.error, command_name=parser.prog)
     return parser
 
 

@@ -12,20 +12,29 @@ A command that only reads opens the store without writing anything: no
 migration (a schema that is behind is said so), no file created, and on a
 cluster without a leader its reads come from a surviving node's own copy,
 with a note on stderr that they may be stale.
+
+The URL of a ``taskq serve`` (``http://`` or ``https://``) serves too: the
+command's client then speaks HTTP, as ``taskq.Client(url)`` does, bearing
+``TASKQ_TOKEN``, and the server alone opens the store (none of the above
+applies). A command that needs the store itself refuses it, naming itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from urllib.parse import parse_qsl
 
+from taskq import errors
 from taskq.broker.client.client import Client
 from taskq.broker.client.connect import open_store
+from taskq.broker.client.http_transport import TOKEN_ENV, is_http_url
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     RqliteTarget,
+    mask_password,
     parse_store_url,
     resolve_store_url,
 )
@@ -35,12 +44,32 @@ from taskq.config import load_config
 CLI_TIMEOUT_SECONDS = 5
 
 
-def store_url(args: argparse.Namespace) -> str:
-    """The URL of the store this command uses, as the user named it (checked)."""
+def named_url(args: argparse.Namespace) -> str:
+    """The URL this command uses, as the user named it: a store's (checked), or a taskq
+    serve's."""
     configured = load_config(args.config).store_url if args.store is None else None
     url = resolve_store_url(args.store, configured)
-    parse_store_url(url)
+    if not is_http_url(url):
+        parse_store_url(url)
     return url
+
+
+def store_url(args: argparse.Namespace) -> str:
+    """The URL of the store itself, for a command that needs it: a taskq serve's is refused
+    (:class:`taskq.errors.ConfigError`, exit 2) before anything is done."""
+    url = named_url(args)
+    if is_http_url(url):
+        raise errors.ConfigError(needs_the_store(args, f"{mask_password(url)} is a taskq serve"))
+    return url
+
+
+def needs_the_store(args: argparse.Namespace, why: str) -> str:
+    """The refusal of a command that needs the store itself, and ``why`` it was not given
+    it: a taskq serve's URL, or a request the server has no endpoint for."""
+    return (
+        f"{args.command_name} needs the store itself ({why}); use --store with the store's "
+        "URL (sqlite:///path/file.db or rqlite://host:port)"
+    )
 
 
 def bounded(url: str) -> str:
@@ -56,19 +85,42 @@ def bounded(url: str) -> str:
 def client(
     args: argparse.Namespace, *, migrate: bool = True, read_only: bool = False
 ) -> AbstractContextManager[Client]:
-    """A client over the command's store, closed on the way out.
+    """A client over the command's store, or its taskq serve; closed on the way out.
 
     ``read_only`` for a command that only reads (see the module's docstring);
-    ``migrate=False`` leaves the schema alone.
+    ``migrate=False`` leaves the schema alone. Neither means anything over HTTP.
     """
-    return client_at(store_url(args), migrate=migrate, read_only=read_only)
+    return client_at(named_url(args), config=args.config, migrate=migrate, read_only=read_only)
 
 
 @contextmanager
-def client_at(url: str, *, migrate: bool = True, read_only: bool = False) -> Iterator[Client]:
-    """A client over the store at ``url``, opened as :func:`opened_url` does."""
+def client_at(
+    url: str, *, config: str | None, migrate: bool = True, read_only: bool = False
+) -> Iterator[Client]:
+    """A client over the store at ``url``, opened as :func:`opened_url` does; or over HTTP,
+    when ``url`` is a taskq serve's (``config``: the command's config file)."""
+    if is_http_url(url):
+        with _served(url, config) as served:
+            yield served
+        return
     with opened_url(url, migrate=migrate, read_only=read_only) as store:
         yield Client(store=store, import_names=False)
+
+
+@contextmanager
+def _served(url: str, config: str | None) -> Iterator[Client]:
+    """A client of the taskq serve at ``url``, bearing ``TASKQ_TOKEN``, as a script's is;
+    a refused token is told in the command's terms, not in Python's."""
+    where = f"taskq serve at {mask_password(url)}"
+    try:
+        with Client(url, config_path=config, import_names=False) as served:
+            yield served
+    except errors.Unauthorized as exc:
+        if not os.environ.get(TOKEN_ENV):
+            said = f"{where} wants a token: set {TOKEN_ENV} to one ('taskq token new' makes one)"
+        else:
+            said = f"{where} refused the token in {TOKEN_ENV}: {exc}"
+        raise errors.Unauthorized(said) from exc
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from taskq.cli import (
     job_options,
     output,
     payloads,
+    relatives,
     undeclared,
     values,
     workflows,
@@ -144,10 +145,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     problem = payloads.usage_problem(args)
     if problem:
         args.usage_error(problem)
-    url = connection.store_url(args)
+    url = connection.named_url(args)
     named = payloads.by_name(args)
-    specs: list[JobSpec] = []
-    calls: dict[int, NamedCall] = {}
+    jobs: list[JobSpec | NamedCall] = []
     if named:
         check_target(args.target)
         undeclared.refuse_in_new_store(url, args.target)
@@ -157,22 +157,23 @@ def cmd_submit(args: argparse.Namespace) -> int:
         specs = payloads.submitted_specs(
             args, job_options.job_options(args, submitter=default_submitter())
         )
+        calls: dict[int, NamedCall] = {}
         if args.json_job is not None and not args.unchecked:
             # A file's calls of pkg.mod:func go as declared, as one named on the line does.
             calls = payloads.seed_calls(specs, job_options.given_options(args))
             if calls:
                 undeclared.refuse_in_new_store(url, undeclared.FILE_CALLS)
-    with connection.client_at(url) as client:
-        if named:
-            given = {**job_options.given_options(args), "kwargs": args.kwargs}
-            with undeclared.store_named_in_refusal(client, url, args.target):
-                specs = [client.declared_spec(args.target, args.args, given)]
-        elif calls:
-            with undeclared.store_named_in_refusal(client, url, undeclared.FILE_CALLS):
-                declared = client.declared_specs(list(calls.values()))
-            resolved = dict(zip(calls, declared, strict=True))
-            specs = [resolved.get(index, spec) for index, spec in enumerate(specs)]
-        handles = client.submit_many(specs)
+        jobs = [calls.get(index, spec) for index, spec in enumerate(specs)]
+    with connection.client_at(url, config=args.config) as client:
+        # A name is resolved as declared: by the client, or over HTTP by the server.
+        with undeclared.store_named_in_refusal(
+            client, url, args.target if named else undeclared.FILE_CALLS
+        ):
+            if named:
+                given = {**job_options.given_options(args), "kwargs": args.kwargs}
+                handles = [client.submit(args.target, *args.args, **given)]
+            else:
+                handles = client.submit_many(jobs)
         if args.wait:
             for handle in handles:
                 _finish(handle, args.wait_timeout, args.json)
@@ -382,20 +383,13 @@ def _revived_by(client: Client, answer: RetryResult) -> dict[int, list[int]]:
 
 
 def _children(client: Client, job_id: int) -> list[int]:
-    """The ids of the jobs that wait on the job: from the store, or over HTTP from its
-    workflow's edges (a job spawned by it without waiting on it is not among them)."""
+    """The ids of the jobs that wait on the job (a job spawned by it without waiting on it
+    is not among them)."""
     try:
-        return [child for child, _ in client.relatives(job_id, limit=10_000).children]
-    except errors.NotOverHttp:
-        pass
-    try:
-        workflow = client.get(job_id).workflow_id
+        job = client.get(job_id)
     except errors.JobNotFound:  # pruned since: nothing to walk through
         return []
-    if workflow is None:
-        return []
-    edges = client.workflow_edges(workflow)
-    return [edge.child_id for edge in edges if edge.parent_id == job_id and not edge.spawned]
+    return [child for child, _ in relatives.relatives_of(client, job, limit=10_000).children]
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from taskq.cli import (
     backups,
     cluster,
     command,
+    connection,
     demo,
     dev,
     functions,
@@ -71,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.handler(args)
+    except errors.NotOverHttp as exc:
+        # Raised before its request is sent: the command asked a taskq serve for what only
+        # the store can do, and nothing was done.
+        print(f"taskq: error: {connection.needs_the_store(args, str(exc))}", file=sys.stderr)
+        return command.EXIT_USAGE
     except errors.IdempotencyConflict as exc:
         # Not a usage error: the key is taken by another request in this store.
         print(f"taskq: error: {exc}", file=sys.stderr)

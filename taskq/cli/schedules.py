@@ -130,12 +130,12 @@ def _next(schedule: Schedule) -> str:
 
 def cmd_add(args: argparse.Namespace) -> int:
     given = {**job_options.given_options(args), "kwargs": args.kwargs}
-    url = connection.store_url(args)
+    url = connection.named_url(args)
     if not args.unchecked:
         check_target(args.target)  # a malformed name is told as such first
         undeclared.refuse_in_new_store(url, args.target)
     with (
-        connection.client_at(url) as client,
+        connection.client_at(url, config=args.config) as client,
         undeclared.store_named_in_refusal(client, url, args.target),
     ):
         added = client.add_schedule(

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from taskq import errors
 from taskq.broker.client.client import Client
+from taskq.broker.client.http_transport import is_http_url
 from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
 
 # What a refusal of a --json-job file's calls of pkg.mod:func names.
@@ -21,7 +22,10 @@ FILE_CALLS = "the file's calls"
 
 def refuse_in_new_store(url: str, name: str) -> None:
     """Refuse ``name`` (:class:`taskq.errors.UnknownFunction`) if ``url`` is a SQLite file
-    not there yet, which no worker can have declared it in; nothing is created."""
+    not there yet, which no worker can have declared it in; nothing is created. (A taskq
+    serve's store is its own to open: the server refuses the name.)"""
+    if is_http_url(url):
+        return
     target = parse_store_url(url)
     if isinstance(target, SqliteTarget) and not target.path.exists():
         said = f"{mask_password(url)} holds no taskq data yet (there is no {target.path}): no "

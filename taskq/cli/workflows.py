@@ -9,7 +9,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from taskq import errors
 from taskq.broker.client.client import Client, JobQuery
 from taskq.broker.records import Job, JobState, WorkflowInfo, WorkflowStatus
-from taskq.cli import command, connection, output, state_colors, values, workflow_tree
+from taskq.cli import (
+    command,
+    connection,
+    output,
+    relatives,
+    state_colors,
+    values,
+    workflow_tree,
+)
 
 # The largest id a store holds (SQLite's INTEGER).
 _MAX_ID = 2**63 - 1
@@ -303,7 +311,7 @@ def _jobs(count: int) -> str:
 def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
     """``status``'s lines for a job's workflow, parents, children, its spawner and the jobs it
     spawned (none for a job alone)."""
-    family = client.relatives(job.id, limit=_RELATIVES_SHOWN + 1)
+    family = relatives.relatives_of(client, job, limit=_RELATIVES_SHOWN + 1)
     lines: list[tuple[str, str]] = []
     if job.workflow_id is not None:
         try:
