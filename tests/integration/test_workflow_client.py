@@ -158,7 +158,8 @@ def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing
     with pytest.raises(errors.IdempotencyConflict):
         client.submit_workflow(square.map([3]), idempotency_key="batch-1")
     with pytest.raises(errors.InvalidJob):
-        client.submit_workflow(square.step(1).then(add.step("x" * 2_000_000)))
+        too_big = taskq.step("tests.support.workflow_jobs:add", "x" * 2_000_000)
+        client.submit_workflow(square.step(1).then(too_big))
     with pytest.raises(errors.InvalidJob, match="at least one step"):
         client.submit_workflow(square.map([]))
     assert len(client.list()) == 3

@@ -119,6 +119,35 @@ def test_a_call_that_does_not_fit_is_refused_before_anything_is_written(
     assert client.list() == []
 
 
+def test_a_mistyped_argument_is_refused_the_same_however_the_job_is_named(
+    client: taskq.Client,
+) -> None:
+    # As a worker of the module would, so that the names are declared.
+    plan.run(client.store, function_publish("w", declared.declared_in(declared_jobs)))
+    multiply = "tests.support.declared_jobs:plain_multiply"
+    refusals = []
+    for submit in (
+        lambda: client.submit(multiply, "2", 3),
+        lambda: client.submit(plain_multiply, "2", 3),
+        lambda: client.submit(greet, 5),
+        lambda: greet.submit(5),
+        lambda: greet.spec(5),
+        lambda: greet.step(5),
+        lambda: greet.map(["ann", 5]),
+        lambda: client.submit_many(greet, [("ann",), (5,)]),
+    ):
+        with pytest.raises(errors.InvalidJob) as refused:
+            submit()
+        refusals.append(str(refused.value))
+    assert (
+        "plain_multiply(a: int, b: int) refuses these arguments: a: int was given '2'"
+        in (refusals[0])
+    )
+    assert refusals[1] == refusals[0]
+    assert all("greet(name: str" in each and "was given 5, an int" in each for each in refusals[2:])
+    assert client.list() == []
+
+
 def test_functions_a_worker_cannot_import_by_name_are_refused(client: taskq.Client) -> None:
     def local() -> None: ...
 

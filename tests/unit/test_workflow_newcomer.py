@@ -111,7 +111,7 @@ def test_a_map_over_one_string_is_refused_not_fanned_out_over_its_characters() -
         square.map(5)  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidJob, match=r"^add\.map takes"):
         add.map(b"ab")
-    assert len(square.map(["/tmp/pics/1.png"])) == 1
+    assert len(newcomer_jobs.prepare.map(["/tmp/pics/1.png"])) == 1
 
 
 def test_one_step_after_itself_waits_on_itself_and_the_refusal_says_why() -> None:
@@ -173,6 +173,15 @@ def test_a_job_after_a_workflow_s_jobs_joins_it_as_the_page_says(client: taskq.C
     assert looking.result(timeout=0) == [["dead", ["message", "status", "traceback", "type"]]]
     with pytest.raises(errors.InvalidJob, match="different workflows"):
         client.submit(f"{JOBS}:report", after=[first.job_ids[0], second.job_ids[0]])
+    alone = client.submit(square, 4)
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit(f"{JOBS}:report", after=[first.job_ids[0], alone])
+    assert f"(job {first.job_ids[0]} in workflow {first.id}, job {alone.id} in none)" in str(
+        refused.value
+    )
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit(f"{JOBS}:report", after=[alone, alone])
+    assert f"after names job {alone.id} more than once" in str(refused.value)
 
 
 def celery_table() -> list[list[str]]:

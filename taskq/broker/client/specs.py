@@ -6,6 +6,7 @@ API build jobs here; :mod:`taskq.broker.client.client_base` submits them.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import socket
@@ -246,7 +247,9 @@ def function_target(function: Callable[..., Any]) -> str:
 def check_call(
     function: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
-    """Refuse arguments that ``function``'s signature does not take, as calling it would."""
+    """Refuse arguments that ``function``'s signature does not take, as calling it would,
+    or that its annotations refuse, as a submit of it by name does: a job is checked the
+    same however it is named."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
@@ -255,7 +258,6 @@ def check_call(
         signature.bind(*args, **kwargs)
     except TypeError as exc:
         # Refused in the words of a submit by name: the job's signature, the argument at fault.
-        module = getattr(function, "__module__", None)
         name = getattr(function, "__qualname__", repr(function))
         options = sorted(set(kwargs) & SUBMIT_OPTIONS)
         hint = (
@@ -263,12 +265,32 @@ def check_call(
             if options
             else ""
         )
-        declaration = Declaration(
-            name=f"{module}:{name}" if module else name, parameters=parameters_of(function)
-        )
-        check_arguments(declaration, args, kwargs, hint=hint)
+        check_arguments(_declaration_of(function), args, kwargs, hint=hint)
         # The parameters as published bind where the function did not: its own words, then.
         raise errors.InvalidJob(f"{name}(): {exc}{hint}", field="args") from None
+    check_arguments(_declaration_of(function), args, kwargs)
+
+
+def _declaration_of(function: Callable[..., Any]) -> Declaration:
+    """``function`` as a worker publishes it, read once for a function (a batch checks
+    each of its calls); each time for a callable object that cannot be a cache's key."""
+    try:
+        return _declaration_of_hashable(function)
+    except TypeError:
+        return _declaration(function)
+
+
+@functools.lru_cache(maxsize=1024)
+def _declaration_of_hashable(function: Callable[..., Any]) -> Declaration:
+    return _declaration(function)
+
+
+def _declaration(function: Callable[..., Any]) -> Declaration:
+    module = getattr(function, "__module__", None)
+    name = getattr(function, "__qualname__", repr(function))
+    return Declaration(
+        name=f"{module}:{name}" if module else name, parameters=parameters_of(function)
+    )
 
 
 @runtime_checkable
