@@ -259,7 +259,8 @@ def check_parents(value: object, what: str) -> None:
             )
     if len(set(value)) != len(value):
         twice = sorted({parent for parent in value if value.count(parent) > 1})
-        raise errors.InvalidJob(f"{what} name(s) {twice} twice", field="after")
+        named = ", ".join(f"job {parent}" for parent in twice)
+        raise errors.InvalidJob(f"{what} names {named} more than once", field="after")
 
 
 def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> None:

@@ -210,7 +210,7 @@ def job_enqueue(
         if len(joined) > 1:
             raise errors.InvalidJob(
                 f"the parents {list(spec.after)} are in different workflows "
-                f"({', '.join(str(w) for w in sorted(joined, key=str))}): a job joins its "
+                f"({_workflows_named(workflows, spec.after)}): a job joins its "
                 "parents' workflow, so they must share one, or all be in none",
                 field="after",
             )
@@ -405,3 +405,12 @@ def _key_conflict(
                 job_id=int(stored["id"]),
             )
     return None
+
+
+def _workflows_named(workflows: dict[int, int | None], parents: Sequence[int]) -> str:
+    """Where each of ``parents`` is: ``job 4 in workflow 3, job 9 in none``."""
+    return ", ".join(
+        f"job {parent} in "
+        + ("none" if workflows[parent] is None else f"workflow {workflows[parent]}")
+        for parent in parents
+    )
