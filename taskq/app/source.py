@@ -233,10 +233,10 @@ class ConsoleSource:
         """The job and its attempts, or None when no job has that id (pruned)."""
         try:
             job = await self.client.get(job_id)
-        except errors.JobNotFound:
+            executions = await self.client.executions(job_id)
+            family = await family_of(self.client, job)
+        except errors.JobNotFound:  # pruned, before these reads or between them
             return None
-        executions = await self.client.executions(job_id)
-        family = await family_of(self.client, job)
         return JobDetail(job=job, executions=tuple(executions), family=family)
 
     async def cancel(self, job_ids: Sequence[int]) -> CancelResult:

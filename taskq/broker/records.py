@@ -369,6 +369,10 @@ class ParentResult(msgspec.Struct, frozen=True):
     error: dict[str, Any] | None = None
 
 
+MAX_RELATIVES = 10_000
+"""The most relatives a read lists on each side (``Client.relatives``' ``limit``, at most)."""
+
+
 class Relatives(msgspec.Struct, frozen=True):
     """A job's parents and children, each as (id, state), parents in declared order.
 

@@ -18,14 +18,13 @@ from taskq.broker.client.client import (
     default_submitter,
 )
 from taskq.broker.job_validation import check_target
-from taskq.broker.records import JobSpec, JobState
+from taskq.broker.records import MAX_RELATIVES, JobSpec, JobState
 from taskq.cli import (
     command,
     connection,
     job_options,
     output,
     payloads,
-    relatives,
     undeclared,
     values,
     workflows,
@@ -386,10 +385,10 @@ def _children(client: Client, job_id: int) -> list[int]:
     """The ids of the jobs that wait on the job (a job spawned by it without waiting on it
     is not among them)."""
     try:
-        job = client.get(job_id)
+        found = client.relatives(job_id, limit=MAX_RELATIVES)
     except errors.JobNotFound:  # pruned since: nothing to walk through
         return []
-    return [child for child, _ in relatives.relatives_of(client, job, limit=10_000).children]
+    return [child for child, _ in found.children]
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
-"""The job endpoints: submit (one or a batch), read, follow, list by pages, cancel and retry
-(one job, or many in one write)."""
+"""The job endpoints: submit (one or a batch), read (a job's relatives too), follow, list by
+pages, cancel and retry (one job, or many in one write)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from taskq import errors
 from taskq.broker.client.client import CancelResult, JobQuery
 from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.records import Execution, Job, JobState
+from taskq.broker.records import MAX_RELATIVES, Execution, Job, JobState, Relatives
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
@@ -157,6 +157,21 @@ async def executions(request: Request, caller: Caller) -> Response:
     return json_response(Executions(found))
 
 
+async def relatives(request: Request, caller: Caller) -> Response:
+    """The job's parents and children, its spawner and the jobs it spawned, with their states;
+    at most ``limit`` (1 to 10,000, the client's 100 by default) on each side."""
+    params = request.query_params
+    bodies.only_known(params, {"limit"})
+    given = (
+        {"limit": bodies.integer(params, "limit", low=1, high=MAX_RELATIVES)}
+        if "limit" in params
+        else {}
+    )
+    client = client_of(request)
+    job_id = job_id_in_path(request)
+    return json_response(await client.relatives(job_id, **given))
+
+
 _LIST_FILTERS = {"state", "queue", "submitter", "worker", "workflow", "text"}
 
 
@@ -260,6 +275,15 @@ ENDPOINTS = [
         "read",
         "A job's attempts, oldest first",
         answer=Executions,
+    ),
+    Endpoint(
+        "GET",
+        "/jobs/{job_id}/relatives",
+        relatives,
+        "read",
+        "A job's parents, children, spawner and spawned jobs with their states "
+        "(at most ?limit= of each, 1 to 10,000, default 100)",
+        answer=Relatives,
     ),
     Endpoint("DELETE", "/jobs/{job_id}", cancel, "submit", "Cancel a job", answer=Job),
     Endpoint("POST", "/jobs/{job_id}/retry", retry, "submit", "Retry a job", answer=Job),

@@ -134,6 +134,10 @@ def test_cancel_retry_and_after_over_http(served: Served, queue: str) -> None:
         ).out
     )  # fmt: skip
     assert served.client.get(later).state.value == "waiting"
+    # Relatives outside any workflow, read by the server from the stored parents.
+    status = served.ok("status", str(later)).out
+    assert f"parents    {first} queued; waits for 1 of them to end" in status
+    assert f"children   {later} waiting" in served.ok("status", str(first)).out
 
     assert served.ok("cancel", str(first)).out == f"job {first}: cancelled\n"
     assert served.client.get(later).state.value == "cancelled"
@@ -167,7 +171,7 @@ def test_a_workflow_is_shown_and_steered_over_http(
     shown = served.ok("workflow", "show", str(pipeline.id)).out.splitlines()
     assert shown[0].startswith(f"workflow {pipeline.id} 'over-http' (running), by on-the-store")
     assert shown[-1] == "4 jobs: 1 queued, 3 waiting"
-    # A job's relatives, which taskq serve has no read of, from its workflow's edges.
+    # A job's relatives, and its workflow.
     status = served.ok("status", str(fan_in)).out
     assert f"workflow   {pipeline.id} 'over-http' (running)" in status
     assert f"parents    {left} waiting, {failing} waiting; waits for 2 of them to end" in status

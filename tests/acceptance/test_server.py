@@ -176,6 +176,39 @@ def test_a_thousand_jobs_page_by_keyset(served: Served) -> None:
         assert bad_state.json()["field"] == "state"
 
 
+def test_a_jobs_relatives_are_read_with_the_read_scope(served: Served) -> None:
+    queue = _queue()
+    with served.http() as http:
+        first = http.post("/jobs", json=_job(queue)).json()["id"]
+        later = http.post("/jobs", json={**_job(queue), "after": [first]}).json()["id"]
+    with served.http("viewer") as viewer:
+        answer = viewer.get(f"/jobs/{later}/relatives")
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {
+            "parents": [[first, "queued"]],
+            "children": [],
+            "spawned_by": None,
+            "spawned": [],
+        }
+        assert viewer.get(f"/jobs/{first}/relatives", params={"limit": 1}).json()["children"] == [
+            [later, "waiting"]
+        ]
+        missing = viewer.get("/jobs/987654321/relatives")
+        assert (missing.status_code, missing.json()["type"]) == (
+            404,
+            "urn:taskq:problem:JobNotFound",
+        )
+        assert viewer.get("/jobs/abc/relatives").status_code == 404
+        for params in ({"limit": 0}, {"limit": 10_001}, {"limit": "all"}, {"depth": 2}):
+            refused = viewer.get(f"/jobs/{later}/relatives", params=params)
+            assert (refused.status_code, refused.json()["type"]) == (
+                400,
+                "urn:taskq:problem:BadRequest",
+            ), params
+    with served.http(None) as anonymous:
+        assert anonymous.get(f"/jobs/{later}/relatives").status_code == 401
+
+
 def test_an_idempotency_key_names_one_request(served: Served) -> None:
     queue = _queue()
     key = {"Idempotency-Key": f"order-{uuid.uuid4().hex}"}

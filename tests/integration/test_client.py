@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 import taskq
@@ -31,8 +32,10 @@ from taskq.broker.records import (
     JobBrief,
     JobState,
     OutputText,
+    Relatives,
     Retention,
     WorkflowStatus,
+    WorkflowSubmission,
 )
 from taskq.broker.stores.store import Consistency, Statement, Store
 from taskq.dev.server import ServerProcess, token_of
@@ -403,6 +406,50 @@ def test_a_workflow_runs_parents_first_and_is_waited_for(
         (handle.job_ids[0], handle.job_ids[2]),
         (handle.job_ids[1], handle.job_ids[2]),
     ]
+
+
+def test_a_jobs_relatives_are_read_alike_everywhere(
+    connect: Callable[..., Any], client: taskq.Client, store: Store, queue: str
+) -> None:
+    first, second = client.submit_many([taskq.call_spec("m:f", [i], queue=queue) for i in (1, 2)])
+    # Stored parents outside any workflow, in the order given, not by id.
+    later = client.submit_spec(taskq.call_spec("m:f", [3], queue=queue, after=[second, first]))
+    [claimed] = plan.run(store, job_claim("stand-in", [queue], limit=1, lease_seconds=30))
+    assert claimed.lease.job_id == first.id
+    spawn = WorkflowSubmission(jobs=(taskq.call_spec("m:f", [4], queue=queue),))
+    report = msgspec.structs.replace(completed(claimed.lease, None), spawn=spawn)
+    plan.run(store, report_one(report))
+    [spawned] = [
+        job.id
+        for job in client.list(taskq.JobQuery(queue=queue))
+        if job.id not in {first.id, second.id, later.id}
+    ]
+    assert client.relatives(later.id) == Relatives(
+        parents=((second.id, JobState.QUEUED), (first.id, JobState.SUCCEEDED)), children=()
+    )
+    assert client.relatives(later.id, limit=1).parents == ((second.id, JobState.QUEUED),)
+    assert client.relatives(first.id) == Relatives(
+        parents=(), children=((later.id, JobState.WAITING),), spawned=((spawned, JobState.QUEUED),)
+    )
+    assert client.relatives(spawned) == Relatives(
+        parents=(), children=(), spawned_by=(first.id, JobState.SUCCEEDED)
+    )
+    # A job alone has none; an id no job has is refused, as a read of the job is.
+    assert client.relatives(second.id) == Relatives(
+        parents=(), children=((later.id, JobState.WAITING),)
+    )
+    alone = client.submit("m:f", 5, queue=queue, unchecked=True)
+    assert client.relatives(alone.id) == Relatives(parents=(), children=())
+    with pytest.raises(errors.JobNotFound, match=f"^no job with id {NO_SUCH_JOB}$"):
+        client.relatives(NO_SUCH_JOB)
+
+    async def awaited() -> None:
+        async with connect(taskq.AsyncClient) as async_client:
+            assert await async_client.relatives(first.id) == client.relatives(first.id)
+            with pytest.raises(errors.JobNotFound):
+                await async_client.relatives(NO_SUCH_JOB)
+
+    anyio.run(awaited)
 
 
 def test_workflows_are_listed_newest_first_with_their_jobs_counted(

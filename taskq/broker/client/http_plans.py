@@ -39,6 +39,7 @@ from taskq.broker.ops.jobs import (
     workflow_wait_ran_out,
 )
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
+from taskq.broker.ops.workflows import relatives_limit
 from taskq.broker.records import (
     Execution,
     Job,
@@ -46,6 +47,7 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
+    Relatives,
     SubmittedWorkflow,
     WorkerInfo,
     WorkflowInfo,
@@ -184,6 +186,13 @@ def job_retry(*job_ids: int) -> HttpPlan[RetryResult]:
         msgspec.convert(body["retried"], builtins.list[int]),
         msgspec.convert(body.get("revived", []), builtins.list[int]),
     )
+
+
+def job_relatives(job_id: int, *, limit: int = 100) -> HttpPlan[Relatives]:
+    # The limit brought within bounds as the store's read brings it, not refused.
+    params = {"limit": relatives_limit(limit)}
+    answer = yield HttpRequest("GET", f"/jobs/{job_id}/relatives", params)
+    return decoded(answer, Relatives)
 
 
 def _ids_body(job_ids: Sequence[int]) -> bytes:

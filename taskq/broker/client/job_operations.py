@@ -234,11 +234,18 @@ class JobOperations(ClientBase):
         with them); how many moved."""
         return workflow_retry(workflow_id)
 
-    @Operation
+    @over_http(http_plans.job_relatives)
     def relatives(self, job_id: int, *, limit: int = 100) -> GroupOp[Relatives]:
         """The job's parents (in declared order) and children, each with its state; the job
-        that spawned it and those it spawned."""
-        return job_relatives(job_id, limit=limit)
+        that spawned it and those it spawned; at most ``limit`` (1 to 10,000) on each side.
+
+        An id no job has raises :class:`taskq.errors.JobNotFound`.
+        """
+        found = yield from job_relatives(job_id, limit=limit)
+        if found == Relatives(parents=(), children=()):
+            # A job alone and no job read the same: tell them apart as GET /jobs/{id} does.
+            yield from job_check_ids((job_id,))
+        return found
 
 
 def _workflow_wait(

@@ -33,6 +33,7 @@ from taskq.broker.ops.enqueue import (
 from taskq.broker.ops.jobs import cancel_chosen, job_retry_reviving
 from taskq.broker.ops.plan import Op, Read
 from taskq.broker.records import (
+    MAX_RELATIVES,
     JobBrief,
     JobEdge,
     JobState,
@@ -460,7 +461,7 @@ def job_relatives(job_id: int, *, limit: int = 100) -> Op[Relatives]:
     rows = yield Read(
         Statement(
             queries.query("job_relatives"),
-            {"job_id": int(job_id), "limit": max(1, min(int(limit), 10_000))},
+            {"job_id": int(job_id), "limit": relatives_limit(limit)},
         ),
         Consistency.WEAK,
     )
@@ -472,6 +473,11 @@ def job_relatives(job_id: int, *, limit: int = 100) -> Op[Relatives]:
         spawned_by=spawners[0] if spawners else None,
         spawned=_sides(ranked, "spawned"),
     )
+
+
+def relatives_limit(limit: int) -> int:
+    """``limit`` brought within 1 to :data:`MAX_RELATIVES`, as a read of relatives takes it."""
+    return max(1, min(int(limit), MAX_RELATIVES))
 
 
 def _sides(rows: Sequence[Any], side: str) -> tuple[tuple[int, JobState], ...]:
