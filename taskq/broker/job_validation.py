@@ -260,7 +260,7 @@ def check_parents(value: object, what: str) -> None:
     if len(set(value)) != len(value):
         twice = sorted({parent for parent in value if value.count(parent) > 1})
         named = ", ".join(f"job {parent}" for parent in twice)
-        raise errors.InvalidJob(f"{what} names {named} more than once", field="after")
+        raise errors.InvalidJob(f"{what}: {named} given more than once", field="after")
 
 
 def check_keys_within(keys_and_fingerprints: list[tuple[str, str | None]]) -> None:

@@ -112,7 +112,7 @@ def test_one_key_names_one_workflow(served: Served) -> None:
         ([{"parents": [1]}, {"parents": [0]}], "parents", "cycle"),
         ([{}, {"parents": [2]}], "parents", "job 1 names parent position 2"),
         ([{}, {"parents": [1]}], "parents", "cycle"),
-        ([{}, {"parents": [0, 0]}], "parents", "twice"),
+        ([{}, {"parents": [0, 0]}], "parents", "given more than once"),
         ([{"after": [1]}], "after", "job 0 runs after stored jobs [1]"),
         ([{}, {"priority": "high"}], "priority", "job 1: priority must be a whole number"),
         ([{}, {"priority": 10**12}], "priority", "job 1: priority"),

@@ -157,8 +157,8 @@ def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing
     assert (again.id, again.job_ids) == (handle.id, handle.job_ids)
     with pytest.raises(errors.IdempotencyConflict):
         client.submit_workflow(square.map([3]), idempotency_key="batch-1")
+    too_big = taskq.step("tests.support.workflow_jobs:add", "x" * 2_000_000)
     with pytest.raises(errors.InvalidJob):
-        too_big = taskq.step("tests.support.workflow_jobs:add", "x" * 2_000_000)
         client.submit_workflow(square.step(1).then(too_big))
     with pytest.raises(errors.InvalidJob, match="at least one step"):
         client.submit_workflow(square.map([]))

@@ -631,7 +631,7 @@ def _workflows_keyed(store: Store, key: str) -> int:
         (((), (), (2,)), "cycle"),
         (((), (5,)), "out of the range"),
         (((), (-1,)), "out of the range"),
-        (((), (0, 0)), "twice"),
+        (((), (0, 0)), "job 0 given more than once"),
         (((), (), (), ()), "4 jobs' parents for 3 jobs"),
     ],
 )

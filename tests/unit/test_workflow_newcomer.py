@@ -181,7 +181,7 @@ def test_a_job_after_a_workflow_s_jobs_joins_it_as_the_page_says(client: taskq.C
     )
     with pytest.raises(errors.InvalidJob) as refused:
         client.submit(f"{JOBS}:report", after=[alone, alone])
-    assert f"after names job {alone.id} more than once" in str(refused.value)
+    assert f"after: job {alone.id} given more than once" in str(refused.value)
 
 
 def celery_table() -> list[list[str]]:
