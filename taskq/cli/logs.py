@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from typing import Any
 
 import msgspec
 
@@ -21,6 +22,7 @@ from taskq.broker.records import (
     FINISHED_STATES,
     AttemptEnded,
     Execution,
+    Job,
     JobState,
     OutputDropped,
     OutputEvent,
@@ -74,27 +76,51 @@ def cmd_logs(args: argparse.Namespace) -> int:
         output.print_json(attempts)
         return command.EXIT_OK
     if not attempts:
-        print(f"job {job.id} is {job.state.value} and has no attempts yet")
+        if job.state in FINISHED_STATES:
+            print(_ended_unrun(job.id, job.state, job.error))
+        else:
+            print(f"job {job.id} is {job.state.value} and has no attempts yet")
         return command.EXIT_OK
     for index, attempt in enumerate(attempts):
         if index:
             print()
-        _print_attempt(attempt, job.max_attempts)
+        _print_attempt(attempt, _limit_then(attempt, job))
     return command.EXIT_OK
+
+
+def _ended_unrun(job_id: int, state: JobState, error: dict[str, Any] | None) -> str:
+    """A job that ended without an attempt (a parent's end cancelled it, a cancel while
+    queued), and why: "no attempts yet" would promise one that only a retry can bring."""
+    why = output.error_line(error)
+    return f"job {job_id} ended {state.value} before it ran" + (f": {why}" if why else "")
+
+
+def _limit_then(attempt: Execution, job: Job) -> int | None:
+    """The attempt's limit when it ran, where the store tells it; None where it does not.
+
+    An attempt does not store its limit, and a retry by hand raises the job's to one
+    past the attempts made then: earlier attempts may have run under a lower one.
+    Two cases are certain: an attempt numbered as the limit ran under it (its limit
+    then was at least its number, and a limit only rises), and a limit more than one
+    past the attempts made was never raised.
+    """
+    limit = job.max_attempts
+    return limit if attempt.attempt == limit or limit > job.attempts + 1 else None
 
 
 # An attempt a worker gave back (a drain, a job claimed ahead, a function it may not run).
 _RELEASED = "released"
 
 
-def _print_attempt(attempt: Execution, max_attempts: int) -> None:
+def _print_attempt(attempt: Execution, max_attempts: int | None) -> None:
     took = attempt.finished_at - attempt.started_at if attempt.finished_at is not None else None
     ended = output.local_time(attempt.finished_at) if attempt.finished_at else "still running"
     outcome = attempt.outcome or "running"
     if outcome == _RELEASED:
         # Its number is used again by the next attempt: say why there are two.
         outcome += " (handed back unrun or unfinished: not counted)"
-    print(f"attempt {attempt.attempt} of {max_attempts}  {outcome}  worker {attempt.worker_id}")
+    of = f" of {max_attempts}" if max_attempts is not None else ""
+    print(f"attempt {attempt.attempt}{of}  {outcome}  worker {attempt.worker_id}")
     facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
     if took is not None:
         facts.append(f"took {output.duration(took)}")
@@ -128,7 +154,7 @@ def _signal_name(number: int) -> str:
 def _print_output(args: argparse.Namespace) -> int:
     """Print the job's output as stored (following it with ``-f``); the exit code."""
     with connection.client(args, read_only=True) as client:
-        printer = _OutputPrinter(as_json=args.json)
+        printer = _OutputPrinter(args.id, as_json=args.json)
         if args.follow and not args.json:
             _say_if_nobody_serves(client, args.id)
         for event in client.output(args.id, attempt=args.attempt, follow=args.follow):
@@ -150,9 +176,11 @@ def _say_if_nobody_serves(client: Client, job_id: int) -> None:
 class _OutputPrinter:
     """Prints output pieces as they come: text to stdout, taskq's notes to stderr."""
 
-    def __init__(self, *, as_json: bool) -> None:
+    def __init__(self, job_id: int, *, as_json: bool) -> None:
+        self._job_id = job_id
         self._as_json = as_json
         self._line_open = False  # the text printed last did not end its line
+        self._ran = False  # an attempt was told
         self.exit_code = command.EXIT_OK
 
     def show(self, event: OutputEvent) -> None:
@@ -164,12 +192,23 @@ class _OutputPrinter:
             self._line_open = not event.text.endswith("\n")
         elif isinstance(event, OutputDropped):
             self._note(f"[taskq: {output.size(event.size)} of output dropped]")
+        elif self._unrun(event):
+            # Said as the plain form says it: there is no output for the note to stand apart from.
+            self._note(_ended_unrun(self._job_id, event.job_state, event.error))
         else:
             self._note(_ending(event))
         sys.stdout.flush()
         if isinstance(event, AttemptEnded) and event.job_state in FINISHED_STATES:
-            failed = event.job_state is not JobState.SUCCEEDED
+            # Of a job that never ran, its one line is all there is to tell, and the plain
+            # form tells it with exit 0: the follow does the same.
+            failed = event.job_state is not JobState.SUCCEEDED and not self._unrun(event)
             self.exit_code = command.EXIT_ERROR if failed else command.EXIT_OK
+        if isinstance(event, AttemptEnded) and event.attempt is not None:
+            self._ran = True
+
+    def _unrun(self, event: AttemptEnded) -> bool:
+        """Whether ``event`` ends a job that ended before any attempt."""
+        return event.attempt is None and not self._ran and event.job_state in FINISHED_STATES
 
     def _note(self, text: str) -> None:
         if self._line_open:

@@ -1,20 +1,26 @@
 """What the ``taskq`` command says where a newcomer first met it saying too little or
 the wrong thing: a retry's outcome per job and the jobs it brought back, a workflow
-retry's count, a --json-job submit to a store not there yet, a mistyped flag.
+retry's count, a --json-job submit to a store not there yet, a mistyped flag, the logs
+of a job that never ran, an earlier attempt's limit.
 
-Each test runs the real command, against a SQLite file of its own (the retries on the
-rqlite tier's cluster too); no worker is needed, as a cancel ends jobs as a failure
-would for a retry.
+Each test runs the real command, against a SQLite file of its own (the retries and the
+logs on the rqlite tier's cluster too); no worker is needed, as a cancel ends jobs as a
+failure would for a retry, and the test claims and fails the attempts it tells.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 
 import taskq
+from taskq.broker.client.connect import open_store
+from taskq.broker.ops import plan
+from taskq.broker.ops.claims import job_claim
+from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line
 from tests.support.cli_runs import taskq as taskq_command
 from tests.support.workflow_jobs import add, square
@@ -132,3 +138,65 @@ def test_a_json_job_file_of_calls_to_a_store_not_there_yet_creates_nothing(
     queued = ok("submit", "--json-job", str(calls), "--unchecked", "--json", store=url)
     assert [entry["id"] for entry in queued.json()] == [1]
     assert store.exists()
+
+
+@pytest.mark.both_stores
+def test_logs_of_a_job_that_ended_before_it_ran_say_so_and_why_in_both_forms(
+    store_url: str,
+) -> None:
+    parent = _submit(store_url, f"{JOBS}:add", "1", "2")
+    child = _submit(store_url, f"{JOBS}:add", "3", "4", "--after", str(parent))
+    waiting = _submit(store_url, f"{JOBS}:add", "5", "6", "--delay", "1h")
+    # The parent's cancel cancels the child: neither will run unless retried.
+    ok("cancel", str(parent), store=store_url)
+    said = f"job {child} ended cancelled before it ran: ParentFailed: parent job {parent} ended"
+    plain = ok("logs", str(child), store=store_url)
+    assert plain.out == f"{said} cancelled\n"
+    # Followed, the same line (a note: stderr) and the same exit, not the job's end as a failure.
+    followed = ok("logs", "-f", str(child), store=store_url)
+    assert (followed.out, followed.err) == ("", f"{said} cancelled\n")
+    # Cancelled by hand, it has no error to tell.
+    assert (
+        ok("logs", str(parent), store=store_url).out
+        == f"job {parent} ended cancelled before it ran\n"
+    )
+    assert ok("logs", str(waiting), store=store_url).out == (
+        f"job {waiting} is queued and has no attempts yet\n"
+    )
+
+
+@pytest.mark.both_stores
+def test_logs_tell_an_attempts_limit_only_where_the_store_knows_it(store_url: str) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"  # claimed here: no other test's jobs in it
+    job = int(
+        ok(
+            *("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue),
+            *("--max-attempts", "1"),
+            store=store_url,
+        ).out
+    )
+    store = open_store(store_url, migrate=False)
+
+    def fail_once() -> None:
+        [claimed] = plan.run(store, job_claim("newcomer-probe", [queue], limit=1, lease_seconds=60))
+        error = {"type": "ValueError", "message": f"attempt {claimed.attempt}"}
+        plan.run(store, reports.report_one(reports.failed(claimed.lease, error)))
+
+    def headings() -> list[str]:
+        logs = ok("logs", str(job), store=store_url).out.splitlines()
+        return [line.split("  ")[0] for line in logs if line.startswith("attempt ")]
+
+    try:
+        fail_once()
+        assert headings() == ["attempt 1 of 1"]
+        # Each retry raises the limit to one past the attempts made: attempt 1 ran under 1,
+        # which the store does not keep, so its limit is not told as the new one.
+        ok("retry", str(job), store=store_url)
+        assert headings() == ["attempt 1"]
+        fail_once()
+        ok("retry", str(job), store=store_url)
+        fail_once()
+    finally:
+        store.close()
+    assert headings() == ["attempt 1", "attempt 2", "attempt 3 of 3"]
+    assert ok("status", str(job), "--json", store=store_url).json()["state"] == "dead"
