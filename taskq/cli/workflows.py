@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -117,6 +118,18 @@ def an_id(text: str) -> int:
     return value
 
 
+@contextlib.contextmanager
+def _known(workflow_id: int) -> Iterator[None]:
+    """Refuse an unknown workflow id with where to find the known ones: a mistyped id
+    otherwise leaves the reader with nothing to go on."""
+    try:
+        yield
+    except errors.WorkflowNotFound as exc:
+        raise errors.WorkflowNotFound(
+            f"no workflow with id {workflow_id} (taskq workflow list shows the newest)"
+        ) from exc
+
+
 def _jobs_oldest_first(client: Client, workflow_id: int, ids: Sequence[int]) -> Iterator[Job]:
     """The records of the workflow's jobs ``ids`` (ascending), oldest first, a page at a
     time: a listing reads newest first, so each page is one range of ``ids`` read down from
@@ -182,7 +195,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, _known(args.id):
         info = client.workflow(args.id)
         # Edges before jobs: a running job's spawn writes its jobs and their edges in one
         # write, so every job an edge names is among the jobs read after it.
@@ -222,7 +235,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, _known(args.id):
         info = client.wait_workflow(args.id, timeout=args.timeout)
     if args.json:
         output.print_json(info)
@@ -246,6 +259,9 @@ def _job_line(job: Job, *, color: bool) -> str:
     state = state_colors.painted(job.state, color=color)
     if job.cancel_requested and job.state is JobState.RUNNING:
         state += " (cancel requested)"
+    if job.run_anyway:
+        # Else a job that ran under a parent that failed reads as a bug.
+        state += " (runs anyway)"
     text = f"{job.id} {state}  {output.one_line(output.call(job), _CALL_WIDTH)}"
     if job.error and job.state is not JobState.SUCCEEDED:
         text += f"  ({output.one_line(output.error_line(job.error), _CALL_WIDTH)})"
@@ -269,7 +285,7 @@ def _states(counts: Mapping[JobState, int], *, color: bool) -> str:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with connection.client(args) as client:
+    with connection.client(args) as client, _known(args.id):
         moved = client.cancel_workflow(args.id)
     return _say_moved(
         args,
@@ -281,7 +297,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    with connection.client(args) as client:
+    with connection.client(args) as client, _known(args.id):
         moved = client.retry_workflow(args.id)
     return _say_moved(
         args,

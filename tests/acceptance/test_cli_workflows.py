@@ -101,6 +101,26 @@ def test_a_diamond_is_drawn_once_per_job_then_its_ends_are_shown(
     assert shown[3] == f"│  └─ {fan_in} succeeded  {call}:total()"
 
 
+def test_show_marks_a_step_that_runs_anyway_under_a_parent_that_did_not_succeed(
+    url: str, queue: str, client: taskq.Client
+) -> None:
+    flow = (
+        square.options(queue=queue).step(2).then(add.options(queue=queue, run_anyway=True).step(1))
+    )
+    pipeline = client.submit_workflow(flow)
+    first, anyway = pipeline.job_ids
+    # No worker takes the queue: the cancel ends the parent, and the step is queued all the same.
+    ok("cancel", str(first), store=url)
+    shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
+    call = "tests.support.workflow_jobs"
+    assert shown[1:3] == [
+        f"{first} cancelled  {call}:square(2)",
+        f"└─ {anyway} queued (runs anyway)  {call}:add(1)",
+    ]
+    jobs = ok("workflow", "show", str(pipeline.id), "--json", store=url).json()["jobs"]
+    assert [job["run_anyway"] for job in jobs] == [False, True]
+
+
 def test_submit_after_waits_for_its_parents_then_runs(
     url: str, queue: str, workers: WorkerFleet
 ) -> None:
@@ -260,7 +280,12 @@ def test_an_unknown_workflow_or_parent_is_one_error_line_and_changes_nothing(
 ) -> None:
     for action in ("show", "wait", "cancel", "retry"):
         ran = taskq_command("workflow", action, NO_SUCH_WORKFLOW, store=url)
-        one_error_line(ran, 1, f"no workflow with id {NO_SUCH_WORKFLOW}")
+        # Where the known ones are, for a mistyped id.
+        one_error_line(
+            ran,
+            1,
+            f"no workflow with id {NO_SUCH_WORKFLOW} (taskq workflow list shows the newest)",
+        )
     bad_timeout = taskq_command("workflow", "wait", "1", "--timeout", "5x", store=url)
     one_error_line(bad_timeout, 2, "'5x'")
     one_error_line(taskq_command("workflow", "show", "abc", store=url), 2, "'abc'")
