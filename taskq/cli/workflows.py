@@ -14,7 +14,6 @@ from taskq.cli import (
     command,
     connection,
     output,
-    relatives,
     state_colors,
     values,
     workflow_tree,
@@ -327,7 +326,7 @@ def _jobs(count: int) -> str:
 def relatives_lines(client: Client, job: Job) -> list[tuple[str, str]]:
     """``status``'s lines for a job's workflow, parents, children, its spawner and the jobs it
     spawned (none for a job alone)."""
-    family = relatives.relatives_of(client, job, limit=_RELATIVES_SHOWN + 1)
+    family = client.relatives(job.id, limit=_RELATIVES_SHOWN + 1)
     lines: list[tuple[str, str]] = []
     if job.workflow_id is not None:
         try:
