@@ -95,7 +95,7 @@ def client(
 
 @contextmanager
 def client_at(
-    url: str, *, config: str | None, migrate: bool = True, read_only: bool = False
+    url: str, *, config: str | None = None, migrate: bool = True, read_only: bool = False
 ) -> Iterator[Client]:
     """A client over the store at ``url``, opened as :func:`opened_url` does; or over HTTP,
     when ``url`` is a taskq serve's (``config``: the command's config file)."""
