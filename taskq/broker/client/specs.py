@@ -249,31 +249,28 @@ def check_call(
 ) -> None:
     """Refuse arguments that ``function``'s signature does not take, as calling it would,
     or that its annotations refuse, as a submit of it by name does: a job is checked the
-    same however it is named."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
+    same however it is named, in the same words."""
+    declaration = _declaration_of(function)
+    if declaration is None:
         return  # no signature to read (some built-ins): the worker's call will tell
-    try:
-        signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        # Refused in the words of a submit by name: the job's signature, the argument at fault.
-        name = getattr(function, "__qualname__", repr(function))
-        options = sorted(set(kwargs) & SUBMIT_OPTIONS)
-        hint = (
-            f" (a job's options go in {name}.options({options[0]}=...), not among its arguments)"
-            if options
-            else ""
-        )
-        check_arguments(_declaration_of(function), args, kwargs, hint=hint)
-        # The parameters as published bind where the function did not: its own words, then.
-        raise errors.InvalidJob(f"{name}(): {exc}{hint}", field="args") from None
-    check_arguments(_declaration_of(function), args, kwargs)
+    options = sorted(set(kwargs) & SUBMIT_OPTIONS)
+    hint = (
+        f" (a job's options go in {_short_name(function)}.options({options[0]}=...), "
+        "not among its arguments)"
+        if options
+        else ""
+    )
+    check_arguments(declaration, args, kwargs, hint=hint)
 
 
-def _declaration_of(function: Callable[..., Any]) -> Declaration:
-    """``function`` as a worker publishes it, read once for a function (a batch checks
-    each of its calls); each time for a callable object that cannot be a cache's key."""
+def _short_name(function: Callable[..., Any]) -> str:
+    return str(getattr(function, "__qualname__", repr(function)))
+
+
+def _declaration_of(function: Callable[..., Any]) -> Declaration | None:
+    """``function`` as a worker publishes it (None: it has no signature), read once for a
+    function, as a batch checks each of its calls against it; each time for a callable
+    object that cannot be a cache's key."""
     try:
         return _declaration_of_hashable(function)
     except TypeError:
@@ -281,13 +278,18 @@ def _declaration_of(function: Callable[..., Any]) -> Declaration:
 
 
 @functools.lru_cache(maxsize=1024)
-def _declaration_of_hashable(function: Callable[..., Any]) -> Declaration:
+def _declaration_of_hashable(function: Callable[..., Any]) -> Declaration | None:
     return _declaration(function)
 
 
-def _declaration(function: Callable[..., Any]) -> Declaration:
+def _declaration(function: Callable[..., Any]) -> Declaration | None:
+    # Its published parameters are read from this same signature, so they bind as it does.
+    try:
+        inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
     module = getattr(function, "__module__", None)
-    name = getattr(function, "__qualname__", repr(function))
+    name = _short_name(function)
     return Declaration(
         name=f"{module}:{name}" if module else name, parameters=parameters_of(function)
     )
