@@ -17,9 +17,12 @@ from taskq.server.problems import json_response
 
 
 class Queues(msgspec.Struct, frozen=True):
-    """Every queue: counts per state, paused or not, limits."""
+    """Every queue: counts per state, paused or not, limits; and which live workers serve."""
 
     queues: list[QueueStats]
+    served: list[str] = []
+    """The queues at least one live worker takes jobs from (``Client.served_queues``), by
+    the store's clock: a client's own may be off."""
 
 
 class Workers(msgspec.Struct, frozen=True):
@@ -42,7 +45,8 @@ class WorkerExecutions(msgspec.Struct, frozen=True):
 
 
 async def queues(request: Request, caller: Caller) -> Response:
-    return json_response(Queues(await client_of(request).stats()))
+    client = client_of(request)
+    return json_response(Queues(await client.stats(), sorted(await client.served_queues())))
 
 
 async def patch_queue(request: Request, caller: Caller) -> Response:

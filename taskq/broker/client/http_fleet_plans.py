@@ -9,18 +9,15 @@ answer is the record a client on the store returns.
 from __future__ import annotations
 
 import builtins
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import msgspec
 
 from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest, decoded, decoded_member
 from taskq.broker.ops import retention
-from taskq.broker.ops.functions import LIVE_SECONDS, DeclaredFunction
+from taskq.broker.ops.functions import DeclaredFunction
 from taskq.broker.ops.jobs import ThroughputBucket
 from taskq.broker.ops.queues import Keep, SubmitLimit
 from taskq.broker.records import QueueStats, Retention, WorkerInfo
@@ -74,29 +71,9 @@ def worker_list() -> HttpPlan[builtins.list[WorkerInfo]]:
 
 
 def queue_served_list() -> HttpPlan[set[str]]:
-    """GET /workers: the queues of the live workers, as the store counts them (active or
-    draining, heard from within ``LIVE_SECONDS``), by the server's clock (its Date)."""
-    answer = yield HttpRequest("GET", "/workers")
-    workers = decoded_member(answer, "workers", builtins.list[WorkerInfo])
-    heard_since = _server_time(answer) - LIVE_SECONDS
-    return {
-        queue
-        for worker in workers
-        if worker.state in _LIVE_STATES and worker.heartbeat_at >= heard_since
-        for queue in worker.queues
-    }
-
-
-_LIVE_STATES = frozenset({"active", "draining"})
-
-
-def _server_time(answer: httpx.Response) -> float:
-    """When the server answered, by its Date header (whole seconds), else by this clock: the
-    heartbeats are the store's times, and this machine's clock may be off."""
-    try:
-        return parsedate_to_datetime(answer.headers["date"]).timestamp()
-    except (KeyError, TypeError, ValueError):
-        return time.time()
+    """GET /queues: the queues the server's store counts as served by a live worker."""
+    answer = yield HttpRequest("GET", "/queues")
+    return set(decoded_member(answer, "served", builtins.list[str]))
 
 
 def function_list() -> HttpPlan[builtins.list[DeclaredFunction]]:
