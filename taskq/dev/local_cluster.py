@@ -142,14 +142,12 @@ class LocalCluster:
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True)
         try:
-            for node in cluster.nodes:
-                cluster.start_node(node)
-                say(f"{node.node_id}: pid {node.pid}, http {node.http_addr}, log {node.log_path}")
-            cluster.wait_for_leader(self.start_timeout, every_node=True)
+            cluster.start(self.start_timeout, every_node=True)
         except (RuntimeError, TimeoutError) as exc:
             cluster.stop(self.stop_timeout)
             raise errors.TaskqError(f"the cluster did not come up: {exc}") from None
-        (self.directory / "url").write_text(f"{cluster.url}\n")
+        for node in cluster.nodes:
+            say(f"{node.node_id}: pid {node.pid}, http {node.http_addr}, log {node.log_path}")
         if self.workers:
             self._start_workers(cluster.url, say)
         return cluster.url
