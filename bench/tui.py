@@ -30,7 +30,7 @@ from taskq.app.app import ConsoleApp
 from taskq.app.screens.jobs import JobsScreen
 from taskq.app.source import ConsoleSource, JobFilter
 from taskq.app.widgets.tables import JobsTable
-from taskq.broker.client.client import call_spec
+from taskq.broker.client.client import AsyncClient, call_spec
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
@@ -100,7 +100,9 @@ def _vary_states(store: Store) -> None:
 
 async def measure(store: Store) -> list[tuple[str, float]]:
     """Run the console and time each step until the table shows the page it asked for."""
-    app = ConsoleApp(ConsoleSource(store), refresh_seconds=1.0)
+    app = ConsoleApp(
+        ConsoleSource(AsyncClient(store=store, import_names=False)), refresh_seconds=1.0
+    )
     results: list[tuple[str, float]] = []
 
     def jobs_screen() -> JobsScreen | None:

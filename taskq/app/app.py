@@ -32,7 +32,13 @@ from taskq.app.screens.jobs import JobsScreen
 from taskq.app.screens.overview import OverviewScreen
 from taskq.app.screens.submit import SubmitScreen
 from taskq.app.screens.workflows import WorkflowsScreen
-from taskq.app.source import ConsoleSource, JobFilter, Overview, describe_error
+from taskq.app.source import (
+    SOURCE_ERRORS,
+    ConsoleSource,
+    JobFilter,
+    Overview,
+    describe_error,
+)
 from taskq.broker.records import JobSpec, JobState
 
 
@@ -220,7 +226,7 @@ class ConsoleApp(App[None]):
     async def _cancel(self, job_ids: list[int]) -> None:
         try:
             result = await self.source.cancel(job_ids)
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             self.notify(describe_error(exc), title="Cancel failed", severity="error")
             return
         except errors.JobNotFound as exc:
@@ -238,7 +244,7 @@ class ConsoleApp(App[None]):
     async def _retry(self, job_ids: list[int]) -> None:
         try:
             moved = await self.source.retry(job_ids)
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             self.notify(describe_error(exc), title="Retry failed", severity="error")
             return
         except errors.JobNotFound as exc:
@@ -267,7 +273,7 @@ class ConsoleApp(App[None]):
                 result = await self.source.cancel_matching(job_filter)
             else:
                 result = await self.source.retry_matching(job_filter)
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             self.notify(describe_error(exc), title=f"Bulk {verb} failed", severity="error")
             return
         except errors.JobNotFound as exc:
@@ -281,7 +287,7 @@ class ConsoleApp(App[None]):
     async def _set_paused(self, queue: str, paused: bool) -> None:
         try:
             await self.source.set_paused(queue, paused)
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             self.notify(describe_error(exc), title="Pause/resume failed", severity="error")
             return
         self.notify(f"Queue {queue} {'paused' if paused else 'resumed'}.")

@@ -1,4 +1,4 @@
-"""``taskq-tui``: open the store and run the console until the user quits."""
+"""``taskq-tui``: the console, on a store or over a taskq serve, until the user quits."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ import sys
 from collections.abc import Sequence
 
 from taskq import __version__, errors
+from taskq.broker.client.client import AsyncClient
 from taskq.broker.client.connect import open_store
+from taskq.broker.client.http_transport import is_http_url
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import resolve_store_url
+from taskq.config import load_config
 from taskq.one_line_parser import OneLineParser
 
 EXIT_ERROR = 1
 # As ``taskq`` and ``taskq-worker`` do: a script can tell a setup to fix from a store to wait for.
 EXIT_CONFIG = 2
+# A request of the console over a taskq serve gives up after this many seconds (a
+# script's client waits 30): a server gone shows in the banner soon, and each poll is
+# a few small reads.
+HTTP_TIMEOUT_SECONDS = 5.0
 
 
 def _seconds(text: str) -> float:
@@ -36,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"taskq-tui {__version__}")
     parser.add_argument(
         "--store",
-        help="store URL (sqlite:///file.db or rqlite://host:port,...); "
+        help="store URL (sqlite:///file.db or rqlite://host:port,...), or a taskq serve's "
+        "(http(s)://host:port, its token in TASKQ_TOKEN); "
         "default: TASKQ_STORE, the config file, then a file in your data directory",
     )
     parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")
@@ -66,15 +75,26 @@ def open_console_store(url: str | None, config_path: str | None) -> Store:
         return open_store(url, config_path=config_path, migrate=False)
 
 
-async def _run(store: Store, refresh_seconds: float) -> None:
+def open_console_client(url: str | None, config_path: str | None) -> AsyncClient:
+    """The console's client: on the store (see :func:`open_console_store`), or over the
+    taskq serve a URL names, bearing ``TASKQ_TOKEN``. A server that does not answer, or
+    refuses the token, is not an error here: the console shows it in its banner."""
+    configured = load_config(config_path).store_url if url is None else None
+    resolved = resolve_store_url(url, configured)
+    if is_http_url(resolved):
+        return AsyncClient(
+            resolved, config_path=config_path, import_names=False, timeout=HTTP_TIMEOUT_SECONDS
+        )
+    return AsyncClient(store=open_console_store(resolved, config_path), import_names=False)
+
+
+async def _run(client: AsyncClient, refresh_seconds: float) -> None:
     # Imported here so `taskq-tui --help` answers without loading Textual.
     from taskq.app.app import ConsoleApp
     from taskq.app.source import ConsoleSource
 
-    try:
-        await ConsoleApp(ConsoleSource(store), refresh_seconds=refresh_seconds).run_async()
-    finally:
-        await store.aclose()
+    async with client:
+        await ConsoleApp(ConsoleSource(client), refresh_seconds=refresh_seconds).run_async()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,14 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
-        store = open_console_store(args.store, args.config)
+        client = open_console_client(args.store, args.config)
     except errors.ConfigError as exc:
         print(f"taskq-tui: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except errors.TaskqError as exc:
         print(f"taskq-tui: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    asyncio.run(_run(store, args.refresh))
+    asyncio.run(_run(client, args.refresh))
     return 0
 
 

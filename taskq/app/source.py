@@ -1,8 +1,9 @@
 """The console's data source: snapshots of the store, and the actions it offers.
 
 Everything here goes through the public :class:`taskq.broker.client.client.AsyncClient`,
-never an operation or SQL of its own. The app is handed a :class:`ConsoleSource`,
-so tests drive the real app over a real store.
+never an operation or SQL of its own, so the console works alike on a store and over a
+``taskq serve``. The app is handed a :class:`ConsoleSource`, so tests drive the real app
+over a real store.
 """
 
 from __future__ import annotations
@@ -29,13 +30,19 @@ from taskq.broker.records import (
     WorkflowInfo,
     WorkflowStatus,
 )
-from taskq.broker.stores.store import NodeInfo, Store
+from taskq.broker.stores.sqlite_store import EMBEDDED_NODE_ID
+from taskq.broker.stores.store import NodeInfo
+from taskq.broker.stores.store_url import mask_password
 
 # What each bulk action can move: job_cancel leaves other states alone, and
 # job_retry only takes finished jobs that did not succeed. Bulk actions list
 # just these states, each through its (state, id) index.
 CANCELLABLE = (JobState.QUEUED, JobState.RUNNING)
 RETRYABLE = (JobState.FAILED, JobState.DEAD, JobState.CANCELLED)
+
+# What a read or an action of the console may meet that is no fault of its own: the
+# store's trouble, or, over a taskq serve, the server's verdict on the token.
+SOURCE_ERRORS = (errors.StoreError, errors.Unauthorized, errors.Forbidden)
 
 _BULK_BATCH = 1000  # the most job_list returns in one page
 _RUNNING_SHOWN = 1000  # running jobs read per poll to show each worker's current jobs
@@ -133,10 +140,12 @@ class BulkResult:
     changed: int
 
 
-def describe_error(exc: errors.StoreError) -> str:
-    """One line for the banner: what failed, in the store's own words."""
+def describe_error(exc: errors.TaskqError) -> str:
+    """One line for the banner: what failed, in the store's (or the server's) own words."""
     if isinstance(exc, errors.StoreUnavailable | errors.OutcomeUnknown):
         return f"store unreachable: {exc}"
+    if isinstance(exc, errors.Unauthorized | errors.Forbidden):
+        return f"refused by the server: {exc}"
     return f"store error: {exc}"
 
 
@@ -145,20 +154,24 @@ class ConsoleSource:
 
     def __init__(
         self,
-        store: Store,
+        client: AsyncClient,
         *,
         throughput_minutes: int = 15,
         page_size: int = 100,
         store_now: Callable[[], float] | None = None,
     ):
-        """``store_now`` fixes the time throughput counts back from (tests); else the store's."""
-        self.client = AsyncClient(store=store, import_names=False)
+        """``client``: on a store (made with ``import_names=False``: the console submits
+        only what workers declare) or over a taskq serve. ``store_now`` fixes the time
+        throughput counts back from (tests); else the store's."""
+        self.client = client
         self.throughput_minutes = throughput_minutes
         self.page_size = page_size
         self.store_now = store_now
 
     @property
     def url(self) -> str:
+        if self.client.http is not None:
+            return mask_password(self.client.http.url)
         return self.client.store.url
 
     async def nodes(self) -> list[NodeInfo]:
@@ -166,17 +179,23 @@ class ConsoleSource:
         return await self.client.nodes()
 
     async def overview(self) -> Overview:
-        """Nodes, then queue counts, workers and throughput; a store error is reported in it."""
-        nodes = await self.nodes()
+        """Nodes, then queue counts, workers and throughput; an error is reported in it.
+
+        A store describes its nodes even when none answers; a taskq serve that
+        does not answer, or refuses the token, has none to show.
+        """
+        nodes: list[NodeInfo] = []
         activity: Activity | None = None
         error: str | None = None
         try:
+            nodes = await self.nodes()
             activity = await self.activity()
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             error = describe_error(exc)
         return Overview(
             url=self.url,
-            embedded=self.url.startswith("sqlite://"),
+            # Known by its nodes: a taskq serve's URL does not say what it serves.
+            embedded=[node.id for node in nodes] == [EMBEDDED_NODE_ID],
             nodes=tuple(nodes),
             activity=activity,
             error=error,

@@ -11,6 +11,7 @@ import pytest
 from taskq.app.app import ConsoleApp
 from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource
+from taskq.broker.client.client import AsyncClient
 from taskq.broker.client.connect import open_store
 from taskq.broker.stores.store import Store
 from tests.tui.seed import BASE, Seeded, seed
@@ -51,7 +52,9 @@ def make_app(sqlite_store: Store, fixed_clock: Clock) -> Callable[..., ConsoleAp
     """Build the real app over a store (the seeded one unless told otherwise)."""
 
     def build(store: Store | None = None, *, page_size: int = 100) -> ConsoleApp:
-        source = ConsoleSource(store or sqlite_store, page_size=page_size)
+        source = ConsoleSource(
+            AsyncClient(store=store or sqlite_store, import_names=False), page_size=page_size
+        )
         return ConsoleApp(source, refresh_seconds=REFRESH, clock=fixed_clock)
 
     return build

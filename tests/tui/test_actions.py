@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, Static
 
 from taskq.app.app import ConsoleApp
@@ -20,7 +19,7 @@ from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
 from taskq.broker.stores.store import Statement, Store
 from tests.tui.seed import Seeded
-from tests.tui.waiting import plain, screen_name, wait_for
+from tests.tui.waiting import plain, screen_name, select_job, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -42,21 +41,12 @@ def _count(store: Store, queue: str, state: JobState) -> int:
     return stats.counts[state]
 
 
-async def _select_job(
-    pilot: Pilot[None], app: ConsoleApp, job_filter: JobFilter, job_id: int
-) -> None:
-    await app.show_jobs(job_filter)
-    table = app.screen.query_one(JobsTable)
-    await wait_for(pilot, lambda: str(job_id) in table.row_keys(), f"job {job_id} in the list")
-    table.move_cursor(row=table.get_row_index(str(job_id)))
-
-
 async def test_cancel_asks_first_and_cancels_a_queued_job(
     seeded: Seeded, sqlite_store: Store, make_app: AppFactory
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await _select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
+        await select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         await pilot.press("n")
@@ -92,7 +82,7 @@ async def test_cancel_of_a_job_gone_since_it_was_shown_says_so(
 
     async with app.run_test(size=(120, 40)) as pilot:
         app.notify = noted  # type: ignore[method-assign]
-        await _select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
+        await select_job(pilot, app, JobFilter(queue="images"), seeded.queued)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         # Pruned while the question is asked: the answer names a job the store no longer
@@ -110,7 +100,7 @@ async def test_cancel_of_a_running_job_asks_its_worker_to_stop(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await _select_job(pilot, app, JobFilter(state=JobState.RUNNING), seeded.running)
+        await select_job(pilot, app, JobFilter(state=JobState.RUNNING), seeded.running)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         await pilot.press("y")
@@ -133,7 +123,7 @@ async def test_retry_of_a_dead_job_from_its_detail(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await _select_job(pilot, app, JobFilter(state=JobState.DEAD), seeded.dead)
+        await select_job(pilot, app, JobFilter(state=JobState.DEAD), seeded.dead)
         await pilot.press("enter")
         await wait_for(pilot, lambda: screen_name(app) == "JobScreen", "the job screen")
         await pilot.press("r")
@@ -154,7 +144,7 @@ async def test_bulk_cancel_and_retry_of_the_filtered_set(
     queued_images = _count(sqlite_store, "images", JobState.QUEUED)
     assert queued_etl > 2
     async with app.run_test(size=(120, 40)) as pilot:
-        await _select_job(pilot, app, JobFilter(queue="etl"), max(_ids(sqlite_store, "etl")))
+        await select_job(pilot, app, JobFilter(queue="etl"), max(_ids(sqlite_store, "etl")))
         await pilot.press("C")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         await pilot.press("y")

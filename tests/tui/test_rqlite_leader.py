@@ -11,6 +11,7 @@ from taskq.app.app import ConsoleApp
 from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource
 from taskq.app.widgets.tables import NodesTable
+from taskq.broker.client.client import AsyncClient
 from taskq.broker.client.connect import open_store
 from tests.support.rqlite_cluster import running_cluster
 from tests.tui.waiting import wait_for
@@ -39,7 +40,11 @@ async def test_the_console_follows_the_leader_when_it_is_killed(tmp_path: Path) 
     with running_cluster(tmp_path / "cluster") as cluster:
         leader = cluster.wait_for_leader()
         store = open_store(cluster.url)
-        app = ConsoleApp(ConsoleSource(store), refresh_seconds=REFRESH, clock=Clock())
+        app = ConsoleApp(
+            ConsoleSource(AsyncClient(store=store, import_names=False)),
+            refresh_seconds=REFRESH,
+            clock=Clock(),
+        )
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 nodes = app.screen.query_one(NodesTable)

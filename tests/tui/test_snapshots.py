@@ -21,6 +21,7 @@ from taskq.app.screens.submit import SubmitScreen
 from taskq.app.source import ConsoleSource
 from taskq.app.widgets.relatives import RelativesTable
 from taskq.app.widgets.tables import AttemptsTable, JobsTable, WorkersTable, WorkflowsTable
+from taskq.broker.client.client import AsyncClient
 from taskq.broker.ops import migrations
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Store
@@ -47,7 +48,7 @@ def _app(store: Store, now: float) -> ConsoleApp:
     # A long interval: the screenshot is taken between polls, of settled data.
     # Throughput counts back from the same fixed time as every age shown.
     clock = Clock(now=lambda: now, tz=UTC)
-    source = ConsoleSource(store, store_now=lambda: now)
+    source = ConsoleSource(AsyncClient(store=store, import_names=False), store_now=lambda: now)
     return ConsoleApp(source, refresh_seconds=5.0, clock=clock)
 
 

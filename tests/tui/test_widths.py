@@ -22,6 +22,7 @@ from taskq.app.formatting import Clock
 from taskq.app.source import ConsoleSource, JobFilter
 from taskq.app.widgets.keyed_table import Column, KeyedTable, fit_widths
 from taskq.app.widgets.tables import JobsTable, NodesTable, QueuesTable, WorkersTable
+from taskq.broker.client.client import AsyncClient
 from taskq.broker.ops import migrations, plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.workers import worker_register
@@ -91,7 +92,7 @@ def make_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stor
 
 def _app(store: Store) -> ConsoleApp:
     # A long interval: pictures and drawn cells are read between polls.
-    source = ConsoleSource(store, store_now=lambda: BASE)
+    source = ConsoleSource(AsyncClient(store=store, import_names=False), store_now=lambda: BASE)
     return ConsoleApp(source, refresh_seconds=5.0, clock=Clock(now=lambda: BASE, tz=UTC))
 
 

@@ -14,11 +14,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from taskq import errors
 from taskq.app import formatting, states
 from taskq.app.commands import PaletteCommand
 from taskq.app.console import Console
-from taskq.app.source import JobDetail, JobFilter, describe_error
+from taskq.app.source import SOURCE_ERRORS, JobDetail, JobFilter, describe_error
 from taskq.app.widgets.banner import StoreBanner
 from taskq.app.widgets.panels import (
     AttemptOutput,
@@ -92,7 +91,7 @@ class JobScreen(Screen[None]):
         while True:
             try:
                 detail = await self.console.source.job_detail(self.job_id)
-            except errors.StoreError as exc:
+            except SOURCE_ERRORS as exc:
                 self.console.report_problem("job", describe_error(exc))
             else:
                 self.console.report_problem("job", None)

@@ -6,9 +6,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from taskq import errors
 from taskq.app.console import Console
-from taskq.app.source import describe_error
+from taskq.app.source import SOURCE_ERRORS, describe_error
 
 T = TypeVar("T")
 
@@ -61,7 +60,7 @@ async def poll_pages(
         started = time.monotonic()
         try:
             page = await fetch()
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             console.report_problem(origin, describe_error(exc))
         else:
             console.report_problem(origin, None)

@@ -27,6 +27,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Checkbox, Input, Label, Static
 
 from taskq import errors
+from taskq.app.source import SOURCE_ERRORS
 from taskq.broker.client import declarations
 from taskq.broker.client.client import (
     DeclaredFunction,
@@ -102,7 +103,7 @@ class SubmitScreen(ModalScreen[JobSpec | None]):
     ) -> None:
         try:
             functions = await read()
-        except errors.StoreError as exc:
+        except SOURCE_ERRORS as exc:
             # Targets cannot be checked: only an unchecked submit goes.
             self._unread = f"cannot read the declared jobs ({exc})"
             return

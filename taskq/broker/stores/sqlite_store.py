@@ -45,6 +45,8 @@ from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, Sta
 from taskq.broker.stores.wal_watch import CommitMark, WalWatcher
 
 _T = TypeVar("_T")
+EMBEDDED_NODE_ID = "embedded"
+"""The id of the one node an embedded store describes (``nodes()``), over HTTP too."""
 _BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 _FIRST_LOCK_RETRY_SECONDS = 0.00005
 _LONGEST_LOCK_RETRY_SECONDS = 0.001
@@ -247,7 +249,7 @@ class SqliteStore:
     def nodes(self) -> list[NodeInfo]:
         return [
             NodeInfo(
-                id="embedded",
+                id=EMBEDDED_NODE_ID,
                 address=str(self.path),
                 reachable=self.path.exists(),
                 leader=True,
