@@ -52,7 +52,7 @@ def test_rqlite_url_with_credentials_nodes_and_options() -> None:
             "needs :// after sqlite:; use sqlite:///path/file.db (or sqlite://file.db",
         ),
         ("postgres://localhost/db", "unknown scheme"),
-        ("https://taskq.lab:8080", "the URL of a taskq serve is for Python clients"),
+        ("https://taskq.lab:8080", "the URL of a taskq serve is for clients: taskq, taskq-tui"),
         ("sqlite://", "names no file"),
         ("sqlite:///x.db?synchronus=full", "unknown option(s) synchronus"),
         ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of extra, full, normal"),

@@ -95,8 +95,8 @@ def parse_store_url(url: str) -> StoreTarget:
     if scheme in {"rqlite", "rqlites"}:
         return _parse_rqlite(url, location, options, tls=scheme == "rqlites")
     hint = (
-        " (the URL of a taskq serve is for Python clients, taskq.Client(url, token=...); "
-        "this needs the store itself)"
+        " (the URL of a taskq serve is for clients: taskq, taskq-tui and "
+        "taskq.Client(url, token=...); this needs the store itself)"
         if scheme in {"http", "https"}
         else ""
     )
