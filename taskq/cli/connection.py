@@ -16,7 +16,10 @@ with a note on stderr that they may be stale.
 The URL of a ``taskq serve`` (``http://`` or ``https://``) serves too: the
 command's client then speaks HTTP, as ``taskq.Client(url)`` does, bearing
 ``TASKQ_TOKEN``, and the server alone opens the store (none of the above
-applies). A command that needs the store itself refuses it, naming itself.
+applies). A server that cannot be reached is said so within
+:data:`FIRST_CONTACT_SECONDS`, where a script's client would ride out a
+restart for its 30 s; once reached, requests have the client's timeouts. A
+command that needs the store itself refuses it, naming itself.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ from taskq.cli import output
 from taskq.config import load_config
 
 CLI_TIMEOUT_SECONDS = 5
+# How long a command tries to reach a taskq serve before it says it cannot: a server
+# starting (or restarting) answers in about 0.6 s, and a person at the prompt would rather
+# hear of a wrong port or a server that is down in seconds than after the client's 30.
+FIRST_CONTACT_SECONDS = 3.0
 
 
 def named_url(args: argparse.Namespace) -> str:
@@ -109,11 +116,14 @@ def client_at(
 
 @contextmanager
 def _served(url: str, config: str | None) -> Iterator[Client]:
-    """A client of the taskq serve at ``url``, bearing ``TASKQ_TOKEN``, as a script's is;
-    a refused token is told in the command's terms, not in Python's."""
+    """A client of the taskq serve at ``url``, bearing ``TASKQ_TOKEN``, as a script's is,
+    once the server is reached (:data:`FIRST_CONTACT_SECONDS`); a refused token is told in
+    the command's terms, not in Python's."""
     where = f"taskq serve at {mask_password(url)}"
     try:
         with Client(url, config_path=config, import_names=False) as served:
+            if served.http is not None:
+                served.http.reach(FIRST_CONTACT_SECONDS)
             yield served
     except errors.Unauthorized as exc:
         if not os.environ.get(TOKEN_ENV):

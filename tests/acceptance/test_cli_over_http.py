@@ -10,6 +10,7 @@ command's own ``--wait``/``--timeout``, or a condition polled to a deadline.
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,9 @@ DECLARED = "tests.support.workflow_jobs"
 JOBS = "tests.support.jobs"
 WAIT = 60
 NO_SUCH_JOB = 987_654_321
+# Well under the 30 s the Python client rides out a server not reached for: a command that
+# waits that long is killed by it, and fails, with no clock read by the test.
+PROMPT_SECONDS = 20
 
 
 class Served:
@@ -284,3 +288,20 @@ def test_the_server_is_named_as_any_store(served: Served, tmp_path: Path) -> Non
     ran = taskq_command("--config", str(config), "workers", "--json", env=env)
     assert ran.code == 0, ran
     assert isinstance(json.loads(ran.out), list)
+
+
+def test_a_server_not_reached_is_one_line_within_seconds() -> None:
+    """A wrong port is said in seconds, as a store that refuses the connection is (exit 1),
+    not after the 30 s a script's client would wait for a server to come back."""
+    with socket.socket() as held:
+        # Bound, not listening: the port refuses connections, and no other test takes it.
+        held.bind(("127.0.0.1", 0))
+        url = f"http://someone:secret@127.0.0.1:{held.getsockname()[1]}"
+        shown = f"taskq serve at {url.replace(':secret@', ':***@')} did not answer"
+        listed = taskq_command("--store", url, "jobs", timeout=PROMPT_SECONDS)
+        line = one_error_line(listed, 1, shown, "Connection refused")
+        assert "secret" not in line
+        # By TASKQ_STORE, bearing a token, a command that writes: the same, nothing sent.
+        env = {"TASKQ_STORE": url, "TASKQ_TOKEN": "a-token"}
+        cancel = taskq_command("cancel", "1", env=env, timeout=PROMPT_SECONDS)
+        one_error_line(cancel, 1, shown, "Connection refused")

@@ -37,13 +37,23 @@ class Ran:
         return json.loads(self.out)
 
 
-def taskq(*args: str, store: str | None = None, env: dict[str, str] | None = None) -> Ran:
-    """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment."""
-    return command("taskq", *args, store=store, env=env)
+def taskq(
+    *args: str,
+    store: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = COMMAND_TIMEOUT,
+) -> Ran:
+    """Run ``python -m taskq.cli [--store STORE] ARGS`` with no TASKQ_* from this environment;
+    one that overruns ``timeout`` is killed, and raises ``subprocess.TimeoutExpired``."""
+    return command("taskq", *args, store=store, env=env, timeout=timeout)
 
 
 def command(
-    program: str, *args: str, store: str | None = None, env: dict[str, str] | None = None
+    program: str,
+    *args: str,
+    store: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = COMMAND_TIMEOUT,
 ) -> Ran:
     """Run ``program`` (``taskq``, ``taskq-worker`` or ``taskq-tui``) as :func:`taskq` does."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
@@ -54,7 +64,7 @@ def command(
         argv,
         capture_output=True,
         text=True,
-        timeout=COMMAND_TIMEOUT,
+        timeout=timeout,
         env={**clean, **(env or {})},
         cwd=REPO,
         stdin=subprocess.DEVNULL,

@@ -152,3 +152,36 @@ def test_a_handshake_answered_in_plain_text_is_a_config_error_at_once() -> None:
         "answered the TLS handshake in plain text); use http://taskq.test"
     )
     assert server.asked == 1
+
+
+def test_reach_gives_up_on_a_server_not_reached_within_its_bound() -> None:
+    """The command line's first contact: the transport's 30 s are not waited for."""
+    server = Unreachable(httpx.ConnectError("[Errno 111] Connection refused"))
+    transport = HttpTransport("http://u:pw@taskq.test", mock=httpx.MockTransport(server))
+    with pytest.raises(errors.StoreUnavailable) as unreached:
+        transport.reach(0.3)
+    assert str(unreached.value) == (
+        "taskq serve at http://u:***@taskq.test did not answer: "
+        "ConnectError('[Errno 111] Connection refused')"
+    )
+    # The next try would come after 0.5 s, past the bound: asked once, not for 30 s.
+    assert server.asked == 1
+
+
+def test_reach_takes_any_answer_but_a_503_and_bounds_each_try() -> None:
+    asked: list[httpx.Request] = []
+
+    def refusing(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        return httpx.Response(401 if len(asked) > 1 else 503, headers={"Retry-After": "0"})
+
+    transport = HttpTransport("http://taskq.test", mock=httpx.MockTransport(refusing))
+    transport.reach(2.5)  # a refusal is an answer: the request after it says what it means
+    assert [(request.method, request.url.path) for request in asked] == [("GET", "/healthz")] * 2
+    bounds = asked[0].extensions["timeout"]
+    assert bounds == {"connect": 2.5, "read": 2.5, "write": 2.5, "pool": 2.5}
+    # The transport's own requests keep its timeout.
+    asked.clear()
+    with pytest.raises(errors.TaskqError, match="401"):
+        transport.run(http_fleet_plans.queue_stats())
+    assert asked[0].extensions["timeout"]["connect"] == 30.0

@@ -27,6 +27,7 @@ import msgspec
 from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest
 from taskq.broker.client.problem_types import Problem, error_of
+from taskq.broker.stores.store_url import mask_password
 from taskq.broker.stores.trampoline import Pause
 
 T = TypeVar("T")
@@ -87,11 +88,14 @@ def answered(
     deadline: float,
     *,
     broken: httpx.TransportError | None = None,
+    any_answer: bool = False,
 ) -> RetryingPlan[httpx.Response]:
     """The successful response to ``request``, asked again until ``deadline``; else raised.
 
     ``broken``: the request is asked again because its answer broke off (a
-    stream), so it waits as for a server not reached first.
+    stream), so it waits as for a server not reached first. ``any_answer``: a
+    refusal other than a 503 is returned too, not raised (the question was
+    only whether the server answers).
     """
     if broken is not None:
         yield Pause(_within(_unreached(request, url, Unanswered(broken)), deadline).after)
@@ -100,7 +104,7 @@ def answered(
         assert sent is not None, "a request is answered"
         if isinstance(sent, Unanswered):
             retry = _unreached(request, url, sent)
-        elif sent.is_success:
+        elif sent.status_code != 503 and (sent.is_success or any_answer):
             return sent
         elif sent.status_code == 503:
             retry = _Retry(problem_error(sent), _retry_after(sent))
@@ -111,7 +115,8 @@ def answered(
 
 def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry:
     """A request that got no answer: safe to send again unless it may have been applied."""
-    where = f"taskq serve at {url}"
+    shown = mask_password(url)  # as a store URL's is, in every message
+    where = f"taskq serve at {shown}"
     exc = unanswered.error
     refused = _refused_certificate(exc)
     if refused is not None:
@@ -120,12 +125,12 @@ def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry
     if unanswered.speaks_tls:
         raise errors.ConfigError(
             f"{where}: the server speaks HTTPS (it hung up on plain HTTP and took a TLS "
-            f"handshake); use https://{url.removeprefix('http://')}"
+            f"handshake); use https://{shown.removeprefix('http://')}"
         ) from exc
     if url.startswith("https://") and _answered_in_plain_text(exc):
         raise errors.ConfigError(
             f"{where}: the server speaks plain HTTP, not HTTPS (it answered the TLS handshake "
-            f"in plain text); use http://{url.removeprefix('https://')}"
+            f"in plain text); use http://{shown.removeprefix('https://')}"
         ) from exc
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
         error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")

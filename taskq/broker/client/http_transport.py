@@ -9,6 +9,7 @@ means, and when to ask again, is :mod:`.http_answers`'s.
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 import time
@@ -30,6 +31,9 @@ T = TypeVar("T")
 
 HTTP_SCHEMES = ("http://", "https://")
 TOKEN_ENV = "TASKQ_TOKEN"
+# What :meth:`HttpTransport.reach` asks: it needs no token and does not touch the store, so
+# any server that runs answers it, at once.
+_ALIVE = HttpRequest("GET", "/healthz")
 
 
 def is_http_url(url: str) -> bool:
@@ -99,6 +103,17 @@ class HttpTransport:
         """Carry out ``plan``, awaited, on this transport's ``httpx.AsyncClient``."""
         return await drive_async(asked_again(plan, self.url, self.timeout), self._send_async)
 
+    def reach(self, within: float) -> None:
+        """Raise the error of a server that cannot be reached, found out within about
+        ``within`` seconds, not the call's ``timeout``: for a person waiting on a command,
+        where a script would rather ride out a restart. Its ``/healthz`` is asked again while
+        refused (or a 503) until ``within`` has passed, each try given ``within`` too (twice
+        that at worst); any other answer, a refusal included, means it was reached. The
+        connection it opens is the one the next request takes."""
+        deadline = time.monotonic() + within
+        contact = answered(_ALIVE, self.url, deadline, any_answer=True)
+        drive(contact, functools.partial(self._send, timeout=within))
+
     def stream(self, streamed: Streamed[T]) -> Iterator[T]:
         """The answers of ``streamed`` as its events come, blocking; a stream that breaks is
         opened again (after a 503's Retry-After) while the call's time allows, that time
@@ -147,12 +162,13 @@ class HttpTransport:
             finally:
                 await response.aclose()
 
-    def _send(self, request: HttpRequest) -> Sent:
+    def _send(self, request: HttpRequest, *, timeout: float | None = None) -> Sent:
+        """``request`` sent; ``timeout``: its own, shorter than the transport's."""
         http = self._client()
         try:
-            return http.send(self._built(http, request))
+            return http.send(self._built(http, request, timeout))
         except httpx.TransportError as exc:
-            return self._unanswered(exc)
+            return self._unanswered(exc, timeout)
 
     async def _send_async(self, request: HttpRequest) -> Sent:
         http = self._async_client()
@@ -188,12 +204,13 @@ class HttpTransport:
             return await self._unanswered_async(exc)
         return response
 
-    def _unanswered(self, exc: httpx.TransportError) -> Unanswered:
+    def _unanswered(self, exc: httpx.TransportError, timeout: float | None = None) -> Unanswered:
         """A request that got no answer; from a server that hung up on plain HTTP, whether
-        it speaks TLS (it serves HTTPS: the URL is wrong) is asked too."""
+        it speaks TLS (it serves HTTPS: the URL is wrong) is asked too, within ``timeout``."""
         if not self._hung_up_on_plain_http(exc):
             return Unanswered(exc)
-        return Unanswered(exc, speaks_tls=tls_probe.speaks_tls(self.url, self.timeout))
+        probed = tls_probe.speaks_tls(self.url, self.timeout if timeout is None else timeout)
+        return Unanswered(exc, speaks_tls=probed)
 
     async def _unanswered_async(self, exc: httpx.TransportError) -> Unanswered:
         """As :meth:`_unanswered`, the handshake made in a thread."""
@@ -210,18 +227,24 @@ class HttpTransport:
             and isinstance(exc, httpx.RemoteProtocolError)
         )
 
-    def _built(self, http: httpx.Client | httpx.AsyncClient, request: HttpRequest) -> httpx.Request:
+    def _built(
+        self,
+        http: httpx.Client | httpx.AsyncClient,
+        request: HttpRequest,
+        timeout: float | None = None,
+    ) -> httpx.Request:
         headers = dict(request.headers or {})
         if request.body is not None:
             headers["Content-Type"] = "application/json"
-        timeout = httpx.Timeout(self.timeout, read=self.timeout + request.wait)
+        seconds = self.timeout if timeout is None else timeout
+        bounds = httpx.Timeout(seconds, read=seconds + request.wait)
         return http.build_request(
             request.method,
             request.path,
             params=request.params,
             content=request.body,
             headers=headers,
-            timeout=timeout,
+            timeout=bounds,
         )
 
     def close(self) -> None:
