@@ -63,6 +63,7 @@ class RqliteNode:
     process: subprocess.Popen[bytes] | None = None
     recorded_pid: int | None = None  # started by another command: known by pid only
     tls: bool = False
+    log_start: int = 0  # where this run's lines begin in the log, which every run appends to
 
     @property
     def data_dir(self) -> Path:
@@ -187,7 +188,8 @@ class RqliteCluster:
 
         A node that loses rqlited's start-up race (see ``_MUX_RACE_SIGNS``)
         before the cluster has a leader is started again on an empty data
-        directory: it holds nothing yet, and it joins as a new node would.
+        directory: it holds nothing yet, and it joins as a new node would
+        (one restarted later, by :meth:`start_node`, keeps its data).
         """
         for node in self.nodes:
             self.start_node(node)
@@ -222,6 +224,7 @@ class RqliteCluster:
         """Run ``rqlited`` as ``argv`` for ``node``, and record what identifies it."""
         node.data_dir.mkdir(parents=True, exist_ok=True)
         with node.log_path.open("ab") as log:
+            node.log_start = log.tell()
             # A session of its own: the node outlives a command that started it.
             node.process = subprocess.Popen(
                 argv,
@@ -260,12 +263,19 @@ class RqliteCluster:
             self.kill_node(node, signal.SIGTERM, timeout)
 
     def _lost_the_mux_race(self, node: RqliteNode) -> bool:
-        tail = self.log_tail(node, lines=40)
-        return all(sign in tail for sign in _MUX_RACE_SIGNS)
+        try:
+            with node.log_path.open("rb") as log:
+                log.seek(node.log_start)
+                said = log.read().decode(errors="replace")
+        except OSError:
+            return False
+        return all(sign in said for sign in _MUX_RACE_SIGNS)
 
-    def _start_again_empty(self, node: RqliteNode) -> None:
+    def _start_again(self, node: RqliteNode, *, empty: bool) -> None:
+        """Run the node's command again, on an empty data directory when ``empty``."""
         argv = (node.directory / "cmdline").read_text().splitlines()  # as node.record wrote it
-        shutil.rmtree(node.data_dir, ignore_errors=True)
+        if empty:
+            shutil.rmtree(node.data_dir, ignore_errors=True)
         with node.log_path.open("a") as log:
             log.write("taskq: rqlited lost its start-up race (rqlite issue #325); started again\n")
         self.launch(node, argv)
@@ -340,7 +350,11 @@ class RqliteCluster:
         return leaders[0] if len(leaders) == 1 else None
 
     def wait_for_leader(self, timeout: float = 30.0, *, every_node: bool = False) -> RqliteNode:
-        """The leader once it is ready (and, with ``every_node``, every node names a leader)."""
+        """The leader once it is ready (and, with ``every_node``, every node names a leader).
+
+        A node restarted (:meth:`start_node`) that loses rqlited's start-up race
+        is started again on its data.
+        """
         return self._wait_for_leader(timeout, every_node=every_node, forming=False)
 
     def _wait_for_leader(self, timeout: float, *, every_node: bool, forming: bool) -> RqliteNode:
@@ -353,9 +367,9 @@ class RqliteCluster:
             for node in self.nodes:
                 if node.process is None or node.process.poll() in _EXPECTED_EXITS:
                     continue
-                if forming and restarts < _MUX_RACE_RESTARTS and self._lost_the_mux_race(node):
+                if restarts < _MUX_RACE_RESTARTS and self._lost_the_mux_race(node):
                     restarts += 1
-                    self._start_again_empty(node)
+                    self._start_again(node, empty=forming)
                     continue
                 raise RuntimeError(f"rqlited {node.node_id} exited:\n{self.log_tail(node)}")
             time.sleep(0.1)

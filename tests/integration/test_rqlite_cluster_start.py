@@ -7,6 +7,7 @@ one node die once with that crash's words, so the test does not wait on luck.
 
 from __future__ import annotations
 
+import signal
 import stat
 from pathlib import Path
 
@@ -25,16 +26,20 @@ _MUX_RACE_WORDS = (
 )
 
 
-def _dies_once_then_runs(tmp_path: Path, node_id: str, dying_words: str) -> str:
-    """A binary: ``node_id`` first prints ``dying_words`` and exits 2, then runs rqlited."""
+def _dies_once_then_runs(
+    tmp_path: Path, node_id: str, dying_words: str, *, at_launch: int = 1
+) -> str:
+    """A binary: the ``at_launch``-th run of ``node_id`` prints ``dying_words`` and exits 2
+    (leaving a file in its data directory); every other run is rqlited's."""
     wrapper = tmp_path / "rqlited-wrapper"
     wrapper.write_text(
         "#!/bin/sh\n"
         'for data in "$@"; do :; done\n'
-        f'marker="$data/../died-once"\n'
+        'launches="$data/../launches"\n'
         f'case " $* " in *" -node-id {node_id} "*)\n'
-        '  if [ ! -e "$marker" ]; then\n'
-        '    touch "$marker" "$data/left-behind"\n'
+        '  echo run >> "$launches"\n'
+        f'  if [ "$(wc -l < "$launches")" -eq {at_launch} ]; then\n'
+        '    touch "$data/left-behind"\n'
         f"    printf '%s' '{dying_words}'\n"
         "    exit 2\n"
         "  fi;;\n"
@@ -49,7 +54,7 @@ def test_a_node_lost_to_the_start_up_race_is_started_again(tmp_path: Path) -> No
     binary = _dies_once_then_runs(tmp_path, "node2", _MUX_RACE_WORDS)
     with running_cluster(tmp_path / "cluster", binary=binary) as cluster:
         node = cluster.nodes[1]
-        assert (node.directory / "died-once").exists()
+        assert len((node.directory / "launches").read_text().splitlines()) == 2
         assert not (node.data_dir / "left-behind").exists()  # started on an empty directory
         assert "started again" in node.log_path.read_text()
         assert all(each.alive for each in cluster.nodes)
@@ -59,6 +64,21 @@ def test_a_node_lost_to_the_start_up_race_is_started_again(tmp_path: Path) -> No
             store.execute([Statement("INSERT INTO t (k) VALUES (1)")])
         finally:
             store.close()
+
+
+def test_a_node_restarted_that_loses_the_race_is_started_again_on_its_data(
+    tmp_path: Path,
+) -> None:
+    binary = _dies_once_then_runs(tmp_path, "node2", _MUX_RACE_WORDS, at_launch=2)
+    with running_cluster(tmp_path / "cluster", binary=binary) as cluster:
+        node = cluster.nodes[1]
+        cluster.kill_node(node, signal.SIGKILL)
+        cluster.start_node(node)
+        cluster.wait_for_leader(every_node=True)
+        assert len((node.directory / "launches").read_text().splitlines()) == 3
+        assert (node.data_dir / "left-behind").exists()  # its data kept
+        assert node.alive
+        assert "started again" in node.log_path.read_text()
 
 
 def test_a_node_that_dies_otherwise_stops_the_start(tmp_path: Path) -> None:
