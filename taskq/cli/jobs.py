@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from taskq import errors
@@ -130,6 +130,22 @@ def add_commands(commands: command.Commands) -> None:
     jobs.add_argument("--before", type=int, metavar="ID", help="only jobs older than this id")
 
 
+def unknown(job_id: object) -> str:
+    """What a command says of an id no job has, with where to find the known ones (as
+    ``taskq workflow show`` does): a mistyped id otherwise leaves the reader nothing to go on."""
+    return f"no job with id {job_id} (taskq jobs lists the newest)"
+
+
+@contextlib.contextmanager
+def known(job_id: int) -> Iterator[None]:
+    """Refuse an unknown job id (:class:`taskq.errors.JobNotFound`, exit 1) as
+    :func:`unknown` says it, on a store or over HTTP alike."""
+    try:
+        yield
+    except errors.JobNotFound as exc:
+        raise errors.JobNotFound(unknown(job_id)) from exc
+
+
 def _finish(handle: JobHandle, timeout: float | None, as_json: bool) -> int:
     """Wait for the job; print its result as JSON, or raise JobFailed (exit 1) with its error."""
     result = handle.result(timeout=timeout)
@@ -188,7 +204,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, known(args.id):
         job = client.get(args.id)
         family = [] if args.json else workflows.relatives_lines(client, job)
     if args.json:
@@ -245,7 +261,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_result(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.wait:
         args.usage_error("--timeout (--wait-timeout) goes with --wait")
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, known(args.id):
         handle = JobHandle(client, args.id)
         if not args.wait:
             state = handle.status()
@@ -289,7 +305,7 @@ def _report_moves(
         output.print_json(report)
     for entry in report:
         if entry["outcome"] == "not_found":
-            output.warn(f"taskq: error: no job with id {entry['id']}")
+            output.warn(f"taskq: error: {unknown(entry['id'])}")
         elif entry["outcome"] == "unchanged":
             output.warn(f"taskq: error: job {entry['id']} ({entry['state']}): {unchanged}")
         elif not as_json:

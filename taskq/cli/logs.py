@@ -28,7 +28,7 @@ from taskq.broker.records import (
     OutputEvent,
     OutputText,
 )
-from taskq.cli import command, connection, output, values
+from taskq.cli import command, connection, jobs, output, values
 
 # A job claimed ahead of a free slot waits for one: worth a word once it is noticeable.
 _WAIT_WORTH_SAYING_SECONDS = 0.1
@@ -69,7 +69,7 @@ def add_commands(commands: command.Commands) -> None:
 def cmd_logs(args: argparse.Namespace) -> int:
     if args.follow or args.attempt is not None:
         return _print_output(args)
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, jobs.known(args.id):
         job = client.get(args.id)
         attempts = client.executions(args.id)
     if args.json:
@@ -153,7 +153,7 @@ def _signal_name(number: int) -> str:
 
 def _print_output(args: argparse.Namespace) -> int:
     """Print the job's output as stored (following it with ``-f``); the exit code."""
-    with connection.client(args, read_only=True) as client:
+    with connection.client(args, read_only=True) as client, jobs.known(args.id):
         printer = _OutputPrinter(args.id, as_json=args.json)
         if args.follow and not args.json:
             _say_if_nobody_serves(client, args.id)

@@ -190,7 +190,7 @@ def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) ->
     mixed = taskq("cancel", str(job_id), str(NO_SUCH_JOB), store=url)
     assert mixed.code == 1
     assert mixed.out.strip() == f"job {job_id}: cancelled"
-    one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB}")
+    one_error_line(mixed, 1, f"no job with id {NO_SUCH_JOB} (taskq jobs lists the newest)")
     # The client refuses the lot for the unknown id; the command still moves the others.
     mixed = taskq("retry", str(NO_SUCH_JOB), str(job_id), store=url)
     assert (mixed.code, mixed.out.strip()) == (1, f"job {job_id}: queued again")
@@ -605,12 +605,22 @@ def test_a_negative_duration_is_refused_as_such_however_it_is_written(url: str, 
     assert queue not in ok("schedule", "list", store=url).out
 
 
-def test_an_unknown_job_id_is_an_error(url: str, broker: Store) -> None:
+def test_an_unknown_job_id_is_an_error_that_says_where_the_ids_are(url: str, broker: Store) -> None:
     missing = str(NO_SUCH_JOB)
-    for command in ("status", "result", "logs", "cancel", "retry"):
-        one_error_line(taskq(command, missing, store=url), 1, f"no job with id {missing}")
-    waited = taskq("result", missing, "--wait", "--timeout", "5s", store=url)
-    one_error_line(waited, 1, f"no job with id {missing}")
+    # Whole: the line ends with the hint, as an unknown workflow id's does.
+    unknown = f"taskq: error: no job with id {missing} (taskq jobs lists the newest)"
+    for args in (
+        ["status", missing],
+        ["status", missing, "--json"],
+        ["result", missing],
+        ["result", missing, "--wait", "--timeout", "5s"],
+        ["logs", missing],
+        ["logs", "-f", missing],
+        ["logs", missing, "--attempt", "1"],
+        ["cancel", missing],
+        ["retry", missing],
+    ):
+        assert one_error_line(taskq(*args, store=url), 1) == unknown, args
 
 
 def test_logs_takes_the_number_of_any_attempt_a_job_may_have(url: str, queue: str) -> None:

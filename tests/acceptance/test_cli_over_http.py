@@ -157,7 +157,9 @@ def test_cancel_retry_and_after_over_http(served: Served, queue: str) -> None:
     queues = {each["queue"]: each for each in served.ok("queues", "--json").json()}
     assert queues[queue]["unserved"] is True  # no live worker takes it
 
-    one_error_line(served.run("status", str(NO_SUCH_JOB)), 1, f"no job with id {NO_SUCH_JOB}")
+    unknown = f"no job with id {NO_SUCH_JOB} (taskq jobs lists the newest)"
+    for args in (["status"], ["logs"], ["cancel"], ["retry"]):
+        one_error_line(served.run(*args, str(NO_SUCH_JOB)), 1, unknown)
     waiting = served.run("result", str(first))
     one_error_line(waiting, 1, f"job {first} is still queued; add --wait")
 
