@@ -32,17 +32,15 @@ from urllib.parse import parse_qsl
 
 from taskq import errors
 from taskq.broker.client.client import Client
-from taskq.broker.client.connect import open_store
+from taskq.broker.client.connect import chosen_store_url, open_store
 from taskq.broker.client.http_transport import TOKEN_ENV, is_http_url
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     RqliteTarget,
     mask_password,
     parse_store_url,
-    resolve_store_url,
 )
 from taskq.cli import output
-from taskq.config import load_config
 
 CLI_TIMEOUT_SECONDS = 5
 # How long a command tries to reach a taskq serve before it says it cannot: a server
@@ -54,8 +52,7 @@ FIRST_CONTACT_SECONDS = 3.0
 def named_url(args: argparse.Namespace) -> str:
     """The URL this command uses, as the user named it: a store's (checked), or a taskq
     serve's."""
-    configured = load_config(args.config).store_url if args.store is None else None
-    url = resolve_store_url(args.store, configured)
+    url = chosen_store_url(args.store, args.config)
     if not is_http_url(url):
         parse_store_url(url)
     return url

@@ -17,7 +17,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client import declarations, http_plans
-from taskq.broker.client.connect import open_store
+from taskq.broker.client.connect import chosen_store_url, open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
 from taskq.broker.client.http_transport import HttpTransport, is_http_url
@@ -38,7 +38,6 @@ from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
-from taskq.broker.stores.store_url import resolve_store_url
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
 
@@ -105,8 +104,7 @@ class ClientBase:
         """
         url = None
         if store is None:
-            configured = load_config(config_path).store_url if store_url is None else None
-            url = resolve_store_url(store_url, configured)
+            url = chosen_store_url(store_url, config_path)
         self.http = (
             HttpTransport(url, token=token, ca=ca, verify=verify, timeout=timeout)
             if url is not None and is_http_url(url)

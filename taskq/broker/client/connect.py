@@ -18,6 +18,13 @@ from taskq.broker.stores.store_url import (
 from taskq.config import load_config
 
 
+def chosen_store_url(url: str | None, config_path: str | Path | None = None) -> str:
+    """The URL a command or client is to use: ``url`` when given, else ``TASKQ_STORE``, the
+    config file's (read only when ``url`` is not given), then the default store's."""
+    configured = load_config(config_path).store_url if url is None else None
+    return resolve_store_url(url, configured)
+
+
 def open_store(
     url: str | None = None,
     *,
@@ -41,8 +48,7 @@ def open_store(
     ``on_stale_read`` lets a cluster without a leader answer reads from a
     node's own copy (see :class:`taskq.broker.stores.rqlite_store.RqliteStore`).
     """
-    configured = load_config(config_path).store_url if url is None else None
-    resolved = resolve_store_url(url, configured)
+    resolved = chosen_store_url(url, config_path)
     target = parse_store_url(resolved)
     store: Store
     if isinstance(target, SqliteTarget):
