@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,10 +27,28 @@ def json_value(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        hint = "" if text.lstrip()[:1] in ("[", "{", '"') else f", e.g. '\"{text}\"'"
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not JSON ({exc}); write strings in JSON quotes{hint}"
+            f"{text!r} is not JSON ({exc}); {_json_hint(text)}"
         ) from None
+
+
+def _json_hint(text: str) -> str:
+    """What to write instead of ``text``: keyword arguments for ``name=value``, else a string."""
+    name, equals, value = text.partition("=")
+    if equals and name.isidentifier():
+        # Written as Python's keyword argument; the command's ARGs are positional only.
+        example = shlex.quote(json.dumps({name: _json_or_text(value)}))
+        return f"keyword arguments go in --kwargs as a JSON object, e.g. --kwargs {example}"
+    hint = "" if text.lstrip()[:1] in ("[", "{", '"') else f", e.g. '\"{text}\"'"
+    return f"write strings in JSON quotes{hint}"
+
+
+def _json_or_text(text: str) -> Any:
+    """``text`` read as JSON, else as the string it spells (``name=bob`` means ``"bob"``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def json_object(text: str) -> dict[str, Any]:
