@@ -105,8 +105,12 @@ class Heartbeat:
             # A job reported since this heartbeat was sent has left
             # 'running' in the store: that is no lost lease.
             if running is not None and running.job.lease == lease and not running.reporting:
-                self._events.emit("lease_lost", job=lease.job_id)
-                running.stop(StopReason.LEASE_GONE)
+                if lease in beat.cancelled:
+                    self._events.emit("cancel_requested", job=lease.job_id)
+                    running.stop(StopReason.CANCELLED)
+                else:
+                    self._events.emit("lease_lost", job=lease.job_id)
+                    running.stop(StopReason.LEASE_GONE)
 
     def check_leases(self) -> None:
         """Stop the jobs whose leases were not renewed in time; set the deadline by the rest."""

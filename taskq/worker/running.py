@@ -20,7 +20,8 @@ from taskq.worker.sandbox.stopping import StopRequest
 class StopReason:
     """Why a running job was stopped by the worker rather than finishing."""
 
-    LEASE_GONE = "lease_gone"  # cancelled by a user, or the lease expired
+    LEASE_GONE = "lease_gone"  # the lease expired, or a cancel the heartbeat did not name
+    CANCELLED = "cancelled"  # a user cancelled it, as the heartbeat said
     DRAIN = "drain"  # the grace period of a shutdown ran out
     HAND_BACK = "hand_back"  # claimed ahead, and no slot of ours started it in time
     # Refused by this worker's policy, and another live worker of its queue may run it.

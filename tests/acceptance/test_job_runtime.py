@@ -48,6 +48,10 @@ def test_a_running_async_job_is_cancelled_as_a_sync_one_is(
     handle.cancel()
     job = client.wait(handle.id, timeout=30)
     assert job.state is JobState.CANCELLED, job
+    # The worker's log says it was a cancel, not a lease that ran out.
+    worker.wait_for_event("cancel_requested", job=handle.id)
+    finished = worker.wait_for_event("job_finished", job=handle.id)
+    assert (finished["status"], finished["stopped"]) == ("cancelled", "cancelled"), finished
 
 
 def test_retry_after_reruns_the_job_no_sooner_than_it_asked(

@@ -270,6 +270,23 @@ def test_heartbeat_extends_leases_from_the_store_clock(run: Any, queue: str) -> 
     assert mine <= set(expired.requeued)
 
 
+def test_a_heartbeat_names_the_leases_lost_to_a_cancel_and_leaves_them_as_they_were(
+    run: Any, queue: str
+) -> None:
+    _enqueue(run, queue, 2)
+    claimed = _claim(run, queue)
+    cancelled, kept = claimed[0], claimed[1]
+    run(job_cancel([cancelled.lease.job_id], now=T0 + 1))
+    lease_before = run(job_get(cancelled.lease.job_id)).lease_until
+    beat = run(
+        job_heartbeat("w1", [job.lease for job in claimed], lease_seconds=LEASE, now=T0 + 20)
+    )
+    assert (beat.kept, beat.lost) == ({kept.lease}, {cancelled.lease})
+    assert beat.cancelled == {cancelled.lease}
+    # Not renewed: the worker stops it, and the lease ends as it would have.
+    assert run(job_get(cancelled.lease.job_id)).lease_until == lease_before
+
+
 def test_complete_stores_the_result_and_the_attempt(run: Any, queue: str) -> None:
     [job_id] = _enqueue(run, queue)
     [claimed] = _claim(run, queue)

@@ -422,6 +422,14 @@ class LeaseMachine(RuleBasedStateMachine):
         result = self.run(job_heartbeat(worker, leases, lease_seconds=LEASE_SECONDS, now=self.now))
         assert result.kept == expected_kept
         assert result.lost == set(leases) - expected_kept
+        # The lost whose jobs still run under them, a cancel requested: the worker says so.
+        assert result.cancelled == {
+            lease
+            for lease in leases
+            if holds(before[lease.job_id], lease.token)
+            and before[lease.job_id]["worker_id"] == worker
+            and before[lease.job_id]["cancel_requested"]
+        }
         after = self.jobs()
         for job_id, row in after.items():
             if any(lease.job_id == job_id for lease in expected_kept):

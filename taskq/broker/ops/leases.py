@@ -43,6 +43,8 @@ class HeartbeatResult(msgspec.Struct, frozen=True):
     lost: frozenset[Lease]
     leader_held: bool | None = None
     """With a leader lease to renew: whether the worker holds it after the heartbeat."""
+    cancelled: frozenset[Lease] = frozenset()
+    """Of the lost leases, those whose jobs a cancel was requested for (the rest expired)."""
 
 
 def job_heartbeat(
@@ -84,12 +86,15 @@ def job_heartbeat(
     if renew is not None:
         batch.append(renew.elect_statement(worker_id))
     results = yield Write(batch, idempotent=True)
-    kept_tokens = {str(row["lease_token"]) for row in results[1].rows}
-    kept = frozenset(lease for lease in leases if lease.token in kept_tokens)
+    renewed = {str(row["lease_token"]): not row["cancel_requested"] for row in results[1].rows}
+    kept = frozenset(lease for lease in leases if renewed.get(lease.token))
+    cancelled = frozenset(lease for lease in leases if renewed.get(lease.token) is False)
     leader_held = None
     if renew is not None:
         leader_held = any(row["holder"] == worker_id for row in results[3].rows)
-    return HeartbeatResult(kept=kept, lost=frozenset(leases) - kept, leader_held=leader_held)
+    return HeartbeatResult(
+        kept=kept, lost=frozenset(leases) - kept, leader_held=leader_held, cancelled=cancelled
+    )
 
 
 # How much of a progress message is stored.

@@ -1,10 +1,13 @@
 -- Heartbeats, progress and reports under a lease (taskq/broker/ops/leases.py).
 
 -- name: job_heartbeat
-UPDATE jobs SET lease_until = (SELECT now FROM taskq_clock) + :lease_seconds
-WHERE state = 'running' AND worker_id = :worker_id AND cancel_requested = 0
+-- A job whose cancel was requested keeps its lease as it was (it is not
+-- renewed) but is returned too, so that the worker can say why it stops it.
+UPDATE jobs SET lease_until = CASE WHEN cancel_requested = 0
+    THEN (SELECT now FROM taskq_clock) + :lease_seconds ELSE lease_until END
+WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token IN (SELECT value FROM json_each(:tokens))
-RETURNING id, lease_token, lease_until
+RETURNING id, lease_token, lease_until, cancel_requested
 
 -- name: worker_heartbeat
 UPDATE workers SET
