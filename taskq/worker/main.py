@@ -28,10 +28,21 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_CONFIG = 2
+STOPPING = """\
+stopping:
+  Ctrl-C or SIGTERM drains: no new claims; running jobs get the grace period
+  (grace_seconds in the config's [worker] section, 30 by default) to finish,
+  then go back to the queue without using up an attempt. A second Ctrl-C or
+  SIGTERM hands them back at once."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="taskq-worker", description="Run taskq jobs on this machine.")
+    parser = OneLineParser(
+        prog="taskq-worker",
+        description="Run taskq jobs on this machine.",
+        epilog=STOPPING,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"taskq-worker {__version__}")
     parser.add_argument("--store", help="store URL (default: TASKQ_STORE, config, user data dir)")
     parser.add_argument("--config", help="config file (default: TASKQ_CONFIG or the user one)")

@@ -152,7 +152,18 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
     def drain(self) -> None:
         """Stop claiming; running jobs get the grace period, then are handed back."""
         if not self.draining.is_set():
-            self.events.emit("worker_draining", worker=self.worker_id, running=len(self.slots.held))
+            held = len(self.slots.held)
+            # What a Ctrl-C at a terminal leads to, said where its user looks.
+            self.events.emit(
+                "worker_draining",
+                worker=self.worker_id,
+                running=held,
+                grace_seconds=self.settings.grace_seconds,
+                hint="running jobs finish within the grace, else go back to the queue; "
+                "a second Ctrl-C or SIGTERM hands them back now"
+                if held
+                else "",
+            )
             self.draining.set()
             self.slots.wake()
             # Jobs waiting in a pool child behind another go back, as those claimed ahead do.

@@ -168,7 +168,10 @@ def test_a_second_sigterm_hands_back_running_jobs_at_once(
     worker.wait_for_event("job_started", job=slow.id)
 
     worker.terminate()
-    worker.wait_for_event("worker_draining")
+    draining = worker.wait_for_event("worker_draining")
+    # Said where a user who pressed Ctrl-C looks: how long, and how to stop sooner.
+    assert (draining["running"], draining["grace_seconds"]) == (1, 600), draining
+    assert "second Ctrl-C or SIGTERM" in draining["hint"], draining
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(30) == 0, worker.describe()
 

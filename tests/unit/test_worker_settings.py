@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from taskq import errors
-from taskq.worker.settings import ISOLATION_MODES, settings_from
+from taskq.worker.main import build_parser
+from taskq.worker.settings import ISOLATION_MODES, WorkerSettings, settings_from
 
 TIMINGS = {"lease_seconds": 2, "heartbeat_seconds": 0.5, "lease_margin_seconds": 0.5}
 
@@ -108,3 +109,11 @@ def test_a_file_here_is_told_with_its_folder_for_the_import_path(
     assert complaint({"modules": "jobs/thumbs.py"}) == (
         "worker: modules: 'jobs/thumbs.py' is a file; modules takes module names: --modules thumbs"
     )
+
+
+def test_the_workers_help_says_what_ctrl_c_does_and_how_to_stop_at_once() -> None:
+    words = " ".join(build_parser().format_help().split())
+    # The grace period is a config setting, not a flag: the help names the key the config takes.
+    assert "grace_seconds" in words
+    assert "grace_seconds" in WorkerSettings.__struct_fields__
+    assert "A second Ctrl-C or SIGTERM hands them back at once." in words
