@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def cmd_new(args: argparse.Namespace) -> int:
     known = config.load_config(path) if path.exists() else config.Config()
     if any(token.name == args.name for token in known.server.tokens):
         # Not a usage error: the name is taken in this file, as a schedule's can be in a store.
-        raise errors.TaskqError(f"{path}: a token named {args.name!r} exists already")
+        raise errors.TaskqError(
+            f"{path}: a token named {args.name!r} exists already; revoke it first "
+            f"({_revoke_command(args)}) or choose another name"
+        )
     token = _PREFIX + secrets.token_urlsafe(32)
     digest = hashlib.sha256(token.encode()).hexdigest()
     after = before + ("" if before.endswith("\n") or not before else "\n")
@@ -139,6 +143,13 @@ def cmd_new(args: argparse.Namespace) -> int:
         "open to every request until it is restarted."
     )
     return command.EXIT_OK
+
+
+def _revoke_command(args: argparse.Namespace) -> str:
+    """The ``taskq token revoke`` of the token ``args`` name, in the same config file."""
+    explicit = getattr(args, "config", None)
+    given = f" --config {shlex.quote(explicit)}" if explicit else ""
+    return f"taskq token revoke {shlex.quote(args.name)}{given}"
 
 
 # A table header: where a [[server.tokens]] entry ends.

@@ -135,3 +135,14 @@ def test_serve_follows_new_and_revoked_tokens_without_a_restart(tmp_path: Path) 
         assert becomes(second, 401)
         with server.client(None) as anonymous:
             assert anonymous.get("/queues").status_code == 401
+
+
+def test_a_taken_name_says_how_to_free_it(tmp_path: Path) -> None:
+    path = tmp_path / "my config.toml"
+    assert taskq("token", "new", "scripts", "--config", str(path)).code == 0
+    ran = taskq("token", "new", "scripts", "--config", str(path))
+    # The command shown is one to paste: the same file, quoted for the shell.
+    revoke = f"taskq token revoke scripts --config '{path}'"
+    one_error_line(ran, 1, "exists already", f"revoke it first ({revoke}) or choose another name")
+    assert taskq("token", "revoke", "scripts", "--config", str(path)).code == 0
+    assert taskq("token", "new", "scripts", "--config", str(path)).code == 0
