@@ -141,9 +141,12 @@ class WorkerFleet:
     def describe(self) -> str:
         return self.fleet.describe()
 
-    def close(self) -> None:
-        """Stop every worker: each gets SIGTERM at once, then its bounded wait, then SIGKILL."""
-        self.fleet.close()
+    def close(self, *, at_once: bool = False) -> None:
+        """Stop every worker: each gets SIGTERM at once, then its bounded wait, then SIGKILL.
+
+        ``at_once``: a second SIGTERM too, so that running jobs go back without their grace.
+        """
+        self.fleet.close(at_once=at_once)
 
     def __enter__(self) -> Self:
         return self
