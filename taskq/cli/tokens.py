@@ -46,7 +46,12 @@ def add_commands(commands: command.Commands) -> None:
         "  taskq token revoke scripts",
         dest="token_command",
     )
-    new = command.add(actions, "new", cmd_new, help="make a token, print it once, keep its hash")
+    new = command.add(
+        actions,
+        "new",
+        cmd_new,
+        help="make a token, print it once, keep its hash in the config file",
+    )
     new.add_argument("name", help="who holds it: the submitter of the jobs sent with it")
     new.add_argument(
         "--scopes",
@@ -59,6 +64,18 @@ def add_commands(commands: command.Commands) -> None:
     )
     revoke = command.add(actions, "revoke", cmd_revoke, help="take a token out of the file")
     revoke.add_argument("name", help="the token's name")
+    for parser in (commands.choices["token"], *actions.choices.values()):
+        _store_unlisted(parser)
+
+
+def _store_unlisted(parser: argparse.ArgumentParser) -> None:
+    """Leave ``--store`` out of ``parser``'s help: the tokens are kept in the config file,
+    not in a store, so it changes nothing here. It is still taken, unused, so that a
+    ``taskq --store URL`` kept in an alias or a script works with these commands too."""
+    # argparse has no public way to reach an option once added.
+    for action in parser._actions:
+        if "--store" in action.option_strings:
+            action.help = argparse.SUPPRESS
 
 
 def _config_path(args: argparse.Namespace) -> Path:

@@ -8,6 +8,9 @@ import time
 import tomllib
 from pathlib import Path
 
+import pytest
+
+from taskq.cli.main import build_parser
 from taskq.dev.server import running_server
 from tests.support.cli_runs import one_error_line, taskq
 
@@ -146,3 +149,18 @@ def test_a_taken_name_says_how_to_free_it(tmp_path: Path) -> None:
     one_error_line(ran, 1, "exists already", f"revoke it first ({revoke}) or choose another name")
     assert taskq("token", "revoke", "scripts", "--config", str(path)).code == 0
     assert taskq("token", "new", "scripts", "--config", str(path)).code == 0
+
+
+def test_token_help_leaves_out_store_which_it_does_not_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["token"], ["token", "new"], ["token", "list"], ["token", "revoke"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([*command, "--help"])
+        shown = capsys.readouterr().out
+        assert "--config" in shown
+        assert "--store" not in shown, shown
+    # Still taken (unused), as from an alias that names the store for every command.
+    path = tmp_path / "config.toml"
+    ran = taskq("--store", "sqlite:///nowhere/taskq.db", "token", "list", "--config", str(path))
+    assert ran.code == 0, ran
