@@ -27,6 +27,8 @@ STORE_HELP = (
     "default: TASKQ_STORE, the config file, then a file in your data directory"
 )
 CONFIG_HELP = "config file (default: TASKQ_CONFIG or the user one)"
+# The largest id a store holds (SQLite's INTEGER).
+_MAX_ID = 2**63 - 1
 
 
 # A value that starts with a dash and a digit or point: a negative quantity (-5m, -1.5h, -.5).
@@ -64,6 +66,29 @@ class Parser(OneLineParser):
             else:
                 attached.append(arg)
         return attached
+
+
+def id_reader(kind: str) -> Callable[[str], int]:
+    """How argparse reads the id of a ``kind`` (``job``, ``workflow``): a whole number a
+    store can hold. A mistyped id is refused in words that say what an id is, where
+    argparse's would be "invalid int value"; so is one out of range, before a store is asked."""
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {kind} id (a whole number)"
+            ) from None
+        if not 1 <= value <= _MAX_ID:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind} id (from 1 to {_MAX_ID})")
+        return value
+
+    return read
+
+
+a_job_id = id_reader("job")
+a_workflow_id = id_reader("workflow")
 
 
 def add_store_options(parser: argparse.ArgumentParser, *, default: object) -> None:

@@ -80,7 +80,7 @@ def add_commands(commands: command.Commands) -> None:
     )
 
     status = command.add(commands, "status", cmd_status, help="show one job", json=True)
-    status.add_argument("id", type=int, help="job id")
+    status.add_argument("id", type=command.a_job_id, help="job id")
 
     result = command.add(
         commands,
@@ -89,7 +89,7 @@ def add_commands(commands: command.Commands) -> None:
         help="print a finished job's result as JSON (exit 1 if it failed)",
         json=True,
     )
-    result.add_argument("id", type=int, help="job id")
+    result.add_argument("id", type=command.a_job_id, help="job id")
     result.add_argument("--wait", action="store_true", help="wait until the job finishes")
     result.add_argument(
         # --wait-timeout too: the spelling submit --wait takes.
@@ -108,12 +108,12 @@ def add_commands(commands: command.Commands) -> None:
         help="cancel jobs: queued ones at once, running ones at their worker's next heartbeat",
         json=True,
     )
-    cancel.add_argument("ids", type=int, nargs="+", metavar="ID", help="job ids")
+    cancel.add_argument("ids", type=command.a_job_id, nargs="+", metavar="ID", help="job ids")
 
     retry = command.add(
         commands, "retry", cmd_retry, help="queue failed, dead or cancelled jobs again", json=True
     )
-    retry.add_argument("ids", type=int, nargs="+", metavar="ID", help="job ids")
+    retry.add_argument("ids", type=command.a_job_id, nargs="+", metavar="ID", help="job ids")
 
     jobs = command.add(commands, "jobs", cmd_jobs, help="list jobs, newest first", json=True)
     jobs.add_argument("--state", choices=[state.value for state in JobState])
@@ -122,12 +122,14 @@ def add_commands(commands: command.Commands) -> None:
     jobs.add_argument("--submitter")
     jobs.add_argument("--text", help="a queue name, or any part of the payload")
     jobs.add_argument(
-        "--workflow", type=workflows.an_id, metavar="ID", help="the jobs of this workflow"
+        "--workflow", type=command.a_workflow_id, metavar="ID", help="the jobs of this workflow"
     )
     jobs.add_argument(
         "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
     )
-    jobs.add_argument("--before", type=int, metavar="ID", help="only jobs older than this id")
+    jobs.add_argument(
+        "--before", type=command.a_job_id, metavar="ID", help="only jobs older than this id"
+    )
 
 
 def unknown(job_id: object) -> str:

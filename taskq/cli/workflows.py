@@ -19,8 +19,6 @@ from taskq.cli import (
     workflow_tree,
 )
 
-# The largest id a store holds (SQLite's INTEGER).
-_MAX_ID = 2**63 - 1
 # The most jobs one listing request returns: a workflow is read a page at a time.
 _PAGE = 1000
 # Up to how many jobs ``workflow show`` reads one by one, those it draws; past that it
@@ -69,7 +67,10 @@ def add_commands(commands: command.Commands) -> None:
         "--limit", type=values.count, default=50, help="at most this many (default 50, most 1000)"
     )
     listing.add_argument(
-        "--before", type=an_id, metavar="ID", help="only workflows older than this id"
+        "--before",
+        type=command.a_workflow_id,
+        metavar="ID",
+        help="only workflows older than this id",
     )
     for name, handler, text in (
         ("show", cmd_show, "draw the workflow's jobs as a tree, with their states"),
@@ -77,7 +78,7 @@ def add_commands(commands: command.Commands) -> None:
         ("retry", cmd_retry, "queue the workflow's failed, dead or cancelled jobs again"),
     ):
         parser = command.add(actions, name, handler, help=text, json=True)
-        parser.add_argument("id", type=an_id, help="workflow id")
+        parser.add_argument("id", type=command.a_workflow_id, help="workflow id")
         if name == "show":
             parser.add_argument(
                 "--all",
@@ -92,7 +93,7 @@ def add_commands(commands: command.Commands) -> None:
         help="wait until every job of the workflow has ended; exit 1 unless all succeeded",
         json=True,
     )
-    waiting.add_argument("id", type=an_id, help="workflow id")
+    waiting.add_argument("id", type=command.a_workflow_id, help="workflow id")
     waiting.add_argument(
         # --wait-timeout too: the spelling submit --wait takes.
         "--timeout",
@@ -102,19 +103,6 @@ def add_commands(commands: command.Commands) -> None:
         metavar="DURATION",
         help="give up after this long (exit 1); default: wait as long as it takes",
     )
-
-
-def an_id(text: str) -> int:
-    """A workflow id as argparse reads it: a whole number a store can hold."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a workflow id (a whole number)"
-        ) from None
-    if not 1 <= value <= _MAX_ID:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a workflow id (from 1 to {_MAX_ID})")
-    return value
 
 
 @contextlib.contextmanager

@@ -200,3 +200,24 @@ def test_logs_tell_an_attempts_limit_only_where_the_store_knows_it(store_url: st
         store.close()
     assert headings() == ["attempt 1", "attempt 2", "attempt 3 of 3"]
     assert ok("status", str(job), "--json", store=store_url).json()["state"] == "dead"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("status", "abc"),
+        ("result", "--wait", "abc"),
+        ("cancel", "1", "abc"),
+        ("retry", "abc"),
+        ("jobs", "--before", "abc"),
+    ],
+)
+def test_a_mistyped_job_id_is_refused_saying_what_an_id_is_as_a_workflow_id_is(
+    tmp_path: Path, words: tuple[str, ...]
+) -> None:
+    url = f"sqlite://{tmp_path / 'taskq.db'}"
+    one_error_line(taskq_command(*words, store=url), 2, "'abc' is not a job id (a whole number)")
+    said = one_error_line(taskq_command(*words[:-1], "0", store=url), 2, "'0' is not a job id")
+    assert "from 1 to" in said
+    # Refused before a store is asked, as a workflow id is: none was made.
+    assert not (tmp_path / "taskq.db").exists()
