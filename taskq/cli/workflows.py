@@ -38,7 +38,8 @@ def add_commands(commands: command.Commands) -> None:
     actions = command.add_group(
         commands,
         "workflow",
-        help="see or steer workflows: list them, a workflow's jobs as a tree, cancel, retry",
+        help="see or steer workflows: list them, show one's jobs as a tree, wait for one to end, "
+        "cancel, retry",
         description="See or steer a workflow (jobs that run after other jobs).\n\n"
         "  taskq workflow list            # the newest workflows, their jobs counted by state\n"
         "  taskq workflow show 4          # its jobs as a tree from the roots, with states\n"
@@ -72,28 +73,22 @@ def add_commands(commands: command.Commands) -> None:
         metavar="ID",
         help="only workflows older than this id",
     )
-    for name, handler, text in (
-        ("show", cmd_show, "draw the workflow's jobs as a tree, with their states"),
-        ("cancel", cmd_cancel, "cancel every job of the workflow that has not ended"),
-        ("retry", cmd_retry, "queue the workflow's failed, dead or cancelled jobs again"),
-    ):
-        parser = command.add(actions, name, handler, help=text, json=True)
-        parser.add_argument("id", type=command.a_workflow_id, help="workflow id")
-        if name == "show":
-            parser.add_argument(
-                "--all",
-                action="store_true",
-                help=f"draw every job; by default a job's children (or the roots) past "
-                f"the first {_SIBLINGS_DRAWN} stand as one line with their states counted",
-            )
-    waiting = command.add(
+    # In the order the description lists them: from finding a workflow to steering it.
+    show = _one_workflow(
+        actions, "show", cmd_show, "draw the workflow's jobs as a tree, with their states"
+    )
+    show.add_argument(
+        "--all",
+        action="store_true",
+        help=f"draw every job; by default a job's children (or the roots) past "
+        f"the first {_SIBLINGS_DRAWN} stand as one line with their states counted",
+    )
+    waiting = _one_workflow(
         actions,
         "wait",
         cmd_wait,
-        help="wait until every job of the workflow has ended; exit 1 unless all succeeded",
-        json=True,
+        "wait until every job of the workflow has ended; exit 1 unless all succeeded",
     )
-    waiting.add_argument("id", type=command.a_workflow_id, help="workflow id")
     waiting.add_argument(
         # --wait-timeout too: the spelling submit --wait takes.
         "--timeout",
@@ -103,6 +98,21 @@ def add_commands(commands: command.Commands) -> None:
         metavar="DURATION",
         help="give up after this long (exit 1); default: wait as long as it takes",
     )
+    _one_workflow(
+        actions, "cancel", cmd_cancel, "cancel every job of the workflow that has not ended"
+    )
+    _one_workflow(
+        actions, "retry", cmd_retry, "queue the workflow's failed, dead or cancelled jobs again"
+    )
+
+
+def _one_workflow(
+    actions: command.Commands, name: str, handler: command.Handler, text: str
+) -> command.Parser:
+    """``taskq workflow NAME ID``: an action on the workflow of that id."""
+    parser = command.add(actions, name, handler, help=text, json=True)
+    parser.add_argument("id", type=command.a_workflow_id, help="workflow id")
+    return parser
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ failure would for a retry, and the test claims and fails the attempts it tells.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -221,3 +222,16 @@ def test_a_mistyped_job_id_is_refused_saying_what_an_id_is_as_a_workflow_id_is(
     assert "from 1 to" in said
     # Refused before a store is asked, as a workflow id is: none was made.
     assert not (tmp_path / "taskq.db").exists()
+
+
+def test_the_workflow_actions_are_all_named_in_one_order_in_every_help() -> None:
+    own = taskq_command("workflow", "--help").out
+    examples = re.findall(r"taskq workflow (\w+)", own)
+    assert examples == ["list", "show", "wait", "cancel", "retry"]
+    listed = re.findall(r"^    (\w+) ", own, flags=re.MULTILINE)
+    assert listed == examples
+    # The line of ``taskq --help`` names each in that order too ("list them", "show one's").
+    top = taskq_command("--help").out
+    line = " ".join(top.split("\n    workflow ", 1)[1].split("\n\n", 1)[0].split())
+    named = re.findall(r"\b(list|show|wait|cancel|retry)\b", line)
+    assert named == examples, line
