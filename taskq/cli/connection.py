@@ -54,16 +54,18 @@ def named_url(args: argparse.Namespace) -> str:
     serve's."""
     url = chosen_store_url(args.store, args.config)
     if not is_http_url(url):
-        parse_store_url(url)
+        parse_store_url(url, served_too=True)
     return url
 
 
 def store_url(args: argparse.Namespace) -> str:
     """The URL of the store itself, for a command that needs it: a taskq serve's is refused
     (:class:`taskq.errors.ConfigError`, exit 2) before anything is done."""
-    url = named_url(args)
+    url = chosen_store_url(args.store, args.config)
     if is_http_url(url):
         raise errors.ConfigError(needs_the_store(args, f"{mask_password(url)} is a taskq serve"))
+    # Checked as a store's alone: a bad one's refusal lists no taskq serve's URL to write.
+    parse_store_url(url)
     return url
 
 

@@ -86,3 +86,30 @@ def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TASKQ_STORE")
     assert resolve_store_url(None, "sqlite:///config.db") == "sqlite:///config.db"
     assert resolve_store_url(None, None).endswith("taskq.db")
+
+
+@pytest.mark.parametrize(
+    ("url", "served", "stores_only"),
+    [
+        (
+            "sqlit:///x.db",
+            "expected sqlite, rqlite, rqlites, or http(s) for a taskq serve",
+            "expected sqlite, rqlite or rqlites",
+        ),
+        (
+            "localhost:8080",
+            "rqlite://host:port[,host:port...] or a taskq serve's http(s)://host:port",
+            "or rqlite://host:port[,host:port...]",
+        ),
+    ],
+)
+def test_a_refusal_lists_a_taskq_serve_only_to_a_caller_that_takes_one(
+    url: str, served: str, stores_only: str
+) -> None:
+    with pytest.raises(errors.ConfigError) as caught:
+        parse_store_url(url, served_too=True)
+    assert served in str(caught.value)
+    with pytest.raises(errors.ConfigError) as caught:
+        parse_store_url(url)
+    assert str(caught.value).endswith(stores_only)
+    assert "http" not in str(caught.value)

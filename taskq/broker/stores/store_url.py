@@ -77,17 +77,24 @@ def mask_password(url: str) -> str:
     return f"{scheme}://{user}:***@{hosts}"
 
 
-def parse_store_url(url: str) -> StoreTarget:
-    """Parse a store URL; a malformed one raises :class:`taskq.errors.ConfigError`."""
+def parse_store_url(url: str, *, served_too: bool = False) -> StoreTarget:
+    """Parse a store URL; a malformed one raises :class:`taskq.errors.ConfigError`.
+
+    ``served_too``: the caller takes a taskq serve's URL as well (and has
+    looked for one before), so the refusal lists it among the URLs to write.
+    """
     scheme, sep, rest = url.partition("://")
     if not sep:
         given, colon, _ = url.partition(":")
         said = f"needs :// after {given}:" if colon and given.isalpha() else "has no scheme"
-        raise errors.ConfigError(
-            f"store URL {mask_password(url)!r} {said}; use sqlite:///path/file.db (or "
-            "sqlite://file.db, relative to the current folder) or "
-            "rqlite://host:port[,host:port...]"
+        embedded = "sqlite:///path/file.db (or sqlite://file.db, relative to the current folder)"
+        cluster = "rqlite://host:port[,host:port...]"
+        use = (
+            f"{embedded}, {cluster} or a taskq serve's http(s)://host:port"
+            if served_too
+            else f"{embedded} or {cluster}"
         )
+        raise errors.ConfigError(f"store URL {mask_password(url)!r} {said}; use {use}")
     location, _, query = rest.partition("?")
     options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=False))
     if scheme == "sqlite":
@@ -100,9 +107,11 @@ def parse_store_url(url: str) -> StoreTarget:
         if scheme in {"http", "https"}
         else ""
     )
+    expected = "sqlite, rqlite or rqlites"
+    if served_too:
+        expected = "sqlite, rqlite, rqlites, or http(s) for a taskq serve"
     raise errors.ConfigError(
-        f"store URL {mask_password(url)!r} has unknown scheme {scheme!r}; "
-        f"expected sqlite, rqlite or rqlites{hint}"
+        f"store URL {mask_password(url)!r} has unknown scheme {scheme!r}; expected {expected}{hint}"
     )
 
 
