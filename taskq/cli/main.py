@@ -4,6 +4,7 @@ Errors are one line on stderr, ``taskq: error: ...``, with exit code 1 for
 a runtime error (the store does not answer, no such job, the job failed)
 and 2 for a usage or configuration error (a bad option, bad JSON, a bad
 store URL or cron expression); nothing is written to the store then.
+``taskq`` with no command prints its help, on stderr, and exits 2.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def build_parser() -> command.Parser:
     )
     parser.add_argument("--version", action="version", version=f"taskq {__version__}")
     command.add_store_options(parser, default=None)
-    commands: command.Commands = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND"
-    )
+    # Not required: given none, main prints the help, where argparse's refusal would only
+    # say that a COMMAND is required, and not which there are.
+    commands: command.Commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo.add_commands(commands)
     jobs.add_commands(commands)
     logs.add_commands(commands)
@@ -70,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Refused by the command given, so that the error points to its own --help.
         refuse = getattr(args, "usage_error", parser.error)
         refuse(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return command.EXIT_USAGE
     try:
         code: int = args.handler(args)
     except errors.NotOverHttp as exc:

@@ -235,3 +235,10 @@ def test_the_workflow_actions_are_all_named_in_one_order_in_every_help() -> None
     line = " ".join(top.split("\n    workflow ", 1)[1].split("\n\n", 1)[0].split())
     named = re.findall(r"\b(list|show|wait|cancel|retry)\b", line)
     assert named == examples, line
+
+
+@pytest.mark.parametrize("words", [(), ("--store", "sqlite:///nowhere.db")])
+def test_taskq_with_no_command_prints_its_help_on_stderr(words: tuple[str, ...]) -> None:
+    ran = taskq_command(*words)
+    assert (ran.code, ran.out) == (2, "")
+    assert ran.err == taskq_command("--help").out
