@@ -423,6 +423,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                 limit=args.limit,
             )
         )
+        if not found and args.workflow is not None:
+            # An unknown workflow would list as one with no jobs: refused, as workflow show does.
+            with workflows.known(args.workflow):
+                client.workflow(args.workflow)
     if args.json:
         output.print_json(found)
         return command.EXIT_OK

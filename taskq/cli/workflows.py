@@ -116,9 +116,9 @@ def _one_workflow(
 
 
 @contextlib.contextmanager
-def _known(workflow_id: int) -> Iterator[None]:
-    """Refuse an unknown workflow id with where to find the known ones: a mistyped id
-    otherwise leaves the reader with nothing to go on."""
+def known(workflow_id: int) -> Iterator[None]:
+    """Refuse an unknown workflow id (:class:`taskq.errors.WorkflowNotFound`, exit 1) with
+    where to find the known ones: a mistyped id otherwise leaves the reader nothing to go on."""
     try:
         yield
     except errors.WorkflowNotFound as exc:
@@ -192,7 +192,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client, _known(args.id):
+    with connection.client(args, read_only=True) as client, known(args.id):
         info = client.workflow(args.id)
         # Edges before jobs: a running job's spawn writes its jobs and their edges in one
         # write, so every job an edge names is among the jobs read after it.
@@ -232,7 +232,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    with connection.client(args, read_only=True) as client, _known(args.id):
+    with connection.client(args, read_only=True) as client, known(args.id):
         info = client.wait_workflow(args.id, timeout=args.timeout)
     if args.json:
         output.print_json(info)
@@ -282,7 +282,7 @@ def _states(counts: Mapping[JobState, int], *, color: bool) -> str:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with connection.client(args) as client, _known(args.id):
+    with connection.client(args) as client, known(args.id):
         moved = client.cancel_workflow(args.id)
     return _say_moved(
         args,
@@ -294,7 +294,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    with connection.client(args) as client, _known(args.id):
+    with connection.client(args) as client, known(args.id):
         moved = client.retry_workflow(args.id)
     return _say_moved(
         args,
