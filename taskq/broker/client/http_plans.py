@@ -32,12 +32,13 @@ from taskq.broker.client.http_requests import (
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.retry_result import RetryResult
-from taskq.broker.ops.jobs import (
+from taskq.broker.ops.job_waits import (
     QUEUED_LOOKED_AT,
-    CancelResult,
+    QUEUED_PARENTS_LOOKED_AT,
     wait_ran_out,
     workflow_wait_ran_out,
 )
+from taskq.broker.ops.jobs import CancelResult
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
 from taskq.broker.ops.workflows import relatives_limit
 from taskq.broker.records import (
@@ -112,9 +113,23 @@ def job_wait(job_id: int, *, timeout: float | None = None) -> HttpPlan[Job]:
         if job.state.finished:
             return job
         if deadline is not None and time.monotonic() >= deadline:
-            queued = job.state is JobState.QUEUED
-            workers = (yield from _workers_if_allowed()) if queued else None
-            raise wait_ran_out(job, timeout or 0.0, workers)
+            waited_on = (yield from _queued_waited_on(job)) if job.state is JobState.WAITING else []
+            named = job.state is JobState.QUEUED or bool(waited_on)
+            workers = (yield from _workers_if_allowed()) if named else None
+            raise wait_ran_out(job, timeout or 0.0, workers, waited_on)
+
+
+def _queued_waited_on(job: Job) -> HttpPlan[builtins.list[Job]]:
+    """``job_waits.queued_waited_on`` over HTTP: the same bounded reads."""
+    if job.workflow_id is not None:
+        query = JobQuery(workflow_id=job.workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT)
+        return (yield from job_list(query))
+    relatives = yield from job_relatives(job.id, limit=QUEUED_LOOKED_AT)
+    queued = [parent for parent, state in relatives.parents if state is JobState.QUEUED]
+    found = []
+    for parent_id in queued[:QUEUED_PARENTS_LOOKED_AT]:
+        found.append((yield from job_get(parent_id)))
+    return found
 
 
 def _workers_if_allowed() -> HttpPlan[builtins.list[WorkerInfo] | None]:

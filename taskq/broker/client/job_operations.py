@@ -21,8 +21,8 @@ from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.retry_result import RetryResult
+from taskq.broker.ops.job_waits import QUEUED_LOOKED_AT, job_wait, workflow_wait_ran_out
 from taskq.broker.ops.jobs import (
-    QUEUED_LOOKED_AT,
     CancelResult,
     execution_list,
     execution_list_by_worker,
@@ -31,8 +31,6 @@ from taskq.broker.ops.jobs import (
     job_get,
     job_list,
     job_retry_reviving,
-    job_wait,
-    workflow_wait_ran_out,
 )
 from taskq.broker.ops.output import OutputReader
 from taskq.broker.ops.plan import Op

@@ -1,8 +1,7 @@
-"""Jobs and their attempts: reads, waiting for an outcome, and cancel and retry by hand."""
+"""Jobs and their attempts: reads, and cancel and retry by hand (waits: :mod:`.job_waits`)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +12,8 @@ from taskq.broker import job_validation
 from taskq.broker.ops import dependencies, output, queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import Execution, Job, JobState, PayloadKind, WorkerInfo
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
-from taskq.broker.stores.trampoline import Pause
 
 # -- by hand ----------------------------------------------------------------------
 
@@ -185,62 +182,6 @@ def job_get(job_id: int, *, consistency: Consistency = Consistency.WEAK) -> Op[J
     """One job, or None when no job has that id."""
     rows = yield Read(Statement(queries.query("job_get"), {"id": int(job_id)}), consistency)
     return _job(rows[0]) if rows else None
-
-
-def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -> Op[Job]:
-    """Poll until the job finishes; raise ResultTimeout after ``timeout`` seconds."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    delay = min(poll_seconds, 0.02)
-    while True:
-        rows = yield Read(
-            Statement(queries.query("job_get"), {"id": int(job_id)}), Consistency.WEAK
-        )
-        if not rows:
-            raise errors.JobNotFound(f"no job with id {job_id}")
-        job = _job(rows[0])
-        if job.state.finished:
-            return job
-        if deadline is not None and time.monotonic() >= deadline:
-            # The workers are read only where the error may name them: a queued job.
-            queued = job.state is JobState.QUEUED
-            raise wait_ran_out(job, timeout or 0.0, (yield from worker_list()) if queued else None)
-        pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
-        yield Pause(pause)
-        # Start fast (most jobs are short), then settle at poll_seconds.
-        delay = min(delay * 2, poll_seconds)
-
-
-def wait_ran_out(
-    job: Job, timeout: float, workers: Sequence[WorkerInfo] | None
-) -> errors.ResultTimeout:
-    """The error of a wait for ``job`` that ran out after ``timeout`` seconds.
-
-    A queued job that no active worker of ``workers`` (None: not known) could
-    claim, for its queue or its labels, most often means none was started:
-    the error says so, and how to start one.
-    """
-    said = f"job {job.id} is still {job.state.value} after {round(timeout, 2):g} s"
-    unserved = unserved_queue([job], workers)
-    return errors.ResultTimeout(said if unserved is None else f"{said}: {unserved}")
-
-
-QUEUED_LOOKED_AT = 50
-"""How many of a workflow's queued jobs a wait that ran out reads, for a queue no worker
-serves: a workflow's jobs share a few queues."""
-
-
-def workflow_wait_ran_out(
-    workflow_id: int,
-    left: int,
-    timeout: float,
-    queued: Sequence[Job],
-    workers: Sequence[WorkerInfo] | None,
-) -> errors.ResultTimeout:
-    """The error of a wait for a workflow that ran out with ``left`` jobs to end; as
-    :func:`wait_ran_out`, naming a queue of its ``queued`` jobs no worker serves."""
-    said = f"workflow {workflow_id} still has {left} job(s) to end after {round(timeout, 2):g} s"
-    unserved = unserved_queue(queued, workers)
-    return errors.ResultTimeout(said if unserved is None else f"{said}: {unserved}")
 
 
 def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:

@@ -1,0 +1,53 @@
+"""What a job's record tells of its attempts, each told in a clause of one line: for the
+error of a wait that ran out."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from taskq import humanize
+from taskq.broker.records import Job, JobState
+
+ERROR_MESSAGE_CHARS = 100
+"""How much of an error's message a note keeps: the whole error stays on the job's record."""
+
+
+def error_brief(error: dict[str, Any] | None) -> str:
+    """``Type: message`` of ``error``, on one line: the first line of its message, clipped
+    (a traceback or a long message would bury the rest of the line); "" for no error."""
+    if not error:
+        return ""
+    lines = str(error.get("message") or "").strip().splitlines()
+    message = humanize.clip(" ".join(lines[0].split()), ERROR_MESSAGE_CHARS) if lines else ""
+    kind = str(error.get("type") or "Error")
+    return f"{kind}: {message}" if message else kind
+
+
+def last_attempt(job: Job) -> str:
+    """How the job's latest attempt ended, by the error it left: ``attempt 1 failed
+    (ValueError: bad input)``; ``attempt 1 ended`` where it left none."""
+    brief = error_brief(job.error)
+    return f"attempt {job.attempts} failed ({brief})" if brief else f"attempt {job.attempts} ended"
+
+
+def next_attempt(job: Job, now: float) -> str | None:
+    """For a queued job that ran before: how that ended and when its next attempt runs
+    (``now``: the time to tell "runs at" from "was due at"). None for another job."""
+    if job.state is not JobState.QUEUED or job.attempts == 0:
+        return None
+    when = "runs at" if job.run_at > now else "was due at"
+    clock = _clock(job.run_at, now)
+    return f"{last_attempt(job)}, {_attempt_of(job, job.attempts + 1)} {when} {clock}"
+
+
+def _attempt_of(job: Job, number: int) -> str:
+    """``attempt 2 of 3``; ``attempt 2`` alone where the limit is not above it."""
+    return f"attempt {number}" + (f" of {job.max_attempts}" if job.max_attempts >= number else "")
+
+
+def _clock(at: float, now: float) -> str:
+    """The local time of ``at``: ``14:03:07`` on the day of ``now``, with its date on another."""
+    stamp = time.localtime(at)
+    same_day = stamp[:3] == time.localtime(now)[:3]
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", stamp)

@@ -1,0 +1,122 @@
+"""Waiting for a job to end, and what a wait for a job or a workflow that ran out says
+of why it has not ended: its attempts so far, and a queue no worker serves."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from taskq import errors
+from taskq.broker.ops import attempt_notes
+from taskq.broker.ops.jobs import job_get, job_list, unserved_queue
+from taskq.broker.ops.plan import Op
+from taskq.broker.ops.workers import worker_list
+from taskq.broker.ops.workflows import job_relatives
+from taskq.broker.records import Job, JobState, WorkerInfo
+from taskq.broker.stores.trampoline import Pause
+
+QUEUED_LOOKED_AT = 50
+"""How many of a workflow's queued jobs a wait that ran out reads, for a queue no worker
+serves: a workflow's jobs share a few queues."""
+
+QUEUED_PARENTS_LOOKED_AT = 5
+"""How many queued parents of a waiting job outside a workflow a wait that ran out reads
+whole, one read each, for a queue no worker serves."""
+
+
+def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -> Op[Job]:
+    """Poll until the job finishes; raise ResultTimeout after ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = min(poll_seconds, 0.02)
+    while True:
+        job = yield from job_get(job_id)
+        if job is None:
+            raise errors.JobNotFound(f"no job with id {job_id}")
+        if job.state.finished:
+            return job
+        if deadline is not None and time.monotonic() >= deadline:
+            waited_on = (yield from queued_waited_on(job)) if job.state is JobState.WAITING else []
+            # The workers are read only where the error may name them: a queued job, or
+            # the queued jobs that a waiting one waits on.
+            named = job.state is JobState.QUEUED or bool(waited_on)
+            workers = (yield from worker_list()) if named else None
+            raise wait_ran_out(job, timeout or 0.0, workers, waited_on)
+        pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
+        yield Pause(pause)
+        # Start fast (most jobs are short), then settle at poll_seconds.
+        delay = min(delay * 2, poll_seconds)
+
+
+def queued_waited_on(job: Job) -> Op[list[Job]]:
+    """The queued jobs that the waiting ``job`` may wait on, in a few bounded reads: the
+    first :data:`QUEUED_LOOKED_AT` of its workflow (its ancestors among them, however far
+    up), or outside a workflow its first :data:`QUEUED_PARENTS_LOOKED_AT` queued parents."""
+    if job.workflow_id is not None:
+        return (
+            yield from job_list(
+                workflow_id=job.workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT
+            )
+        )
+    relatives = yield from job_relatives(job.id, limit=QUEUED_LOOKED_AT)
+    queued = [parent for parent, state in relatives.parents if state is JobState.QUEUED]
+    found = []
+    for parent_id in queued[:QUEUED_PARENTS_LOOKED_AT]:
+        parent = yield from job_get(parent_id)
+        if parent is not None:
+            found.append(parent)
+    return found
+
+
+def wait_ran_out(
+    job: Job,
+    timeout: float,
+    workers: Sequence[WorkerInfo] | None,
+    waited_on: Sequence[Job] = (),
+) -> errors.ResultTimeout:
+    """The error of a wait for ``job`` that ran out after ``timeout`` seconds.
+
+    A queued job that ran before says how its last attempt ended and when the
+    next runs. A queued job that no active worker of ``workers`` (None: not
+    known) could claim, for its queue or its labels, most often means none was
+    started: the error says so, and how to start one; so it does for a waiting
+    job, of the first such job of ``waited_on`` (:func:`queued_waited_on`).
+    """
+    said = f"job {job.id} is still {job.state.value} after {round(timeout, 2):g} s"
+    notes = [
+        attempt_notes.next_attempt(job, time.time()),
+        unserved_queue([job], workers),
+        _unserved_waited_on(job, waited_on, workers),
+    ]
+    told = "; ".join(note for note in notes if note)
+    return errors.ResultTimeout(f"{said}: {told}" if told else said)
+
+
+def _unserved_waited_on(
+    job: Job, waited_on: Sequence[Job], workers: Sequence[WorkerInfo] | None
+) -> str | None:
+    """For the first job of ``waited_on`` that no active worker could claim: which job it
+    is, whose (a parent of ``job``, or a job of its workflow) and the queue no worker serves."""
+    for queued in waited_on:
+        unserved = unserved_queue([queued], workers)
+        if unserved is not None:
+            whose = (
+                f"its parent job {queued.id}"
+                if job.workflow_id is None
+                else f"job {queued.id} of its workflow {job.workflow_id}"
+            )
+            return f"{whose} is queued, and {unserved}"
+    return None
+
+
+def workflow_wait_ran_out(
+    workflow_id: int,
+    left: int,
+    timeout: float,
+    queued: Sequence[Job],
+    workers: Sequence[WorkerInfo] | None,
+) -> errors.ResultTimeout:
+    """The error of a wait for a workflow that ran out with ``left`` jobs to end; as
+    :func:`wait_ran_out`, naming a queue of its ``queued`` jobs no worker serves."""
+    said = f"workflow {workflow_id} still has {left} job(s) to end after {round(timeout, 2):g} s"
+    unserved = unserved_queue(queued, workers)
+    return errors.ResultTimeout(said if unserved is None else f"{said}: {unserved}")

@@ -1,0 +1,34 @@
+"""What ``taskq result`` says of a wait for a job that waits on a parent no worker serves:
+the client's words, on both stores. No worker runs."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.support.cli_runs import ok, one_error_line
+from tests.support.cli_runs import taskq as taskq_command
+
+pytestmark = [pytest.mark.both_stores, pytest.mark.timeout(120)]
+
+JOBS = "tests.support.jobs"
+
+
+def _submit(url: str, queue: str, *args: str) -> int:
+    return int(ok("submit", "--unchecked", f"{JOBS}:add", *args, "--queue", queue, store=url).out)
+
+
+def test_a_wait_for_a_job_after_a_parent_no_worker_serves_names_its_queue(
+    store_url: str,
+) -> None:
+    queue = f"result-{uuid.uuid4().hex[:8]}"
+    parent = _submit(store_url, queue, "1", "2")
+    child = _submit(store_url, f"{queue}-child", "3", "4", "--after", str(parent))
+    waited = taskq_command("result", "--wait", "--timeout", "0.5", str(child), store=store_url)
+    one_error_line(
+        waited,
+        1,
+        f"job {child} is still waiting after 0.5 s: its parent job {parent} is queued, "
+        f"and no active worker serves queue {queue!r}",
+    )
