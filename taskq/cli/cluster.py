@@ -104,8 +104,18 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     print(f"schema  version {'unknown' if schema_version is None else schema_version}")
     _print_nodes(nodes)
     if not healthy:
-        output.warn(f"taskq: error: {url} has no leader: the cluster cannot accept writes")
+        output.warn(f"taskq: error: {_why_no_leader(url, nodes, served=served)}")
     return command.EXIT_OK if healthy else command.EXIT_ERROR
+
+
+def _why_no_leader(url: str, nodes: Sequence[NodeInfo], *, served: bool) -> str:
+    """Why the store at ``url`` has no leader: no node answers (each one's error is in the
+    table), or the nodes that answer have none among them."""
+    if any(node.reachable for node in nodes):
+        return f"{url} has no leader: the cluster cannot accept writes"
+    # Not "no leader": with no node reached, nothing says whether one leads.
+    reached = f"{url} reaches no node of its store" if served else f"no node of {url} answers"
+    return f"{reached} (see REACHABLE): nothing can be read or written"
 
 
 def cmd_cluster_remove(args: argparse.Namespace) -> int:
