@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections import Counter
+from collections.abc import Collection, Sequence
 
 from taskq import errors
 from taskq.broker.client import declarations
 from taskq.broker.client.client import KEEP, Client, Keep
-from taskq.broker.records import JobState, QueueStats
+from taskq.broker.records import JobState, QueueStats, WorkerInfo
 from taskq.cli import command, connection, output, values
 
 
@@ -18,7 +20,7 @@ def add_commands(commands: command.Commands) -> None:
         commands,
         "queues",
         cmd_queues,
-        help="every queue: job counts per state, paused or not, limits",
+        help="every queue: job counts per state, paused or not, limits, live workers",
         json=True,
     )
     for name, handler, text in (
@@ -102,15 +104,33 @@ def _limits_text(stats: QueueStats | None) -> tuple[str, str]:
     return running, rate
 
 
+def _workers_serving(workers: Sequence[WorkerInfo], served: Collection[str]) -> Counter[str]:
+    """How many live workers take jobs from each queue. Live as the store counts them
+    (``served``: the queues it counts as served, by heartbeats on its own clock, which this
+    machine's may be off from), in a state it counts: active, or draining its jobs."""
+    return Counter(
+        queue
+        for worker in workers
+        if worker.state in {"active", "draining"}
+        for queue in worker.queues
+        if queue in served
+    )
+
+
 def cmd_queues(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         queues = client.stats()
         served = client.served_queues()
+        serving = _workers_serving(client.workers(), served)
     if args.json:
-        # "unserved": queued jobs that no live worker takes.
+        # "unserved": queued jobs that no live worker takes; "workers": how many live ones do.
         output.print_json(
             [
-                {**output.plain(stats), "unserved": declarations.queue_unserved(stats, served)}
+                {
+                    **output.plain(stats),
+                    "unserved": declarations.queue_unserved(stats, served),
+                    "workers": serving[stats.queue],
+                }
                 for stats in queues
             ]
         )
@@ -127,7 +147,8 @@ def cmd_queues(args: argparse.Namespace) -> int:
                 "paused" if stats.paused else "-",
                 *_counts_row(stats),
                 *_limits_text(stats),
-                "NONE LIVE" if declarations.queue_unserved(stats, served) else "-",
+                # Shouted where jobs wait for a worker that is not there.
+                "NONE LIVE" if declarations.queue_unserved(stats, served) else serving[stats.queue],
             )
             for stats in queues
         ],

@@ -1,11 +1,13 @@
 """What the ``taskq`` command says where a newcomer first met it saying too little or
 the wrong thing: a retry's outcome per job and the jobs it brought back, a workflow
-retry's count, a --json-job submit to a store not there yet, a mistyped flag, the logs
-of a job that never ran, an earlier attempt's limit.
+retry's count, a --json-job submit to a store not there yet, a mistyped flag or job
+id, the logs of a job that never ran, an earlier attempt's limit, the workflow actions
+in the help, taskq alone, the live workers of each queue.
 
-Each test runs the real command, against a SQLite file of its own (the retries and the
-logs on the rqlite tier's cluster too); no worker is needed, as a cancel ends jobs as a
-failure would for a retry, and the test claims and fails the attempts it tells.
+Each test runs the real command, against a SQLite file of its own (the retries, the
+logs and the queues on the rqlite tier's cluster too); no worker process is needed, as
+a cancel ends jobs as a failure would for a retry, the test claims and fails the
+attempts it tells, and a worker that serves a queue stands as its registration.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from taskq.broker.ops.claims import job_claim
 from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line
 from tests.support.cli_runs import taskq as taskq_command
+from tests.support.registered_workers import register
 from tests.support.workflow_jobs import add, square
 
 pytestmark = pytest.mark.timeout(120)
@@ -242,3 +245,35 @@ def test_taskq_with_no_command_prints_its_help_on_stderr(words: tuple[str, ...])
     ran = taskq_command(*words)
     assert (ran.code, ran.out) == (2, "")
     assert ran.err == taskq_command("--help").out
+
+
+@pytest.mark.both_stores
+def test_queues_counts_the_live_workers_of_each_queue_and_shouts_where_none_is(
+    store_url: str,
+) -> None:
+    served, unserved, idle = (f"newcomer-{uuid.uuid4().hex[:8]}" for _ in range(3))
+    submitted = {
+        queue: ok("submit", "--unchecked", f"{JOBS}:echo", "1", "--queue", queue, store=store_url)
+        for queue in (served, unserved, idle)
+    }
+    ok("cancel", submitted[idle].out.strip(), store=store_url)  # none queued: no one waits
+    store = open_store(store_url, migrate=False)
+    try:
+        for worker in ("a", "b"):  # registered, with no process behind them
+            register(store, f"{served}-{worker}", served, None)
+    finally:
+        store.close()
+
+    rows = ok("queues", store=store_url).out.splitlines()
+    # WORKERS is the last column, after eleven of one word each.
+    workers = {
+        queue: next(row for row in rows if row.startswith(f"{queue} ")).split(maxsplit=11)[-1]
+        for queue in (served, unserved, idle)
+    }
+    assert workers == {served: "2", unserved: "NONE LIVE", idle: "0"}
+    listed = {entry["queue"]: entry for entry in ok("queues", "--json", store=store_url).json()}
+    assert [(listed[q]["workers"], listed[q]["unserved"]) for q in (served, unserved, idle)] == [
+        (2, False),
+        (0, True),
+        (0, False),
+    ]

@@ -122,7 +122,7 @@ def test_a_job_is_submitted_by_name_waited_for_and_looked_at_over_http(
     # The fleet, as the server sees it.
     queues = {each["queue"]: each for each in served.ok("queues", "--json").json()}
     assert queues[queue]["counts"]["succeeded"] == 3
-    assert queues[queue]["unserved"] is False
+    assert (queues[queue]["unserved"], queues[queue]["workers"]) == (False, 1)
     assert worker_id in {each["id"] for each in served.ok("workers", "--json").json()}
     declared = {each["name"] for each in served.ok("functions", "--json").json()}
     assert f"{DECLARED}:square" in declared
