@@ -1,5 +1,5 @@
-"""What ``taskq result`` says of a wait for a job that waits on a parent no worker serves:
-the client's words, on both stores. No worker runs."""
+"""What ``taskq result`` says of a job that ended cancelled, and of a wait for one that
+waits on a parent no worker serves: the client's words, on both stores. No worker runs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,20 @@ JOBS = "tests.support.jobs"
 
 def _submit(url: str, queue: str, *args: str) -> int:
     return int(ok("submit", "--unchecked", f"{JOBS}:add", *args, "--queue", queue, store=url).out)
+
+
+def test_result_says_how_a_job_ended_cancelled(store_url: str) -> None:
+    queue = f"result-{uuid.uuid4().hex[:8]}"
+    parent = _submit(store_url, queue, "1", "2")
+    child = _submit(store_url, queue, "3", "4", "--after", str(parent))
+    ok("cancel", str(parent), store=store_url)
+    said = one_error_line(taskq_command("result", str(parent), store=store_url), 1)
+    assert said.endswith(f": job {parent} ended cancelled before it ran")
+    said = one_error_line(taskq_command("result", str(child), store=store_url), 1)
+    assert said.endswith(
+        f": job {child} ended cancelled before it ran: "
+        f"ParentFailed: parent job {parent} ended cancelled"
+    )
 
 
 def test_a_wait_for_a_job_after_a_parent_no_worker_serves_names_its_queue(

@@ -1,5 +1,5 @@
-"""What taskq.Client says of a job not ended in time: what its record holds of how it got
-there, and what it waits on, not only its state.
+"""What taskq.Client says of a job not ended in time, and of one that ended cancelled:
+what its record holds of how it got there, and what it waits on, not only its state.
 
 On both stores and over HTTP, with test_client.py's fixtures; the test claims and
 reports the attempts itself, as a worker would.
@@ -22,7 +22,7 @@ from taskq.broker.records import AttemptReport, ClaimedJob
 from taskq.broker.stores.store import Store
 from tests.integration.test_client import backend, client, connect, queue, store
 from tests.support.hinted_workers import register_worker
-from tests.support.reports import report_one
+from tests.support.reports import released, report_one
 
 __all__ = ["backend", "client", "connect", "queue", "store"]  # test_client.py's
 
@@ -52,6 +52,12 @@ def _timeout_of(handle: Any) -> str:
     with pytest.raises(errors.ResultTimeout) as ran_out:
         handle.result(timeout=0.2)
     return str(ran_out.value)
+
+
+def _failure_of(handle: Any) -> str:
+    with pytest.raises(errors.JobFailed) as failed:
+        handle.result(timeout=10)
+    return str(failed.value)
 
 
 def test_a_wait_on_a_job_queued_for_a_retry_says_how_its_attempt_ended_and_when_the_next_runs(
@@ -112,4 +118,40 @@ def test_a_wait_on_a_job_after_a_parent_no_worker_serves_says_so(
         f"job {child.id} is still waiting after 0.2 s: its parent job {parent.id} is queued, "
         f"and no active worker serves queue {other!r} "
         f"(start one: taskq-worker --queues {other} --modules m)"
+    )
+
+
+def test_a_job_cancelled_before_it_ran_says_so_and_its_children_name_it(
+    client: taskq.Client, queue: str
+) -> None:
+    parent = client.submit("m:f", queue=queue, unchecked=True)
+    [child] = client.submit_many([taskq.call_spec("m:g", [2], queue=queue, after=[parent.id])])
+    parent.cancel()
+    assert _failure_of(parent) == f"job {parent.id} ended cancelled before it ran"
+    assert _failure_of(child) == (
+        f"job {child.id} ended cancelled before it ran: "
+        f"ParentFailed: parent job {parent.id} ended cancelled"
+    )
+
+
+def test_a_job_cancelled_while_running_says_which_attempt(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
+    handle = client.submit("m:f", queue=queue, unchecked=True, max_attempts=3)
+    claimed = _claim(store, queue)
+    assert handle.cancel().requested == (handle.id,)
+    # The worker stops it and hands it back: the cancel asked for ends it.
+    plan.run(store, report_one(released(claimed.lease)))
+    assert _failure_of(handle) == f"job {handle.id} ended cancelled while running (attempt 1 of 3)"
+
+
+def test_a_job_cancelled_while_queued_for_a_retry_says_how_its_attempt_ended(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
+    handle = client.submit("m:f", queue=queue, unchecked=True, max_attempts=3)
+    _fail_once(store, queue, "bad input")
+    handle.cancel()
+    assert _failure_of(handle) == (
+        f"job {handle.id} ended cancelled before attempt 2 ran; "
+        "attempt 1 failed (ValueError: bad input)"
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from taskq import errors
 from taskq.broker.client.flows import Flow
+from taskq.broker.ops import attempt_notes
 from taskq.broker.records import Job, JobState, SubmittedWorkflow
 
 
@@ -19,6 +20,11 @@ def finished_result(job: Job) -> Any:
     """A finished job's result, or :class:`taskq.errors.JobFailed` with its error."""
     if job.state is JobState.SUCCEEDED:
         return job.result
+    if job.state is JobState.CANCELLED:
+        # A cancel's record holds no error of its own: say when it came instead.
+        raise errors.JobFailed(
+            f"job {job.id} ended cancelled {attempt_notes.cancelled(job)}", job=job
+        )
     error = job.error or {}
     detail = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip(": ")
     raise errors.JobFailed(

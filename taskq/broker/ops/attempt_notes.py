@@ -1,5 +1,5 @@
 """What a job's record tells of its attempts, each told in a clause of one line: for the
-error of a wait that ran out."""
+error of a wait that ran out and for that of a job that ended cancelled."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from taskq.broker.records import Job, JobState
 
 ERROR_MESSAGE_CHARS = 100
 """How much of an error's message a note keeps: the whole error stays on the job's record."""
+
+PARENT_FAILED = "ParentFailed"
+"""The type of the error a cancel that cascaded from a parent leaves (dependencies.sql)."""
 
 
 def error_brief(error: dict[str, Any] | None) -> str:
@@ -39,6 +42,27 @@ def next_attempt(job: Job, now: float) -> str | None:
     when = "runs at" if job.run_at > now else "was due at"
     clock = _clock(job.run_at, now)
     return f"{last_attempt(job)}, {_attempt_of(job, job.attempts + 1)} {when} {clock}"
+
+
+def cancelled(job: Job) -> str:
+    """How a job that ended cancelled came to, as its record tells, after "ended cancelled".
+
+    A cancel that cascaded from a parent leaves an error naming the parent; one
+    asked of a running job leaves ``cancel_requested`` set, and its attempt
+    counted; any other came while the job was queued or waiting.
+    """
+    error = job.error or {}
+    if error.get("type") == PARENT_FAILED:
+        when = "before it ran" if job.attempts == 0 else f"after attempt {job.attempts}"
+        return f"{when}: {PARENT_FAILED}: {error.get('message', '')}"
+    if job.cancel_requested and job.attempts:
+        brief = error_brief(job.error)
+        return f"while running ({_attempt_of(job, job.attempts)})" + (
+            f"; its last error: {brief}" if brief else ""
+        )
+    if job.attempts == 0:
+        return "before it ran"
+    return f"before attempt {job.attempts + 1} ran; {last_attempt(job)}"
 
 
 def _attempt_of(job: Job, number: int) -> str:
