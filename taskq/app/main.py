@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from taskq import __version__, errors
 from taskq.broker.client.client import AsyncClient
-from taskq.broker.client.connect import chosen_store_url, open_store
-from taskq.broker.client.http_transport import is_http_url
+from taskq.broker.client.connect import client_url, open_store
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import is_http_url
 from taskq.one_line_parser import OneLineParser
 
 EXIT_ERROR = 1
@@ -77,7 +77,7 @@ def open_console_client(url: str | None, config_path: str | None) -> AsyncClient
     """The console's client: on the store (see :func:`open_console_store`), or over the
     taskq serve a URL names, bearing ``TASKQ_TOKEN``. A server that does not answer, or
     refuses the token, is not an error here: the console shows it in its banner."""
-    resolved = chosen_store_url(url, config_path)
+    resolved = client_url(url, config_path)
     if is_http_url(resolved):
         return AsyncClient(
             resolved, config_path=config_path, import_names=False, timeout=HTTP_TIMEOUT_SECONDS

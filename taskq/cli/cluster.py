@@ -12,10 +12,9 @@ from taskq import errors, humanize
 from taskq.broker import worker_policy
 from taskq.broker.client import members
 from taskq.broker.client.client import Client, ThroughputBucket
-from taskq.broker.client.http_transport import is_http_url
 from taskq.broker.records import JobState
 from taskq.broker.stores.store import NodeInfo
-from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
+from taskq.broker.stores.store_url import SqliteTarget, is_http_url, mask_password, parse_store_url
 from taskq.cli import command, connection, output, values
 
 

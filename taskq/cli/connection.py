@@ -32,11 +32,12 @@ from urllib.parse import parse_qsl
 
 from taskq import errors
 from taskq.broker.client.client import Client
-from taskq.broker.client.connect import chosen_store_url, open_store
-from taskq.broker.client.http_transport import TOKEN_ENV, is_http_url
+from taskq.broker.client.connect import chosen_store_url, client_url, open_store
+from taskq.broker.client.http_transport import TOKEN_ENV
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     RqliteTarget,
+    is_http_url,
     mask_password,
     parse_store_url,
 )
@@ -52,10 +53,7 @@ FIRST_CONTACT_SECONDS = 3.0
 def named_url(args: argparse.Namespace) -> str:
     """The URL this command uses, as the user named it: a store's (checked), or a taskq
     serve's."""
-    url = chosen_store_url(args.store, args.config)
-    if not is_http_url(url):
-        parse_store_url(url, served_too=True)
-    return url
+    return client_url(args.store, args.config)
 
 
 def store_url(args: argparse.Namespace) -> str:

@@ -13,8 +13,7 @@ from contextlib import contextmanager
 
 from taskq import errors
 from taskq.broker.client.client import Client
-from taskq.broker.client.http_transport import is_http_url
-from taskq.broker.stores.store_url import SqliteTarget, mask_password, parse_store_url
+from taskq.broker.stores.store_url import SqliteTarget, is_http_url, mask_password, parse_store_url
 
 # What a refusal of a --json-job file's calls of pkg.mod:func names.
 FILE_CALLS = "the file's calls"

@@ -17,10 +17,10 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client import declarations, http_plans
-from taskq.broker.client.connect import chosen_store_url, open_store
+from taskq.broker.client.connect import client_url, open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
-from taskq.broker.client.http_transport import HttpTransport, is_http_url
+from taskq.broker.client.http_transport import HttpTransport
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,
@@ -38,6 +38,7 @@ from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import is_http_url
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
 
@@ -104,7 +105,7 @@ class ClientBase:
         """
         url = None
         if store is None:
-            url = chosen_store_url(store_url, config_path)
+            url = client_url(store_url, config_path)
         self.http = (
             HttpTransport(url, token=token, ca=ca, verify=verify, timeout=timeout)
             if url is not None and is_http_url(url)

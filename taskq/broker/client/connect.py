@@ -12,6 +12,7 @@ from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     SqliteTarget,
     default_store_url,
+    is_http_url,
     parse_store_url,
     resolve_store_url,
 )
@@ -23,6 +24,16 @@ def chosen_store_url(url: str | None, config_path: str | Path | None = None) -> 
     config file's (read only when ``url`` is not given), then the default store's."""
     configured = load_config(config_path).store_url if url is None else None
     return resolve_store_url(url, configured)
+
+
+def client_url(url: str | None, config_path: str | Path | None = None) -> str:
+    """The URL a client is to use (:func:`chosen_store_url`): a taskq serve's, or a store's,
+    checked, so that a malformed one is refused listing a taskq serve's among the URLs a
+    client takes (:class:`taskq.errors.ConfigError`)."""
+    chosen = chosen_store_url(url, config_path)
+    if not is_http_url(chosen):
+        parse_store_url(chosen, served_too=True)
+    return chosen
 
 
 def open_store(

@@ -29,16 +29,10 @@ from taskq.broker.stores.trampoline import drive, drive_async
 
 T = TypeVar("T")
 
-HTTP_SCHEMES = ("http://", "https://")
 TOKEN_ENV = "TASKQ_TOKEN"
 # What :meth:`HttpTransport.reach` asks: it needs no token and does not touch the store, so
 # any server that runs answers it, at once.
 _ALIVE = HttpRequest("GET", "/healthz")
-
-
-def is_http_url(url: str) -> bool:
-    """Whether ``url`` names a ``taskq serve`` (http:// or https://) rather than a store."""
-    return url.startswith(HTTP_SCHEMES)
 
 
 class HttpTransport:

@@ -77,6 +77,11 @@ def mask_password(url: str) -> str:
     return f"{scheme}://{user}:***@{hosts}"
 
 
+def is_http_url(url: str) -> bool:
+    """Whether ``url`` names a ``taskq serve`` (http:// or https://) rather than a store."""
+    return url.startswith(("http://", "https://"))
+
+
 def parse_store_url(url: str, *, served_too: bool = False) -> StoreTarget:
     """Parse a store URL; a malformed one raises :class:`taskq.errors.ConfigError`.
 
