@@ -422,6 +422,22 @@ def test_a_result_that_is_not_json_is_refused_before_writing(run: Any, queue: st
 # -- cancel and retry -------------------------------------------------------------------
 
 
+def test_a_running_job_cancelled_that_fails_before_it_hears_ends_cancelled_not_retried(
+    run: Any, queue: str
+) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue)
+    assert run(job_cancel([job_id], now=T0 + 1)).requested == (job_id,)
+    # It fails on its own, with attempts left, before a heartbeat tells its worker.
+    error = {"type": "ValueError", "message": "bad input"}
+    assert run(report_one(failed(claimed.lease, error), now=T0 + 2)) is Fenced.ACCEPTED
+    job = run(job_get(job_id))
+    assert (job.state, job.attempts) == (JobState.CANCELLED, 1), job
+    assert job.finished_at is not None
+    # Queued again, its claim would have forgotten the cancel and run it.
+    assert not run(job_claim("w2", [queue], limit=1, lease_seconds=LEASE, now=T0 + 600))
+
+
 def test_cancel_queued_at_once_and_running_at_the_next_heartbeat(run: Any, queue: str) -> None:
     queued, running = _enqueue(run, queue, 2)
     [claimed] = _claim(run, queue, limit=1)

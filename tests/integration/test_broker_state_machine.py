@@ -619,6 +619,9 @@ class LeaseMachine(RuleBasedStateMachine):
         if action is Action.FAIL_RETRYABLE:
             if attempts >= row["max_attempts"]:
                 return {"state": JobState.DEAD, "attempts": attempts, **ended}
+            if row["cancel_requested"]:
+                # Its cancel stands: queued again, its next claim would forget it.
+                return {"state": JobState.CANCELLED, "attempts": attempts, **ended}
             delay = min(BACKOFF.cap, BACKOFF.base * 2 ** (attempts - 1))
             return {
                 "state": JobState.QUEUED,

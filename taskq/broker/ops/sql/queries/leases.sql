@@ -72,16 +72,19 @@ UPDATE jobs SET
 -- name: job_fail
 -- A retryable failure with attempts left, not given up, is queued again at the
 -- store's time plus its delay: the report's own (the job's retry policy,
--- applied by the worker to this attempt), else the backoff given here.
+-- applied by the worker to this attempt), else the backoff given here. A job
+-- whose cancel was asked for while it ran ends cancelled instead: queued
+-- again, its next claim would forget the cancel and run it.
 UPDATE jobs SET
     state = CASE
         WHEN report.value ->> '$.retryable' = 0 THEN 'failed'
         WHEN report.value ->> '$.give_up' = 1 OR attempts >= max_attempts THEN 'dead'
+        WHEN cancel_requested = 1 THEN 'cancelled'
         ELSE 'queued'
     END,
     run_at = CASE
         WHEN report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
-            AND attempts < max_attempts
+            AND attempts < max_attempts AND cancel_requested = 0
         THEN (SELECT now FROM taskq_clock) + COALESCE(
             report.value ->> '$.delay',
             MIN(:backoff_cap, :backoff_base * (1 << MIN(attempts - 1, 30)))
@@ -92,7 +95,7 @@ UPDATE jobs SET
     started_at = (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token),
     finished_at = CASE
         WHEN report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
-            AND attempts < max_attempts
+            AND attempts < max_attempts AND cancel_requested = 0
         THEN NULL
         ELSE (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token)
     END,
