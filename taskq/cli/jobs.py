@@ -25,6 +25,7 @@ from taskq.cli import (
     job_options,
     output,
     payloads,
+    result_wait,
     undeclared,
     values,
     workflows,
@@ -148,9 +149,10 @@ def known(job_id: int) -> Iterator[None]:
         raise errors.JobNotFound(unknown(job_id)) from exc
 
 
-def _finish(handle: JobHandle, timeout: float | None, as_json: bool) -> int:
-    """Wait for the job; print its result as JSON, or raise JobFailed (exit 1) with its error."""
-    result = handle.result(timeout=timeout)
+def _finish(handle: JobHandle, timeout: float | None, as_json: bool, noted: set[str]) -> int:
+    """Wait for the job; print its result as JSON, or raise JobFailed (exit 1) with its error.
+    ``noted``: what the waits of this command said of a queue no worker serves."""
+    result = result_wait.result(handle, timeout, noted)
     if as_json:
         output.print_json(handle.client.get(handle.id))
     else:
@@ -192,8 +194,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             else:
                 handles = client.submit_many(jobs)
         if args.wait:
+            noted: set[str] = set()  # once for all the jobs of a --json-job file
             for handle in handles:
-                _finish(handle, args.wait_timeout, args.json)
+                _finish(handle, args.wait_timeout, args.json, noted)
             return command.EXIT_OK
     if args.json:
         # --json-job may submit several jobs: a list of ids, however many.
@@ -271,7 +274,7 @@ def cmd_result(args: argparse.Namespace) -> int:
                 raise errors.ResultTimeout(
                     f"job {args.id} is still {state.value}; add --wait to wait for it"
                 )
-        return _finish(handle, args.timeout if args.wait else 0, args.json)
+        return _finish(handle, args.timeout if args.wait else 0, args.json, set())
 
 
 def _report_moves(

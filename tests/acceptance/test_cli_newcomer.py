@@ -2,18 +2,23 @@
 the wrong thing: a retry's outcome per job and the jobs it brought back, a workflow
 retry's count, a --json-job submit to a store not there yet, a mistyped flag or job
 id, the logs of a job that never ran, an earlier attempt's limit, the workflow actions
-in the help, taskq alone, the live workers of each queue.
+in the help, taskq alone, the live workers of each queue, a wait on a queue no worker
+serves.
 
 Each test runs the real command, against a SQLite file of its own (the retries, the
-logs and the queues on the rqlite tier's cluster too); no worker process is needed, as
-a cancel ends jobs as a failure would for a retry, the test claims and fails the
-attempts it tells, and a worker that serves a queue stands as its registration.
+logs and the queues on the rqlite tier's cluster too); a worker process only where a
+wait is to end, as a cancel ends jobs as a failure would for a retry, the test claims
+and fails the attempts it tells, and a worker that serves a queue stands as its
+registration.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -23,10 +28,12 @@ import taskq
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
+from taskq.dev.processes import wait_until
 from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line
 from tests.support.cli_runs import taskq as taskq_command
 from tests.support.registered_workers import register
+from tests.support.worker_process import REPO, WorkerFleet
 from tests.support.workflow_jobs import add, square
 
 pytestmark = pytest.mark.timeout(120)
@@ -277,3 +284,64 @@ def test_queues_counts_the_live_workers_of_each_queue_and_shouts_where_none_is(
         (0, True),
         (0, False),
     ]
+
+
+def _unserved_note(job: str, queue: str) -> str:
+    return (
+        f"taskq: job {job} is still queued: no active worker serves queue {queue!r} "
+        f"(start one: taskq-worker --queues {queue} --modules {JOBS})"
+    )
+
+
+def test_a_submit_wait_says_once_a_few_seconds_in_that_no_worker_serves_the_queue(
+    store_url: str,
+) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    ran = taskq_command(
+        *("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue),
+        *("--wait", "--wait-timeout", "6s"),
+        store=store_url,
+    )
+    job = str(ok("jobs", "--queue", queue, "--json", store=store_url).json()[0]["id"])
+    # The note, then the timeout's error, which counts from the wait's start.
+    note, error = ran.err.splitlines()
+    assert note == _unserved_note(job, queue)
+    assert error.startswith(f"taskq: error: job {job} is still queued after 6 s: no active")
+    assert (ran.code, ran.out) == (1, "")
+
+
+def test_a_wait_on_a_queue_a_worker_serves_says_nothing_of_workers(store_url: str) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    job = ok("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, store=store_url)
+    store = open_store(store_url, migrate=False)
+    try:
+        register(store, f"{queue}-worker", queue, None)  # serves it, though it runs nothing
+    finally:
+        store.close()
+    ran = taskq_command("result", job.out.strip(), "--wait", "--timeout", "5s", store=store_url)
+    said = one_error_line(ran, 1, f"job {job.out.strip()} is still queued after 5 s")
+    assert "worker" not in said
+
+
+def test_a_result_wait_says_no_worker_serves_the_queue_and_waits_on_for_one(
+    store_url: str, workers: WorkerFleet, tmp_path: Path
+) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    job = ok("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, store=store_url)
+    job_id = job.out.strip()
+    said = tmp_path / "stderr"
+    # No timeout: as a newcomer waits, for as long as it takes.
+    argv = [sys.executable, "-m", "taskq.cli", "--store", store_url, "result", job_id, "--wait"]
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TASKQ_")}
+    with said.open("w") as err:
+        waiter = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO, env=clean
+        )
+    try:
+        note = _unserved_note(job_id, queue) + "\n"
+        assert wait_until(lambda: said.read_text() == note, timeout=60), said.read_text()
+        workers.start(store_url, worker={"queues": [queue]})
+        out, _ = waiter.communicate(timeout=60)
+    finally:
+        waiter.kill()
+    assert (waiter.returncode, out, said.read_text()) == (0, "3\n", note)

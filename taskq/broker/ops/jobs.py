@@ -12,8 +12,12 @@ from taskq.broker import job_validation
 from taskq.broker.ops import dependencies, output, queries
 from taskq.broker.ops.common import KEYSET_START, clock_tick, from_json, ids_param
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import Execution, Job, JobState, PayloadKind, WorkerInfo
+from taskq.broker.records import Execution, Job, JobState, PayloadKind
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
+
+# Kept in a leaf the command line reads too (it may not import the operations);
+# .job_waits names it from here.
+from taskq.broker.unserved import unserved_queue as unserved_queue
 
 # -- by hand ----------------------------------------------------------------------
 
@@ -182,43 +186,6 @@ def job_get(job_id: int, *, consistency: Consistency = Consistency.WEAK) -> Op[J
     """One job, or None when no job has that id."""
     rows = yield Read(Statement(queries.query("job_get"), {"id": int(job_id)}), consistency)
     return _job(rows[0]) if rows else None
-
-
-def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:
-    """For the first queued job of ``jobs`` that no active worker of ``workers`` (None:
-    not known) could claim, for its queue or its labels: that no worker serves it, and
-    how to start one. None when each could be claimed (or the workers are not known)."""
-    if workers is None:
-        return None
-    for job in jobs:
-        if job.state is not JobState.QUEUED:
-            continue
-        needed = set(job.labels)
-        if any(
-            worker.state == "active" and job.queue in worker.queues and needed <= set(worker.labels)
-            for worker in workers
-        ):
-            continue
-        labels = ",".join(sorted(needed))
-        start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
-        if labels:
-            start += ["--labels", labels]
-        return (
-            f"no active worker serves queue {job.queue!r}"
-            + (f" with labels {labels}" if labels else "")
-            + f" (start one: {' '.join(start)})"
-        )
-    return None
-
-
-def _worker_flags(job: Job) -> list[str]:
-    """What a worker must be told to run ``job``: its function's module, or its kind."""
-    if job.kind is PayloadKind.SHELL:
-        return ["--allow-shell"]
-    if job.kind is PayloadKind.PYTHON_EXEC:
-        return ["--allow-python-exec"]
-    module = str(job.payload.get("target", "")).partition(":")[0]
-    return ["--modules", module] if module else []
 
 
 def job_list(

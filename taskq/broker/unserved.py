@@ -1,0 +1,49 @@
+"""Whether a queued job has an active worker to claim it, and how to start one when none has.
+
+Said in the same words by a wait that ran out (``ops.job_waits``) and by the
+command line's waits a few seconds in (``cli.result_wait``), which reaches the
+operations only through the client: a leaf, of the records alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from taskq.broker.records import Job, JobState, PayloadKind, WorkerInfo
+
+
+def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:
+    """For the first queued job of ``jobs`` that no active worker of ``workers`` (None:
+    not known) could claim, for its queue or its labels: that no worker serves it, and
+    how to start one. None when each could be claimed (or the workers are not known)."""
+    if workers is None:
+        return None
+    for job in jobs:
+        if job.state is not JobState.QUEUED:
+            continue
+        needed = set(job.labels)
+        if any(
+            worker.state == "active" and job.queue in worker.queues and needed <= set(worker.labels)
+            for worker in workers
+        ):
+            continue
+        labels = ",".join(sorted(needed))
+        start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
+        if labels:
+            start += ["--labels", labels]
+        return (
+            f"no active worker serves queue {job.queue!r}"
+            + (f" with labels {labels}" if labels else "")
+            + f" (start one: {' '.join(start)})"
+        )
+    return None
+
+
+def _worker_flags(job: Job) -> list[str]:
+    """What a worker must be told to run ``job``: its function's module, or its kind."""
+    if job.kind is PayloadKind.SHELL:
+        return ["--allow-shell"]
+    if job.kind is PayloadKind.PYTHON_EXEC:
+        return ["--allow-python-exec"]
+    module = str(job.payload.get("target", "")).partition(":")[0]
+    return ["--modules", module] if module else []
