@@ -17,7 +17,6 @@ from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
 
 # Kept in a leaf the command line reads too (it may not import the operations);
 # .job_waits names it from here.
-from taskq.broker.unserved import unserved_queue as unserved_queue
 
 # -- by hand ----------------------------------------------------------------------
 
