@@ -51,7 +51,7 @@ def add_commands(commands: command.Commands) -> None:
         "  taskq logs 42 --attempt 1    # the first attempt's output, as stored",
         json=True,
     )
-    logs.add_argument("id", type=int, help="job id")
+    logs.add_argument("id", type=command.a_job_id, help="job id")
     logs.add_argument(
         "-f",
         "--follow",

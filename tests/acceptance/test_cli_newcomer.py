@@ -221,6 +221,7 @@ def test_logs_tell_an_attempts_limit_only_where_the_store_knows_it(store_url: st
         ("cancel", "1", "abc"),
         ("retry", "abc"),
         ("jobs", "--before", "abc"),
+        ("logs", "abc"),
     ],
 )
 def test_a_mistyped_job_id_is_refused_saying_what_an_id_is_as_a_workflow_id_is(
