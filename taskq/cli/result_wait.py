@@ -10,7 +10,7 @@ waiting: the worker may be on its way.
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Any
 
 from taskq import errors
@@ -30,37 +30,35 @@ def result(handle: JobHandle, timeout: float | None, noted: set[str]) -> Any:
     :data:`NOTE_AFTER_SECONDS` in. ``noted``: the notes this command has said, each said once."""
     if timeout is not None and timeout <= NOTE_AFTER_SECONDS:
         return handle.result(timeout=timeout)
-    started = time.monotonic()
+    # The note is looked for beside the one wait, not between two waits: a timeout's
+    # error then counts from the wait's start, in the client's own words.
+    note = threading.Timer(NOTE_AFTER_SECONDS, _note_unserved, (handle, noted))
+    note.daemon = True
+    note.start()
+    interrupted = False
     try:
-        return handle.result(timeout=NOTE_AFTER_SECONDS)
-    except errors.ResultTimeout:
-        _note_unserved(handle, noted)
-    if timeout is None:
-        return handle.result()
-    left = max(timeout - (time.monotonic() - started), 0.0)
-    try:
-        return handle.result(timeout=left)
-    except errors.ResultTimeout as exc:
-        # The client counts from its own call; the reader, from the wait's start.
-        told = str(exc).replace(f" after {_seconds(left)} s", f" after {_seconds(timeout)} s", 1)
-        raise errors.ResultTimeout(told) from None
+        return handle.result(timeout=timeout)
+    except KeyboardInterrupt:
+        interrupted = True  # the reader wants out now, not after a note's reads
+        raise
+    finally:
+        note.cancel()
+        if not interrupted:
+            note.join()  # a note being said comes before the result or the error
 
 
 def _note_unserved(handle: JobHandle, noted: set[str]) -> None:
     """Say that no active worker could claim the job, if it is still queued and none can."""
-    job = handle.client.get(handle.id)
-    if job.state is not JobState.QUEUED:
-        return
     try:
+        job = handle.client.get(handle.id)
+        if job.state is not JobState.QUEUED:
+            return
         workers = handle.client.workers()
-    except errors.TaskqError:  # not to be listed to this caller (a taskq serve's token)
+    except errors.TaskqError:
+        # Not to be listed to this caller (a taskq serve's token), or the store did not
+        # answer: the note is a courtesy, and the wait itself says what went wrong.
         return
     unserved = unserved_queue([job], workers)
     if unserved is not None and unserved not in noted:
         noted.add(unserved)
         output.warn(f"taskq: job {job.id} is still queued: {unserved}")
-
-
-def _seconds(seconds: float) -> str:
-    """A wait's time as a timeout's error words it."""
-    return f"{round(seconds, 2):g}"
