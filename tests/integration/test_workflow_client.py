@@ -68,6 +68,18 @@ def test_a_chain_hands_each_result_to_the_next(client: taskq.Client) -> None:
     assert handle.result(timeout=0) == 113
 
 
+def test_a_step_after_an_empty_map_waits_for_the_steps_before_the_map(
+    client: taskq.Client,
+) -> None:
+    flow = add.step(1, 2).then(square.map([])).then(plus_parent.step(10))
+    handle = client.submit_workflow(flow)
+    first, last = handle.job_ids
+    assert client.workflow_edges(handle.id) == [JobEdge(first, last)]
+    assert client.get(last).state is JobState.WAITING
+    assert taskq.testing.run_due(client) == [first, last]
+    assert handle.result(timeout=0) == 13
+
+
 def test_a_spawned_fan_out_joins_the_workflow_and_its_fan_in_sees_every_child(
     client: taskq.Client,
 ) -> None:

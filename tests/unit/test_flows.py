@@ -104,6 +104,20 @@ def test_an_empty_map_then_a_step_is_the_step_alone() -> None:
     assert shape(square.map([]).then(total).submission()) == [("total", [], ())]
 
 
+@pytest.mark.parametrize("empty", [square.map([]), taskq.group()], ids=["map", "group"])
+def test_an_empty_flow_in_a_chain_passes_the_steps_before_it_on(empty: taskq.Flow) -> None:
+    # download.then(process.map(paths)).then(report), with no paths: report after download.
+    chained = add.step(1).then(empty).then(total)
+    assert shape(chained.submission()) == shape(add.step(1).then(total).submission())
+    assert shape(chained.submission()) == [("add", [1], ()), ("total", [], (0,))]
+    fan_in = add.step(0).then(square.map([1, 2])).then(empty).then(total)
+    assert shape(fan_in.submission())[-1] == ("total", [], (1, 2))
+    after_group = taskq.group(add.step(1), empty).then(total)
+    assert shape(after_group.submission()) == [("add", [1], ()), ("total", [], (0,))]
+    assert shape(empty.then(total).submission()) == [("total", [], ())]
+    assert len(taskq.group(empty, empty)) == 0
+
+
 def test_a_step_after_itself_is_refused_with_the_steps_that_wait_on_each_other() -> None:
     a = square.step(1)
     b = a.then(square.step(2))

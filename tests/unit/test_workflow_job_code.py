@@ -174,6 +174,13 @@ def test_a_job_spawns_once_within_its_bounds() -> None:
     assert list(context.parent_results()) == []
 
 
+def test_a_spawned_chain_through_an_empty_map_keeps_its_order() -> None:
+    context = JobContext(id=1, attempt=1, queue="q", max_attempts=1)
+    context.spawn(square.step(1).then(square.map([])).then(total))
+    assert isinstance(context.spawned, WorkflowSubmission)
+    assert context.spawned.parents == ((), (0,))
+
+
 def test_a_declared_job_given_bare_spawns_as_its_step_without_arguments() -> None:
     with taskq.testing.as_job() as job:
         taskq.current_job().spawn(total)

@@ -11,9 +11,10 @@ each runs after. ``a.then(b)`` runs ``b``'s first steps after ``a``'s last
 ones, so ``then`` after a group is a fan-in: the next step gets every member
 as a parent, in order. :func:`group` sets flows side by side. A step is one
 job however many flows name it, which is how a diamond is drawn: name the
-step it starts from twice. Nothing is written until the whole flow is
-submitted (``client.submit_workflow``) or spawned by a running job
-(``taskq.current_job().spawn``), in one atomic write. Flows are built by
+step it starts from twice. An empty flow (a ``map`` over no items) adds no
+step and no wait: ``a.then(empty).then(b)`` is ``a.then(b)``. Nothing is
+written until the whole flow is submitted (``client.submit_workflow``) or
+spawned by a running job (``taskq.current_job().spawn``), in one atomic write. Flows are built by
 adding steps after steps, so a cycle can only come from naming a step after
 one that runs after it; it is refused when the flow is built. A refusal made
 while a job runs (a cycle, a bad step) is noted on the job
@@ -102,8 +103,15 @@ class Flow:
         ``taskq.current_job().parent_results()``. After a step, a group is a
         fan-out. Whether a step waits only for parents that succeeded is its
         own option: ``run_anyway``.
+
+        An empty ``following`` (a ``map`` over no items, an empty group) passes
+        this flow's last steps on: ``a.then(x.map([])).then(b)`` runs ``b``
+        after ``a``, as ``a.then(b)`` does.
         """
         nxt = as_flow(following)
+        if not nxt._steps:
+            # Its ends are none: taken as this flow's, what comes next would wait for nothing.
+            return self
         parents = _merged_parents((self, nxt))
         for root in nxt._roots():
             parents[root] = _union(parents.get(root, ()), self._ends)
@@ -265,7 +273,7 @@ def group(*flows: Flow | Target) -> Flow:
     """Flows (or targets, as :func:`step` takes them) side by side; ``then`` waits for all.
 
     A step named in several of them is one job, which runs after every
-    parent any of them gives it.
+    parent any of them gives it; an empty one adds nothing.
     """
     members = [as_flow(each) for each in flows]
     steps = [each for member in members for each in member._steps]
