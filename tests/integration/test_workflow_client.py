@@ -35,6 +35,8 @@ from tests.support.workflow_jobs import (
     total,
 )
 
+TOTAL = "tests.support.workflow_jobs:total"
+
 
 @pytest.fixture
 def client() -> Iterator[taskq.Client]:
@@ -156,8 +158,49 @@ def test_after_on_a_single_submit_waits_for_the_jobs_named(client: taskq.Client)
     assert then.result(timeout=0)["sum"] == 9 + 16
     with pytest.raises(errors.InvalidJob, match="after takes a list"):
         client.submit("tests.support.workflow_jobs:total", after=first, unchecked=True)  # type: ignore[arg-type]
-    with pytest.raises(errors.InvalidJob, match="is not a job"):
+    with pytest.raises(
+        errors.InvalidJob, match=r"after takes a job's id, handle or record, not '1'"
+    ):
         client.submit("tests.support.workflow_jobs:total", after=["1"], unchecked=True)  # type: ignore[list-item]
+
+
+def test_after_refuses_a_workflow_saying_to_give_its_jobs_and_takes_each_kind_of_job(
+    client: taskq.Client,
+) -> None:
+    pipeline = client.submit_workflow(square.map([2, 3]))
+    written = len(client.list())
+    refusals = [
+        (pipeline, "a WorkflowHandle", "after=handle.job_ids"),
+        (
+            client.workflow(pipeline.id),
+            "a WorkflowInfo",
+            f"after=client.workflow_jobs({pipeline.id})",
+        ),
+    ]
+    for workflow, kind, jobs in refusals:
+        with pytest.raises(errors.InvalidJob) as refused:
+            client.submit(TOTAL, after=[workflow], unchecked=True)
+        assert str(refused.value) == (
+            f"after takes a job's id, handle or record, not workflow {pipeline.id} ({kind}): "
+            f"to run after a whole workflow, give its jobs, as in {jobs}"
+        )
+        assert refused.value.field == "after"
+    with pytest.raises(errors.InvalidJob, match=r"after=handle\.job_ids"):
+        total.options(after=[pipeline])
+    with pytest.raises(errors.InvalidJob, match=r"workflow \d+ is already submitted"):
+        square.step(1).then(pipeline)  # type: ignore[arg-type]
+    assert len(client.list()) == written  # nothing was written
+    first, second = pipeline.jobs()
+    [second_brief] = [brief for brief in client.workflow_jobs(pipeline.id) if brief.id == second.id]
+    after_all = client.submit(TOTAL, after=pipeline.job_ids, unchecked=True)
+    by_handle_and_records = client.submit(
+        TOTAL, after=[first, client.get(second.id)], unchecked=True
+    )
+    by_brief = client.submit(TOTAL, after=[first.id, second_brief], unchecked=True)
+    for job in (after_all, by_handle_and_records, by_brief):
+        assert [parent for parent, _ in client.relatives(job.id).parents] == list(pipeline.job_ids)
+    taskq.testing.run_due(client)
+    assert after_all.result(timeout=0)["sum"] == 4 + 9
 
 
 def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing(
@@ -221,6 +264,26 @@ def test_the_async_client_submits_and_waits_for_a_workflow(store_url: str) -> No
             assert (await handle.wait(timeout=5)).counts[JobState.CANCELLED] == 3
             alone = await client.submit_workflow(total)  # a declared job given bare: one step
             assert len(alone.job_ids) == 1
+
+    anyio.run(main)
+
+
+def test_after_takes_an_async_job_handle_and_refuses_an_async_workflow_handle(
+    store_url: str,
+) -> None:
+    queue = f"after-{uuid.uuid4().hex[:10]}"  # the rqlite cluster is shared
+
+    async def main() -> None:
+        async with taskq.AsyncClient(store_url, submitter="async") as client:
+            pipeline = await client.submit_workflow(square.options(queue=queue).map([1]))
+            written = len(await client.list(taskq.JobQuery(queue=queue)))
+            with pytest.raises(errors.InvalidJob) as refused:
+                await client.submit(TOTAL, after=[pipeline], queue=queue, unchecked=True)
+            assert f"not workflow {pipeline.id} (an AsyncWorkflowHandle)" in str(refused.value)
+            assert len(await client.list(taskq.JobQuery(queue=queue))) == written
+            [first] = await pipeline.jobs()
+            later = await client.submit(TOTAL, after=[first], queue=queue, unchecked=True)
+            assert (await client.relatives(later.id)).parents == ((first.id, JobState.QUEUED),)
 
     anyio.run(main)
 

@@ -22,7 +22,7 @@ from taskq.broker.client.handle_base import (
     remaining_seconds,
 )
 from taskq.broker.client.operations import Operations
-from taskq.broker.client.specs import Calls, Target
+from taskq.broker.client.specs import Calls, SubmittedJob, Target
 from taskq.broker.ops.jobs import CancelResult
 from taskq.broker.records import JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
 from taskq.broker.stores.store import NodeInfo
@@ -30,7 +30,7 @@ from taskq.broker.stores.store import NodeInfo
 P = ParamSpec("P")
 
 
-class AsyncJobHandle:
+class AsyncJobHandle(SubmittedJob):
     """A submitted job, for async code."""
 
     def __init__(self, client: AsyncClient, job_id: int) -> None:

@@ -19,7 +19,7 @@ from taskq.broker.client.handle_base import (
     remaining_seconds,
 )
 from taskq.broker.client.operations import Operations
-from taskq.broker.client.specs import Calls, Target
+from taskq.broker.client.specs import Calls, SubmittedJob, Target
 from taskq.broker.ops.jobs import CancelResult
 from taskq.broker.records import JobSpec, JobState, SubmittedWorkflow, WorkflowInfo
 from taskq.broker.stores.store import NodeInfo
@@ -27,7 +27,7 @@ from taskq.broker.stores.store import NodeInfo
 P = ParamSpec("P")
 
 
-class JobHandle:
+class JobHandle(SubmittedJob):
     """A submitted job: its id, and shortcuts to ask about it."""
 
     def __init__(self, client: Client, job_id: int) -> None:

@@ -24,6 +24,7 @@ would be refused on every attempt, so the job that fails with it is not retried.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -34,11 +35,12 @@ import msgspec
 from taskq import errors, job_context
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.specs import (
-    HasJobId,
     JobDeclaration,
     Target,
+    job_id,
     spec_of,
     validate_spec,
+    workflow_id_of,
 )
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES
 from taskq.broker.records import JobSpec, WorkflowSubmission
@@ -290,11 +292,19 @@ def _name(target: Target) -> str:
 
 def _meant(part: object) -> str:
     """What a value that is not a flow most likely stood for, said as a refusal's end."""
-    if isinstance(part, HasJobId):
-        # Celery's result.then(...): here a stored job is waited on by naming it.
+    # Celery's result.then(...): here a stored job is waited on by naming it.
+    if not isinstance(part, int):
+        with contextlib.suppress(errors.InvalidJob):
+            submitted = job_id(part)
+            return (
+                f": job {submitted} is already submitted; a job or step waits for it by naming "
+                f"it, as in resize.options(after=[{submitted}])"
+            )
+    workflow = workflow_id_of(part)
+    if workflow is not None:
         return (
-            f": job {part.id} is already submitted; a job or step waits for it by naming it, "
-            f"as in resize.options(after=[{part.id}])"
+            f": workflow {workflow} is already submitted; a job or step waits for its jobs by "
+            "naming them, as in resize.options(after=handle.job_ids)"
         )
     if isinstance(part, Iterable) and not isinstance(part, str | bytes | Mapping):
         return ": flows side by side are taskq.group(*flows), each its own argument"

@@ -16,13 +16,13 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
-from taskq import errors
+from taskq import errors, job_context
 from taskq.broker import job_validation
 from taskq.broker.client.call_check import check_arguments, parameters_of
 from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
 from taskq.broker.ops.functions import Declaration
-from taskq.broker.records import JobSpec, PayloadKind
+from taskq.broker.records import Job, JobBrief, JobSpec, PayloadKind, WorkflowInfo
 from taskq.retry import RetryPolicy, parse_retry
 
 
@@ -67,9 +67,10 @@ def call_spec(
     left as None, and each limit left out, take the queue's defaults (``taskq
     queue set``), else 3 attempts, no timeout and the default policy.
 
-    ``after`` lists the jobs (handles or ids) this one runs after: it waits
-    until each has ended, and is cancelled when one ends without succeeding,
-    unless ``run_anyway``.
+    ``after`` lists the jobs (handles, records or ids: :data:`JobRef`) this
+    one runs after: it waits until each has ended, and is cancelled when one
+    ends without succeeding, unless ``run_anyway``. A workflow's handle is
+    refused: its jobs are ``handle.job_ids``.
     """
     job_validation.check_target(target)
     return JobSpec(
@@ -97,20 +98,28 @@ def call_spec(
     )
 
 
-@runtime_checkable
-class HasJobId(Protocol):
-    """A job's handle or record: anything with the job's ``id``."""
+class SubmittedJob:
+    """A job's handle, of either client (``JobHandle``, ``AsyncJobHandle``): a job already
+    submitted, by its id.
 
-    @property
-    def id(self) -> int: ...
+    Declared here, below the clients that subclass it, for :func:`job_id` to tell a job's
+    handle from a workflow's, whose ``id`` is a workflow's.
+    """
+
+    id: int
 
 
-JobRef: TypeAlias = "int | HasJobId"
-"""A stored job, by id or by anything that carries it (a handle, a ``Job``)."""
+JobRef: TypeAlias = "int | SubmittedJob | Job | JobBrief"
+"""A stored job: its id, its handle or its record (``Job``, ``JobBrief``)."""
+
+# Named, not any value with an ``id``: a workflow's handle and record, and an attempt's
+# (``Execution``), have one too, of something else.
+_JOBS = (SubmittedJob, Job, JobBrief)
 
 
 def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
-    """The ids of ``jobs``, each a handle or an id; :class:`taskq.errors.InvalidJob` else."""
+    """The ids of ``jobs``, each as :func:`job_id` takes it; :class:`taskq.errors.InvalidJob`
+    for anything else, or for a value that is not a list of them."""
     # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
     if not isinstance(jobs, tuple | list) and (
         isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence)
@@ -119,17 +128,43 @@ def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
             f"after takes a list of jobs (handles or ids), not {type(jobs).__name__}",
             field="after",
         )
-    return tuple(_job_id(job) for job in jobs)
+    return tuple(job_id(job) for job in jobs)
 
 
-def _job_id(job: object) -> int:
-    if isinstance(job, HasJobId):
-        job = job.id
+def job_id(job: object) -> int:
+    """The id of ``job`` (a :data:`JobRef`), as ``after=`` takes it.
+
+    Anything else, a workflow's handle included, raises :class:`taskq.errors.InvalidJob`
+    saying what is taken (for a workflow, how to name its jobs instead).
+    """
     if isinstance(job, int) and not isinstance(job, bool):
         return job
+    if isinstance(job, _JOBS):
+        return job.id
     raise errors.InvalidJob(
-        f"after: {job!r} is not a job; give its handle or its id", field="after"
+        f"after takes a job's id, handle or record, not {_not_a_job(job)}", field="after"
     )
+
+
+def workflow_id_of(value: object) -> int | None:
+    """The id of the workflow ``value`` is the handle or record of; None: it is none."""
+    # A workflow's handle (of either client) and the SubmittedWorkflow it holds have
+    # their jobs' ids, which no job's handle or record has.
+    if isinstance(value, WorkflowInfo) or hasattr(value, "job_ids"):
+        found = getattr(value, "id", None)
+        return found if isinstance(found, int) else None
+    return None
+
+
+def _not_a_job(value: object) -> str:
+    """``value`` as a refusal of it as a job names it; a workflow with what stands for it."""
+    workflow = workflow_id_of(value)
+    if workflow is None:
+        return job_context.shown(value)
+    kind = type(value).__name__
+    said = f"workflow {workflow} ({'an' if kind[:1] in 'AEIOU' else 'a'} {kind})"
+    jobs = "handle.job_ids" if hasattr(value, "job_ids") else f"client.workflow_jobs({workflow})"
+    return f"{said}: to run after a whole workflow, give its jobs, as in after={jobs}"
 
 
 # A placeholder target for building the options of a job that calls no target.
