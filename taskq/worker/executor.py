@@ -299,8 +299,8 @@ class Executor:
         # A stopped job's time says nothing of the others.
         if running.stopped_because is None and outcome.wall_seconds > 0:
             self._slots.prefetch.job_ran(outcome.wall_seconds)
-        if outcome.spawn_by_name:
-            # Its child has no store: the steps it spawned by name are resolved here,
+        if outcome.spawn is not None:
+            # Its child has no store: what it spawned is resolved and checked here,
             # before its report is made (see spawn_names). Every other outcome goes as it is.
-            outcome = await self._spawn_names.resolved(outcome)
+            outcome = await self._spawn_names.checked(outcome, running.job.lease)
         return outcome

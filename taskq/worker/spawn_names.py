@@ -1,4 +1,4 @@
-"""A spawn's steps by name, resolved as their workers declare them before its report is made.
+"""A spawn, made ready for its report: steps by name resolved, the whole checked by the store.
 
 A running job's child has no store: ``current_job().spawn(flow)`` sends the
 flow's jobs as written, and which of them were given by name
@@ -7,17 +7,21 @@ flow's jobs as written, and which of them were given by name
 worker resolves those as ``client.submit_workflow`` resolves a workflow's
 (:meth:`~taskq.broker.client.declarations.DeclarationCache.spec_many`): the
 declared options of the newest version a live worker serves, the options
-given over them, the arguments bound to its published parameters.
+given over them, the arguments bound to its published parameters. Then it
+asks the store whether it would take the spawn
+(:func:`~taskq.broker.ops.workflows.spawn_check`: its stored parents exist and
+are of the job's workflow, no step brings a key of its own...).
 
-- A name no worker declares, or a call its parameters refuse, fails the
-  attempt for good (it would fail the same way again): the refusal names the
-  step, with the names close to it, and nothing is spawned.
-- A store that cannot be read fails the attempt as a store failure before
-  its job starts does (``parent_results.with_parents``): retried by the
-  job's policy while it has attempts left, its spawn with it.
-
-Only a report with steps by name comes here; every other one is made as it
-comes from the sandbox.
+- A name no worker declares, a call its parameters refuse, or a spawn the
+  store refuses fails the attempt for good (it would fail the same way
+  again): the refusal names the step, with the names close to it, and
+  nothing is spawned. Left to the report, such a refusal would fail the
+  write that carries the worker's other reports.
+- A store that cannot be read to resolve names fails the attempt as a store
+  failure before its job starts does (``parent_results.with_parents``):
+  retried by the job's policy while it has attempts left, its spawn with
+  it. One that cannot be read to check the spawn leaves the check to the
+  report's write, which fails the attempt alone should it refuse then.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from taskq import errors
 from taskq.broker.client.declarations import SPAWN_OPT_OUT, DeclarationCache, NamedCall, named
 from taskq.broker.client.specs import validate_spec
 from taskq.broker.ops.plan import Op
-from taskq.broker.records import JobSpec, WorkflowSubmission
+from taskq.broker.ops.workflows import spawn_check, spawn_refusal
+from taskq.broker.records import JobSpec, Lease, WorkflowSubmission
 from taskq.job_context import NamedStep
 from taskq.retry import exception_name
 from taskq.worker.sandbox.outcome import Outcome, Status, error_info
@@ -43,6 +48,21 @@ class SpawnNames:
     def __init__(self, run: Run, declarations: DeclarationCache | None = None) -> None:
         self._run = run
         self._declarations = declarations or DeclarationCache(opt_out=SPAWN_OPT_OUT)
+
+    async def checked(self, outcome: Outcome, lease: Lease) -> Outcome:
+        """``outcome`` of the attempt under ``lease``, its spawn resolved and checked by the
+        store; or failed, spawning nothing (see the module's doc)."""
+        if outcome.spawn_by_name:
+            outcome = await self.resolved(outcome)
+        if outcome.spawn is None:
+            return outcome  # refused by name: failed already
+        try:
+            await self._run(spawn_check(lease.job_id, lease.token, outcome.spawn))
+        except errors.InvalidJob as exc:
+            return refused(outcome, exc)
+        except errors.TaskqError:
+            pass  # unread: the report's write checks it again
+        return outcome
 
     async def resolved(self, outcome: Outcome) -> Outcome:
         """``outcome`` with its spawn's steps by name resolved; or failed, spawning nothing."""
@@ -97,13 +117,8 @@ def with_spawn(outcome: Outcome, spawn: WorkflowSubmission) -> Outcome:
 
 
 def refused(outcome: Outcome, exc: errors.InvalidJob) -> Outcome:
-    """The attempt failed for good: a step by name of its spawn was refused."""
-    return failed(
-        outcome,
-        exception_name(type(exc)),
-        f"its spawn was refused, nothing was spawned: {exc}",
-        give_up="permanent",
-    )
+    """The attempt failed for good: its spawn, or a step by name of it, was refused."""
+    return failed(outcome, exception_name(type(exc)), spawn_refusal(exc), give_up="permanent")
 
 
 def failed(outcome: Outcome, type_name: str, message: str, give_up: str = "") -> Outcome:

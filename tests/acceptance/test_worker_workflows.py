@@ -26,6 +26,7 @@ from tests.support.workflow_jobs import (
     add,
     plus_parent,
     spawn_by_name,
+    spawn_refused_by_store,
     spawn_squares,
     square,
     total,
@@ -148,3 +149,28 @@ def test_a_spawn_by_name_is_written_as_declared_or_fails_the_job(
     assert job.error is not None
     assert job.error["type"] == "taskq.errors.UnknownFunction"
     assert f"did you mean {JOBS}:cube " in job.error["message"]
+
+
+def test_a_spawn_the_store_refuses_fails_its_job_and_the_worker_serves_on(
+    client: taskq.Client, queue: str
+) -> None:
+    other = client.submit(square.options(queue=queue), 2)
+    assert other.result(timeout=WAIT) == 4
+    spawner = spawn_refused_by_store.options(queue=queue)
+    said = {
+        "keyed": "brings its own idempotency key",
+        "submitted": f"no job has the id(s) [{2**62}] given as parents",
+        "foreign": f"the stored parent(s) [{other.id}] are not in",
+    }
+    for kind, words in said.items():
+        refused = client.submit_workflow(spawner.step(kind, other.id))
+        with pytest.raises(errors.JobFailed):
+            refused.result(timeout=WAIT)
+        [job] = client.list(taskq.JobQuery(workflow_id=refused.id, limit=5))  # none spawned
+        assert (job.state, job.attempts) == (JobState.FAILED, 1), kind
+        assert job.error is not None
+        assert job.error["message"].startswith("its spawn was refused, nothing was spawned: ")
+        assert words in job.error["message"], job.error
+        assert job.error["gave_up"] == "permanent"
+    # The refusals failed their jobs, not the worker: it runs the next job.
+    assert client.submit(square.options(queue=queue), 5).result(timeout=WAIT) == 25

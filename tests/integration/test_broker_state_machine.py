@@ -438,29 +438,43 @@ class LeaseMachine(RuleBasedStateMachine):
                 assert row == before[job_id], "a heartbeat touched a job it does not hold"
 
     @precondition(lambda self: any(self.beliefs.values()))
-    @rule(data=st.data(), action=st.sampled_from(list(Action)), spawn=st.booleans())
-    def report_on_belief(self, data: st.DataObject, action: Action, spawn: bool) -> None:
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(list(Action)),
+        spawn=st.sampled_from(["none", "taken", "refused"]),
+    )
+    def report_on_belief(self, data: st.DataObject, action: Action, spawn: str) -> None:
         """A worker reports on a lease it believes it holds (it may have lost it since).
 
         A completion may spawn two jobs into the job's workflow: one after the
-        job itself, and one after that one.
+        job itself, and one after that one. A spawn the store refuses (its
+        second job after one never submitted) fails the job for good instead,
+        spawning nothing.
         """
         worker, lease = data.draw(st.sampled_from(self.held_beliefs()))
         self.beliefs[worker].discard(lease)
         fan_out = None
-        if spawn and action is Action.COMPLETE:
+        becomes = action
+        if spawn != "none" and action is Action.COMPLETE:
+            never_submitted = (2**62,) if spawn == "refused" else ()
             fan_out = WorkflowSubmission(
                 jobs=(
                     msgspec.structs.replace(
                         call_spec("example.jobs:noop", [lease.token], queue=self.queue),
                         after=(lease.job_id,),
                     ),
-                    call_spec("example.jobs:noop", [lease.token, 1], queue=self.queue),
+                    msgspec.structs.replace(
+                        call_spec("example.jobs:noop", [lease.token, 1], queue=self.queue),
+                        after=never_submitted,
+                    ),
                 ),
                 parents=((), (0,)),
             )
-            self.spawns[lease.token] = (lease.job_id, fan_out)
-        self.check_reports([(lease, action)], self.single_report_op(lease, action, fan_out))
+            if spawn == "refused":
+                becomes = Action.FAIL_FINAL
+            else:
+                self.spawns[lease.token] = (lease.job_id, fan_out)
+        self.check_reports([(lease, becomes)], self.single_report_op(lease, action, fan_out))
 
     @precondition(lambda self: any(self.beliefs.values()))
     @rule(data=st.data(), worker=st.sampled_from(WORKERS))

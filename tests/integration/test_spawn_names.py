@@ -25,7 +25,7 @@ from taskq.worker.sandbox.outcome import Outcome, Status
 from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_runner import store_runner
 from tests.support.declared_store import client, declared
-from tests.support.workflow_jobs import spawn_by_name, square
+from tests.support.workflow_jobs import spawn_by_name, spawn_refused_by_store, square
 
 __all__ = ["client"]  # the fixture
 
@@ -184,3 +184,24 @@ def test_inline_an_unchecked_step_is_written_as_given(inline: taskq.Client) -> N
     jobs = inline.list(taskq.JobQuery(workflow_id=handle.id, limit=10))
     [cube] = [job for job in jobs if job.payload["target"] == f"{JOBS}:cube"]
     assert (cube.queue, cube.timeout) == ("default", None)
+
+
+def test_inline_a_spawn_the_store_refuses_at_the_report_fails_its_job_alone(
+    inline: taskq.Client,
+) -> None:
+    # Inline runs make no check before the report: its write is where the store refuses,
+    # as for a worker's spawn whose parent went between its check and its report.
+    beside = inline.submit(square, 4)
+    refused = inline.submit_workflow(spawn_refused_by_store.step("submitted"))
+    assert taskq.testing.run_due(inline) == [beside.id, *refused.job_ids]
+    assert beside.result(timeout=0) == 16
+    [job] = inline.list(taskq.JobQuery(workflow_id=refused.id, limit=10))
+    assert (job.state, job.attempts) == (JobState.FAILED, 1)
+    assert job.error is not None
+    assert job.error["type"] == "taskq.errors.InvalidJob"
+    assert job.error["message"] == (
+        "its spawn was refused, nothing was spawned: "
+        f"no job has the id(s) [{2**62}] given as parents: never submitted, or pruned"
+    )
+    assert job.error["gave_up"] == "permanent"
+    assert job.result is None

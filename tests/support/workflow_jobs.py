@@ -6,6 +6,7 @@ inline by ``taskq.testing`` (``tests/integration/test_workflow_testing.py``).
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import taskq
@@ -93,6 +94,21 @@ def spawn_by_name(target: str, args: list[Any], options: dict[str, Any]) -> str:
     the running job's own queue."""
     beside = square.options(queue=taskq.current_job().queue).step(2)
     taskq.current_job().spawn(taskq.group(beside, taskq.step(target, *args, **options)))
+    return "spawned"
+
+
+@taskq.job(queue="flows", max_attempts=3)
+def spawn_refused_by_store(kind: str, other_job: int = 0) -> str:
+    """Spawns what only the store can refuse: a step with a ``keyed`` idempotency key of its
+    own, one after a job no one ``submitted``, or one after ``other_job``, of another workflow."""
+    step = square.options(queue=taskq.current_job().queue)
+    if kind == "keyed":
+        step = step.options(idempotency_key=f"own-{uuid.uuid4().hex}")
+    elif kind == "submitted":
+        step = step.options(after=[2**62])
+    else:
+        step = step.options(after=[other_job])
+    taskq.current_job().spawn(step.step(3))
     return "spawned"
 
 

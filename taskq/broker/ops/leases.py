@@ -32,6 +32,7 @@ from taskq.broker.records import (
     WorkflowSubmission,
 )
 from taskq.broker.stores.store import Consistency, Row, SqlValue, Statement
+from taskq.retry import exception_name
 
 # -- heartbeats -------------------------------------------------------------------
 
@@ -380,11 +381,14 @@ def job_report_claim(
         release_at = None
         if pending:
             # Fan-outs first: each is fenced by its job's lease, as the report after it.
-            for report in pending:
+            for index, report in enumerate(pending):
                 if report.spawn is not None and report.kind is ReportKind.COMPLETE:
-                    batch += yield from workflows.spawn_statements(
-                        report.lease.job_id, report.lease.token, report.spawn
-                    )
+                    try:
+                        batch += yield from workflows.spawn_statements(
+                            report.lease.job_id, report.lease.token, report.spawn
+                        )
+                    except errors.InvalidJob as exc:
+                        pending[index] = _spawn_refused(report, exc)
             outputs = [r.output for r in pending if r.output is not None]
             batch += output_statements(outputs, reported=True)
             reporting = _report_statements(pending, backoff)
@@ -431,6 +435,22 @@ def job_report_claim(
         fenced=[fenced[report.lease] for report in reports],
         claimed=claimed,
         freed_queues=frozenset(freed),
+    )
+
+
+def _spawn_refused(report: Report, exc: errors.InvalidJob) -> Report:
+    """``report`` failed for good, spawning nothing, as the worker's check of a spawn fails
+    it (``worker/spawn_names.py``): for a spawn refused since, say its parent pruned."""
+    error = {"type": exception_name(type(exc)), "message": workflows.spawn_refusal(exc)}
+    return msgspec.structs.replace(
+        report,
+        kind=ReportKind.FAIL,
+        attempt=msgspec.structs.replace(report.attempt, outcome="error"),
+        result=None,
+        result_json=None,
+        spawn=None,
+        retryable=False,
+        error={**error, "gave_up": "permanent"},
     )
 
 

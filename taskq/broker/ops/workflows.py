@@ -268,6 +268,20 @@ def spawn_statements(
     return [*statements, *rows.dependency_statements()]
 
 
+def spawn_check(job_id: int, lease_token: str, submission: WorkflowSubmission) -> Op[None]:
+    """Refuse ``submission`` as :func:`spawn_statements` would (InvalidJob), writing nothing.
+
+    Asked by the worker before it reports the job that spawned it: a refusal
+    then fails that job's attempt, not the write that carries other jobs' reports.
+    """
+    yield from spawn_statements(job_id, lease_token, submission)
+
+
+def spawn_refusal(exc: errors.InvalidJob) -> str:
+    """The error of an attempt whose spawn was refused: it failed for good, spawning nothing."""
+    return f"its spawn was refused, nothing was spawned: {exc}"
+
+
 def workflow_get(workflow_id: int) -> Op[WorkflowInfo]:
     """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
     rows = yield Read(
