@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from taskq.broker.client import specs
 from taskq.broker.client.http_requests import HttpRequest
 from taskq.broker.client.http_stream import ServerEvent
 from taskq.broker.ops.output import OutputReader
@@ -30,16 +31,18 @@ class OutputOverHttp:
 
     def __init__(
         self,
-        job_id: int,
+        job_id: specs.JobRef,
         *,
         attempt: int | None = None,
         start: int = 0,
         follow: bool = False,
         poll_seconds: float = 0.25,
     ) -> None:
+        self.job_id = specs.job_id(job_id, "output")
         # The store reader's checks of the position: the same refusals, at the call.
-        OutputReader(job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds)
-        self.job_id = job_id
+        OutputReader(
+            self.job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
+        )
         self.done = False
         self._attempt = attempt
         self._position = start

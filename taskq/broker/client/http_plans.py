@@ -20,7 +20,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.client import http_fleet_plans
+from taskq.broker.client import http_fleet_plans, specs
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.http_requests import (
     LONG_POLL_SECONDS,
@@ -32,6 +32,7 @@ from taskq.broker.client.http_requests import (
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.retry_result import RetryResult
+from taskq.broker.client.specs import JobRef
 from taskq.broker.ops.job_waits import (
     QUEUED_LOOKED_AT,
     QUEUED_PARENTS_LOOKED_AT,
@@ -96,19 +97,20 @@ def submit_jobs(jobs: Sequence[JobBody]) -> HttpPlan[builtins.list[int]]:
     return [int(job_id) for job_id in decoded(answer, dict[str, Any])["ids"]]
 
 
-def job_get(job_id: int) -> HttpPlan[Job]:
-    answer = yield HttpRequest("GET", f"/jobs/{job_id}")
+def job_get(job_id: JobRef) -> HttpPlan[Job]:
+    answer = yield HttpRequest("GET", f"/jobs/{specs.job_id(job_id, 'get')}")
     return decoded(answer, Job)
 
 
-def job_wait(job_id: int, *, timeout: float | None = None) -> HttpPlan[Job]:
+def job_wait(job_id: JobRef, *, timeout: float | None = None) -> HttpPlan[Job]:
     """Long polls of GET /jobs/{id}?wait=, each held by the server until the job ends or a
     minute passes, until it has ended; :class:`taskq.errors.ResultTimeout` after ``timeout``."""
+    path = f"/jobs/{specs.job_id(job_id, 'wait')}"
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         left = LONG_POLL_SECONDS if deadline is None else max(deadline - time.monotonic(), 0.0)
         wait = min(left, LONG_POLL_SECONDS)
-        answer = yield HttpRequest("GET", f"/jobs/{job_id}", {"wait": round(wait, 3)}, wait=wait)
+        answer = yield HttpRequest("GET", path, {"wait": round(wait, 3)}, wait=wait)
         job = decoded(answer, Job)
         if job.state.finished:
             return job
@@ -158,8 +160,8 @@ def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
     return list(decoded_member(answer, "jobs", builtins.list[Job]))
 
 
-def execution_list(job_id: int) -> HttpPlan[builtins.list[Execution]]:
-    answer = yield HttpRequest("GET", f"/jobs/{job_id}/executions")
+def execution_list(job_id: JobRef) -> HttpPlan[builtins.list[Execution]]:
+    answer = yield HttpRequest("GET", f"/jobs/{specs.job_id(job_id, 'executions')}/executions")
     return list(decoded_member(answer, "executions", builtins.list[Execution]))
 
 
@@ -173,7 +175,7 @@ def worker_executions(
     return list(decoded_member(answer, "executions", builtins.list[Execution]))
 
 
-def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
+def job_cancel(*job_ids: JobRef) -> HttpPlan[CancelResult]:
     """POST /jobs/cancel of every id at once (one id too), which the server hands to the
     store's cancel: the same answer as on the store, those it ended and those running it
     asked to stop, an ended job in neither.
@@ -182,19 +184,21 @@ def job_cancel(*job_ids: int) -> HttpPlan[CancelResult]:
     order given), and then no job moves. At most 1000 ids a call: more are refused
     (:class:`taskq.errors.InvalidJob` naming ``ids``), none moved.
     """
-    if not job_ids:
+    asked = specs.job_ids(job_ids, "cancel")
+    if not asked:
         return CancelResult((), ())  # the server takes one id or more; the store moves none
-    answer = yield HttpRequest("POST", "/jobs/cancel", body=_ids_body(job_ids))
+    answer = yield HttpRequest("POST", "/jobs/cancel", body=_ids_body(asked))
     return decoded(answer, CancelResult)
 
 
-def job_retry(*job_ids: int) -> HttpPlan[RetryResult]:
+def job_retry(*job_ids: JobRef) -> HttpPlan[RetryResult]:
     """POST /jobs/retry of every id at once, as :func:`job_cancel`: the ids that moved,
     ascending (a job not failed, dead or cancelled stays as it is), and those brought
     back with them."""
-    if not job_ids:
+    asked = specs.job_ids(job_ids, "retry")
+    if not asked:
         return RetryResult()
-    answer = yield HttpRequest("POST", "/jobs/retry", body=_ids_body(job_ids))
+    answer = yield HttpRequest("POST", "/jobs/retry", body=_ids_body(asked))
     body = decoded(answer, dict[str, Any])
     # A server from before "revived" answers without it: none counted, as it then said.
     return RetryResult(
@@ -203,16 +207,16 @@ def job_retry(*job_ids: int) -> HttpPlan[RetryResult]:
     )
 
 
-def job_relatives(job_id: int, *, limit: int = 100) -> HttpPlan[Relatives]:
+def job_relatives(job_id: JobRef, *, limit: int = 100) -> HttpPlan[Relatives]:
     # The limit brought within bounds as the store's read brings it, not refused.
     params = {"limit": relatives_limit(limit)}
-    answer = yield HttpRequest("GET", f"/jobs/{job_id}/relatives", params)
+    path = f"/jobs/{specs.job_id(job_id, 'relatives')}/relatives"
+    answer = yield HttpRequest("GET", path, params)
     return decoded(answer, Relatives)
 
 
 def _ids_body(job_ids: Sequence[int]) -> bytes:
-    # Whole numbers, as the store's own cancel and retry take them (``ops.common.ids_param``).
-    return msgspec.json.encode({"ids": [int(job_id) for job_id in job_ids]})
+    return msgspec.json.encode({"ids": list(job_ids)})
 
 
 # -- schedules -----------------------------------------------------------------------------

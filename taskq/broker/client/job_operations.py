@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from taskq import errors
-from taskq.broker.client import http_plans
+from taskq.broker.client import http_plans, specs
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.faces import Operation, over_http, paged_over_http
@@ -21,6 +21,7 @@ from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.retry_result import RetryResult
+from taskq.broker.client.specs import JobRef
 from taskq.broker.ops.job_waits import QUEUED_LOOKED_AT, job_wait, workflow_wait_ran_out
 from taskq.broker.ops.jobs import (
     CancelResult,
@@ -63,18 +64,22 @@ class JobOperations(ClientBase):
 
     # -- jobs ---------------------------------------------------------------------
 
+    # Each request about a job takes it as after= does (specs.job_id): its id, its
+    # handle or its record, and refuses anything else, a workflow's handle included.
+
     @over_http(http_plans.job_get)
-    def get(self, job_id: int) -> GroupOp[Job]:
+    def get(self, job_id: JobRef) -> GroupOp[Job]:
         """The job, or :class:`taskq.errors.JobNotFound`."""
-        job = yield from job_get(job_id)
+        asked = specs.job_id(job_id, "get")
+        job = yield from job_get(asked)
         if job is None:
-            raise errors.JobNotFound(f"no job with id {job_id}")
+            raise errors.JobNotFound(f"no job with id {asked}")
         return job
 
     @over_http(http_plans.job_wait)
-    def wait(self, job_id: int, *, timeout: float | None = None) -> GroupOp[Job]:
+    def wait(self, job_id: JobRef, *, timeout: float | None = None) -> GroupOp[Job]:
         """Wait until the job finishes, whatever its outcome."""
-        return job_wait(job_id, timeout=timeout)
+        return job_wait(specs.job_id(job_id, "wait"), timeout=timeout)
 
     @over_http(http_plans.job_list)
     def list(self, query: JobQuery | None = None) -> GroupOp[builtins.list[Job]]:
@@ -83,14 +88,14 @@ class JobOperations(ClientBase):
         return job_list(**msgspec.structs.asdict(query or JobQuery()))
 
     @over_http(http_plans.execution_list)
-    def executions(self, job_id: int) -> GroupOp[builtins.list[Execution]]:
+    def executions(self, job_id: JobRef) -> GroupOp[builtins.list[Execution]]:
         """Every attempt at a job, oldest first."""
-        return execution_list(job_id=job_id)
+        return execution_list(job_id=specs.job_id(job_id, "executions"))
 
     @paged_over_http(OutputOverHttp)
     def output(
         self,
-        job_id: int,
+        job_id: JobRef,
         *,
         attempt: int | None = None,
         start: int = 0,
@@ -110,7 +115,11 @@ class JobOperations(ClientBase):
         attempt as it starts, until the job ends.
         """
         return OutputReader(
-            job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
+            specs.job_id(job_id, "output"),
+            attempt=attempt,
+            start=start,
+            follow=follow,
+            poll_seconds=poll_seconds,
         )
 
     @over_http(http_plans.worker_executions)
@@ -125,18 +134,19 @@ class JobOperations(ClientBase):
         return execution_list_by_worker(worker_id, before=before, limit=limit)
 
     @over_http(http_plans.job_cancel)
-    def cancel(self, *job_ids: int) -> GroupOp[CancelResult]:
+    def cancel(self, *job_ids: JobRef) -> GroupOp[CancelResult]:
         """Cancel jobs: queued ones at once, running ones at their next heartbeat.
 
         An id no job has raises :class:`taskq.errors.JobNotFound` naming it (the
         first such in the order given), and then no job is cancelled, over HTTP
         too (one request, at most 1000 ids).
         """
-        yield from job_check_ids(job_ids)
-        return (yield from job_cancel(job_ids))
+        asked = specs.job_ids(job_ids, "cancel")
+        yield from job_check_ids(asked)
+        return (yield from job_cancel(asked))
 
     @over_http(http_plans.job_retry)
-    def retry(self, *job_ids: int) -> GroupOp[RetryResult]:
+    def retry(self, *job_ids: JobRef) -> GroupOp[RetryResult]:
         """Queue failed, dead or cancelled jobs again; the ids that moved, a list whose
         ``revived`` names the jobs brought back with them (see :class:`RetryResult`).
 
@@ -145,8 +155,9 @@ class JobOperations(ClientBase):
         that ended without succeeding and is not retried with it, raises
         :class:`taskq.errors.WrongState` naming that parent; then no job moves.
         """
-        yield from job_check_ids(job_ids)
-        retried, revived = yield from job_retry_reviving(job_ids, refuse_recancelled=True)
+        asked = specs.job_ids(job_ids, "retry")
+        yield from job_check_ids(asked)
+        retried, revived = yield from job_retry_reviving(asked, refuse_recancelled=True)
         return RetryResult(retried, revived)
 
     @Operation
@@ -233,16 +244,17 @@ class JobOperations(ClientBase):
         return workflow_retry(workflow_id)
 
     @over_http(http_plans.job_relatives)
-    def relatives(self, job_id: int, *, limit: int = 100) -> GroupOp[Relatives]:
+    def relatives(self, job_id: JobRef, *, limit: int = 100) -> GroupOp[Relatives]:
         """The job's parents (in declared order) and children, each with its state; the job
         that spawned it and those it spawned; at most ``limit`` (1 to 10,000) on each side.
 
         An id no job has raises :class:`taskq.errors.JobNotFound`.
         """
-        found = yield from job_relatives(job_id, limit=limit)
+        asked = specs.job_id(job_id, "relatives")
+        found = yield from job_relatives(asked, limit=limit)
         if found == Relatives(parents=(), children=()):
             # A job alone and no job read the same: tell them apart as GET /jobs/{id} does.
-            yield from job_check_ids((job_id,))
+            yield from job_check_ids((asked,))
         return found
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import re
 import socket
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, SupportsIndex, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -109,15 +110,18 @@ class SubmittedJob:
     id: int
 
 
-JobRef: TypeAlias = "int | SubmittedJob | Job | JobBrief"
-"""A stored job: its id, its handle or its record (``Job``, ``JobBrief``)."""
+JobRef: TypeAlias = "int | SupportsIndex | SubmittedJob | Job | JobBrief"
+"""A stored job: its id (an ``int``, or numpy's), its handle or its record (``Job``,
+``JobBrief``)."""
 
 # Named, not any value with an ``id``: a workflow's handle and record, and an attempt's
 # (``Execution``), have one too, of something else.
 _JOBS = (SubmittedJob, Job, JobBrief)
+# What a request about a job is for a workflow, for the refusal of a workflow given to it.
+_FOR_A_WORKFLOW = {"wait": "wait_workflow", "cancel": "cancel_workflow", "retry": "retry_workflow"}
 
 
-def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
+def job_ids(jobs: Sequence[JobRef], request: str | None = None) -> tuple[int, ...]:
     """The ids of ``jobs``, each as :func:`job_id` takes it; :class:`taskq.errors.InvalidJob`
     for anything else, or for a value that is not a list of them."""
     # A tuple or a list, the usual, skips the abstract Sequence check and its cost.
@@ -128,11 +132,12 @@ def job_ids(jobs: Sequence[JobRef]) -> tuple[int, ...]:
             f"after takes a list of jobs (handles or ids), not {type(jobs).__name__}",
             field="after",
         )
-    return tuple(job_id(job) for job in jobs)
+    return tuple(job_id(job, request) for job in jobs)
 
 
-def job_id(job: object) -> int:
-    """The id of ``job`` (a :data:`JobRef`), as ``after=`` takes it.
+def job_id(job: object, request: str | None = None) -> int:
+    """The id of ``job`` (a :data:`JobRef`), as ``after=`` (``request`` None) and the client's
+    requests about a job (``request``: the method's name, ``"cancel"``) take it.
 
     Anything else, a workflow's handle included, raises :class:`taskq.errors.InvalidJob`
     saying what is taken (for a workflow, how to name its jobs instead).
@@ -141,8 +146,13 @@ def job_id(job: object) -> int:
         return job
     if isinstance(job, _JOBS):
         return job.id
+    if isinstance(job, SupportsIndex) and not isinstance(job, bool):
+        # An integer of another kind (numpy's, read from a table of ids) is an id too.
+        return operator.index(job)
+    taker = "after" if request is None else f"client.{request}()"
     raise errors.InvalidJob(
-        f"after takes a job's id, handle or record, not {_not_a_job(job)}", field="after"
+        f"{taker} takes a job's id, handle or record, not {_not_a_job(job, request)}",
+        field="after" if request is None else "job_id",
     )
 
 
@@ -156,13 +166,16 @@ def workflow_id_of(value: object) -> int | None:
     return None
 
 
-def _not_a_job(value: object) -> str:
+def _not_a_job(value: object, request: str | None) -> str:
     """``value`` as a refusal of it as a job names it; a workflow with what stands for it."""
     workflow = workflow_id_of(value)
     if workflow is None:
         return job_context.shown(value)
     kind = type(value).__name__
     said = f"workflow {workflow} ({'an' if kind[:1] in 'AEIOU' else 'a'} {kind})"
+    if request is not None:
+        instead = _FOR_A_WORKFLOW.get(request, "workflow")
+        return f"{said}: a workflow's own requests take its id, as in client.{instead}({workflow})"
     jobs = "handle.job_ids" if hasattr(value, "job_ids") else f"client.workflow_jobs({workflow})"
     return f"{said}: to run after a whole workflow, give its jobs, as in after={jobs}"
 
