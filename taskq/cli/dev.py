@@ -142,8 +142,10 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    stopped = _cluster(args).stop(_say)
-    _say(f"stopped {stopped} node(s)")
+    outcome = _cluster(args).stop(_say)
+    _say(f"stopped {outcome.stopped} node(s)")
+    if outcome.left:
+        raise errors.TaskqError(f"not stopped, still running: {', '.join(outcome.left)}")
     return command.EXIT_OK
 
 

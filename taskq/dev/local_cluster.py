@@ -21,7 +21,7 @@ from pathlib import Path
 from taskq import errors
 from taskq.broker.client.connect import open_store
 from taskq.dev.cluster import RqliteCluster, RqliteNode
-from taskq.dev.processes import port_is_free, read_pid, runs_with, stop_recorded
+from taskq.dev.processes import port_is_free, process_gone, read_pid, runs_with, stop_recorded
 from taskq.dev.rqlited import RqlitedMissing, find_rqlited
 from taskq.dev.workers import WorkerFleet, environment_without
 
@@ -44,8 +44,8 @@ def default_dir() -> Path:
     """``TASKQ_CLUSTER_DIR``, else ``taskq-cluster`` in the runtime directory or /tmp."""
     configured = os.environ.get(DIR_ENV)
     if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / "taskq-cluster"
+        return Path(configured).resolve()
+    return (Path(os.environ.get("XDG_RUNTIME_DIR") or "/tmp") / "taskq-cluster").resolve()
 
 
 def _env_number(name: str, default: float) -> float:
@@ -77,6 +77,12 @@ class LocalCluster:
     modules: str = field(default_factory=lambda: os.environ.get(MODULES_ENV) or DEFAULT_MODULES)
     start_timeout: float = field(default_factory=lambda: _env_number(START_TIMEOUT_ENV, 60.0))
     stop_timeout: float = field(default_factory=lambda: _env_number(STOP_TIMEOUT_ENV, 10.0))
+
+    def __post_init__(self) -> None:
+        # A later command finds a node by its data directory on the node's command
+        # line (the guard against a reused pid), whatever directory it runs from:
+        # so every node is started with an absolute one.
+        object.__setattr__(self, "directory", self.directory.resolve())
 
     def command(self, action: str) -> str:
         """The ``taskq dev cluster ACTION`` line for this cluster: with ``--dir`` when its
@@ -170,21 +176,53 @@ class LocalCluster:
             found[directory.name] = pid if alive else None
         return found
 
-    def stop(self, say: Callable[[str], None]) -> int:
-        """Stop the recorded workers (they drain), then the nodes; how many nodes ran."""
+    def stop(self, say: Callable[[str], None]) -> StopOutcome:
+        """Stop the recorded workers (they drain), then the nodes.
+
+        A node's pid file is removed once its process is gone. A recorded pid
+        that runs without the node's data directory on its command line may
+        be another program's by now: it is left running, its pid file kept,
+        and ``say`` tells how to tell and what to do.
+        """
         workers = [(pid, _worker_marker(name)) for name, pid in self.worker_pids().items() if pid]
         for pid in stop_recorded(workers, self.stop_timeout + _WORKER_DRAIN_SECONDS):
             say(f"worker pid {pid}: stopped")
+        for pidfile in self.directory.glob("worker*/pid"):
+            pidfile.unlink(missing_ok=True)
         cluster = self.recorded()
-        nodes = [
-            (node.recorded_pid, str(node.data_dir))
+        recorded = [
+            (node, node.recorded_pid)
             for node in (cluster.nodes if cluster else [])
             if node.recorded_pid is not None
         ]
-        stopped = stop_recorded(nodes, self.stop_timeout)
-        for pidfile in [*self.directory.glob("node*/pid"), *self.directory.glob("worker*/pid")]:
-            pidfile.unlink(missing_ok=True)
-        return len(stopped)
+        stopped = stop_recorded(
+            [(pid, str(node.data_dir)) for node, pid in recorded], self.stop_timeout
+        )
+        gone, left = 0, []
+        for node, pid in recorded:
+            pidfile = node.directory / "pid"
+            if process_gone(pid):
+                gone += pid in stopped
+                pidfile.unlink(missing_ok=True)
+                continue
+            left.append(node.node_id)
+            if pid in stopped:
+                say(f"{node.node_id}: pid {pid} still runs after SIGKILL; its pid file is kept")
+            else:
+                say(
+                    f"{node.node_id}: not stopped: pid {pid} runs without {node.data_dir} on its "
+                    f"command line, so it may be another program's (if it is this node, run "
+                    f"kill {pid}; if not, remove {pidfile})"
+                )
+        return StopOutcome(stopped=gone, left=tuple(left))
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    """What :meth:`LocalCluster.stop` did to the nodes."""
+
+    stopped: int  # nodes that ran and are gone now
+    left: tuple[str, ...]  # ids of the nodes whose recorded pid still runs
 
 
 def _worker_marker(name: str) -> str:

@@ -16,6 +16,8 @@ from contextlib import suppress
 from pathlib import Path
 
 HOST = "127.0.0.1"
+# How long a process may take to go once SIGKILL is sent.
+_KILL_WAIT_SECONDS = 5.0
 
 
 def _stat_fields(pid: int, *, thread: int | None = None) -> list[str] | None:
@@ -114,6 +116,8 @@ def stop_recorded(processes: Sequence[tuple[int, str]], timeout: float) -> list[
         if runs_with(pid, marker):
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    # A killed process takes a moment to go, and the caller may ask whether it has.
+    wait_until(lambda: all(process_gone(pid) for pid, _ in running), _KILL_WAIT_SECONDS)
     return [pid for pid, _ in running]
 
 

@@ -7,24 +7,14 @@ drain, are judged in tests/integration/test_rqlite_membership.py.
 from __future__ import annotations
 
 import os
-import random
 import signal
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
-from taskq.dev.processes import port_is_free
 from tests.support.cli_runs import taskq
-
-
-def _free_base(ports: int) -> int:
-    """An even port from which ``ports`` ports in a row are free on loopback now."""
-    for _ in range(100):
-        base = random.randrange(20_000, 60_000, 2)
-        if all(port_is_free(port) for port in range(base, base + ports)):
-            return base
-    raise RuntimeError("no run of free ports on loopback")
+from tests.support.rqlite_cluster import free_base
 
 
 def test_removing_a_node_of_the_embedded_store_is_one_line_and_creates_nothing(
@@ -45,7 +35,7 @@ def test_dev_cluster_adds_removes_and_replaces_nodes(tmp_path: Path) -> None:
     directory = tmp_path / "cluster"
     options = ("--dir", str(directory))
     env = {"TASKQ_RQLITED": os.environ.get("TASKQ_RQLITED", "")}
-    base = _free_base(10)
+    base = free_base(10)
     try:
         started = taskq("dev", "cluster", "start", *options, "--http-base", str(base), env=env)
         assert started.code == 0, started.err

@@ -23,3 +23,14 @@ def test_another_cluster_is_named_by_its_dir(
     assert LocalCluster(directory=elsewhere).command("stop") == (
         f"taskq dev cluster stop --dir '{elsewhere}'"
     )
+
+
+def test_a_relative_dir_is_made_absolute_from_where_the_command_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A node is found again by the absolute data directory on its command line.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(DIR_ENV, raising=False)
+    assert LocalCluster(directory=Path("c2")).directory == tmp_path.resolve() / "c2"
+    monkeypatch.setenv(DIR_ENV, "lab")
+    assert LocalCluster().directory == tmp_path.resolve() / "lab"
