@@ -4,17 +4,15 @@ and names a node it leaves running rather than forgetting it."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
 from taskq.dev.processes import runs_with
 from tests.support.cli_runs import COMMAND_TIMEOUT, Ran, taskq
-from tests.support.rqlite_cluster import free_base
+from tests.support.rqlite_cluster import free_base, kill_still_running, recorded_processes
 
 
 def _taskq_from(cwd: Path, *args: str, env: dict[str, str]) -> Ran:
@@ -32,23 +30,6 @@ def _taskq_from(cwd: Path, *args: str, env: dict[str, str]) -> Ran:
     return Ran(done.returncode, done.stdout, done.stderr)
 
 
-def _recorded_nodes(directory: Path) -> dict[int, str]:
-    """Each recorded node's pid and the data directory its command line names."""
-    found = {}
-    for pidfile in directory.glob("node*/pid"):
-        with suppress(ValueError):
-            found[int(pidfile.read_text())] = str(pidfile.parent / "data")
-    return found
-
-
-def _kill_still_running(nodes: dict[int, str]) -> None:
-    for pid, data_dir in nodes.items():
-        # The data directory on its command line tells the node from a later user of its pid.
-        if runs_with(pid, data_dir):
-            with suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
 @pytest.mark.rqlite
 @pytest.mark.timeout(180)
 def test_a_node_added_through_a_relative_dir_is_shown_and_stopped_with_the_others(
@@ -62,10 +43,10 @@ def test_a_node_added_through_a_relative_dir_is_shown_and_stopped_with_the_other
             "dev", "cluster", "start", "--dir", str(directory),
             "--http-base", str(free_base(8)), env=env,
         )  # fmt: skip
-        nodes |= _recorded_nodes(directory)
+        nodes |= recorded_processes(directory)
         assert started.code == 0, started.err
         added = _taskq_from(directory.parent, "dev", "cluster", "add", "--dir", "c2", env=env)
-        nodes |= _recorded_nodes(directory)
+        nodes |= recorded_processes(directory)
         assert added.code == 0, added.err
         assert len(nodes) == 4
         cmdline = (directory / "node4" / "cmdline").read_text().splitlines()
@@ -87,9 +68,9 @@ def test_a_node_added_through_a_relative_dir_is_shown_and_stopped_with_the_other
         assert [pid for pid, data_dir in nodes.items() if runs_with(pid, data_dir)] == []
         assert list(directory.glob("node*/pid")) == []
     finally:
-        nodes |= _recorded_nodes(directory)
+        nodes |= recorded_processes(directory)
         taskq("dev", "cluster", "stop", "--dir", str(directory), env=env)
-        _kill_still_running(nodes)
+        kill_still_running(nodes)
 
 
 @pytest.mark.timeout(60)

@@ -7,14 +7,17 @@ before they get here.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
 from taskq.dev.certificates import TlsFiles, TlsSetupFailed, make_test_certificates
 from taskq.dev.cluster import RqliteCluster, RqliteNode, running_cluster
-from taskq.dev.processes import port_is_free
+from taskq.dev.processes import port_is_free, runs_with
 
 __all__ = [
     "REPO",
@@ -24,7 +27,9 @@ __all__ = [
     "TlsFiles",
     "TlsSetupFailed",
     "free_base",
+    "kill_still_running",
     "make_test_certificates",
+    "recorded_processes",
     "running_cluster",
 ]
 
@@ -42,3 +47,35 @@ def free_base(ports: int) -> int:
         if all(port_is_free(port) for port in range(base, base + ports)):
             return base
     raise RuntimeError("no run of free ports on loopback")
+
+
+def recorded_processes(directory: Path) -> dict[int, str]:
+    """Each process a ``taskq dev cluster`` recorded in ``directory``: its pid, and what its
+    command line holds (a node's data directory as it was started with, a worker's name)."""
+    found = {}
+    for pattern, marker in (("node*/pid", _launched_data_dir), ("worker*/pid", _worker_name)):
+        for pidfile in directory.glob(pattern):
+            with suppress(ValueError):
+                found[int(pidfile.read_text())] = marker(pidfile.parent)
+    return found
+
+
+def _launched_data_dir(node: Path) -> str:
+    # The last argument it was started with, however written: a test cleans up even after
+    # the commands it tests recorded a path other than the one it expects.
+    with suppress(OSError, IndexError):
+        return (node / "cmdline").read_text().splitlines()[-1]
+    return str(node / "data")
+
+
+def _worker_name(worker: Path) -> str:
+    return f"--name {worker.name} "
+
+
+def kill_still_running(processes: dict[int, str]) -> None:
+    """SIGKILL each of :func:`recorded_processes` that still runs with its marker (the marker
+    tells it from a later process under its pid)."""
+    for pid, marker in processes.items():
+        if runs_with(pid, marker):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
