@@ -35,6 +35,7 @@ def add_commands(commands: command.Commands) -> None:
         "else taskq-cluster in XDG_RUNTIME_DIR or /tmp). rqlited comes from TASKQ_RQLITED,\n"
         "PATH, or the cache that scripts/install_rqlite.sh builds into.\n\n"
         "  taskq dev cluster start --nodes 3 --workers 2   # prints the store URL last\n"
+        "  taskq dev cluster start --workers 2 --modules mypkg.tasks --queues default,texts\n"
         "  taskq dev cluster status\n"
         "  taskq dev cluster add                # a 4th node joins (node4)\n"
         "  taskq dev cluster remove node1       # out of the cluster, then stopped\n"
@@ -70,6 +71,12 @@ def add_commands(commands: command.Commands) -> None:
         "--modules",
         default=None,
         help="modules the workers run jobs from (default TASKQ_WORKER_MODULES or taskq.demo_jobs)",
+    )
+    start.add_argument(
+        "--queues",
+        default=None,
+        help="comma-separated queues the workers take jobs from (default: taskq-worker's own, "
+        "the queue default)",
     )
     start.add_argument(
         "--rqlited-args",
@@ -124,6 +131,7 @@ def _cluster(args: argparse.Namespace) -> LocalCluster:
             "http_base": args.http_base,
             "raft_base": args.raft_base,
             "modules": args.modules,
+            "queues": args.queues,
             "rqlited_args": None if args.rqlited_args is None else shlex.split(args.rqlited_args),
         }
     return LocalCluster(**{name: value for name, value in chosen.items() if value is not None})

@@ -75,6 +75,7 @@ class LocalCluster:
         default_factory=lambda: os.environ.get(RQLITED_ARGS_ENV, "").split()
     )
     modules: str = field(default_factory=lambda: os.environ.get(MODULES_ENV) or DEFAULT_MODULES)
+    queues: str | None = None  # None: each worker takes its own default queues
     start_timeout: float = field(default_factory=lambda: _env_number(START_TIMEOUT_ENV, 60.0))
     stop_timeout: float = field(default_factory=lambda: _env_number(STOP_TIMEOUT_ENV, 10.0))
 
@@ -163,9 +164,14 @@ class LocalCluster:
         fleet = WorkerFleet(self.directory, env=environment_without("TASKQ_"))
         for index in range(1, self.workers + 1):
             tag = f"worker{index}"
-            worker = fleet.start(url, tag=tag, args=("--modules", self.modules))
+            worker = fleet.start(url, tag=tag, args=self.worker_args())
             (self.directory / tag / "pid").write_text(f"{worker.pid}\n")
             say(f"{tag}: pid {worker.pid}, log {worker.log_path}")
+
+    def worker_args(self) -> tuple[str, ...]:
+        """The options each started worker gets besides its store and name."""
+        queues = ("--queues", self.queues) if self.queues is not None else ()
+        return ("--modules", self.modules, *queues)
 
     def worker_pids(self) -> dict[str, int | None]:
         """Each recorded worker's pid while it still runs (else None), by name."""

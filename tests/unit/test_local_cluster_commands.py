@@ -34,3 +34,10 @@ def test_a_relative_dir_is_made_absolute_from_where_the_command_runs(
     assert LocalCluster(directory=Path("c2")).directory == tmp_path.resolve() / "c2"
     monkeypatch.setenv(DIR_ENV, "lab")
     assert LocalCluster().directory == tmp_path.resolve() / "lab"
+
+
+def test_the_workers_get_queues_only_when_given() -> None:
+    assert LocalCluster(modules="mypkg.tasks").worker_args() == ("--modules", "mypkg.tasks")
+    assert LocalCluster(modules="mypkg.tasks", queues="default,texts").worker_args() == (
+        "--modules", "mypkg.tasks", "--queues", "default,texts",
+    )  # fmt: skip
