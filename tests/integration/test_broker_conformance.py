@@ -56,7 +56,7 @@ from taskq.broker.ops.schedules import (
     schedule_set_paused,
 )
 from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
-from taskq.broker.records import AttemptReport, Fenced, JobState, Lease
+from taskq.broker.records import AttemptReport, Fenced, JobState, Lease, WorkflowSubmission
 from taskq.broker.stores.store import Consistency, Statement, Store
 from tests.support.reports import completed, failed, released, report_one
 
@@ -436,6 +436,25 @@ def test_a_running_job_cancelled_that_fails_before_it_hears_ends_cancelled_not_r
     assert job.finished_at is not None
     # Queued again, its claim would have forgotten the cancel and run it.
     assert not run(job_claim("w2", [queue], limit=1, lease_seconds=LEASE, now=T0 + 600))
+
+
+def test_a_running_job_cancelled_that_completes_before_it_hears_spawns_nothing(
+    run: Any, queue: str
+) -> None:
+    [job_id] = _enqueue(run, queue)
+    [claimed] = _claim(run, queue)
+    # Its workflow, or the job alone, is cancelled while it runs; it ends before it hears.
+    assert run(job_cancel([job_id], now=T0 + 1)).requested == (job_id,)
+    spawn = WorkflowSubmission(
+        jobs=(call_spec("tests.support.jobs:echo", [1], queue=queue),), parents=((),)
+    )
+    report = msgspec.structs.replace(completed(claimed.lease, "done"), spawn=spawn)
+    assert run(report_one(report, now=T0 + 2)) is Fenced.ACCEPTED
+    job = run(job_get(job_id))
+    assert (job.state, job.result) == (JobState.SUCCEEDED, "done")
+    # Spawned, new jobs would have run after the cancel: none was written.
+    assert [listed.id for listed in run(job_list(queue=queue))] == [job_id]
+    assert job.workflow_id is None
 
 
 def test_cancel_queued_at_once_and_running_at_the_next_heartbeat(run: Any, queue: str) -> None:

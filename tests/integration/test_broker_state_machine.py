@@ -540,6 +540,15 @@ class LeaseMachine(RuleBasedStateMachine):
         accepted = [report for report, is_live in zip(reports, live, strict=True) if is_live]
         action_of = {lease.job_id: action for lease, action in accepted}
         self.discover_spawned()
+        for lease, _ in accepted:
+            if lease.token in self.spawns:
+                # A job whose cancel came while it ran spawns nothing (its workflow may
+                # be cancelled whole); any other's fan-out is written whole.
+                written = [
+                    key for key in self.ids_by_key if key.startswith(f"spawn:{lease.token}/")
+                ]
+                cancelled = jobs_before[lease.job_id]["cancel_requested"]
+                assert len(written) == (0 if cancelled else 2), (lease, written)
         settled = self.descendants(action_of)
         for job_id, row in jobs_after.items():
             if job_id in action_of:

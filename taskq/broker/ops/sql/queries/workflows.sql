@@ -20,7 +20,9 @@ FROM workflows AS w WHERE w.idempotency_key = :key
 
 -- The three statements of a fan-out, each fenced by the reporting job's lease
 -- (the job still running under :lease_token), before the report that
--- completes the job: a report refused writes none of it.
+-- completes the job: a report refused writes none of it. Nor does one whose
+-- cancel was asked while it ran (it ended before it heard): its workflow may
+-- have been cancelled whole, and new jobs would run after the cancel.
 
 -- name: workflow_spawn_create
 -- The reporting job's workflow, when it is in none yet: its submitter's, unless
@@ -30,11 +32,13 @@ SELECT :name, :key, CASE WHEN :submitter = '' THEN submitter ELSE :submitter END
     (SELECT now FROM taskq_clock)
 FROM jobs
 WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
+    AND cancel_requested = 0
 ON CONFLICT (idempotency_key) DO NOTHING
 
 -- name: workflow_spawn_join
 UPDATE jobs SET workflow_id = (SELECT id FROM workflows WHERE idempotency_key = :key)
 WHERE id = :job_id AND lease_token = :lease_token AND state = 'running' AND workflow_id IS NULL
+    AND cancel_requested = 0
 
 -- name: workflow_spawn_specs
 -- In place of job_insert's {specs}: the spawned jobs, each with its position
@@ -43,6 +47,7 @@ SELECT key AS at, value AS spec FROM json_each(:specs)
 WHERE EXISTS (
     SELECT 1 FROM jobs
     WHERE id = :job_id AND lease_token = :lease_token AND state = 'running'
+        AND cancel_requested = 0
 )
 
 -- name: workflow_spawn_submitter
