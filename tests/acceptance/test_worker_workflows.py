@@ -158,7 +158,6 @@ def test_a_spawn_the_store_refuses_fails_its_job_and_the_worker_serves_on(
     assert other.result(timeout=WAIT) == 4
     spawner = spawn_refused_by_store.options(queue=queue)
     said = {
-        "keyed": "brings its own idempotency key",
         "submitted": f"no job has the id(s) [{2**62}] given as parents",
         "foreign": f"the stored parent(s) [{other.id}] are not in",
     }

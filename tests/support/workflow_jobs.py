@@ -6,7 +6,6 @@ inline by ``taskq.testing`` (``tests/integration/test_workflow_testing.py``).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import taskq
@@ -99,16 +98,10 @@ def spawn_by_name(target: str, args: list[Any], options: dict[str, Any]) -> str:
 
 @taskq.job(queue="flows", max_attempts=3)
 def spawn_refused_by_store(kind: str, other_job: int = 0) -> str:
-    """Spawns what only the store can refuse: a step with a ``keyed`` idempotency key of its
-    own, one after a job no one ``submitted``, or one after ``other_job``, of another workflow."""
-    step = square.options(queue=taskq.current_job().queue)
-    if kind == "keyed":
-        step = step.options(idempotency_key=f"own-{uuid.uuid4().hex}")
-    elif kind == "submitted":
-        step = step.options(after=[2**62])
-    else:
-        step = step.options(after=[other_job])
-    taskq.current_job().spawn(step.step(3))
+    """Spawns what only the store can refuse: a step after a job no one ``submitted``, or
+    one after ``other_job``, of another workflow."""
+    after = [2**62] if kind == "submitted" else [other_job]
+    taskq.current_job().spawn(square.options(queue=taskq.current_job().queue, after=after).step(3))
     return "spawned"
 
 

@@ -167,3 +167,15 @@ def test_after_is_given_per_call_never_declared() -> None:
     with pytest.raises(errors.InvalidJob, match=r"\.options"):
         taskq.job(after=[1])
     assert square.options(after=[7]).spec(2).after == (7,)
+
+
+def test_a_step_with_an_idempotency_key_of_its_own_is_refused_by_name() -> None:
+    flow = add.step(1).then(add.options(idempotency_key="mine").step(2))
+    with pytest.raises(errors.InvalidJob) as refused:
+        flow.submission(idempotency_key="whole")
+    assert str(refused.value) == (
+        "step add(2): a step of a workflow takes no idempotency key of its own: give the "
+        "whole workflow one (submit_workflow(flow, idempotency_key=...)); a spawn is "
+        "written once per attempt"
+    )
+    assert refused.value.field == "idempotency_key"

@@ -68,6 +68,13 @@ class _Step:
         return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 4] + "...)"
 
 
+# Said here, where the step can be named; the store refuses it too, by position.
+_STEP_KEY = (
+    "a step of a workflow takes no idempotency key of its own: give the whole workflow "
+    "one (submit_workflow(flow, idempotency_key=...)); a spawn is written once per attempt"
+)
+
+
 class Flow:
     """Jobs to submit together, and what each runs after: see :mod:`taskq.broker.client.flows`.
 
@@ -149,6 +156,8 @@ class Flow:
         for each, job in zip(self._steps, jobs, strict=True):
             try:
                 validate_spec(job, max_payload_bytes=max_payload_bytes)
+                if job.idempotency_key is not None:
+                    raise errors.InvalidJob(_STEP_KEY, field="idempotency_key")
             except errors.InvalidJob as exc:
                 refused = errors.InvalidJob(f"step {each!r}: {exc}", field=exc.field)
                 raise job_context.refuse(refused) from None
