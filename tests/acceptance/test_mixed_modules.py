@@ -18,7 +18,6 @@ import pytest
 
 import taskq
 from taskq.broker.records import JobState
-from taskq.dev.processes import wait_until
 from tests.support.cli_runs import ok
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 from tests.support.worker_process import WorkerFleet, WorkerProcess, freeze_between_writes
@@ -83,11 +82,8 @@ def test_a_job_refused_by_one_worker_runs_on_the_one_that_declares_it(
         worker={"modules": ["tests.support.counted_jobs"], "queues": [queue]},
     )
     client = taskq.Client(store)
-
-    def declared() -> bool:
-        return any(serving.worker_id in each.workers for each in client.functions())
-
-    assert wait_until(declared, timeout=WAIT_SECONDS), "count_words was never declared"
+    # It publishes its declared jobs before it registers, and says it started once registered.
+    serving.wait_for_event("worker_started", timeout=WAIT_SECONDS)
     _freeze(serving, store, tmp_path)
     handle = client.submit(NAME, "a b c", queue=queue)
     other = workers.start(

@@ -12,8 +12,8 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.ops import plan
-from taskq.broker.ops.functions import Declaration, Parameter
-from taskq.broker.ops.workers import worker_set_state
+from taskq.broker.ops.functions import Declaration, Parameter, function_publish
+from taskq.broker.ops.workers import worker_register, worker_set_state
 from taskq.broker.records import JobState
 from tests.support.declared_store import client, declaration, names, serving
 
@@ -187,6 +187,35 @@ def test_functions_lists_signature_queue_and_live_workers(client: taskq.Client) 
     assert listed.signature == f"{name}(path: str, *, lower: bool = True)"
     assert (listed.queue, listed.doc, listed.live) == (queue, "Count the words of a file.", True)
     assert listed.workers == (worker_id,)
+
+
+def test_functions_lists_only_workers_that_take_the_declared_queue_with_its_labels(
+    client: taskq.Client,
+) -> None:
+    name, queue = names()
+    gpu = f"{queue}-gpu"
+    on_gpu = f"{name}_on_gpu"
+    # One module, two jobs: the worker publishes both but takes only the first one's queue.
+    elsewhere = serving(
+        client, "w1", [queue], declaration(name, queue=queue), declaration(on_gpu, queue=gpu)
+    )
+    # The job needs labels cuda and fp64: a worker of its queue with only cuda cannot claim it.
+    needs = declaration(f"{name}_labelled", queue=gpu, labels=["cuda", "fp64"])
+    unlabelled = serving(client, "w2", [gpu], needs)
+    labelled = f"w3-{unlabelled}"
+    plan.run(client.store, function_publish(labelled, [needs]))
+    for worker_id, labels in ((unlabelled, ["cuda"]), (labelled, ["cuda", "fp64", "x"])):
+        plan.run(
+            client.store,
+            worker_register(
+                worker_id, name="w", host="h", pid=1, queues=[gpu], labels=labels, slots=1
+            ),
+        )
+
+    listed = {each.name: each.workers for each in client.functions()}
+    assert listed[name] == (elsewhere,)
+    assert listed[on_gpu] == ()
+    assert listed[f"{name}_labelled"] == (labelled,)
 
 
 def test_a_queue_no_live_worker_takes_is_not_served(client: taskq.Client) -> None:

@@ -104,7 +104,8 @@ class DeclaredFunction(msgspec.Struct, frozen=True):
     ``queue`` is the one it is declared with (``default`` when none);
     ``versions`` counts the distinct declarations stored for the name;
     ``live`` says whether a live worker serves this version, ``workers``
-    which live workers serve any version of it.
+    which live workers serve any version of it and would claim its jobs
+    (they take the queue, and have the labels, that their version declares).
     """
 
     name: str

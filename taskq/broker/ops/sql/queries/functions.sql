@@ -49,11 +49,26 @@ FROM function_versions AS v
 WHERE :name IS NULL OR v.name = :name
 ORDER BY v.name, live DESC, v.first_published_at DESC, v.rowid DESC
 
+-- A live worker serves a declared job when a claim of its would take the job:
+-- it takes the queue the version it declares names ('default' when none) and
+-- has every label that version needs. A worker's modules may declare jobs of
+-- queues it leaves to others, and listing it there would promise a claim.
 -- name: function_live_servers
 SELECT s.name, s.fingerprint, w.id AS worker_id
-FROM function_servers AS s JOIN workers AS w ON w.id = s.worker_id
+FROM function_servers AS s
+JOIN workers AS w ON w.id = s.worker_id
+JOIN function_versions AS v ON v.name = s.name AND v.fingerprint = s.fingerprint
 WHERE w.state IN ('active', 'draining')
     AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+    AND EXISTS (
+        SELECT 1 FROM json_each(w.queues) AS q
+        WHERE q.value = COALESCE(json_extract(v.declaration, '$.options.queue'), 'default')
+    )
+    AND NOT EXISTS (
+        SELECT 1
+        FROM json_each(COALESCE(json_extract(v.declaration, '$.options.labels'), '[]')) AS needed
+        WHERE needed.value NOT IN (SELECT value FROM json_each(w.labels))
+    )
 ORDER BY s.name, w.id
 
 -- The queues some live worker takes jobs from.
