@@ -13,13 +13,15 @@ import asyncio
 import time
 from functools import partial
 
+import msgspec
+
 from taskq.broker.ops.leases import Report
 from taskq.broker.records import Fenced
 from taskq.worker.acks import AckBatcher
 from taskq.worker.events import EventLog
 from taskq.worker.reports import report_of
-from taskq.worker.running import RunningJob, StopReason
-from taskq.worker.sandbox.outcome import Outcome, Status
+from taskq.worker.running import STOPPED_WORDS, RunningJob, StopReason
+from taskq.worker.sandbox.outcome import Outcome, Status, error_info
 from taskq.worker.slots import Slots
 
 
@@ -35,6 +37,7 @@ class Completer:
         """Queue the job's report; once the store has answered, log it and free its place."""
         running.reporting = True
         stopped = _stopped_because(running, outcome)
+        outcome = _saying_why(outcome, stopped)
         # The job's code started its wall time before now, which is its end
         # (or as near as the slot can tell); before that it waited from its claim.
         waited = max(time.monotonic() - outcome.wall_seconds - running.claimed, 0.0)
@@ -106,3 +109,17 @@ def _stopped_because(running: RunningJob, outcome: Outcome) -> str | None:
     # stopped has a real outcome. Read once: a heartbeat racing this report
     # may mark the job lost afterwards.
     return running.stopped_because if outcome.status is Status.CANCELLED else None
+
+
+def _saying_why(outcome: Outcome, stopped: str | None) -> Outcome:
+    """``outcome`` with an error that says why the worker stopped the job, if it did.
+
+    The sandbox that killed the job knows only that the worker asked it to;
+    the worker knows why (a cancel, a drain, a lost lease...).
+    """
+    if stopped is None or outcome.status is not Status.CANCELLED or outcome.error is None:
+        return outcome
+    # A job stopped before its code started has no wall time.
+    end = "killed" if outcome.wall_seconds > 0 else "it had not started"
+    error = error_info(outcome.error["type"], f"{STOPPED_WORDS[stopped]}; {end}")
+    return msgspec.structs.replace(outcome, error=error)

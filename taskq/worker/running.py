@@ -28,6 +28,16 @@ class StopReason:
     SERVED_ELSEWHERE = "served_elsewhere"
 
 
+STOPPED_WORDS: Mapping[str, str] = {
+    StopReason.LEASE_GONE: "stopped by the worker: its lease is gone (expired or taken back)",
+    StopReason.CANCELLED: "stopped by the worker: a user cancelled it",
+    StopReason.DRAIN: "handed back: the worker is draining",
+    StopReason.HAND_BACK: "handed back: claimed ahead, no slot of the worker started it in time",
+    StopReason.SERVED_ELSEWHERE: "handed back: refused here, for a worker that may run it",
+}
+"""Why the worker stopped a job, as its error says: the sandbox that killed it cannot tell."""
+
+
 class RunningJob(msgspec.Struct):
     job: ClaimedJob
     renewed_at: float

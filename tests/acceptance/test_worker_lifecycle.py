@@ -154,7 +154,9 @@ def test_sigterm_finishes_jobs_within_grace_and_hands_back_the_rest(
     assert _outcomes(client, slow.id) == [("released", worker.worker_id)], context
 
     assert worker.wait_for_event("job_finished", job=quick.id)["stopped"] == ""
-    assert worker.wait_for_event("job_finished", job=slow.id)["stopped"] == "drain"
+    handed_back = worker.wait_for_event("job_finished", job=slow.id)
+    assert handed_back["stopped"] == "drain", handed_back
+    assert handed_back["error"] == "handed back: the worker is draining; killed", handed_back
     worker.wait_for_event("worker_stopped")
     _assert_stopped(client, worker)
 

@@ -18,7 +18,7 @@ from taskq.worker.acks import AckBatcher
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
 from taskq.worker.prefetch import Prefetch
-from taskq.worker.running import RunningJob, StopReason
+from taskq.worker.running import STOPPED_WORDS, RunningJob, StopReason
 from taskq.worker.sandbox.outcome import Outcome, Status, error_info, stopped_before_start
 from taskq.worker.slots import Slots
 
@@ -118,6 +118,56 @@ async def test_a_job_the_worker_stopped_is_released_unused(
     (report,) = reporting.store.reports
     assert (report.kind, report.attempt.outcome) == (ReportKind.RELEASE, "released")
     assert (line["event"], line["stopped"]) == ("job_finished", reason)
+
+
+KILLED = "stopped by the worker (cancelled, drained or handed back); killed"
+"""What the sandbox says of any job the worker had it kill, whatever the worker's reason."""
+
+
+async def test_a_drained_job_says_it_was_handed_back_by_a_draining_worker(
+    reporting: Reporting,
+) -> None:
+    running = reporting.held(12)
+    running.stop(StopReason.DRAIN)
+    killed = Outcome(Status.CANCELLED, error=error_info("Cancelled", KILLED), wall_seconds=2.0)
+    line = await reporting.answered(running, killed)
+    assert (line["status"], line["stopped"]) == ("released", "drain")
+    assert line["error"] == "handed back: the worker is draining; killed"
+    assert set(line) == {
+        "ts",
+        "event",
+        "job",
+        "status",
+        "stopped",
+        "seconds",
+        "peak_rss_mib",
+        "error",
+    }
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        StopReason.LEASE_GONE,
+        StopReason.CANCELLED,
+        StopReason.DRAIN,
+        StopReason.HAND_BACK,
+        StopReason.SERVED_ELSEWHERE,
+    ],
+)
+async def test_a_job_the_worker_stopped_says_why_in_one_sentence(
+    reporting: Reporting, reason: str
+) -> None:
+    killed = reporting.held(13)
+    killed.stop(reason)
+    outcome = Outcome(Status.CANCELLED, error=error_info("Cancelled", KILLED), wall_seconds=2.0)
+    said = (await reporting.answered(killed, outcome))["error"]
+    assert said == f"{STOPPED_WORDS[reason]}; killed"
+    assert ". " not in said
+    unstarted = reporting.held(14)
+    unstarted.stop(reason)
+    before = (await reporting.answered(unstarted, stopped_before_start()))["error"]
+    assert before == f"{STOPPED_WORDS[reason]}; it had not started"
 
 
 async def test_a_job_that_finished_as_it_was_stopped_keeps_its_outcome(
