@@ -17,7 +17,7 @@ from taskq.broker.client.client import (
     RetryResult,
     default_submitter,
 )
-from taskq.broker.job_validation import check_target
+from taskq.broker.job_validation import check_parents, check_target
 from taskq.broker.records import MAX_RELATIVES, JobSpec, JobState
 from taskq.cli import (
     command,
@@ -166,6 +166,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         args.usage_error(problem)
     url = connection.named_url(args)
     named = payloads.by_name(args)
+    after = getattr(args, "after", None)
+    if after:
+        # The command line's own mistake (a job named twice) is a usage error, here, so
+        # that a refusal of --after by the store below is always the store's jobs'.
+        check_parents(after, "--after")
     jobs: list[JobSpec | NamedCall] = []
     if named:
         check_target(args.target)
@@ -185,8 +190,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         jobs = [calls.get(index, spec) for index, spec in enumerate(specs)]
     with connection.client_at(url, config=args.config) as client:
         # A name is resolved as declared: by the client, or over HTTP by the server.
-        with undeclared.store_named_in_refusal(
-            client, url, args.target if named else undeclared.FILE_CALLS
+        with (
+            undeclared.store_named_in_refusal(
+                client, url, args.target if named else undeclared.FILE_CALLS
+            ),
+            _parents_as_found(after),
         ):
             if named:
                 given = {**job_options.given_options(args), "kwargs": args.kwargs}
@@ -206,6 +214,23 @@ def cmd_submit(args: argparse.Namespace) -> int:
         for handle in handles:
             print(handle.id)
     return command.EXIT_OK
+
+
+class ParentsRefused(errors.TaskqError):
+    """The store refused the jobs ``--after`` names as it found them (no job has an id, or
+    they are in different workflows): a runtime error, exit 1, as a missing job is."""
+
+
+@contextlib.contextmanager
+def _parents_as_found(after: Sequence[int] | None) -> Iterator[None]:
+    """Turn the store's refusal of ``after`` (InvalidJob, a usage error's class) into
+    :class:`ParentsRefused`, its words unchanged; ``after`` has passed check_parents."""
+    try:
+        yield
+    except errors.InvalidJob as exc:
+        if not after or exc.field != "after" or isinstance(exc, errors.IdempotencyConflict):
+            raise
+        raise ParentsRefused(str(exc)) from exc
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -307,14 +307,18 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def _say_moved(args: argparse.Namespace, key: str, moved: int, *, done: str, none: str) -> int:
-    """How many jobs a cancel or retry of the whole workflow moved (``key`` in its JSON)."""
+    """How many jobs a cancel or retry of the whole workflow moved (``key`` in its JSON).
+
+    Exit 1 when it moved none, as ``taskq cancel`` of a job that has ended does (and
+    HTTP's 409): a script sees in the exit code that the workflow was left as it was.
+    """
     if args.json:
         output.print_json({"workflow_id": args.id, key: moved})
     elif moved:
         print(f"workflow {args.id}: {_jobs(moved)} {done}")
     else:
         print(f"workflow {args.id}: {none}")
-    return command.EXIT_OK
+    return command.EXIT_OK if moved else command.EXIT_ERROR
 
 
 def _jobs(count: int) -> str:
