@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
 from starlette.requests import Request
@@ -95,6 +95,20 @@ class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     replace: bool = False
 
 
+def one_key(request: Request, sent: str | None) -> str | None:
+    """The request's idempotency key: the ``Idempotency-Key`` header's or the body's member
+    ``sent``; both given, they must be the same (InvalidJob), since either would silently
+    name the request that a resend under the other would not find."""
+    header = request.headers.get("idempotency-key") or None
+    if header is not None and sent is not None and header != sent:
+        raise errors.InvalidJob(
+            f"two idempotency keys: {header!r} in the Idempotency-Key header and {sent!r} "
+            "in the body; send one of them, or the same in both",
+            field="idempotency_key",
+        )
+    return sent or header
+
+
 async def read_body(request: Request) -> bytes:
     """The request's body, refused (413) past :data:`MAX_BODY_BYTES` before it is all read."""
     chunks: list[bytes] = []
@@ -109,16 +123,26 @@ async def read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+class Shape(NamedTuple):
+    """What a body is, said to a sender whose body is something else (an array sent for an
+    object, an object without its one required member), and the member to name."""
+
+    what: str
+    field: str | None = None
+
+
 def decoded(
     body: bytes,
     into: Any,
     *,
     refused: type[errors.InvalidJob] | type[errors.InvalidSetting] = errors.InvalidJob,
+    shape: Shape | None = None,
 ) -> Any:
     """``body`` as ``into``: :class:`taskq.errors.BadRequest` if not JSON, else a bad member named.
 
     A member of a job (a batch's, a workflow's, a schedule's) is refused as
-    :class:`taskq.errors.InvalidJob`; any other member as ``refused``.
+    :class:`taskq.errors.InvalidJob`; any other member as ``refused``. A body
+    refused whole, not a member of it, is refused saying ``shape`` and what came.
     """
     if not body.strip():
         raise errors.BadRequest(f"the body is empty; {_wanted(into)} is expected")
@@ -140,10 +164,39 @@ def decoded(
             refusal = str(exc)
     path = _member_path(refusal)
     kind = errors.InvalidJob if path.startswith(_IN_A_JOB) else refused
+    got = _got(refusal, tree, into) if shape is not None else None
+    if shape is not None and got is not None:
+        raise kind(f"{shape.what}; got {got}", field=shape.field) from None
     message = _readable(refusal, tree)
     if _SUBMITTER_SENT in refusal and _in_a_job(path, into):
         message += "; the submitter is the name of the request's token and cannot be sent"
     raise kind(message, field=_member(refusal)) from None
+
+
+# msgspec refusing a body, not a member of it, for lacking a member it must have.
+_MISSING = re.compile(r"Object missing required field `(\w+)`")
+
+
+def _got(refusal: str, tree: Any, into: Any) -> str | None:
+    """What came, in words (``an array``, ``an object without jobs``), where msgspec's
+    ``refusal`` is of the whole body: of its kind, or of a member it must have. None where
+    it is of a value (named with its path)."""
+    if _AT.search(refusal) is not None:
+        return None
+    if refusal.startswith("Expected `"):
+        return _kind_of(tree)
+    missing = _MISSING.fullmatch(refusal)
+    if missing is not None and missing[1] in getattr(into, "__struct_fields__", ()):
+        return f"an object without {missing[1]}"
+    return None
+
+
+def _kind_of(value: Any) -> str:
+    """A JSON value's kind in words: ``an array``, ``a string``."""
+    if isinstance(value, bool):  # before int, which it is in Python
+        return "true or false"
+    kinds = {dict: "an object", list: "an array", str: "a string", int: "a number"}
+    return kinds.get(type(value), "a number" if isinstance(value, float) else "null")
 
 
 def _wanted(into: Any) -> str:
@@ -286,6 +339,21 @@ def number(params: Mapping[str, str], name: str, *, default: float, high: float)
             f"query parameter {name} must be between 0 and {high:g}, got {text}"
         )
     return value
+
+
+def choice(params: Mapping[str, str], name: str, choices: Iterable[str]) -> str | None:
+    """A query parameter that takes one of ``choices`` (None: not given, or empty), or
+    :class:`taskq.errors.BadRequest` naming them: a bad one is the query's fault, as a bad
+    ``limit`` is, not a refused job's."""
+    text = params.get(name)
+    if not text:
+        return None
+    named = list(choices)
+    if text not in named:
+        raise errors.BadRequest(
+            f"query parameter {name} must be one of {', '.join(named)}, got {text!r}"
+        )
+    return text
 
 
 def keyset(params: Mapping[str, str]) -> tuple[int, int | None]:

@@ -88,6 +88,11 @@ class Retried(msgspec.Struct, frozen=True):
     revived: list[int]
 
 
+_SHAPE = bodies.Shape(
+    'a job is an object, {"target": "pkg.mod:func", ...}, and a batch an array of them'
+)
+
+
 def job_id_in_path(request: Request) -> int:
     """The job id of a path such as /jobs/{job_id}; JobNotFound for one no job can have."""
     text = request.path_params["job_id"]
@@ -104,7 +109,7 @@ async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
     key = request.headers.get("idempotency-key") or None
     client = client_of(request)
-    sent = bodies.decoded(body, JobRequest | list[JobRequest])
+    sent = bodies.decoded(body, JobRequest | list[JobRequest], shape=_SHAPE)
     given = bodies.members(body)
     if isinstance(sent, list):
         # One header names the whole batch; each job gets a key of its own from it.
@@ -112,6 +117,7 @@ async def submit(request: Request, caller: Caller) -> Response:
         specs = await request_specs(client, sent, given, caller.name, keys)
         handles = await client.submit_many(specs)
         return json_response(Submitted(ids=[handle.id for handle in handles]), 201)
+    key = bodies.one_key(request, sent.idempotency_key)
     [spec] = await request_specs(client, [sent], given, caller.name, [key], label=None)
     handle = await client.submit_spec(spec)
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})
@@ -181,19 +187,27 @@ async def listing(request: Request, caller: Caller) -> Response:
     bodies.only_known(params, {*_LIST_FILTERS, "before", "limit"})
     limit, before = bodies.keyset(params)
     filters = {name: params[name] for name in _LIST_FILTERS if params.get(name)}
+    workflow_id = (
+        bodies.integer(params, "workflow", low=1, high=bodies.MAX_ID)
+        if "workflow" in filters
+        else None
+    )
     query = JobQuery(
-        state=filters.get("state"),
+        state=bodies.choice(params, "state", JobState),
         queue=filters.get("queue"),
         submitter=filters.get("submitter"),
         worker_id=filters.get("worker"),
         text=filters.get("text"),
-        workflow_id=bodies.integer(params, "workflow", low=1, high=bodies.MAX_ID)
-        if "workflow" in filters
-        else None,
+        workflow_id=workflow_id,
         before=before,
         limit=limit,
     )
-    jobs = await client_of(request).list(query)
+    client = client_of(request)
+    jobs = await client.list(query)
+    if not jobs and workflow_id is not None:
+        # An unknown workflow is a 404, as GET /workflows/{id} and taskq jobs --workflow
+        # have it, not a workflow of no jobs; read only when the page is empty.
+        await client.workflow(workflow_id)
     following = None
     if len(jobs) == limit:
         following = f"/jobs?{urlencode({**filters, 'limit': limit, 'before': jobs[-1].id})}"

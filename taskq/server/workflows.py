@@ -26,7 +26,14 @@ from taskq.broker import job_validation, workflow_shape
 from taskq.broker.client.client import validate_spec
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.records import JobBrief, JobEdge, JobSpec, SubmittedWorkflow, WorkflowInfo
+from taskq.broker.records import (
+    JobBrief,
+    JobEdge,
+    JobSpec,
+    SubmittedWorkflow,
+    WorkflowInfo,
+    WorkflowStatus,
+)
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
@@ -76,7 +83,8 @@ class WorkflowRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         str | None,
         msgspec.Meta(
             description="sending the same workflow under the same key again answers the same "
-            "ids (the Idempotency-Key header does the same; this member wins)"
+            "ids (the Idempotency-Key header does the same; given both, they must be the "
+            "same)"
         ),
     ] = None
 
@@ -172,12 +180,20 @@ def _by_position(index: int) -> str:
     return f"job {index}"
 
 
+# A job array sent here is the easy mix-up: POST /jobs takes one as a batch.
+_SHAPE = bodies.Shape(
+    'a workflow is an object with its jobs in "jobs": {"jobs": [{"target": "pkg.mod:func", '
+    '"parents": []}, ...]} (an array of jobs alone is a batch, for POST /jobs)',
+    field="jobs",
+)
+
+
 async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
-    sent = bodies.decoded(body, WorkflowRequest)
+    sent = bodies.decoded(body, WorkflowRequest, shape=_SHAPE)
     if not sent.jobs:
         raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
-    key = sent.idempotency_key or request.headers.get("idempotency-key") or None
+    key = bodies.one_key(request, sent.idempotency_key)
     _check_shape(sent)
     client = client_of(request)
     members = [set(job) for job in msgspec.json.decode(body)["jobs"]]
@@ -205,7 +221,7 @@ async def listing(request: Request, caller: Caller) -> Response:
     found = await client_of(request).workflows(
         name=filters.get("name"),
         submitter=filters.get("submitter"),
-        status=filters.get("status"),
+        status=bodies.choice(params, "status", WorkflowStatus),
         before=before,
         limit=limit,
     )

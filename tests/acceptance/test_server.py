@@ -172,8 +172,8 @@ def test_a_thousand_jobs_page_by_keyset(served: Served) -> None:
         assert http.get("/jobs", params={"limit": 1001}).status_code == 400
         assert http.get("/jobs", params={"stat": "queued"}).status_code == 400
         bad_state = http.get("/jobs", params={"state": "done"})
-        assert bad_state.status_code == 422
-        assert bad_state.json()["field"] == "state"
+        assert bad_state.status_code == 400
+        assert "query parameter state must be one of" in bad_state.json()["detail"]
 
 
 def test_a_jobs_relatives_are_read_with_the_read_scope(served: Served) -> None:
@@ -225,6 +225,15 @@ def test_an_idempotency_key_names_one_request(served: Served) -> None:
         assert problem["type"] == "urn:taskq:problem:IdempotencyConflict"
         assert problem["job_id"] == first.json()["id"]
         assert problem["field"] == "idempotency_key"
+        # The body's key and the header's, different: refused, naming both, nothing written.
+        both = http.post("/jobs", json={**_job(queue), "idempotency_key": "mine"}, headers=key)
+        assert (both.status_code, both.json()["field"]) == (422, "idempotency_key"), both.text
+        assert both.json()["detail"] == (
+            f"two idempotency keys: {key['Idempotency-Key']!r} in the Idempotency-Key header "
+            "and 'mine' in the body; send one of them, or the same in both"
+        )
+        same = {**_job(queue), "idempotency_key": key["Idempotency-Key"]}
+        assert http.post("/jobs", json=same, headers=key).json() == first.json()
         batch = http.post("/jobs", json=[_job(queue), _job(queue)], headers=key)
         batch_again = http.post("/jobs", json=[_job(queue), _job(queue)], headers=key)
         assert batch.json() == batch_again.json()
@@ -389,6 +398,23 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
         assert http.get(f"/jobs/{2**64}").status_code == 404
         assert http.get("/jobs", params={"before": 2**64}).status_code == 400
         assert http.get("/jobs/1/result", params={"timeout": "soon"}).status_code == 400
+        # A bad query parameter is one kind of answer, naming the parameter and what it takes.
+        for params, said in (
+            ({"state": "bogus"}, "query parameter state must be one of queued, waiting, "),
+            ({"limit": 0}, "query parameter limit must be >= 1"),
+        ):
+            listed = http.get("/jobs", params=params)
+            assert (listed.status_code, listed.json()["type"]) == (
+                400,
+                "urn:taskq:problem:BadRequest",
+            ), listed.text
+            assert said in listed.json()["detail"]
+        text = http.post("/jobs", json="hello")
+        assert (text.status_code, text.json()["detail"]) == (
+            422,
+            'a job is an object, {"target": "pkg.mod:func", ...}, and a batch an array of '
+            "them; got a string",
+        )
         assert http.get("/nowhere").status_code == 404
         assert http.put("/jobs").status_code == 405
         wrong_type = http.post("/jobs", json={**_job(queue), "timeout": "5x"})

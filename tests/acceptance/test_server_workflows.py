@@ -145,6 +145,54 @@ def test_not_json_and_an_unknown_workflow_are_refused(served: Served) -> None:
             detail = _problem(http.request(method, path), 404, "WorkflowNotFound")
             assert detail.startswith("no workflow with id")
         assert http.get("/jobs", params={"workflow": "x"}).status_code == 400
+        # Its jobs listed, an unknown workflow is refused as GET /workflows/{id} refuses it,
+        # not shown as one with no jobs.
+        unknown = http.get("/jobs", params={"workflow": NO_SUCH_WORKFLOW})
+        detail = _problem(unknown, 404, "WorkflowNotFound")
+        assert detail.startswith(f"no workflow with id {NO_SUCH_WORKFLOW}")
+
+
+@pytest.mark.parametrize(
+    ("body", "got"),
+    [
+        ({}, "an object without jobs"),
+        ([{"target": f"{CALLS}:square", "args": [1]}], "an array"),
+        ("thumbnails", "a string"),
+    ],
+    ids=["no-jobs", "a-job-array", "a-string"],
+)
+def test_a_body_that_is_not_a_workflow_says_what_a_workflow_is(
+    served: Served, body: Any, got: str
+) -> None:
+    with served.http() as http:
+        detail = _problem(http.post("/workflows", json=body), 422, "InvalidJob", "jobs")
+    assert detail.startswith('a workflow is an object with its jobs in "jobs": {"jobs": [')
+    assert "(an array of jobs alone is a batch, for POST /jobs)" in detail
+    assert detail.endswith(f"; got {got}")
+
+
+def test_two_different_idempotency_keys_are_refused_and_the_same_twice_is_one(
+    served: Served,
+) -> None:
+    queue = _queue()
+    key = f"wf-{uuid.uuid4().hex}"
+    body = {"jobs": [_job(queue, "square", 2)], "idempotency_key": key}
+    with served.http() as http:
+        both = http.post("/workflows", json=body, headers={"Idempotency-Key": f"{key}-other"})
+        detail = _problem(both, 422, "InvalidJob", "idempotency_key")
+        assert detail == (
+            f"two idempotency keys: '{key}-other' in the Idempotency-Key header and '{key}' "
+            "in the body; send one of them, or the same in both"
+        )
+        assert served.client.list(taskq.JobQuery(queue=queue)) == []
+        same = http.post("/workflows", json=body, headers={"Idempotency-Key": key})
+        assert same.status_code == 201, same.text
+        # The key named it: sent again under the header alone, the same workflow.
+        again = http.post(
+            "/workflows", json={"jobs": body["jobs"]}, headers={"Idempotency-Key": key}
+        )
+        assert again.json() == same.json()
+    assert len(served.client.list(taskq.JobQuery(queue=queue))) == 1
 
 
 def test_workflows_are_listed_newest_first_a_page_at_a_time(served: Served) -> None:
@@ -182,8 +230,12 @@ def test_workflows_are_listed_newest_first_a_page_at_a_time(served: Served) -> N
             cancelled["next"] == f"/workflows?name={name}&status=cancelled&limit=1&before={newer}"
         )
         assert by_status["failed"].json() == {"workflows": [], "next": None}
+        # A bad query parameter is a BadRequest, as a bad limit is, naming what it takes.
         refused = http.get("/workflows", params={"status": "done"})
-        assert "no workflow status 'done'" in _problem(refused, 422, "InvalidJob", "status")
+        assert _problem(refused, 400, "BadRequest") == (
+            "query parameter status must be one of running, succeeded, failed, cancelled, "
+            "got 'done'"
+        )
         for params, field in (
             ({"limit": 0}, "limit"),
             ({"limit": 1001}, "limit"),
