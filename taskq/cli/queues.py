@@ -43,7 +43,7 @@ def add_commands(commands: command.Commands) -> None:
         description="Show or set a queue's limits, applied by every worker's claim.\n\n"
         "  taskq limit images                        # show them\n"
         "  taskq limit images --max-running 4        # at most 4 of its jobs at once\n"
-        "  taskq limit images --rate 100/1s          # at most 100 starts a second\n"
+        "  taskq limit images --rate 100/1s          # 100 starts a second, in bursts of 100\n"
         "  taskq limit images --max-running none --rate none   # lift both",
         json=True,
     )
@@ -65,7 +65,10 @@ def add_commands(commands: command.Commands) -> None:
         type=values.rate_or_none,
         default=argparse.SUPPRESS,
         metavar="N/PERIOD|none",
-        help="at most N job starts per period, e.g. 100/1s, 1000/1m",
+        # Said as it is: one who limits calls to an API reads "at most N per period" as
+        # a sliding window, which a bucket that starts full does not keep.
+        help="a token bucket of N job starts, refilled at N per period: a burst of N, then "
+        "N per period, so any one period may see up to 2N-1; e.g. 100/1s, 1000/1m",
     )
 
     submit_limit = command.add(
