@@ -217,6 +217,9 @@ def test_cancel_list_stats_retry(client: taskq.Client, queue: str) -> None:
     assert [
         job.id for job in client.list(taskq.JobQuery(queue=queue, state=JobState.CANCELLED))
     ] == [handles[1].id]
+    # A state by a name none has: refused alike on a store and over HTTP.
+    with pytest.raises(errors.InvalidJob, match="no job state 'bogus'"):
+        client.list(taskq.JobQuery(queue=queue, state="bogus"))
     [stats] = [s for s in client.stats() if s.queue == queue]
     assert (stats.counts[JobState.QUEUED], stats.counts[JobState.CANCELLED]) == (2, 1)
     client.pause(queue)

@@ -148,8 +148,12 @@ def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
     params: dict[str, str | int] = {"limit": 50}
     if query is not None:
         # Refused here as on the store (the server's refusal would be a BadRequest
-        # about a query parameter, which this caller did not write).
+        # about a query parameter, which this caller did not write): the limit, the state.
         job_validation.check_page_limit(query.limit)
+        if query.state is not None:
+            query = msgspec.structs.replace(
+                query, state=job_validation.parse_job_state(query.state)
+            )
         names = {"worker_id": "worker", "workflow_id": "workflow"}
         for name, value in msgspec.structs.asdict(query).items():
             if value is not None:
@@ -344,8 +348,11 @@ def workflow_list(
     limit: int = 50,
 ) -> HttpPlan[builtins.list[WorkflowInfo]]:
     """GET /workflows: a page of workflows, newest first, as ``Operations.workflows``."""
-    # Checked here as on a store: the server's refusal would name a query parameter.
+    # Checked here as on a store (the limit, the status): the server's refusal would
+    # name a query parameter.
     job_validation.check_page_limit(limit)
+    if status is not None:
+        status = job_validation.parse_workflow_status(status).value
     given = {"name": name, "submitter": submitter, "status": status, "before": before}
     params: dict[str, str | int] = {"limit": limit}
     params |= {key: value for key, value in given.items() if value is not None}
