@@ -7,8 +7,9 @@ and the hand-back of jobs claimed ahead that no slot started in time),
 ``completer`` (reports and their verdicts) over ``acks`` (the batches),
 ``heartbeat`` (leases), ``output_flusher`` (the jobs' output, as it comes),
 ``autoscale`` (slots that follow the backlog) and ``store_outage``. One
-anyio task group holds their loops. Draining stops claims, hands back
-jobs claimed ahead, gives running jobs a grace period, then stops them and
+anyio task group holds their loops. Draining stops claims, records the
+worker as draining in the store (``draining_state``), hands back jobs
+claimed ahead, gives running jobs a grace period, then stops them and
 hands them back without using up an attempt.
 """
 
@@ -33,6 +34,7 @@ from taskq.worker.autoscale import Autoscaler
 from taskq.worker.claim_requests import ClaimRequests
 from taskq.worker.claimer import Claimer
 from taskq.worker.cpus import format_cpu_list
+from taskq.worker.draining_state import write_draining
 from taskq.worker.events import EventLog
 from taskq.worker.executor import Executor
 from taskq.worker.heartbeat import Heartbeat
@@ -113,6 +115,17 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
                 loops.start_soon(self.executor.hand_back_overdue, self.stopped)
                 loops.start_soon(self.output.run, self.stopped)
                 loops.start_soon(self._end_start)
+                loops.start_soon(
+                    partial(
+                        write_draining,
+                        self.run_op,
+                        self.worker_id,
+                        draining=self.draining,
+                        stopped=self.stopped,
+                        outage=self.outage,
+                        retry_seconds=self.settings.heartbeat_seconds,
+                    )
+                )
                 if self.maintainer is not None:
                     loops.start_soon(partial(self.maintainer.run_forever, stop=self.stopped))
                 if self.publisher is not None and self.publisher.pending:
@@ -150,7 +163,11 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
         self.sandboxes.start_the_rest()
 
     def drain(self) -> None:
-        """Stop claiming; running jobs get the grace period, then are handed back."""
+        """Stop claiming; running jobs get the grace period, then are handed back.
+
+        The store hears of it from a loop of :meth:`run` (``draining_state``): a
+        signal handler cannot wait for a write.
+        """
         if not self.draining.is_set():
             held = len(self.slots.held)
             # What a Ctrl-C at a terminal leads to, said where its user looks.

@@ -18,8 +18,9 @@ import pytest
 import taskq
 from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_list
-from taskq.broker.records import JobState
+from taskq.broker.records import JobState, WorkerInfo
 from taskq.worker.cpus import format_cpu_list
+from tests.support.cli_runs import taskq as taskq_command
 from tests.support.worker_process import (
     WorkerFleet,
     WorkerProcess,
@@ -185,9 +186,53 @@ def test_a_second_sigterm_hands_back_running_jobs_at_once(
     _assert_stopped(client, worker)
 
 
+def test_a_draining_worker_is_draining_in_the_store_and_serves_no_queue_until_it_stops(
+    workers: WorkerFleet, client: taskq.Client, store_url: str
+) -> None:
+    # A grace and a wall-clock limit far longer than the test may wait: it drains, its job
+    # running, until the second signal.
+    worker = workers.start(
+        store_url, worker={"grace_seconds": 600}, max_limits={"wall_seconds": 600}
+    )
+    slow = client.submit(f"{JOBS}:ignore_sigterm_and_sleep", 600, max_attempts=3, unchecked=True)
+    worker.wait_for_event("job_started", job=slow.id)
+    assert _row(client, worker).state == "active"
+
+    worker.terminate()
+    worker.wait_for_event("worker_draining")
+    assert wait_until(lambda: _row(client, worker).state == "draining", timeout=10), _row(
+        client, worker
+    )
+    before = _row(client, worker).heartbeat_at
+    # The queue's only worker drains: a wait on a job of it says no active worker serves it.
+    waited = taskq_command(
+        "submit",
+        f"{JOBS}:echo",
+        "1",
+        "--unchecked",
+        "--wait",
+        "--wait-timeout",
+        "10s",
+        store=store_url,
+    )
+    assert waited.code == 1, waited
+    assert "is still queued: no active worker serves queue 'default'" in waited.err, waited
+    # Its heartbeats went on meanwhile, and left it draining.
+    after = _row(client, worker)
+    assert (after.state, after.heartbeat_at > before) == ("draining", True), after
+
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0, worker.describe()
+    _assert_stopped(client, worker)
+
+
+def _row(client: taskq.Client, worker: WorkerProcess) -> WorkerInfo:
+    [row] = [row for row in plan.run(client.store, worker_list()) if row.id == worker.worker_id]
+    return row
+
+
 def _assert_stopped(client: taskq.Client, worker: WorkerProcess) -> None:
-    rows = plan.run(client.store, worker_list())
-    [row] = [row for row in rows if row.id == worker.worker_id]
+    row = _row(client, worker)
     assert row.state == "stopped", row
     assert row.pid == worker.pid, row
 

@@ -64,7 +64,13 @@ def worker_register(
 
 
 def worker_set_state(worker_id: str, state: str, *, now: float | None = None) -> Op[None]:
-    """Mark a worker draining (no new claims) or stopped (deregistered)."""
+    """Mark a worker draining (no new claims) or stopped (deregistered).
+
+    Nothing but a new registration brings a stopped worker back. A draining
+    worker's heartbeats keep it draining, and it is live, as an active one
+    is, until they stop; it serves no queue (it claims nothing), so
+    :func:`job_served_elsewhere` passes it by.
+    """
     if state not in {"active", "draining", "stopped"}:
         raise ValueError(f"a worker cannot set itself {state!r}")
     yield Write(

@@ -17,9 +17,13 @@ ON CONFLICT (id) DO UPDATE SET
     wake_address = excluded.wake_address, policy = excluded.policy, running = 0,
     state = 'active', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
 
+-- A worker sets itself draining or stopped; the write is a sign of life, so it
+-- counts as a heartbeat, and a worker marked lost that writes is back. A
+-- stopped worker stays stopped: a drain's write retried after its answer was
+-- lost, landing after the worker left, must not make it live again.
 -- name: worker_set_state
 UPDATE workers SET state = :state, heartbeat_at = (SELECT now FROM taskq_clock)
-WHERE id = :worker_id
+WHERE id = :worker_id AND (state <> 'stopped' OR :state = 'stopped')
 
 -- name: worker_list
 -- A stopped worker runs nothing, and a lost one is not known to: whatever
