@@ -91,7 +91,10 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def _ended_unrun(job_id: int, state: JobState, error: dict[str, Any] | None) -> str:
     """A job that ended without an attempt (a parent's end cancelled it, a cancel while
     queued), and why: "no attempts yet" would promise one that only a retry can bring."""
-    why = output.error_line(error)
+    if error is not None and error.get("type") == "Cancelled":
+        why = str(error.get("message", ""))  # its type would repeat the state said before it
+    else:
+        why = output.error_line(error)
     return f"job {job_id} ended {state.value} before it ran" + (f": {why}" if why else "")
 
 
@@ -110,6 +113,8 @@ def _limit_then(attempt: Execution, job: Job) -> int | None:
 
 # An attempt a worker gave back (a drain, a job claimed ahead, a function it may not run).
 _RELEASED = "released"
+# An attempt whose worker went silent: it ended when maintenance found its lease run out.
+_LEASE_EXPIRED = "lease_expired"
 
 
 def _print_attempt(attempt: Execution, max_attempts: int | None) -> None:
@@ -122,7 +127,10 @@ def _print_attempt(attempt: Execution, max_attempts: int | None) -> None:
     of = f" of {max_attempts}" if max_attempts is not None else ""
     print(f"attempt {attempt.attempt}{of}  {outcome}  worker {attempt.worker_id}")
     facts = [f"{output.local_time(attempt.started_at)} -> {ended}"]
-    if took is not None:
+    if took is not None and outcome == _LEASE_EXPIRED:
+        # When the job itself stopped nobody reported: "took" would be the lease's length.
+        facts.append(f"no report: its lease ran out {output.duration(took)} after it began")
+    elif took is not None:
         facts.append(f"took {output.duration(took)}")
     waited = attempt.started_at - attempt.claimed_at if attempt.claimed_at is not None else 0.0
     if attempt.finished_at is not None and waited >= _WAIT_WORTH_SAYING_SECONDS:

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import taskq
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
+from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.dev.processes import wait_until
 from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line
@@ -166,10 +168,9 @@ def test_logs_of_a_job_that_ended_before_it_ran_say_so_and_why_in_both_forms(
     # Followed, the same line (a note: stderr) and the same exit, not the job's end as a failure.
     followed = ok("logs", "-f", str(child), store=store_url)
     assert (followed.out, followed.err) == ("", f"{said} cancelled\n")
-    # Cancelled by hand, it has no error to tell.
-    assert (
-        ok("logs", str(parent), store=store_url).out
-        == f"job {parent} ended cancelled before it ran\n"
+    # Cancelled by hand, it says so, once.
+    assert ok("logs", str(parent), store=store_url).out == (
+        f"job {parent} ended cancelled before it ran: cancelled by request while queued\n"
     )
     assert ok("logs", str(waiting), store=store_url).out == (
         f"job {waiting} is queued and has no attempts yet\n"
@@ -211,6 +212,27 @@ def test_logs_tell_an_attempts_limit_only_where_the_store_knows_it(store_url: st
         store.close()
     assert headings() == ["attempt 1", "attempt 2", "attempt 3 of 3"]
     assert ok("status", str(job), "--json", store=store_url).json()["state"] == "dead"
+
+
+def test_logs_of_an_attempt_whose_lease_ran_out_do_not_call_the_lease_its_run(
+    store_url: str,
+) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"  # claimed here: no other test's jobs in it
+    submit = ("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue)
+    job = int(ok(*submit, store=store_url).out)
+    store = open_store(store_url, migrate=False)
+    try:
+        began = time.time()
+        claim = job_claim("newcomer-silent", [queue], limit=1, lease_seconds=30, now=began)
+        [claimed] = plan.run(store, claim)
+        # The worker goes silent; maintenance finds the lease run out 31 s after the claim.
+        plan.run(store, job_requeue_expired(now=began + 31))
+    finally:
+        store.close()
+    logs = ok("logs", str(job), store=store_url).out
+    assert f"attempt {claimed.attempt} of 3  lease_expired" in logs
+    assert "no report: its lease ran out 31" in logs
+    assert "took" not in logs
 
 
 @pytest.mark.parametrize(

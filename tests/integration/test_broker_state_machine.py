@@ -864,6 +864,8 @@ class LeaseMachine(RuleBasedStateMachine):
             if left_waiting and state not in (JobState.WAITING, JobState.CANCELLED):
                 # It left waiting (or was written) in the last step: its parents must all be ended.
                 assert len(ended) == len(states), f"job {job_id} ran before its parents ended"
+            if state is JobState.CANCELLED:
+                assert row["error"] is not None, f"job {job_id} ended cancelled and says not why"
             if row["cancelled_by"] is not None:
                 assert state is JobState.CANCELLED
                 assert row["cancelled_by"] in parents

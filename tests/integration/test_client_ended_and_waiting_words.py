@@ -142,7 +142,10 @@ def test_a_job_cancelled_while_running_says_which_attempt(
     assert handle.cancel().requested == (handle.id,)
     # The worker stops it and hands it back: the cancel asked for ends it.
     plan.run(store, report_one(released(claimed.lease)))
-    assert _failure_of(handle) == f"job {handle.id} ended cancelled while running (attempt 1 of 3)"
+    assert _failure_of(handle) == (
+        f"job {handle.id} ended cancelled while running (attempt 1 of 3); its last error: "
+        "Cancelled: cancelled by request as its worker handed it back"
+    )
 
 
 def test_a_job_cancelled_while_queued_for_a_retry_says_how_its_attempt_ended(

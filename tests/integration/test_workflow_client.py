@@ -147,6 +147,21 @@ def test_a_failed_parent_cancels_its_child_unless_it_runs_anyway(client: taskq.C
         handle.result(timeout=0)
 
 
+def test_a_parent_cancelled_by_hand_tells_a_run_anyway_child_why(client: taskq.Client) -> None:
+    kept, dropped = square.step(2), square.step(3)
+    anyway = outcomes.options(run_anyway=True).step()
+    handle = client.submit_workflow(taskq.group(kept, dropped).then(anyway))
+    [dropped_job] = handle.jobs(dropped)
+    assert client.cancel(dropped_job.id).cancelled == (dropped_job.id,)
+    taskq.testing.run_due(client)
+    [anyway_job] = handle.jobs(anyway)
+    assert anyway_job.result(timeout=0) == [["succeeded", None], ["cancelled", "Cancelled"]]
+    assert client.get(dropped_job.id).error == {
+        "type": "Cancelled",
+        "message": "cancelled by request while queued",
+    }
+
+
 def test_after_on_a_single_submit_waits_for_the_jobs_named(client: taskq.Client) -> None:
     first = client.submit(square, 3)
     second = client.submit(square.options(after=[first]), 4)

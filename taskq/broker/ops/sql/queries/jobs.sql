@@ -4,7 +4,12 @@
 -- Queued and waiting jobs end at once; the jobs waiting on them are cancelled
 -- by the settling statements after it (dependencies.sql), as for any end.
 -- {chosen} names the jobs: job_cancel_chosen_ids, or a workflow's (workflows.sql).
-UPDATE jobs SET state = 'cancelled', finished_at = (SELECT now FROM taskq_clock)
+-- Its error says why, for a run_anyway child to read, unless it keeps its last
+-- attempt's (a job cancelled while queued for a retry: what that attempt met).
+UPDATE jobs SET state = 'cancelled', finished_at = (SELECT now FROM taskq_clock),
+    error = COALESCE(
+        error, json_object('type', 'Cancelled', 'message', 'cancelled by request while ' || state)
+    )
 WHERE {chosen} AND state IN ('queued', 'waiting')
 RETURNING id
 

@@ -108,6 +108,10 @@ UPDATE jobs SET
     state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' END,
     attempts = CASE WHEN cancel_requested = 1 THEN attempts ELSE attempts - 1 END,
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
+    error = CASE WHEN cancel_requested = 1 THEN COALESCE(
+        error,
+        json_object('type', 'Cancelled', 'message', 'cancelled by request as its worker handed it back')
+    ) ELSE error END,
     run_at = (SELECT now FROM taskq_clock) + COALESCE(report.value ->> '$.delay', 0),
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
     {job_report_end}
