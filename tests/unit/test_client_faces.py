@@ -105,4 +105,9 @@ def test_a_paged_request_reads_as_an_iterator_of_each_kind(tmp_path: Path) -> No
     assert anyio.run(read_async) == [ENDED_UNRUN]
 
 
-ENDED_UNRUN = AttemptEnded(None, None, None, JobState.CANCELLED)
+ENDED_UNRUN = AttemptEnded(
+    None,
+    None,
+    {"type": "Cancelled", "message": "cancelled by request while queued"},
+    JobState.CANCELLED,
+)
