@@ -235,6 +235,20 @@ def test_a_workflow_is_one_write_its_key_returns_it_and_bad_input_writes_nothing
     assert len(client.list()) == 3
 
 
+def test_a_workflow_key_whose_job_key_a_lone_job_holds_is_refused_naming_both(
+    client: taskq.Client,
+) -> None:
+    lone = client.submit(add.options(idempotency_key="solo/0"), 7, 7)
+    refused = (
+        rf"idempotency key 'solo/0' already names job {lone.id}, .* \(the workflow key "
+        r"'solo' keys its jobs 'solo/0', 'solo/1', \.\.\.: give the workflow another key\)"
+    )
+    with pytest.raises(errors.IdempotencyConflict, match=refused):
+        client.submit_workflow(add.step(7, 7), idempotency_key="solo")
+    assert [job.id for job in client.list()] == [lone.id]
+    assert client.submit_workflow(add.step(7, 7), idempotency_key="solo-2").job_ids
+
+
 def test_the_read_and_steer_operations(client: taskq.Client) -> None:
     start = add.step(1)
     flow = taskq.group(start.then(square.step(2)), start.then(square.step(3))).then(total)

@@ -299,7 +299,7 @@ def jobs_write(
             fingerprints = {row["key"]: row["fingerprint"] for row in rows}
         else:
             fingerprints = dict.fromkeys(keys, positional.fingerprint)
-        conflict = yield from _key_conflict(fingerprints)
+        conflict = yield from _key_conflict(fingerprints, workflow_key)
         if conflict is None:
             raise exc
         raise conflict from exc
@@ -392,16 +392,26 @@ def _jobs_by_key(keys: Sequence[str]) -> Op[list[Row]]:
 
 
 def _key_conflict(
-    fingerprints: dict[str, str | None],
+    fingerprints: dict[str, str | None], workflow_key: str | None
 ) -> Op[errors.IdempotencyConflict | None]:
-    """The error for a key stored with another request's fingerprint; None if none is now."""
+    """The error for a key stored with another request's fingerprint; None if none is now.
+
+    ``workflow_key``: the new workflow's, whose jobs' keys the caller never wrote.
+    """
     wanted = {key: digest for key, digest in fingerprints.items() if digest is not None}
     for stored in (yield from _jobs_by_key(sorted(wanted))):
         key, held = stored["idempotency_key"], stored["request_fingerprint"]
         if held is not None and held != wanted[key]:
+            derived = (
+                f" (the workflow key {workflow_key!r} keys its jobs "
+                f"'{workflow_key}/0', '{workflow_key}/1', ...: give the workflow another key)"
+                if workflow_key is not None
+                else ""
+            )
             return errors.IdempotencyConflict(
                 f"idempotency key {key!r} already names job {stored['id']}, submitted with a "
-                "different request (function, arguments, queue or options); nothing was written",
+                f"different request (function, arguments, queue or options){derived}; "
+                "nothing was written",
                 job_id=int(stored["id"]),
             )
     return None
