@@ -91,10 +91,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def _ended_unrun(job_id: int, state: JobState, error: dict[str, Any] | None) -> str:
     """A job that ended without an attempt (a parent's end cancelled it, a cancel while
     queued), and why: "no attempts yet" would promise one that only a retry can bring."""
-    if error is not None and error.get("type") == "Cancelled":
-        why = str(error.get("message", ""))  # its type would repeat the state said before it
-    else:
-        why = output.error_line(error)
+    why = output.why_ended(error)
     return f"job {job_id} ended {state.value} before it ran" + (f": {why}" if why else "")
 
 

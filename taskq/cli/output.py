@@ -140,3 +140,11 @@ def error_line(error: dict[str, Any] | None) -> str:
     if not error:
         return ""
     return f"{error.get('type', 'Error')}: {error.get('message', '')}".strip().rstrip(":")
+
+
+def why_ended(error: dict[str, Any] | None) -> str:
+    """:func:`error_line` of an ended job's error, told after its state: a cancel's
+    message alone, whose type ``Cancelled`` would say the state again."""
+    if error is not None and error.get("type") == "Cancelled" and error.get("message"):
+        return str(error["message"])
+    return error_line(error)

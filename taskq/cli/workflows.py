@@ -261,7 +261,7 @@ def _job_line(job: Job, *, color: bool) -> str:
         state += " (runs anyway)"
     text = f"{job.id} {state}  {output.one_line(output.call(job), _CALL_WIDTH)}"
     if job.error and job.state is not JobState.SUCCEEDED:
-        text += f"  ({output.one_line(output.error_line(job.error), _CALL_WIDTH)})"
+        text += f"  ({output.one_line(output.why_ended(job.error), _CALL_WIDTH)})"
     return text
 
 

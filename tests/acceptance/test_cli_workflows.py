@@ -114,7 +114,7 @@ def test_show_marks_a_step_that_runs_anyway_under_a_parent_that_did_not_succeed(
     shown = ok("workflow", "show", str(pipeline.id), store=url).out.splitlines()
     call = "tests.support.workflow_jobs"
     assert shown[1:3] == [
-        f"{first} cancelled  {call}:square(2)",
+        f"{first} cancelled  {call}:square(2)  (cancelled by request while queued)",
         f"└─ {anyway} queued (runs anyway)  {call}:add(1)",
     ]
     jobs = ok("workflow", "show", str(pipeline.id), "--json", store=url).json()["jobs"]

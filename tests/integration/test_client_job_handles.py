@@ -18,7 +18,12 @@ from taskq.broker.records import AttemptEnded, JobBrief, JobState, Relatives
 from taskq.dev.server import ServerProcess, token_of
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
-ENDED_UNRUN = AttemptEnded(None, None, None, JobState.CANCELLED)
+ENDED_UNRUN = AttemptEnded(
+    None,
+    None,
+    {"type": "Cancelled", "message": "cancelled by request while queued"},
+    JobState.CANCELLED,
+)
 # Each request about one job, as called, and what it is for a workflow.
 REQUESTS: list[tuple[str, Callable[[Any, Any], Any], str]] = [
     ("get", lambda client, job: client.get(job), "workflow"),
