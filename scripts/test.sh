@@ -36,12 +36,14 @@ echo "== mypy" >&2
 echo "== import contracts" >&2
 .venv/bin/lint-imports
 echo "== pytest" >&2
-# Three pytest workers, a test file each at a time (module fixtures stay
+# Four pytest workers, a test file each at a time (module fixtures stay
 # whole): most tests wait on processes rather than burn CPU, so even on 2
-# cores a third worker shortens the run (the whole suite: 587 s with two,
-# 428 s with three, one after the other on the same clone).
+# cores more workers than cores shorten the run (the whole suite: 587 s with
+# two, 428 s with three, one after the other on the same clone; as it grew,
+# 543 s with three and 469 s with four, the second with its state machine's
+# runs cut from 600 to 450, about 23 s of one worker).
 # TASKQ_TEST_WORKERS=0 runs it in one process.
-workers=${TASKQ_TEST_WORKERS:-3}
+workers=${TASKQ_TEST_WORKERS:-4}
 # A test that hangs fails after 120 s (pytest-timeout), unless it marks its own bound.
 pytest_args=(--timeout 120)
 if [ "$workers" != 0 ]; then
