@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -162,9 +163,22 @@ def cmd_add(args: argparse.Namespace) -> int:
     return command.EXIT_OK
 
 
+# A tick fires within a maintenance round of its time; past this, it waits for a worker.
+_OVERDUE_SECONDS = 10.0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client:
         found = client.schedules()
+        due_by = time.time() - _OVERDUE_SECONDS
+        overdue = [s.name for s in found if not s.paused and s.next_fire_at < due_by]
+        if overdue and not client.served_queues():
+            # Live workers fire the schedules: with none, a past next run only waits.
+            its = "is past its" if len(overdue) == 1 else "are past their"
+            output.warn(
+                f"note: {', '.join(overdue)} {its} next run: no live worker fires "
+                "schedules (start one: taskq-worker)"
+            )
     if args.json:
         output.print_json([_as_json(schedule) for schedule in found])
         return command.EXIT_OK

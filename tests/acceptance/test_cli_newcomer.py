@@ -30,6 +30,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.maintenance import job_requeue_expired
+from taskq.broker.ops.schedules import schedule_add
 from taskq.dev.processes import wait_until
 from tests.support import reports
 from tests.support.cli_runs import ok, one_error_line
@@ -233,6 +234,26 @@ def test_logs_of_an_attempt_whose_lease_ran_out_do_not_call_the_lease_its_run(
     assert f"attempt {claimed.attempt} of 3  lease_expired" in logs
     assert "no report: its lease ran out 31" in logs
     assert "took" not in logs
+
+
+def test_schedule_list_says_a_past_run_waits_for_a_live_worker(store_url: str) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    spec = taskq.call_spec(f"{JOBS}:add", [1, 2], queue=queue)
+    store = open_store(store_url)  # a new store: made as a command's first write makes it
+    try:
+        # Added a minute ago, every 10 s: its next run passed with nobody to fire it.
+        added_at = time.time() - 60
+        plan.run(store, schedule_add("tick", spec, every_seconds=10, now=added_at))
+        listed = ok("schedule", "list", store=store_url)
+        assert "tick" in listed.out
+        assert listed.err == (
+            "note: tick is past its next run: no live worker fires schedules "
+            "(start one: taskq-worker)\n"
+        )
+        register(store, "newcomer-worker", queue, None)
+        assert ok("schedule", "list", store=store_url).err == ""
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
