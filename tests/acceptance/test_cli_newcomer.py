@@ -1,9 +1,9 @@
 """What the ``taskq`` command says where a newcomer first met it saying too little or
 the wrong thing: a retry's outcome per job and the jobs it brought back, a workflow
 retry's count, a --json-job submit to a store not there yet, a mistyped flag or job
-id, the logs of a job that never ran, an earlier attempt's limit, the workflow actions
-in the help, taskq alone, the live workers of each queue, a wait on a queue no worker
-serves.
+id, the logs of a job that never ran, an earlier attempt's limit, an attempt whose lease
+ran out, a schedule past its run with no worker, the workflow actions in the help, taskq
+alone, the live workers of each queue, a wait on a queue no worker serves.
 
 Each test runs the real command, against a SQLite file of its own (the retries, the
 logs and the queues on the rqlite tier's cluster too); a worker process only where a
