@@ -80,6 +80,8 @@ def test_the_image_pipeline_of_the_workflows_page_runs_as_printed(tmp_path: Path
     output = log.read_text()
     assert process.returncode == 0, output
     printed = [line for line in output.splitlines() if line.strip().isdigit()]
-    assert printed == ["3", "3"], output  # the index's lines, then the images scan found
+    # The index's lines, from the handle and from the one read back by id; then the
+    # images scan found.
+    assert printed == ["3", "3", "3"], output
     assert len((tmp_path / "index.jsonl").read_text().splitlines()) == 3
     assert "1 passed" in output

@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, Protocol, Self, overload, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from taskq.broker.client import http_fleet_plans
+from taskq.broker.client import http_fleet_plans, specs
 from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Awaiting
 from taskq.broker.client.flows import Flow, as_flow
@@ -20,6 +20,7 @@ from taskq.broker.client.handle_base import (
     end_results,
     finished_result,
     remaining_seconds,
+    stored_flow,
 )
 from taskq.broker.client.operations import Operations
 from taskq.broker.client.specs import Calls, SubmittedJob, Target
@@ -56,8 +57,14 @@ class AsyncJobHandle(SubmittedJob):
 class AsyncWorkflowHandle(SubmittedFlow):
     """A submitted workflow, for async code (see :class:`WorkflowHandle`)."""
 
-    def __init__(self, client: AsyncClient, submitted: SubmittedWorkflow, flow: Flow) -> None:
-        super().__init__(submitted, flow)
+    def __init__(
+        self,
+        client: AsyncClient,
+        submitted: SubmittedWorkflow,
+        flow: Flow | None,
+        end_ids: Sequence[int] = (),
+    ) -> None:
+        super().__init__(submitted, flow, end_ids)
         self.client = client
 
     async def jobs(self, part: Flow | None = None) -> list[AsyncJobHandle]:
@@ -197,6 +204,13 @@ class AsyncClient(Awaiting, Operations):
             self._submit_workflow_plan(whole, name, idempotency_key, submitter)
         )
         return AsyncWorkflowHandle(self, submitted, whole)
+
+    async def workflow_handle(self, workflow_id: int) -> AsyncWorkflowHandle:
+        """A handle of a workflow submitted before (see :meth:`Client.workflow_handle`)."""
+        asked = specs.workflow_id(workflow_id, "workflow_handle")
+        jobs = await self.workflow_jobs(asked)
+        submitted, ends = stored_flow(asked, jobs, await self.workflow_edges(asked))
+        return AsyncWorkflowHandle(self, submitted, None, ends)
 
     async def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members (over HTTP, as the server sees them); an embedded store

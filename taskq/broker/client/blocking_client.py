@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ParamSpec, Self, overload
 
-from taskq.broker.client import http_fleet_plans
+from taskq.broker.client import http_fleet_plans, specs
 from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Blocking
 from taskq.broker.client.flows import Flow, as_flow
@@ -17,6 +17,7 @@ from taskq.broker.client.handle_base import (
     end_results,
     finished_result,
     remaining_seconds,
+    stored_flow,
 )
 from taskq.broker.client.operations import Operations
 from taskq.broker.client.specs import Calls, SubmittedJob, Target
@@ -53,8 +54,14 @@ class JobHandle(SubmittedJob):
 class WorkflowHandle(SubmittedFlow):
     """A submitted workflow: its id, its jobs, and shortcuts to wait for it and steer it."""
 
-    def __init__(self, client: Client, submitted: SubmittedWorkflow, flow: Flow) -> None:
-        super().__init__(submitted, flow)
+    def __init__(
+        self,
+        client: Client,
+        submitted: SubmittedWorkflow,
+        flow: Flow | None,
+        end_ids: Sequence[int] = (),
+    ) -> None:
+        super().__init__(submitted, flow, end_ids)
         self.client = client
 
     def jobs(self, part: Flow | None = None) -> list[JobHandle]:
@@ -233,6 +240,21 @@ class Client(Blocking, Operations):
         whole = as_flow(flow)
         submitted = self._run(self._submit_workflow_plan(whole, name, idempotency_key, submitter))
         return WorkflowHandle(self, submitted, whole)
+
+    def workflow_handle(self, workflow_id: int) -> WorkflowHandle:
+        """A handle of a workflow submitted before, by this process or another: its
+        ``result``, ``wait``, ``cancel`` and the rest, as :meth:`submit_workflow` returns.
+
+        Read back from the store (two reads), it knows the jobs submitted with the
+        workflow (``job_ids``) and its last steps, those no other submitted job
+        runs after, whose results ``result()`` gives; not the flow, so ``jobs()``
+        takes no part. :class:`taskq.errors.WorkflowNotFound` for an id no
+        workflow has, or one the store has pruned.
+        """
+        asked = specs.workflow_id(workflow_id, "workflow_handle")
+        jobs = self.workflow_jobs(asked)
+        submitted, ends = stored_flow(asked, jobs, self.workflow_edges(asked))
+        return WorkflowHandle(self, submitted, None, ends)
 
     def nodes(self) -> builtins.list[NodeInfo]:
         """The store's members: address, role, reachable or not (over HTTP, as the server

@@ -8,12 +8,13 @@ The handles themselves are each with its client: ``JobHandle`` and
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from taskq import errors
 from taskq.broker.client.flows import Flow
 from taskq.broker.ops import attempt_notes
-from taskq.broker.records import Job, JobState, SubmittedWorkflow
+from taskq.broker.records import Job, JobBrief, JobEdge, JobState, SubmittedWorkflow
 
 
 def finished_result(job: Job) -> Any:
@@ -35,13 +36,21 @@ def finished_result(job: Job) -> Any:
 
 
 class SubmittedFlow:
-    """A submitted flow's ids, and where each of its steps went: what both faces' handles share."""
+    """A submitted flow's ids, and where each of its steps went: what both faces' handles share.
 
-    def __init__(self, submitted: SubmittedWorkflow, flow: Flow) -> None:
+    ``flow``: the flow as submitted; None for a handle read back from the store
+    by the workflow's id (:func:`stored_flow`), which knows its ends (``end_ids``)
+    but not which step of a flow became which job.
+    """
+
+    def __init__(
+        self, submitted: SubmittedWorkflow, flow: Flow | None, end_ids: Sequence[int] = ()
+    ) -> None:
         self.id = submitted.id
         self.job_ids = submitted.job_ids
         """Every job of the flow as submitted, parents before children."""
         self._flow = flow
+        self._stored_end_ids = tuple(end_ids)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id}, jobs={len(self.job_ids)})"
@@ -49,10 +58,38 @@ class SubmittedFlow:
     def _ids(self, part: Flow | None) -> list[int]:
         if part is None:
             return list(self.job_ids)
+        if self._flow is None:
+            raise errors.InvalidJob(
+                f"this handle of workflow {self.id} was read back by its id, without the "
+                "flow it was submitted from: jobs() takes no part here, and gives every job",
+                field="part",
+            )
         return [self.job_ids[position] for position in self._flow._positions(part)]
 
     def _end_ids(self) -> list[int]:
+        if self._flow is None:
+            return list(self._stored_end_ids)
         return [self.job_ids[position] for position in self._flow._end_positions()]
+
+
+def stored_flow(
+    workflow_id: int, jobs: Sequence[JobBrief], edges: Sequence[JobEdge]
+) -> tuple[SubmittedWorkflow, tuple[int, ...]]:
+    """A workflow as the store has it, for a handle read back by its id: the jobs submitted
+    with it (oldest first, so parents before children) and its last steps, those no other
+    submitted job runs after.
+
+    ``jobs`` must be read before ``edges``: a job spawned in between then has its
+    spawn among the edges, written in the same commit, and is left out as spawned.
+    """
+    spawned = {edge.child_id for edge in edges if edge.spawned}
+    submitted = tuple(job.id for job in jobs if job.id not in spawned)
+    # A spawned job may wait for a submitted one too: that makes it no less a last step.
+    followed = {
+        edge.parent_id for edge in edges if not edge.spawned and edge.child_id not in spawned
+    }
+    ends = tuple(job_id for job_id in submitted if job_id not in followed)
+    return SubmittedWorkflow(id=workflow_id, job_ids=submitted), ends
 
 
 def remaining_seconds(deadline: float | None) -> float | None:

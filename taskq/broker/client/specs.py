@@ -166,6 +166,26 @@ def workflow_id_of(value: object) -> int | None:
     return None
 
 
+def workflow_id(value: object, request: str) -> int:
+    """The id of the workflow ``value`` names, as the client's requests about a workflow
+    (``request``: the method's name, ``"workflow"``) take it: a whole number.
+
+    Anything else raises :class:`taskq.errors.InvalidJob` saying so (for a
+    workflow's handle or record, with its id to give instead).
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, SupportsIndex) and not isinstance(value, bool):
+        return operator.index(value)
+    given = workflow_id_of(value)
+    instead = "" if given is None else f": give its id, as in client.{request}({given})"
+    raise errors.InvalidJob(
+        f"client.{request}() takes a workflow's id (a whole number), "
+        f"not {job_context.shown(value)}{instead}",
+        field="workflow_id",
+    )
+
+
 def _not_a_job(value: object, request: str | None) -> str:
     """``value`` as a refusal of it as a job names it; a workflow with what stands for it."""
     workflow = workflow_id_of(value)

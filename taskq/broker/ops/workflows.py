@@ -405,11 +405,13 @@ _STATES = {state.value: state for state in JobState}
 
 def workflow_edges(workflow_id: int) -> Op[list[JobEdge]]:
     """Every dependency among the workflow's jobs, by child then declared order, each
-    spawned job's spawn first (``spawned``)."""
+    spawned job's spawn first (``spawned``); :class:`taskq.errors.WorkflowNotFound`."""
     rows = yield Read(
         Statement(queries.query("workflow_edges"), {"workflow_id": int(workflow_id)}),
         Consistency.WEAK,
     )
+    if not rows:
+        yield from workflow_get(workflow_id)  # WorkflowNotFound, as over HTTP
     return [
         JobEdge(
             parent_id=int(row["parent_id"]),
