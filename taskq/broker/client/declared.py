@@ -30,9 +30,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
+from taskq.broker.client import celery_habits
 from taskq.broker.client.client import Client, JobHandle
 from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.client.flows import Flow, as_flow, fan_out, step
@@ -122,6 +123,14 @@ class DeclaredJob(Generic[P, R]):
 
     def _client(self) -> Client:
         return self.client if self.client is not None else default_client()
+
+    if not TYPE_CHECKING:  # a type checker still flags every name this class lacks
+
+        def __getattr__(self, name: str) -> Any:
+            # Not self.function: while unpickled, this runs before it is set.
+            function = self.__dict__.get("function")
+            called = getattr(function, "__name__", "job")
+            raise celery_habits.missing(self, name, celery_habits.DECLARED_JOB, called)
 
 
 @overload

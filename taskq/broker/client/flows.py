@@ -28,11 +28,12 @@ import contextlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from taskq import errors, job_context
+from taskq.broker.client import celery_habits
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.specs import (
     JobDeclaration,
@@ -101,6 +102,16 @@ class Flow:
 
     def __len__(self) -> int:
         return len(self._steps)
+
+    if not TYPE_CHECKING:  # a type checker still flags every name and operator a flow lacks
+
+        def __getattr__(self, name: str) -> Any:
+            raise celery_habits.missing(self, name, celery_habits.FLOW, "flow")
+
+        def __or__(self, other: object) -> Any:
+            raise TypeError(celery_habits.PIPE)
+
+        __ror__ = __or__
 
     def then(self, following: Flow | Target, /) -> Flow:
         """This flow, then ``following``: each of its first steps runs after all of this one's last.

@@ -13,12 +13,13 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol, SupportsIndex, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, TypeAlias, runtime_checkable
 
 import msgspec
 
 from taskq import errors, job_context
 from taskq.broker import job_validation
+from taskq.broker.client import celery_habits
 from taskq.broker.client.call_check import check_arguments, parameters_of
 from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
@@ -108,6 +109,11 @@ class SubmittedJob:
     """
 
     id: int
+
+    if not TYPE_CHECKING:  # a type checker still flags every name a handle lacks
+
+        def __getattr__(self, name: str) -> Any:
+            raise celery_habits.missing(self, name, celery_habits.JOB_HANDLE, "handle")
 
 
 JobRef: TypeAlias = "int | SupportsIndex | SubmittedJob | Job | JobBrief"
