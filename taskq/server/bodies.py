@@ -201,8 +201,13 @@ def _kind_of(value: Any) -> str:
 
 def _wanted(into: Any) -> str:
     """What a body decoded as ``into`` is: a JSON object, or (a batch too) an array."""
-    batch = any(typing.get_origin(one) is list for one in typing.get_args(into))
+    batch = any(typing.get_origin(_bare(one)) is list for one in typing.get_args(into))
     return "a JSON object or array" if batch else "a JSON object"
+
+
+def _bare(kind: Any) -> Any:
+    """``kind`` without the bounds ``Annotated`` gives it (``list[JobRequest]``)."""
+    return typing.get_args(kind)[0] if typing.get_origin(kind) is Annotated else kind
 
 
 def _in_a_job(path: str, into: Any) -> bool:

@@ -35,8 +35,8 @@ class Endpoint(NamedTuple):
 
     ``answer`` comes with ``status``, or with one of ``also`` (a status, and what it means).
     ``named``: the bounds the server holds a parameter of the path to, where it
-    checks one (a name it writes); any other is any text, and one that names
-    nothing is a 404.
+    checks one (a name it writes, a job's id); any other is any text, and one that
+    names nothing is a 404.
     """
 
     method: str

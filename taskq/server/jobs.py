@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.bounds import Text
 from taskq.broker.client.client import CancelResult, JobQuery
 from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
@@ -28,6 +29,12 @@ MAX_WAIT_SECONDS = LONG_POLL_SECONDS
 _RETRYABLE = frozenset({JobState.FAILED, JobState.DEAD, JobState.CANCELLED})
 # The most ids one cancel or retry of many takes: a full page of GET /jobs.
 MAX_IDS = bodies.MAX_PAGE
+JOB_ID = Text(pattern="^[0-9]+$")
+"""A job id as a path writes it (``/jobs/{job_id}``): a whole number, in digits."""
+_NAMED = (("job_id", JOB_ID),)
+# One job, or a batch of one or more; a batch of none is refused (a 422), as a cancel or
+# a retry of no ids is, and the document says so.
+_JOBS = JobRequest | Annotated[list[JobRequest], msgspec.Meta(extra_json_schema={"minItems": 1})]
 
 
 class Submitted(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -94,11 +101,15 @@ _SHAPE = bodies.Shape(
 
 
 def job_id_in_path(request: Request) -> int:
-    """The job id of a path such as /jobs/{job_id}; JobNotFound for one no job can have."""
+    """The job id of a path such as /jobs/{job_id}: BadRequest for text that is not a
+    whole number (:data:`JOB_ID`), as for a bad query parameter; JobNotFound for a whole
+    number no job can have."""
     text = request.path_params["job_id"]
+    if not JOB_ID.admits(text):
+        raise errors.BadRequest(f"{text!r} in the path is not a job id (a whole number)")
     try:
         job_id = int(text)
-    except ValueError:
+    except ValueError:  # more digits than int() reads: far past any id
         job_id = 0
     if not 1 <= job_id <= bodies.MAX_ID:
         raise errors.JobNotFound(f"no job with id {text!r}")
@@ -109,9 +120,11 @@ async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
     key = request.headers.get("idempotency-key") or None
     client = client_of(request)
-    sent = bodies.decoded(body, JobRequest | list[JobRequest], shape=_SHAPE)
+    sent = bodies.decoded(body, _JOBS, shape=_SHAPE)
     given = bodies.members(body)
     if isinstance(sent, list):
+        if not sent:
+            raise errors.InvalidJob("a batch needs at least one job")
         # One header names the whole batch; each job gets a key of its own from it.
         keys = [f"{key}:{index}" if key else None for index in range(len(sent))]
         specs = await request_specs(client, sent, given, caller.name, keys)
@@ -260,7 +273,7 @@ ENDPOINTS = [
         submit,
         "submit",
         "Submit one job (an object), or a batch (an array) in one atomic write",
-        body=JobRequest | list[JobRequest],
+        body=_JOBS,
         answer=Submitted,
         status=201,
     ),
@@ -272,6 +285,7 @@ ENDPOINTS = [
         "read",
         "One job; with ?wait=SECONDS (up to 60), once it has finished or that long has passed",
         answer=Job,
+        named=_NAMED,
     ),
     Endpoint(
         "GET",
@@ -281,6 +295,7 @@ ENDPOINTS = [
         "A job's outcome, waiting up to ?timeout= seconds (202 while unfinished)",
         answer=JobResult,
         also=((202, "The job has not finished yet: its state now"),),
+        named=_NAMED,
     ),
     Endpoint(
         "GET",
@@ -289,6 +304,7 @@ ENDPOINTS = [
         "read",
         "A job's attempts, oldest first",
         answer=Executions,
+        named=_NAMED,
     ),
     Endpoint(
         "GET",
@@ -298,9 +314,14 @@ ENDPOINTS = [
         "A job's parents, children, spawner and spawned jobs with their states "
         "(at most ?limit= of each, 1 to 10,000, default 100)",
         answer=Relatives,
+        named=_NAMED,
     ),
-    Endpoint("DELETE", "/jobs/{job_id}", cancel, "submit", "Cancel a job", answer=Job),
-    Endpoint("POST", "/jobs/{job_id}/retry", retry, "submit", "Retry a job", answer=Job),
+    Endpoint(
+        "DELETE", "/jobs/{job_id}", cancel, "submit", "Cancel a job", answer=Job, named=_NAMED
+    ),
+    Endpoint(
+        "POST", "/jobs/{job_id}/retry", retry, "submit", "Retry a job", answer=Job, named=_NAMED
+    ),
     Endpoint(
         "POST",
         "/jobs/cancel",

@@ -15,7 +15,7 @@ from taskq.server.endpoint import Endpoint
 
 _PARAMETER = re.compile(r"\{([a-z_]+)\}")
 _ERRORS = {
-    "400": "Malformed request (JSON, query parameter)",
+    "400": "Malformed request (JSON, query parameter, job id in the path)",
     "401": "No valid bearer token",
     "403": "The token lacks the scope",
     "404": "No such job, workflow, queue, schedule or worker",

@@ -26,7 +26,7 @@ from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of
-from taskq.server.jobs import job_id_in_path
+from taskq.server.jobs import JOB_ID, job_id_in_path
 from taskq.server.problems import json_response
 
 KEEP_ALIVE_SECONDS = 15.0
@@ -132,5 +132,6 @@ ENDPOINTS = [
         "A job's output (stdout, stderr, logging) from ?attempt= and ?offset=; with "
         "?follow=true, Server-Sent Events until the job ends (resumed by Last-Event-ID)",
         answer=OutputPage,
+        named=(("job_id", JOB_ID),),
     ),
 ]

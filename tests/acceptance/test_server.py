@@ -14,6 +14,7 @@ import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import unquote
 
 import anyio
 import httpx
@@ -198,7 +199,7 @@ def test_a_jobs_relatives_are_read_with_the_read_scope(served: Served) -> None:
             404,
             "urn:taskq:problem:JobNotFound",
         )
-        assert viewer.get("/jobs/abc/relatives").status_code == 404
+        assert viewer.get("/jobs/abc/relatives").status_code == 400
         for params in ({"limit": 0}, {"limit": 10_001}, {"limit": "all"}, {"depth": 2}):
             refused = viewer.get(f"/jobs/{later}/relatives", params=params)
             assert (refused.status_code, refused.json()["type"]) == (
@@ -394,7 +395,7 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
             beyond = http.post("/jobs", json={**_job(queue), field: value})
             assert (beyond.status_code, beyond.json()["field"]) == (422, field), beyond.text
         assert http.post("/jobs", json={"target": "no colon"}).status_code == 422
-        assert http.get("/jobs/abc").status_code == 404
+        assert http.get("/jobs/abc").status_code == 400
         assert http.get(f"/jobs/{2**64}").status_code == 404
         assert http.get("/jobs", params={"before": 2**64}).status_code == 400
         assert http.get("/jobs/1/result", params={"timeout": "soon"}).status_code == 400
@@ -423,6 +424,74 @@ def test_bad_input_is_a_4xx(served: Served) -> None:
             'timeout must be a number or null, got "5x"',
         )
     assert served.client.list(taskq.JobQuery(queue=queue)) == []
+
+
+def test_an_empty_batch_is_refused_as_a_cancel_of_no_ids_is(served: Served) -> None:
+    def newest() -> list[int]:
+        return [job.id for job in served.client.list(taskq.JobQuery(limit=1))]
+
+    before = newest()
+    with served.http() as http:
+        cancel = http.post("/jobs/cancel", json={"ids": []})
+        empty = http.post("/jobs", json=[])
+        document = http.get("/openapi.json").json()
+    assert newest() == before
+    assert cancel.status_code == 422, cancel.text
+    # The same answer as an empty cancel: a 422 problem, InvalidJob.
+    assert (empty.status_code, empty.headers["content-type"], empty.json()["type"]) == (
+        cancel.status_code,
+        cancel.headers["content-type"],
+        cancel.json()["type"],
+    )
+    assert empty.json()["detail"] == "a batch needs at least one job"
+    body = document["paths"]["/jobs"]["post"]["requestBody"]["content"]["application/json"]
+    [batch] = [one for one in body["schema"]["anyOf"] if one.get("type") == "array"]
+    assert batch["minItems"] == 1
+
+
+# Every route of one job reads its id through the same helper.
+_ONE_JOB = [
+    ("GET", ""),
+    ("GET", "/result"),
+    ("GET", "/executions"),
+    ("GET", "/relatives"),
+    ("GET", "/output"),
+    ("DELETE", ""),
+    ("POST", "/retry"),
+]
+
+
+def test_a_job_id_in_the_path_is_a_whole_number(served: Served) -> None:
+    with served.http() as http:
+        for text in ("abc", "-1", "1.5", "1e3", "+7", "1_000", "%207"):
+            for method, rest in _ONE_JOB:
+                refused = http.request(method, f"/jobs/{text}{rest}")
+                problem = refused.json()
+                assert (refused.status_code, problem["type"], problem["detail"]) == (
+                    400,
+                    "urn:taskq:problem:BadRequest",
+                    f"{unquote(text)!r} in the path is not a job id (a whole number)",
+                ), (method, text, rest)
+        # A whole number no job has, or can have, is not found, as an id in a body is.
+        for text in ("999999999", "0", str(2**64), "9" * 5000):
+            for method, rest in _ONE_JOB:
+                missing = http.request(method, f"/jobs/{text}{rest}")
+                assert (missing.status_code, missing.json()["type"]) == (
+                    404,
+                    "urn:taskq:problem:JobNotFound",
+                ), (method, text[:20], rest)
+        document = http.get("/openapi.json").json()
+    for method, rest in _ONE_JOB:
+        operation = document["paths"][f"/jobs/{{job_id}}{rest}"][method.lower()]
+        [parameter] = operation["parameters"]
+        assert parameter["schema"] == {"type": "string", "pattern": "^[0-9]+$"}
+        assert "400" in operation["responses"]
+    # The Python client over HTTP sends whole numbers only: an unknown one is JobNotFound.
+    with (
+        taskq.Client(served.server.url, token=token_of("scripts")) as over_http,
+        pytest.raises(errors.JobNotFound, match="no job with id 999999999"),
+    ):
+        over_http.get(999999999)
 
 
 def test_a_refusal_says_what_to_send_over_http(served: Served) -> None:
