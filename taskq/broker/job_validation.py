@@ -185,14 +185,19 @@ def check_target(target: object) -> None:
         )
 
 
-def _colon_hint(target: object) -> str:
-    """The target meant, most likely, when a dot stands for the colon (``lab.slow``), as
-    Celery's and RQ's dotted paths are written; else ``""``."""
+def dotted_meaning(target: object) -> str | None:
+    """The target meant, most likely, when a dot stands for the colon (``lab.slow`` for
+    ``lab:slow``), as Celery's and RQ's dotted paths are written; else None."""
     if not isinstance(target, str) or ":" in target or "." not in target:
-        return ""
+        return None
     module, _, function = target.rpartition(".")
     meant = f"{module}:{function}"
-    return f"; did you mean {meant!r}?" if TARGET.admits(meant) else ""
+    return meant if TARGET.admits(meant) else None
+
+
+def _colon_hint(target: object) -> str:
+    meant = dotted_meaning(target)
+    return "" if meant is None else f"; did you mean {meant!r}?"
 
 
 def fingerprint(spec: JobSpec) -> str:

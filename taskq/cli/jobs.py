@@ -17,7 +17,7 @@ from taskq.broker.client.client import (
     RetryResult,
     default_submitter,
 )
-from taskq.broker.job_validation import check_parents, check_target
+from taskq.broker.job_validation import check_parents, check_target, dotted_meaning
 from taskq.broker.records import MAX_RELATIVES, JobSpec, JobState
 from taskq.cli import (
     command,
@@ -173,7 +173,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
         check_parents(after, "--after")
     jobs: list[JobSpec | NamedCall] = []
     if named:
-        check_target(args.target)
+        if dotted_meaning(args.target) is None or undeclared.new_store_file(url) is not None:
+            # A dotted path (mypkg.tasks) is left to a store's refusal, which names the
+            # declared jobs it may mean.
+            check_target(args.target)
         undeclared.refuse_in_new_store(url, args.target)
     else:
         # Made before the store is opened, which creates a SQLite file: a job refused

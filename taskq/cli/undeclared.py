@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from taskq import errors
 from taskq.broker.client.client import Client
@@ -23,12 +24,20 @@ def refuse_in_new_store(url: str, name: str) -> None:
     """Refuse ``name`` (:class:`taskq.errors.UnknownFunction`) if ``url`` is a SQLite file
     not there yet, which no worker can have declared it in; nothing is created. (A taskq
     serve's store is its own to open: the server refuses the name.)"""
+    missing = new_store_file(url)
+    if missing is not None:
+        said = f"{mask_password(url)} holds no taskq data yet (there is no {missing}): no "
+        raise _declares_nothing(f"{said}worker has used this store", name)
+
+
+def new_store_file(url: str) -> Path | None:
+    """The SQLite file ``url`` names, if it is not there yet; else None."""
     if is_http_url(url):
-        return
+        return None
     target = parse_store_url(url)
     if isinstance(target, SqliteTarget) and not target.path.exists():
-        said = f"{mask_password(url)} holds no taskq data yet (there is no {target.path}): no "
-        raise _declares_nothing(f"{said}worker has used this store", name)
+        return target.path
+    return None
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import taskq
+from taskq import errors
 from taskq.dev.server import running_server, write_server_config
 from tests.support.cli_runs import ok, one_error_line
 from tests.support.cli_runs import taskq as taskq_command
@@ -75,7 +76,15 @@ def test_the_cli_refuses_bad_arguments_and_unknown_names(store: str, serving: st
     misspelt = NAME.replace("count_words", "count_word")
     unknown = taskq_command("submit", misspelt, '"x"', "--queue", queue, store=store)
     one_error_line(unknown, 2, f"no worker has declared {misspelt}", f"did you mean {NAME}")
+    # A dotted path, as Celery names a task: the module's declared jobs, or the job meant.
+    module = NAME.partition(":")[0]
+    dotted = taskq_command("submit", module, '"x"', "--queue", queue, store=store)
+    one_error_line(dotted, 2, f"got {module!r}; {module} is a module; its declared jobs: ", NAME)
+    whole = taskq_command("submit", NAME.replace(":", "."), '"x"', "--queue", queue, store=store)
+    one_error_line(whole, 2, f"did you mean {NAME!r}?")
     with taskq.Client(store) as client:
+        with pytest.raises(errors.InvalidJob, match=f"{module} is a module; its declared jobs: "):
+            client.submit(module, "x", queue=queue)
         assert client.list(taskq.JobQuery(queue=queue)) == []
 
     unchecked = ok(

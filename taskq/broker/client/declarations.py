@@ -141,6 +141,36 @@ def unknown_name(
     )
 
 
+def dotted_name_refused(
+    name: str, known: Sequence[str], refused: errors.InvalidJob
+) -> errors.InvalidJob:
+    """The refusal of a dotted path (``mypkg.tasks``, ``mypkg.tasks.add``), told with the
+    declared names (``known``) it may mean; ``refused``, the shape's own, when none is.
+
+    The shape's own guess, the last dot read as the colon, names a job nobody
+    declared when the path is a module's: its declared jobs are the better hint.
+    """
+    in_module = [each for each in known if each.startswith(f"{name}:")]
+    meant = job_validation.dotted_meaning(name)
+    if in_module:
+        shown = ", ".join(in_module[:_MODULE_JOBS_SHOWN])
+        more = len(in_module) - _MODULE_JOBS_SHOWN
+        hint = f"{name} is a module; its declared jobs: {shown}" + (
+            f" and {more} more (taskq functions)" if more > 0 else ""
+        )
+    elif meant in known:
+        hint = f"did you mean {meant!r}?"
+    else:
+        return refused
+    return errors.InvalidJob(
+        f"target must look like 'package.module:function', got {name!r}; {hint}",
+        field="target",
+    )
+
+
+_MODULE_JOBS_SHOWN = 5
+
+
 class DeclarationCache:
     """The declarations a client resolved lately, each kept :data:`CACHE_SECONDS`.
 
@@ -163,7 +193,13 @@ class DeclarationCache:
         """The declaration a submit of ``name`` uses: the version the store resolves, else the
         function this process imports by that name (``import_names``); else
         :class:`taskq.errors.UnknownFunction`."""
-        job_validation.check_target(name)
+        try:
+            job_validation.check_target(name)
+        except errors.InvalidJob as exc:
+            if job_validation.dotted_meaning(name) is None:
+                raise
+            known = yield from function_names()
+            raise dotted_name_refused(name, known, exc) from None
         now = time.monotonic()
         cached = self._found.get(name)
         if cached is not None and cached[0] > now:
