@@ -17,6 +17,7 @@ import msgspec
 from starlette.requests import Request
 
 from taskq import errors
+from taskq.bounds import Text
 from taskq.broker import job_validation, schedule_timing
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.schedule_timing import CatchUp
@@ -25,6 +26,8 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 # The largest id a store holds (SQLite's INTEGER): a larger one names nothing.
 MAX_ID = 2**63 - 1
+WHOLE_ID = Text(pattern="^[0-9]+$")
+"""An id as a path writes it (``/jobs/{job_id}``, ``/workflows/{workflow_id}``): digits."""
 # A batch of a thousand jobs of 64 KiB each; one job may carry 1 MiB.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -375,3 +378,19 @@ def only_known(params: Mapping[str, str], known: set[str]) -> None:
         raise errors.BadRequest(
             f"unknown query parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
+
+
+def id_in_path(request: Request, name: str, noun: str, not_found: type[errors.TaskqError]) -> int:
+    """The id the path's ``name`` parameter gives: BadRequest for text that is not a whole
+    number (:data:`WHOLE_ID`), as for a bad query parameter; ``not_found`` for a whole
+    number no ``noun`` can have."""
+    text = request.path_params[name]
+    if not WHOLE_ID.admits(text):
+        raise errors.BadRequest(f"{text!r} in the path is not a {noun} id (a whole number)")
+    try:
+        found = int(text)
+    except ValueError:  # more digits than int() reads: far past any id
+        found = 0
+    if not 1 <= found <= MAX_ID:
+        raise not_found(f"no {noun} with id {text!r}")
+    return found

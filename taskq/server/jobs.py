@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
-from taskq.bounds import Text
 from taskq.broker.client.client import CancelResult, JobQuery
 from taskq.broker.client.http_requests import LONG_POLL_SECONDS
 from taskq.broker.client.job_request import JobRequest
@@ -29,8 +28,7 @@ MAX_WAIT_SECONDS = LONG_POLL_SECONDS
 _RETRYABLE = frozenset({JobState.FAILED, JobState.DEAD, JobState.CANCELLED})
 # The most ids one cancel or retry of many takes: a full page of GET /jobs.
 MAX_IDS = bodies.MAX_PAGE
-JOB_ID = Text(pattern="^[0-9]+$")
-"""A job id as a path writes it (``/jobs/{job_id}``): a whole number, in digits."""
+JOB_ID = bodies.WHOLE_ID
 _NAMED = (("job_id", JOB_ID),)
 # One job, or a batch of one or more; a batch of none is refused (a 422), as a cancel or
 # a retry of no ids is, and the document says so.
@@ -101,19 +99,8 @@ _SHAPE = bodies.Shape(
 
 
 def job_id_in_path(request: Request) -> int:
-    """The job id of a path such as /jobs/{job_id}: BadRequest for text that is not a
-    whole number (:data:`JOB_ID`), as for a bad query parameter; JobNotFound for a whole
-    number no job can have."""
-    text = request.path_params["job_id"]
-    if not JOB_ID.admits(text):
-        raise errors.BadRequest(f"{text!r} in the path is not a job id (a whole number)")
-    try:
-        job_id = int(text)
-    except ValueError:  # more digits than int() reads: far past any id
-        job_id = 0
-    if not 1 <= job_id <= bodies.MAX_ID:
-        raise errors.JobNotFound(f"no job with id {text!r}")
-    return job_id
+    """The job id of a path such as /jobs/{job_id} (:func:`bodies.id_in_path`)."""
+    return bodies.id_in_path(request, "job_id", "job", errors.JobNotFound)
 
 
 async def submit(request: Request, caller: Caller) -> Response:

@@ -123,14 +123,7 @@ class _Prepared:
 
 
 def _workflow_id(request: Request) -> int:
-    text = request.path_params["workflow_id"]
-    try:
-        workflow_id = int(text)
-    except ValueError:
-        workflow_id = 0
-    if not 1 <= workflow_id <= bodies.MAX_ID:
-        raise errors.WorkflowNotFound(f"no workflow with id {text!r}")
-    return workflow_id
+    return bodies.id_in_path(request, "workflow_id", "workflow", errors.WorkflowNotFound)
 
 
 def _check_shape(sent: WorkflowRequest) -> None:
@@ -266,6 +259,8 @@ async def retry(request: Request, caller: Caller) -> Response:
     return json_response(WorkflowMoved(moved, await client.workflow(workflow_id)))
 
 
+_NAMED = (("workflow_id", bodies.WHOLE_ID),)
+
 ENDPOINTS = [
     Endpoint(
         "POST",
@@ -293,6 +288,7 @@ ENDPOINTS = [
         "read",
         "A workflow: counts per state, its jobs' states, its edges",
         answer=WorkflowView,
+        named=_NAMED,
     ),
     Endpoint(
         "DELETE",
@@ -301,6 +297,7 @@ ENDPOINTS = [
         "submit",
         "Cancel a workflow's unfinished jobs",
         answer=WorkflowMoved,
+        named=_NAMED,
     ),
     Endpoint(
         "POST",
@@ -309,5 +306,6 @@ ENDPOINTS = [
         "submit",
         "Retry a workflow's failed, dead or cancelled jobs",
         answer=WorkflowMoved,
+        named=_NAMED,
     ),
 ]

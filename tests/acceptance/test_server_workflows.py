@@ -139,11 +139,18 @@ def test_not_json_and_an_unknown_workflow_are_refused(served: Served) -> None:
             ("GET", f"/workflows/{NO_SUCH_WORKFLOW}"),
             ("DELETE", f"/workflows/{NO_SUCH_WORKFLOW}"),
             ("POST", f"/workflows/{NO_SUCH_WORKFLOW}/retry"),
-            ("GET", "/workflows/abc"),
             ("GET", f"/workflows/{2**64}"),
         ):
             detail = _problem(http.request(method, path), 404, "WorkflowNotFound")
             assert detail.startswith("no workflow with id")
+        # Text that is no whole number is a bad request, as for a job's id in a path.
+        for method, path in (
+            ("GET", "/workflows/abc"),
+            ("DELETE", "/workflows/-1"),
+            ("POST", "/workflows/1.5/retry"),
+        ):
+            detail = _problem(http.request(method, path), 400, "BadRequest")
+            assert detail.endswith("in the path is not a workflow id (a whole number)")
         assert http.get("/jobs", params={"workflow": "x"}).status_code == 400
         # Its jobs listed, an unknown workflow is refused as GET /workflows/{id} refuses it,
         # not shown as one with no jobs.

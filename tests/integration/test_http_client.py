@@ -102,6 +102,13 @@ def test_a_submitter_over_its_rate_is_told_when_to_come_back(
     assert on_store.list(taskq.JobQuery(queue=queue)) == []
 
 
+def test_submit_many_of_no_jobs_submits_none_as_on_a_store(
+    client: taskq.Client, on_store: taskq.Client
+) -> None:
+    # The server refuses an empty batch (a 422): the client sends none.
+    assert client.submit_many([]) == on_store.submit_many([]) == []
+
+
 def test_a_client_without_a_token_is_told_to_pass_one(
     server: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
