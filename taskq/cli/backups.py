@@ -70,7 +70,10 @@ def _line(event: dict[str, Any]) -> str:
     if kind == "restore_started":
         return f"restoring {event['file']} into {event['store']}"
     if kind == "restore_checked":
-        return f"checked: {_held(event)}"
+        lost = event.get("workers_lost", 0)
+        # Else the restored store would count the source's workers as serving its queues.
+        marked = f" ({lost} of them live there: lost here until heard on this store)"
+        return f"checked: {_held(event)}" + (marked if lost else "")
     if kind == "restore_loading":
         return f"loading {humanize.size(event['bytes'])} into the cluster"
     if kind == "backup_done":

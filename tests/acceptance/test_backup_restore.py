@@ -160,6 +160,11 @@ def test_a_backup_taken_during_a_drain_restores_one_consistent_moment(
     restored = _events(cli_runs.ok("restore", str(backup), "--json", store=target))
     assert restored[-1]["jobs_by_state"] == at_backup["jobs_by_state"]
     _assert_consistent(target)
+    # The worker that was live in the source is lost in the restored store, where it never
+    # ran: no queue there counts as served by it until a worker is heard.
+    [checked] = [event for event in restored if event["event"] == "restore_checked"]
+    assert checked["workers_lost"] == at_backup["workers"] >= 1
+    assert _rows(target, "SELECT DISTINCT state FROM workers") == [{"state": "lost"}]
     states = _states(target, queue)
     assert sum(states.values()) == submitted
     assert states.get("succeeded", 0) >= 10

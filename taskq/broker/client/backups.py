@@ -133,10 +133,18 @@ def _restore_cluster(source: Path, url: str, tell: Progress) -> StoreSummary:
 
 
 def _staged(source: Path, staging: Path, tell: Progress) -> StoreSummary:
-    """Copy the backup to ``staging`` and check it there (the backup itself stays untouched)."""
+    """Copy the backup to ``staging`` and check it there (the backup itself stays untouched);
+    the source's live workers are marked lost in the copy."""
     shutil.copyfile(source, staging)
     summary = _checked(staging, str(source))
-    tell({"event": "restore_checked", "file": str(source), **_fields(summary)})
+    store = SqliteStore(staging)
+    try:
+        lost = backups.mark_workers_lost(store)
+    finally:
+        store.close()
+    tell(
+        {"event": "restore_checked", "file": str(source), "workers_lost": lost, **_fields(summary)}
+    )
     return summary
 
 

@@ -59,6 +59,16 @@ def summarize(store: Store) -> StoreSummary:
     )
 
 
+def mark_workers_lost(store: Store) -> int:
+    """Mark the live workers a store being restored lists as lost; how many.
+
+    The copy's workers served the source: none is heard on the restored store
+    until it starts there, and its heartbeat then makes it live again.
+    """
+    [result] = store.execute([Statement(queries.query("restore_workers_lost"))])
+    return result.rows_affected
+
+
 def check_backup(store: Store, name: str) -> StoreSummary:
     """Check that ``store`` (a backup file, opened) is a sound taskq store; its summary.
 

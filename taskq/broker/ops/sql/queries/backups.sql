@@ -16,3 +16,9 @@ SELECT state, count(*) AS n FROM jobs GROUP BY state ORDER BY state
 
 -- name: backup_workers_registered
 SELECT count(*) AS n FROM workers WHERE state != 'stopped'
+
+-- A restored store is served by none of the source's workers until one is
+-- heard on it: those the copy lists as live are lost until then (a heartbeat
+-- makes a worker live again), so that no queue counts as served by them.
+-- name: restore_workers_lost
+UPDATE workers SET state = 'lost' WHERE state IN ('active', 'draining')
