@@ -129,6 +129,9 @@ class Job(msgspec.Struct, frozen=True):
     started_at: float | None
     finished_at: float | None
     worker_id: str | None
+    """The worker of its attempt under way while it runs, and of the attempt that ended it;
+    None while it is queued or waiting, as ``started_at`` and ``claimed_at`` are: no worker
+    holds it then (each attempt keeps its worker: ``Execution.worker_id``)."""
     lease_until: float | None
     cancel_requested: bool
     progress: float | None
@@ -142,7 +145,8 @@ class Job(msgspec.Struct, frozen=True):
     claimed_at: float | None = None
     """When its latest attempt was claimed. ``started_at`` is when that attempt's
     code started, once it has reported; a job claimed ahead of a free slot waits
-    in between. Before the report, ``started_at`` is the claim."""
+    in between. Before the report, ``started_at`` is the claim. Both None while the
+    job is queued or waiting (again)."""
     workflow_id: int | None = None
     """The workflow it belongs to; None: a job on its own."""
     run_anyway: bool = False

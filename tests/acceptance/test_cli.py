@@ -81,6 +81,27 @@ def test_status_of_a_failed_job_prints_its_traceback(url: str, queue: str, broke
     assert "Traceback" not in ok("status", str(submit(url, queue, "add", "3", "4")), store=url).out
 
 
+def test_a_job_handed_back_shows_no_worker_but_logs_keep_its_attempt(
+    url: str, queue: str, broker: Store
+) -> None:
+    """What a drain hands back is queued, held by no worker: status and jobs say none."""
+    job_id = submit(url, queue, "add", "1", "2")
+    [claimed] = plan.run(broker, job_claim("cli-draining", [queue], limit=1, lease_seconds=30))
+    plan.run(broker, reports.report_one(reports.released(claimed.lease)))
+
+    fields = dict(
+        line.split(maxsplit=1) for line in ok("status", str(job_id), store=url).out.splitlines()
+    )
+    assert fields["state"] == "queued"
+    assert {"worker", "started"} & set(fields) == set(), fields
+    [header, row] = ok("jobs", "--queue", queue, store=url).out.splitlines()
+    assert (header.split()[-1], row.split()[-1]) == ("WORKER", "-")
+    # The attempt it gave back keeps its worker.
+    first = ok("logs", str(job_id), store=url).out.splitlines()[0]
+    assert first.startswith("attempt 1 of 3  released (handed back unrun or unfinished")
+    assert first.endswith("  worker cli-draining")
+
+
 def test_submit_with_options_then_look_cancel_and_retry(url: str, queue: str) -> None:
     before = time.time()
     ran = ok(

@@ -11,7 +11,8 @@ checked: a running job has exactly one lease, held by exactly one worker's
 belief, and exactly one open execution; a report under a lease that is not
 current changes nothing; attempts stay within ``max_attempts`` and equal the
 claims that counted; every job is in one valid state with the columns that
-state implies; nothing disappears; and ``job_counts`` agrees with the table.
+state implies (a queued or waiting job names no worker, claim or start: no
+worker holds it); nothing disappears; and ``job_counts`` agrees with the table.
 
 Jobs may wait for parents: a submitter enqueues jobs after stored ones (ended
 or not) and whole workflows, and a completed attempt may spawn jobs into its
@@ -632,7 +633,16 @@ class LeaseMachine(RuleBasedStateMachine):
         """The columns an accepted report must leave on the job stored as ``row``."""
         said = last_progress(Lease(int(row["id"]), str(row["lease_token"])))
         started, finished = self.attempt_times(row)
-        ended = {"started_at": started, "finished_at": finished, "lease_until": None, **said}
+        # An ended job names the worker of the attempt that ended it; one queued again, none.
+        holder = {"worker_id": row["worker_id"], "claimed_at": row["claimed_at"]}
+        no_holder = {"worker_id": None, "claimed_at": None, "started_at": None}
+        ended = {
+            "started_at": started,
+            "finished_at": finished,
+            "lease_until": None,
+            **holder,
+            **said,
+        }
         attempts = row["attempts"]
         if action is Action.COMPLETE:
             result = json.dumps({"done": row["id"]}, separators=(",", ":"))
@@ -650,9 +660,9 @@ class LeaseMachine(RuleBasedStateMachine):
                 "state": JobState.QUEUED,
                 "attempts": attempts,
                 "run_at": self.now + delay,
-                "started_at": started,
                 "finished_at": None,
                 "lease_until": None,
+                **no_holder,
                 **said,
             }
         if row["cancel_requested"]:
@@ -663,6 +673,7 @@ class LeaseMachine(RuleBasedStateMachine):
                 "started_at": row["started_at"],
                 "finished_at": self.now,
                 "lease_until": None,
+                **holder,
                 **said,
             }
         # A release gives the attempt back: it did not count.
@@ -673,6 +684,7 @@ class LeaseMachine(RuleBasedStateMachine):
             "run_at": self.now + (release_delay(int(row["id"])) or 0.0),
             "finished_at": None,
             "lease_until": None,
+            **no_holder,
             **said,
         }
 
@@ -815,6 +827,10 @@ class LeaseMachine(RuleBasedStateMachine):
             if state is JobState.QUEUED:
                 assert row["finished_at"] is None
                 assert row["attempts"] < row["max_attempts"], "a queued job can never be claimed"
+            if state in (JobState.QUEUED, JobState.WAITING):
+                # Handed back, retried, requeued or never run: no worker holds it.
+                holder = (row["worker_id"], row["claimed_at"], row["started_at"])
+                assert holder == (None, None, None), f"a {state} job names a holder: {holder}"
             if state in FINISHED:
                 assert row["finished_at"] is not None
             if row["claimed_at"] is not None:

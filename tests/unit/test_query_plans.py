@@ -40,7 +40,10 @@ def _plan_of(store: SqliteStore, sql: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["job_complete", "job_fail", "job_release"])
 def test_reports_find_their_jobs_by_id(store: SqliteStore, name: str) -> None:
-    sql = queries.query(name).format(job_report_end=queries.query("job_report_end"))
+    sql = queries.query(name).format(
+        job_report_end=queries.query("job_report_end"),
+        job_fail_requeues=queries.query("job_fail_requeues"),
+    )
     plan = _plan_of(store, sql)
     assert "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
 

@@ -273,9 +273,11 @@ def _report_statements(reports: Sequence[Report], backoff: Backoff) -> list[Stat
 
 @functools.cache
 def _report_query(kind: ReportKind) -> str:
-    """The statement for reports of ``kind``, with the ending every kind shares."""
+    """The statement for reports of ``kind``, with the ending every kind shares (and
+    job_fail's test of a failure that queues its job again)."""
     return queries.query(_REPORT_QUERIES[kind]).format(
-        job_report_end=queries.query("job_report_end")
+        job_report_end=queries.query("job_report_end"),
+        job_fail_requeues=queries.query("job_fail_requeues"),
     )
 
 

@@ -30,7 +30,11 @@ UPDATE jobs SET
     max_attempts = MAX(max_attempts, attempts + 1),
     finished_at = NULL,
     cancel_requested = 0,
-    lease_until = NULL
+    lease_until = NULL,
+    -- Open again, it names no holder (the rule above job_complete in leases.sql).
+    worker_id = NULL,
+    claimed_at = NULL,
+    started_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('failed', 'dead', 'cancelled')
 RETURNING id
 

@@ -59,6 +59,15 @@ WHERE executions.lease_token = report.value ->> '$.lease_token'
             AND jobs.lease_token = executions.lease_token AND jobs.state = 'running'
     )
 
+-- Who holds a job: worker_id, claimed_at and started_at name the attempt under
+-- way while the job runs (job_claim sets them), and stay with the attempt that
+-- ended it (a report, or its lease's expiry). A job queued or waiting has no
+-- attempt under way, so each statement that puts one back clears them:
+-- job_fail's retry and job_release here, job_requeue_expired (maintenance.sql),
+-- job_retry (jobs.sql); a job that ends from there (a cancel, a parent's end)
+-- names none. Every attempt keeps its worker and times in executions (taskq
+-- logs). A report leaves lease_token as it was: a report resent after a lost
+-- answer reads it to learn that it landed (leases.py, _unsettled).
 -- name: job_complete
 UPDATE jobs SET
     state = 'succeeded',
@@ -83,8 +92,7 @@ UPDATE jobs SET
         ELSE 'queued'
     END,
     run_at = CASE
-        WHEN report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
-            AND attempts < max_attempts AND cancel_requested = 0
+        WHEN {job_fail_requeues}
         THEN (SELECT now FROM taskq_clock) + COALESCE(
             report.value ->> '$.delay',
             MIN(:backoff_cap, :backoff_base * (1 << MIN(attempts - 1, 30)))
@@ -92,13 +100,14 @@ UPDATE jobs SET
         )
         ELSE run_at
     END,
-    started_at = (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token),
-    finished_at = CASE
-        WHEN report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
-            AND attempts < max_attempts AND cancel_requested = 0
-        THEN NULL
-        ELSE (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token)
-    END,
+    -- Queued again, it names no holder (the rule above job_complete); ended, it
+    -- keeps its last attempt's worker and times, as execution_finish left them.
+    worker_id = CASE WHEN {job_fail_requeues} THEN NULL ELSE worker_id END,
+    claimed_at = CASE WHEN {job_fail_requeues} THEN NULL ELSE claimed_at END,
+    started_at = CASE WHEN {job_fail_requeues} THEN NULL
+        ELSE (SELECT started_at FROM executions WHERE lease_token = jobs.lease_token) END,
+    finished_at = CASE WHEN {job_fail_requeues} THEN NULL
+        ELSE (SELECT finished_at FROM executions WHERE lease_token = jobs.lease_token) END,
     error = report.value ->> '$.error',
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
     {job_report_end}
@@ -113,8 +122,19 @@ UPDATE jobs SET
         json_object('type', 'Cancelled', 'message', 'cancelled by request as its worker handed it back')
     ) ELSE error END,
     run_at = (SELECT now FROM taskq_clock) + COALESCE(report.value ->> '$.delay', 0),
+    -- Queued again, it names no holder (the rule above job_complete); cancelled,
+    -- it keeps its last attempt's worker and times.
+    worker_id = CASE WHEN cancel_requested = 1 THEN worker_id END,
+    claimed_at = CASE WHEN cancel_requested = 1 THEN claimed_at END,
+    started_at = CASE WHEN cancel_requested = 1 THEN started_at END,
     checkpoint = COALESCE(report.value ->> '$.checkpoint', checkpoint),
     {job_report_end}
+
+-- name: job_fail_requeues
+-- In place of {job_fail_requeues} in job_fail: whether the failure reported puts
+-- its job back in the queue (retryable, not given up, attempts left, no cancel asked).
+(report.value ->> '$.retryable' = 1 AND report.value ->> '$.give_up' = 0
+    AND attempts < max_attempts AND cancel_requested = 0)
 
 -- name: job_report_end
 -- How job_complete, job_fail and job_release end, in place of their

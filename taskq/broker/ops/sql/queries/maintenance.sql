@@ -47,10 +47,16 @@ UPDATE jobs SET
         WHEN cancel_requested = 1 OR attempts >= max_attempts THEN (SELECT now FROM taskq_clock)
     END,
     run_at = (SELECT now FROM taskq_clock),
+    -- Queued again, it names no holder (the rule above job_complete in leases.sql);
+    -- dead or cancelled, it keeps its last attempt's worker and times.
+    worker_id = CASE WHEN cancel_requested = 1 OR attempts >= max_attempts THEN worker_id END,
+    claimed_at = CASE WHEN cancel_requested = 1 OR attempts >= max_attempts THEN claimed_at END,
+    started_at = CASE WHEN cancel_requested = 1 OR attempts >= max_attempts THEN started_at END,
     lease_until = NULL,
     -- The old holder's token goes: a report of its whose answer was lost must
     -- not read this requeue as its own report having landed.
     lease_token = NULL,
+    -- Names the worker whose lease ran out: SET reads the row as it was.
     error = json_object(
         'type', 'LeaseExpired',
         'message', 'the lease of worker ' || COALESCE(worker_id, '?') || ' expired'
