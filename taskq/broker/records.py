@@ -355,12 +355,16 @@ class JobEdge(msgspec.Struct, frozen=True):
     spawned: bool = False
 
 
-class JobBrief(msgspec.Struct, frozen=True):
+class JobBrief(msgspec.Struct, frozen=True, omit_defaults=True):
     """A job of a workflow, by id, and its state: what a drawing of a large workflow reads
-    of every job (the rest only of those it draws)."""
+    of every job (the rest only of those it draws). Encoded, ``submitted`` is written only
+    when False: the jobs of a workflow's own submit are most of its jobs."""
 
     id: int
     state: JobState
+    submitted: bool = True
+    """Written by the workflow's own submit; False: spawned by one of its jobs, or joined
+    later (submitted with ``after=`` one of its jobs)."""
 
 
 class ParentResult(msgspec.Struct, frozen=True):

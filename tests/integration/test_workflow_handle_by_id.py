@@ -22,6 +22,8 @@ from taskq.dev.server import ServerProcess, token_of
 from tests.support.reports import completed, report_one
 from tests.support.workflow_jobs import add, plus_parent, square, total
 
+TOTAL = "tests.support.workflow_jobs:total"
+
 
 @pytest.fixture
 def client() -> Iterator[taskq.Client]:
@@ -81,6 +83,27 @@ def test_jobs_a_running_job_spawned_are_neither_submitted_nor_last_steps(
     assert again._end_ids() == [last] == submitted._end_ids()
 
 
+def test_a_job_joined_later_with_after_is_neither_submitted_nor_a_last_step(
+    either_client: taskq.Client,
+) -> None:
+    queue = f"joined-{uuid.uuid4().hex[:10]}"  # the served store is shared
+    first = add.options(queue=queue).step(1, 2)
+    submitted = either_client.submit_workflow(first.then(square.options(queue=queue).step(3)))
+    head, last = submitted.job_ids
+    joined = either_client.submit(TOTAL, after=[head], queue=queue, unchecked=True)
+    assert either_client.get(joined.id).workflow_id == submitted.id  # it joined the workflow
+    briefs = either_client.workflow_jobs(submitted.id)
+    assert [(brief.id, brief.submitted) for brief in briefs] == [
+        (head, True),
+        (last, True),
+        (joined.id, False),
+    ]
+    again = either_client.workflow_handle(submitted.id)
+    assert again.job_ids == submitted.job_ids
+    assert again._end_ids() == [last] == submitted._end_ids()
+    assert [job.id for job in again.jobs()] == [head, last, joined.id]
+
+
 def test_the_async_client_reads_a_handle_back_by_id(tmp_path: Any) -> None:
     url = f"sqlite://{tmp_path / 'taskq.db'}"
 
@@ -123,7 +146,7 @@ def either_client(
 
 
 @pytest.mark.parametrize("request_name", sorted(_REQUESTS))
-def test_a_request_about_a_workflow_takes_its_id_and_refuses_anything_else(
+def test_a_request_about_a_workflow_takes_its_id_or_handle_and_refuses_anything_else(
     either_client: taskq.Client, request_name: str
 ) -> None:
     ask = _REQUESTS[request_name]
@@ -133,13 +156,20 @@ def test_a_request_about_a_workflow_takes_its_id_and_refuses_anything_else(
         ("abc", "not 'abc' (a str)"),
         (None, "not None"),
         (True, "not True (a bool)"),
-        (handle, f"give its id, as in client.{request_name}({handle.id})"),
     ]:
         with pytest.raises(errors.InvalidJob) as refused:
             ask(either_client, value)
-        assert f"client.{request_name}() takes a workflow's id" in str(refused.value)
-        assert said in str(refused.value)
+        message = str(refused.value)
+        assert message.startswith("a request about a workflow takes its id (a whole number)")
+        assert said in message
         assert refused.value.field == "workflow_id"
     assert either_client.get(handle.job_ids[0]).state is JobState.QUEUED  # nothing changed
     with pytest.raises(errors.WorkflowNotFound):
         ask(either_client, handle.id + 100_000)
+    # Its handle and its record stand for it, as its id does.
+    if request_name in ("workflow", "workflow_jobs", "workflow_edges"):
+        by_id = ask(either_client, handle.id)
+        assert ask(either_client, handle) == by_id
+        assert ask(either_client, either_client.workflow(handle.id)) == by_id
+    if request_name == "workflow_handle":
+        assert either_client.workflow_handle(handle).job_ids == handle.job_ids

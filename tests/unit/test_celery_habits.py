@@ -71,3 +71,11 @@ def test_a_job_handle_names_result_and_cancel(client: taskq.Client) -> None:
     assert "handle.cancel()" in str(_missing(handle, "revoke"))
     assert "options(after=[handle])" in str(_missing(handle, "then"))
     assert str(_missing(handle, "reslut")) == "'JobHandle' object has no attribute 'reslut'"
+
+
+def test_a_workflow_handle_names_result_and_cancel(client: taskq.Client) -> None:
+    pipeline = client.submit_workflow(square.map([1, 2]).then(total))
+    for handle in (pipeline, client.workflow_handle(pipeline.id)):
+        assert "pipeline.result(timeout=...)" in str(_missing(handle, "get"))
+        assert "pipeline.cancel()" in str(_missing(handle, "revoke"))
+        assert str(_missing(handle, "reslut")).endswith("object has no attribute 'reslut'")

@@ -207,9 +207,10 @@ class AsyncClient(Awaiting, Operations):
 
     async def workflow_handle(self, workflow_id: int) -> AsyncWorkflowHandle:
         """A handle of a workflow submitted before (see :meth:`Client.workflow_handle`)."""
-        asked = specs.workflow_id(workflow_id, "workflow_handle")
-        jobs = await self.workflow_jobs(asked)
-        submitted, ends = stored_flow(asked, jobs, await self.workflow_edges(asked))
+        asked = specs.workflow_id(workflow_id)
+        submitted, ends = stored_flow(
+            asked, await self.workflow_jobs(asked), await self.workflow_edges(asked)
+        )
         return AsyncWorkflowHandle(self, submitted, None, ends)
 
     async def nodes(self) -> builtins.list[NodeInfo]:

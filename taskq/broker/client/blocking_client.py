@@ -245,15 +245,15 @@ class Client(Blocking, Operations):
         """A handle of a workflow submitted before, by this process or another: its
         ``result``, ``wait``, ``cancel`` and the rest, as :meth:`submit_workflow` returns.
 
-        Read back from the store (two reads), it knows the jobs submitted with the
-        workflow (``job_ids``) and its last steps, those no other submitted job
-        runs after, whose results ``result()`` gives; not the flow, so ``jobs()``
-        takes no part. :class:`taskq.errors.WorkflowNotFound` for an id no
-        workflow has, or one the store has pruned.
+        Read back from the store (two reads), it knows the jobs the workflow's
+        submit wrote (``job_ids``; not those spawned by them or joined later with
+        ``after=``) and its last steps, those no other of them runs after, whose
+        results ``result()`` gives; not the flow, so ``jobs()`` takes no part.
+        :class:`taskq.errors.WorkflowNotFound` for an id no workflow has, or one
+        the store has pruned.
         """
-        asked = specs.workflow_id(workflow_id, "workflow_handle")
-        jobs = self.workflow_jobs(asked)
-        submitted, ends = stored_flow(asked, jobs, self.workflow_edges(asked))
+        asked = specs.workflow_id(workflow_id)
+        submitted, ends = stored_flow(asked, self.workflow_jobs(asked), self.workflow_edges(asked))
         return WorkflowHandle(self, submitted, None, ends)
 
     def nodes(self) -> builtins.list[NodeInfo]:

@@ -35,6 +35,12 @@ JOB_HANDLE = {
     "then": "later.options(after=[{name}]).submit(...) runs a job after it",
 }
 
+WORKFLOW_HANDLE = {
+    "get": "{name}.result(timeout=...) waits for its last steps",
+    "ready": "{name}.info().status says where it is",
+    "revoke": "{name}.cancel() cancels what has not ended",
+}
+
 # `a | b` chains in Celery; here the chain is spelt out.
 PIPE = "a flow is chained with .then(): a.then(b), not a | b"
 

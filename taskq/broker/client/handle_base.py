@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskq import errors
+from taskq.broker.client import celery_habits
 from taskq.broker.client.flows import Flow
 from taskq.broker.ops import attempt_notes
 from taskq.broker.records import Job, JobBrief, JobEdge, JobState, SubmittedWorkflow
@@ -66,6 +67,11 @@ class SubmittedFlow:
             )
         return [self.job_ids[position] for position in self._flow._positions(part)]
 
+    if not TYPE_CHECKING:  # a type checker still flags every name a handle lacks
+
+        def __getattr__(self, name: str) -> Any:
+            raise celery_habits.missing(self, name, celery_habits.WORKFLOW_HANDLE, "pipeline")
+
     def _end_ids(self) -> list[int]:
         if self._flow is None:
             return list(self._stored_end_ids)
@@ -75,19 +81,16 @@ class SubmittedFlow:
 def stored_flow(
     workflow_id: int, jobs: Sequence[JobBrief], edges: Sequence[JobEdge]
 ) -> tuple[SubmittedWorkflow, tuple[int, ...]]:
-    """A workflow as the store has it, for a handle read back by its id: the jobs submitted
-    with it (oldest first, so parents before children) and its last steps, those no other
-    submitted job runs after.
+    """A workflow as the store has it, for a handle read back by its id: the jobs its own
+    submit wrote (``JobBrief.submitted``; oldest first, so parents before children) and
+    its last steps, those no other of them runs after.
 
-    ``jobs`` must be read before ``edges``: a job spawned in between then has its
-    spawn among the edges, written in the same commit, and is left out as spawned.
+    Jobs spawned by its jobs, or joined later with ``after=``, are neither: the handle
+    that submit returned knows only the flow's own.
     """
-    spawned = {edge.child_id for edge in edges if edge.spawned}
-    submitted = tuple(job.id for job in jobs if job.id not in spawned)
-    # A spawned job may wait for a submitted one too: that makes it no less a last step.
-    followed = {
-        edge.parent_id for edge in edges if not edge.spawned and edge.child_id not in spawned
-    }
+    submitted = tuple(job.id for job in jobs if job.submitted)
+    own = set(submitted)
+    followed = {edge.parent_id for edge in edges if not edge.spawned and edge.child_id in own}
     ends = tuple(job_id for job_id in submitted if job_id not in followed)
     return SubmittedWorkflow(id=workflow_id, job_ids=submitted), ends
 

@@ -311,7 +311,7 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
     """The workflow read, then a long poll of one of its unfinished jobs (GET /jobs/{id}?wait=)
     until it ends, again, until none is left (spawned jobs join it as their parent ends);
     :class:`taskq.errors.ResultTimeout` after ``timeout``."""
-    workflow_id = specs.workflow_id(workflow_id, "wait_workflow")
+    workflow_id = specs.workflow_id(workflow_id)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         view = yield from _workflow_view(workflow_id)
@@ -338,7 +338,7 @@ def _workflow_view(workflow_id: int) -> HttpPlan[dict[str, Any]]:
 
 
 def workflow_get(workflow_id: int) -> HttpPlan[WorkflowInfo]:
-    view = yield from _workflow_view(specs.workflow_id(workflow_id, "workflow"))
+    view = yield from _workflow_view(specs.workflow_id(workflow_id))
     return msgspec.convert(view["workflow"], WorkflowInfo)
 
 
@@ -364,12 +364,12 @@ def workflow_list(
 
 
 def workflow_jobs(workflow_id: int) -> HttpPlan[builtins.list[JobBrief]]:
-    view = yield from _workflow_view(specs.workflow_id(workflow_id, "workflow_jobs"))
+    view = yield from _workflow_view(specs.workflow_id(workflow_id))
     return msgspec.convert(view["jobs"], builtins.list[JobBrief])
 
 
 def workflow_edges(workflow_id: int) -> HttpPlan[builtins.list[JobEdge]]:
-    view = yield from _workflow_view(specs.workflow_id(workflow_id, "workflow_edges"))
+    view = yield from _workflow_view(specs.workflow_id(workflow_id))
     return msgspec.convert(view["edges"], builtins.list[JobEdge])
 
 
@@ -382,12 +382,8 @@ def _workflow_moved(method: str, path: str) -> HttpPlan[int]:
 
 
 def workflow_cancel(workflow_id: int) -> HttpPlan[int]:
-    return _workflow_moved(
-        "DELETE", f"/workflows/{specs.workflow_id(workflow_id, 'cancel_workflow')}"
-    )
+    return _workflow_moved("DELETE", f"/workflows/{specs.workflow_id(workflow_id)}")
 
 
 def workflow_retry(workflow_id: int) -> HttpPlan[int]:
-    return _workflow_moved(
-        "POST", f"/workflows/{specs.workflow_id(workflow_id, 'retry_workflow')}/retry"
-    )
+    return _workflow_moved("POST", f"/workflows/{specs.workflow_id(workflow_id)}/retry")

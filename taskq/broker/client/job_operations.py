@@ -188,7 +188,7 @@ class JobOperations(ClientBase):
     @over_http(http_plans.workflow_get)
     def workflow(self, workflow_id: int) -> GroupOp[WorkflowInfo]:
         """The workflow and its jobs' counts per state; :class:`taskq.errors.WorkflowNotFound`."""
-        return workflow_get(specs.workflow_id(workflow_id, "workflow"))
+        return workflow_get(specs.workflow_id(workflow_id))
 
     @over_http(http_plans.workflow_list)
     def workflows(
@@ -218,30 +218,30 @@ class JobOperations(ClientBase):
         Jobs spawned by its running jobs count too: they join it in the write
         that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
         """
-        return _workflow_wait(specs.workflow_id(workflow_id, "wait_workflow"), timeout)
+        return _workflow_wait(specs.workflow_id(workflow_id), timeout)
 
     @over_http(http_plans.workflow_jobs)
     def workflow_jobs(self, workflow_id: int) -> GroupOp[builtins.list[JobBrief]]:
         """The workflow's jobs, oldest first, each its id and state: one read however many,
         where :meth:`list` pages whole records; :class:`taskq.errors.WorkflowNotFound`."""
-        return workflow_jobs(specs.workflow_id(workflow_id, "workflow_jobs"))
+        return workflow_jobs(specs.workflow_id(workflow_id))
 
     @over_http(http_plans.workflow_edges)
     def workflow_edges(self, workflow_id: int) -> GroupOp[builtins.list[JobEdge]]:
         """Every dependency among the workflow's jobs, as (parent, child) edges, and which job
         spawned which (``spawned``)."""
-        return workflow_edges(specs.workflow_id(workflow_id, "workflow_edges"))
+        return workflow_edges(specs.workflow_id(workflow_id))
 
     @over_http(http_plans.workflow_cancel)
     def cancel_workflow(self, workflow_id: int) -> GroupOp[int]:
         """Cancel every unfinished job of the workflow (running ones at their next heartbeat)."""
-        return workflow_cancel(specs.workflow_id(workflow_id, "cancel_workflow"))
+        return workflow_cancel(specs.workflow_id(workflow_id))
 
     @over_http(http_plans.workflow_retry)
     def retry_workflow(self, workflow_id: int) -> GroupOp[int]:
         """Queue the workflow's failed, dead or cancelled jobs again (their waiting children
         with them); how many moved."""
-        return workflow_retry(specs.workflow_id(workflow_id, "retry_workflow"))
+        return workflow_retry(specs.workflow_id(workflow_id))
 
     @over_http(http_plans.job_relatives)
     def relatives(self, job_id: JobRef, *, limit: int = 100) -> GroupOp[Relatives]:

@@ -172,22 +172,22 @@ def workflow_id_of(value: object) -> int | None:
     return None
 
 
-def workflow_id(value: object, request: str) -> int:
+def workflow_id(value: object) -> int:
     """The id of the workflow ``value`` names, as the client's requests about a workflow
-    (``request``: the method's name, ``"workflow"``) take it: a whole number.
+    take it: a whole number, or the workflow's handle or record (its ``id``).
 
-    Anything else raises :class:`taskq.errors.InvalidJob` saying so (for a
-    workflow's handle or record, with its id to give instead).
+    Anything else raises :class:`taskq.errors.InvalidJob` saying so.
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, SupportsIndex) and not isinstance(value, bool):
         return operator.index(value)
     given = workflow_id_of(value)
-    instead = "" if given is None else f": give its id, as in client.{request}({given})"
+    if given is not None:
+        return given
     raise errors.InvalidJob(
-        f"client.{request}() takes a workflow's id (a whole number), "
-        f"not {job_context.shown(value)}{instead}",
+        "a request about a workflow takes its id (a whole number) or its handle, "
+        f"not {job_context.shown(value)}",
         field="workflow_id",
     )
 

@@ -397,7 +397,10 @@ def workflow_jobs(workflow_id: int) -> Op[list[JobBrief]]:
     if not rows:
         yield from workflow_get(workflow_id)  # WorkflowNotFound
     # A dict, not ``JobState(...)``: an enum's call costs a microsecond a job.
-    return [JobBrief(id=int(row["id"]), state=_STATES[row["state"]]) for row in rows]
+    return [
+        JobBrief(id=int(row["id"]), state=_STATES[row["state"]], submitted=bool(row["submitted"]))
+        for row in rows
+    ]
 
 
 _STATES = {state.value: state for state in JobState}

@@ -120,8 +120,14 @@ SELECT coalesce(sum(n), 0) AS n FROM job_counts WHERE state IN ('waiting', 'queu
 
 -- name: workflow_jobs
 -- The workflow's jobs by id, oldest first, and their states: the index
--- (workflow_id, id) gives the order, the row the state.
-SELECT id, state FROM jobs INDEXED BY jobs_workflow
+-- (workflow_id, id) gives the order, the row the state. Those its own submit
+-- wrote are keyed by the workflow's key, a slash and their position
+-- (workflows.py, WorkflowRows); a spawned job's key is its spawn's, and a job
+-- that joined it with after= has a key of its own. The prefix is read once.
+SELECT id, state,
+    substr(idempotency_key, 1, length(prefix.text)) = prefix.text AS submitted
+FROM (SELECT idempotency_key || '/' AS text FROM workflows WHERE id = :workflow_id) AS prefix,
+    jobs INDEXED BY jobs_workflow
 WHERE workflow_id = :workflow_id
 ORDER BY id
 
