@@ -723,3 +723,29 @@ def test_a_parent_is_not_pruned_while_a_child_has_yet_to_finish(
         store, "SELECT count(*) AS n FROM job_parents WHERE child_id = :child", child=child
     )
     assert edges == 0
+
+
+def test_a_parent_is_kept_while_a_child_its_sibling_cancelled_may_come_back(
+    run: Run, store: Store, queue: str
+) -> None:
+    kept, bad, child = _submit(run, queue, [(), (), (0, 1)])
+    claimed = _claim(run, queue)
+    _complete(run, claimed[kept], "kept")
+    failing = failed(claimed[bad].lease, BOOM, retryable=False)
+    assert run(report_one(failing, now=T0 + 50)) is Fenced.ACCEPTED
+    assert _states(run, [child]) == [JobState.CANCELLED]  # by bad's end: a retry revives it
+    later = T0 + 100
+    # Past kept's retention, not yet past the cancelled child's.
+    run(job_prune(retention_seconds=60.0, now=later))
+    assert run(job_get(kept)) is not None, "pruned while the child it ended could come back"
+    assert run(job_retry([bad], now=later)) == [bad]
+    assert _states(run, [bad, child]) == [JobState.QUEUED, JobState.WAITING]
+    [again] = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=later))
+    assert run(report_one(completed(again.lease, "fixed"), now=later)) is Fenced.ACCEPTED
+    results = run(job_parent_results(child))
+    assert [(each.job_id, each.result) for each in results] == [(kept, "kept"), (bad, "fixed")]
+    # Once the cancelled child is pruned, nothing can bring it back: its parents go too.
+    run(job_cancel([child], now=later))
+    run(job_prune(retention_seconds=10.0, now=later + 100))
+    run(job_prune(retention_seconds=10.0, now=later + 100))
+    assert [run(job_get(job_id)) for job_id in (kept, bad, child)] == [None, None, None]
