@@ -19,6 +19,7 @@ from taskq.server.app import create_app
 from taskq.server.auth import Tokens, TokenSource, WatchedTokens
 
 log = logging.getLogger("taskq.server")
+SHUTDOWN_GRACE_SECONDS = 5
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -149,5 +150,8 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
         access_log=settings.access_log,
         # A proxy's idle timeout is usually longer than a long-polled result.
         timeout_keep_alive=75,
+        # A followed output stream ends only with its job, and a long poll after a
+        # minute: on SIGTERM the server waits this long for them, then closes them.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
     )

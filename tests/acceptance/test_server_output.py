@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,3 +101,24 @@ def test_output_streams_as_events_and_resumes_from_an_offset(
         assert bad.status_code == 400
         missing = http.get(f"/jobs/{job_id}/output", params={"attempt": 5})
         assert missing.status_code == 404
+
+
+def test_a_followed_stream_does_not_hold_the_servers_stop(server: ServerProcess) -> None:
+    # No worker takes the queue: the job never ends, nor would its stream.
+    queue = f"nobody-{uuid.uuid4().hex[:8]}"
+    job = {"target": f"{JOBS}:print_until_released", "queue": queue, "unchecked": True}
+    with server.client("reader") as http:
+        job_id = http.post("/jobs", json=job).json()["id"]
+        with http.stream(
+            "GET", f"/jobs/{job_id}/output", params={"follow": "true"}, timeout=60
+        ) as answer:
+            assert answer.status_code == 200
+            os.kill(server.process.pid, signal.SIGTERM)
+            try:
+                # Bounded by the shutdown's grace (run.SHUTDOWN_GRACE_SECONDS), not the job.
+                server.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pytest.fail("taskq serve still runs a minute after SIGTERM")
+    # uvicorn ends by raising the signal it stopped on again, once it has shut down.
+    assert server.process.returncode in (0, -signal.SIGTERM), server.log_tail()
+    assert "Application shutdown complete" in server.log_tail()
