@@ -369,3 +369,17 @@ def test_an_async_workflows_jobs_are_every_job_it_has_now(store_url: str) -> Non
             assert [job.id for job in await handle.jobs(first)] == [handle.job_ids[0]]
 
     anyio.run(main)
+
+
+def test_a_new_workflows_step_after_a_stored_job_is_refused_saying_what_to_do(
+    client: taskq.Client,
+) -> None:
+    stored = client.submit(square, 2)
+    flow = add.step(1, 2).then(total.options(after=[stored]).step())
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit_workflow(flow)
+    message = str(refused.value)
+    assert f"not on stored jobs [{stored.id}] (a step's after=)" in message
+    assert "or the step that waits for them on its own, with after=" in message
+    assert "workflow_id" not in message  # no option of the public API
+    assert client.workflows() == []

@@ -149,8 +149,9 @@ def workflow_submit(
     if workflow_id is None:
         if rows.stored_parents:
             raise errors.InvalidJob(
-                f"a new workflow's jobs cannot run after stored jobs {rows.stored_parents}: "
-                "extend their workflow (workflow_id) instead",
+                f"a new workflow's jobs wait only on each other, not on stored jobs "
+                f"{rows.stored_parents} (a step's after=): submit the workflow once those have "
+                "ended, or the step that waits for them on its own, with after=",
                 field="after",
             )
         workflow_key: str | None = key
