@@ -6,7 +6,8 @@ still counts the worker as live, and a wait on a queue that only draining
 workers take says no active worker serves it (``broker/unserved.py``), as a
 draining worker claims nothing. Its heartbeats leave the state as it is,
 and maintenance marks a draining worker lost only when they stop, as it does
-an active one; its last write, on leaving, makes it ``stopped``.
+an active one; its next heartbeat, which says it drains, makes it draining
+again. Its last write, on leaving, makes it ``stopped``.
 """
 
 from __future__ import annotations

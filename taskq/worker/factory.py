@@ -78,7 +78,9 @@ def build_worker(
     holder = LeaseHolder(
         run=run, worker_id=worker_id, settings=settings, slots=slots, deadline=deadline
     )
-    heartbeat = Heartbeat(holder, outage=outage, events=events, maintainer=maintainer)
+    heartbeat = Heartbeat(
+        holder, outage=outage, events=events, maintainer=maintainer, draining=draining
+    )
     autoscaler = (
         Autoscaler(
             slots=slots,

@@ -52,13 +52,17 @@ class Heartbeat:
         outage: StoreOutage,
         events: EventLog,
         maintainer: Maintainer | None,
+        draining: anyio.Event,
     ) -> None:
         """``maintainer``: the worker's maintenance services, whose leader lease rides
-        with each beat (None when the worker runs none)."""
+        with each beat (None when the worker runs none). ``draining``: set once the
+        worker drains; each beat after says so, so that a worker marked lost meanwhile
+        comes back draining, not active."""
         self._holder = holder
         self._outage = outage
         self._events = events
         self._maintainer = maintainer
+        self._draining = draining
         self._beat_now = anyio.Event()
 
     def beat_soon(self) -> None:
@@ -90,6 +94,7 @@ class Heartbeat:
                     # those waiting in a pool child behind another.
                     busy=self._holder.slots.busy(),
                     slots=self._holder.slots.count,
+                    draining=self._draining.is_set(),
                     renew=renew,
                 )
             )

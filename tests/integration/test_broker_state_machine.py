@@ -22,6 +22,10 @@ when a parent failed and it does not run anyway), a waiting job's counters
 match its parents' states, and a job cancelled by a parent names one that
 ended without succeeding; the stored edges are the ones submitted.
 
+The simulated workers' own rows are checked too: they register, drain (and
+say so in their heartbeats) and leave, maintenance marks lost those it has not
+heard from, and a heartbeat brings a lost one back, draining if it drains.
+
 A second machine also loses the answer to chosen claims and reports (before
 or after they apply, as when the rqlite leader dies mid-commit): the broker
 must work out with a read what happened, and every check above still holds.
@@ -44,6 +48,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -58,9 +63,10 @@ from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.jobs import job_cancel, job_retry
 from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_heartbeat, job_report
-from taskq.broker.ops.maintenance import job_requeue_expired
+from taskq.broker.ops.maintenance import job_requeue_expired, worker_mark_lost
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
+from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
 from taskq.broker.ops.workflows import (
     job_relatives,
     workflow_get,
@@ -84,6 +90,8 @@ from tests.support.rqlite_cluster import RqliteCluster
 
 WORKERS = ("worker-a", "worker-b", "worker-c")
 LEASE_SECONDS = 20.0
+# How long maintenance waits for a worker's heartbeat before it marks the worker lost.
+LOST_AFTER_SECONDS = 10.0
 START = 1_000_000.0
 # No jitter, so the retry time of a failed attempt can be predicted exactly.
 BACKOFF = Backoff(base=5.0, cap=40.0, jitter=0.0)
@@ -179,6 +187,11 @@ class LeaseMachine(RuleBasedStateMachine):
         # The rows as stored since the last write: every invariant reads them after
         # every step, and a read of the whole table was a third of the run's time.
         self.rows: dict[int, Row] | None = None
+        # The workers registered in this run: each one's state as the store must keep it,
+        # when it was last heard, and those that drain (their heartbeats say so).
+        self.worker_states: dict[str, str] = {}
+        self.heard_at: dict[str, float] = {}
+        self.draining: set[str] = set()
 
     def teardown(self) -> None:
         self.store.close()
@@ -420,7 +433,20 @@ class LeaseMachine(RuleBasedStateMachine):
             and before[lease.job_id]["worker_id"] == worker
             and not before[lease.job_id]["cancel_requested"]
         }
-        result = self.run(job_heartbeat(worker, leases, lease_seconds=LEASE_SECONDS, now=self.now))
+        result = self.run(
+            job_heartbeat(
+                worker,
+                leases,
+                lease_seconds=LEASE_SECONDS,
+                draining=worker in self.draining,
+                now=self.now,
+            )
+        )
+        if worker in self.worker_states:
+            self.heard_at[worker] = self.now
+            if self.worker_states[worker] == "lost":
+                # Heard again: back, and draining still if it drains.
+                self.worker_states[worker] = "draining" if worker in self.draining else "active"
         assert result.kept == expected_kept
         assert result.lost == set(leases) - expected_kept
         # The lost whose jobs still run under them, a cancel requested: the worker says so.
@@ -739,6 +765,60 @@ class LeaseMachine(RuleBasedStateMachine):
                 continue
             assert (row["state"], row["run_at"], row["finished_at"]) == ("queued", self.now, None)
 
+    # -- the workers' own rows, and maintenance marking them lost
+
+    @initialize()
+    def register_workers(self) -> None:
+        """Every worker starts with the run (each may start again later)."""
+        for worker in WORKERS:
+            self.register_worker(worker)
+
+    @rule(worker=st.sampled_from(WORKERS))
+    def register_worker(self, worker: str) -> None:
+        """A worker starts (again, under the same id): active, and not draining."""
+        self.run(
+            worker_register(
+                worker,
+                name=worker,
+                host="lab",
+                pid=1,
+                queues=[self.queue],
+                labels=[],
+                slots=3,
+                now=self.now,
+            )
+        )
+        self.worker_states[worker] = "active"
+        self.heard_at[worker] = self.now
+        self.draining.discard(worker)
+
+    @rule(data=st.data(), state=st.sampled_from(["draining", "draining", "stopped"]))
+    def set_worker_state(self, data: st.DataObject, state: str) -> None:
+        """A worker drains (and says so in every heartbeat after), or, less often, leaves."""
+        worker = data.draw(st.sampled_from(sorted(self.worker_states)))
+        self.run(worker_set_state(worker, state, now=self.now))
+        if state == "draining":
+            self.draining.add(worker)
+        if self.worker_states[worker] != "stopped" or state == "stopped":
+            # A stopped worker stays stopped: a late drain's write changes nothing.
+            self.worker_states[worker] = state
+            self.heard_at[worker] = self.now
+
+    @rule()
+    def mark_lost_workers(self) -> None:
+        """Maintenance marks lost the live workers it has not heard from for a while."""
+        marked = set(self.run(worker_mark_lost(grace_seconds=LOST_AFTER_SECONDS, now=self.now)))
+        silent = {
+            worker
+            for worker, state in self.worker_states.items()
+            if state in ("active", "draining")
+            and self.heard_at[worker] < self.now - LOST_AFTER_SECONDS
+        }
+        # Other tests' workers on a shared store may be marked too: look at this run's only.
+        assert marked & set(self.worker_states) == silent
+        for worker in silent:
+            self.worker_states[worker] = "lost"
+
     # -- time and the requeuer
 
     @rule(
@@ -844,6 +924,16 @@ class LeaseMachine(RuleBasedStateMachine):
         assert {state: counted.get(state, 0) for state in JobState} == {
             state: in_table[state] for state in JobState
         }
+
+    @invariant()
+    def workers_are_as_they_last_said(self) -> None:
+        """Each worker's state is what its writes and maintenance made it: a draining worker
+        heard again after maintenance marked it lost is draining, not active."""
+        # A read: not through self.run, which forgets the job rows as any write may change them.
+        listed = plan.run(self.store, worker_list())
+        stored = {info.id: info.state for info in listed if info.id in self.worker_states}
+        for worker, state in self.worker_states.items():
+            assert stored[worker] == state, f"{worker} is {stored[worker]}, not {state}"
 
     @invariant()
     def parents_decide_every_wait(self) -> None:

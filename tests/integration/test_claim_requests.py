@@ -62,8 +62,10 @@ def _claims(store: Store, queue: str, look: Run | None = None) -> tuple[ClaimReq
         run=store_runner(store), worker_id="w1", settings=settings, slots=slots, deadline=deadline
     )
     events = EventLog()
-    heartbeat = Heartbeat(holder, outage=StoreOutage(events, "w1"), events=events, maintainer=None)
-    return ClaimRequests(holder, heartbeat=heartbeat, draining=anyio.Event(), look=look), slots
+    draining = anyio.Event()
+    outage = StoreOutage(events, "w1")
+    heartbeat = Heartbeat(holder, outage=outage, events=events, maintainer=None, draining=draining)
+    return ClaimRequests(holder, heartbeat=heartbeat, draining=draining, look=look), slots
 
 
 def _submit_pairs(store: Store, queue: str, *, chained: bool) -> tuple[int, int]:

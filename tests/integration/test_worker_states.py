@@ -69,6 +69,24 @@ def test_a_draining_worker_stays_draining_and_live_while_it_heartbeats(
     assert _info(store, worker).state == "lost"
 
 
+def test_a_draining_worker_marked_lost_is_draining_again_once_heard(
+    store: Store, queue: str
+) -> None:
+    draining = _register(store, queue, T0)
+    active = _register(store, queue, T0)
+    _run(store, worker_set_state(draining, "draining", now=T0 + 5))
+    _run(store, job_heartbeat(active, [], lease_seconds=GRACE, now=T0 + 5))
+    # Both fall silent past the grace (a paused process, a cut network): maintenance's
+    # mark overwrites 'draining'.
+    marked = _run(store, worker_mark_lost(grace_seconds=GRACE, now=T0 + 40))
+    assert {draining, active} <= set(marked)
+    assert _info(store, draining).state == "lost"
+    # Heard again, each is back as it was: the draining one's heartbeat says it drains.
+    _run(store, job_heartbeat(draining, [], lease_seconds=GRACE, draining=True, now=T0 + 41))
+    _run(store, job_heartbeat(active, [], lease_seconds=GRACE, now=T0 + 41))
+    assert (_info(store, draining).state, _info(store, active).state) == ("draining", "active")
+
+
 def test_a_stopped_worker_is_not_made_draining_by_a_late_write(store: Store, queue: str) -> None:
     worker = _register(store, queue, T0)
     _run(store, worker_set_state(worker, "draining", now=T0 + 1))

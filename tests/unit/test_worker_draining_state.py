@@ -1,9 +1,11 @@
-"""A draining worker's state reaches the store, and a store that fails meanwhile ends nothing."""
+"""A draining worker's state reaches the store, and a store that fails meanwhile ends nothing;
+marked lost meanwhile, it is draining again at its next heartbeat."""
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,17 @@ import pytest
 from taskq import errors
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
+from taskq.broker.ops.maintenance import worker_mark_lost
 from taskq.broker.ops.plan import Op
-from taskq.broker.ops.workers import worker_list, worker_register
+from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
 from taskq.broker.stores.store import Store
 from taskq.worker.draining_state import write_draining
 from taskq.worker.events import EventLog
+from taskq.worker.heartbeat import Heartbeat, LeaseHolder
+from taskq.worker.prefetch import Prefetch
+from taskq.worker.sandbox.lease_deadline import LeaseDeadline
+from taskq.worker.settings import WorkerSettings
+from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import store_runner
 
@@ -112,3 +120,46 @@ async def test_a_worker_that_stops_without_draining_writes_nothing(store: Store)
     with anyio.fail_after(10):
         await _write(run, anyio.Event(), stopped)
     assert run.calls == 0
+
+
+async def test_a_draining_worker_marked_lost_is_draining_again_at_its_next_heartbeat(
+    store: Store,
+) -> None:
+    """Maintenance's mark overwrites 'draining'; the heartbeat of a draining worker says it
+    drains, so the worker comes back draining, not active (claiming nothing, it must not
+    count as serving its queues)."""
+    settings = WorkerSettings(queues=("q",))
+    deadline = LeaseDeadline(
+        lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
+    )
+    holder = LeaseHolder(
+        run=store_runner(store),
+        worker_id=WORKER,
+        settings=settings,
+        slots=Slots(1, Prefetch(slots=1, most=0)),
+        deadline=deadline,
+    )
+    events = EventLog(io.StringIO())
+    draining, stopped = anyio.Event(), anyio.Event()
+    heartbeat = Heartbeat(
+        holder,
+        outage=StoreOutage(events, WORKER),
+        events=events,
+        maintainer=None,
+        draining=draining,
+    )
+    plan.run(store, worker_set_state(WORKER, "draining"))
+    draining.set()
+    # Its heartbeats stopped for a minute (a paused process, a cut network).
+    marked = plan.run(store, worker_mark_lost(grace_seconds=30, now=time.time() + 60))
+    assert (marked, _state(store)) == ([WORKER], "lost")
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(heartbeat.run, stopped)
+                while _state(store) == "lost":
+                    await anyio.sleep(0.01)
+                stopped.set()
+    finally:
+        deadline.close()
+    assert _state(store) == "draining"

@@ -55,6 +55,7 @@ def job_heartbeat(
     lease_seconds: float,
     busy: int | None = None,
     slots: int | None = None,
+    draining: bool = False,
     renew: LeaderRenewal | None = None,
     now: float | None = None,
 ) -> Op[HeartbeatResult]:
@@ -67,6 +68,8 @@ def job_heartbeat(
     takes) a leader lease for the worker in the same write, so that leading
     costs an idle worker no writes beyond its heartbeats. ``slots``, when
     given, is how many slots the worker has now (an autoscaling one changes).
+    ``draining``: whether the worker drains; one that maintenance marked lost
+    meanwhile (which overwrites its draining state) comes back draining, not active.
     """
     tokens = json.dumps([lease.token for lease in leases])
     batch = [
@@ -81,6 +84,7 @@ def job_heartbeat(
                 "worker_id": worker_id,
                 "running": len(leases) if busy is None else busy,
                 "slots": slots,
+                "draining": int(draining),
             },
         ),
     ]

@@ -68,7 +68,8 @@ def worker_set_state(worker_id: str, state: str, *, now: float | None = None) ->
 
     Nothing but a new registration brings a stopped worker back. A draining
     worker's heartbeats keep it draining, and it is live, as an active one
-    is, until they stop; it serves no queue (it claims nothing), so
+    is, until they stop; one marked lost that is heard again is draining again
+    (its heartbeats say it drains). It serves no queue (it claims nothing), so
     :func:`job_served_elsewhere` passes it by.
     """
     if state not in {"active", "draining", "stopped"}:

@@ -10,11 +10,18 @@ WHERE state = 'running' AND worker_id = :worker_id
 RETURNING id, lease_token, lease_until, cancel_requested
 
 -- name: worker_heartbeat
+-- A worker marked lost (worker_mark_lost, in maintenance.sql, overwrites
+-- 'draining' too) that is heard again is back: draining if it says it drains
+-- (:draining = 1), else active.
 UPDATE workers SET
     heartbeat_at = (SELECT now FROM taskq_clock),
     running = :running,
     slots = COALESCE(:slots, slots),
-    state = CASE WHEN state = 'lost' THEN 'active' ELSE state END
+    state = CASE
+        WHEN state <> 'lost' THEN state
+        WHEN :draining = 1 THEN 'draining'
+        ELSE 'active'
+    END
 WHERE id = :worker_id
 
 -- Reports arrive as one JSON array per statement, so a batch of finished jobs
