@@ -163,8 +163,10 @@ def test_a_backup_taken_during_a_drain_restores_one_consistent_moment(
     # The worker that was live in the source is lost in the restored store, where it never
     # ran: no queue there counts as served by it until a worker is heard.
     [checked] = [event for event in restored if event["event"] == "restore_checked"]
-    assert checked["workers_lost"] == at_backup["workers"] >= 1
-    assert _rows(target, "SELECT DISTINCT state FROM workers") == [{"state": "lost"}]
+    # (A cluster's source is shared: other tests' workers, some lost already, are there too.)
+    assert 1 <= checked["workers_lost"] <= at_backup["workers"]
+    live = "SELECT count(*) AS n FROM workers WHERE state IN ('active', 'draining')"
+    assert _rows(target, live) == [{"n": 0}]
     states = _states(target, queue)
     assert sum(states.values()) == submitted
     assert states.get("succeeded", 0) >= 10

@@ -103,10 +103,16 @@ def test_output_streams_as_events_and_resumes_from_an_offset(
         assert missing.status_code == 404
 
 
-def test_a_followed_stream_does_not_hold_the_servers_stop(server: ServerProcess) -> None:
+def test_a_followed_stream_does_not_hold_the_servers_stop(tmp_path: Path) -> None:
+    # The store's kind does not matter here: SQLite's alone.
+    config = write_server_config(tmp_path / "config.toml", {"reader": ["read", "submit"]})
+    with running_server(f"sqlite://{tmp_path / 'taskq.db'}", config, tmp_path / "log") as server:
+        _stop_while_followed(server)
+
+
+def _stop_while_followed(server: ServerProcess) -> None:
     # No worker takes the queue: the job never ends, nor would its stream.
-    queue = f"nobody-{uuid.uuid4().hex[:8]}"
-    job = {"target": f"{JOBS}:print_until_released", "queue": queue, "unchecked": True}
+    job = {"target": f"{JOBS}:print_until_released", "queue": "nobody", "unchecked": True}
     with server.client("reader") as http:
         job_id = http.post("/jobs", json=job).json()["id"]
         with http.stream(
