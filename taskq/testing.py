@@ -54,7 +54,7 @@ from taskq.broker.ops.functions import function_publish
 from taskq.broker.ops.jobs import job_next_run_at
 from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.queues import job_counts
-from taskq.broker.ops.workflows import job_parent_results
+from taskq.broker.ops.relatives import job_parent_results
 from taskq.broker.records import ClaimedJob, JobState, ParentResult
 from taskq.broker.stores.store import Store
 from taskq.broker.worker_policy import Policy

@@ -15,7 +15,7 @@ import anyio
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops.leases import job_heartbeat
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.maintenance import Maintainer
 from taskq.worker.events import EventLog
 from taskq.worker.running import StopReason, note_renewals, stop_expired

@@ -19,7 +19,7 @@ import anyio.to_thread
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops.workflows import job_parent_results
+from taskq.broker.ops.relatives import job_parent_results
 from taskq.broker.records import ClaimedJob, ParentResult
 from taskq.worker.running import RunningJob
 from taskq.worker.sandbox import parents_file

@@ -13,7 +13,7 @@ import logging
 import anyio
 
 from taskq import errors
-from taskq.broker.ops.leases import job_progress
+from taskq.broker.ops.heartbeats import job_progress
 from taskq.broker.records import Fenced
 from taskq.worker.running import RunningJob, StopReason
 from taskq.worker.store_runner import Run

@@ -21,6 +21,7 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_backlog, job_claim, job_claimable
 from taskq.broker.ops.common import clock_tick
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_heartbeat, job_progress
 from taskq.broker.ops.jobs import (
     execution_list,
     execution_throughput,
@@ -30,14 +31,7 @@ from taskq.broker.ops.jobs import (
     job_retry,
 )
 from taskq.broker.ops.leader import LeaderRenewal, leader_attempt_elect, leader_resign
-from taskq.broker.ops.leases import (
-    Backoff,
-    Report,
-    ReportKind,
-    job_heartbeat,
-    job_progress,
-    job_report,
-)
+from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_report
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired, worker_mark_lost
 from taskq.broker.ops.output import AttemptOutput, OutputChunk
 from taskq.broker.ops.plan import Op

@@ -18,8 +18,8 @@ from taskq.broker.client.specs import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_progress
 from taskq.broker.ops.jobs import job_get
-from taskq.broker.ops.leases import job_progress
 from taskq.broker.ops.maintenance import job_requeue_expired
 from taskq.broker.ops.queues import job_counts, queue_set_defaults
 from taskq.broker.records import JobState

@@ -61,18 +61,15 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.jobs import job_cancel, job_retry
-from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_heartbeat, job_report
+from taskq.broker.ops.leases import Backoff, Report, ReportKind, job_report
 from taskq.broker.ops.maintenance import job_requeue_expired, worker_mark_lost
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts
+from taskq.broker.ops.relatives import job_relatives
 from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
-from taskq.broker.ops.workflows import (
-    job_relatives,
-    workflow_get,
-    workflow_list,
-    workflow_submit,
-)
+from taskq.broker.ops.workflows import workflow_get, workflow_list, workflow_submit
 from taskq.broker.records import (
     AttemptReport,
     Fenced,

@@ -19,7 +19,7 @@ from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
-from taskq.broker.ops.leases import job_heartbeat
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.maintenance import worker_mark_lost
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts, queue_set_limits, queue_set_paused

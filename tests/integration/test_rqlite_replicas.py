@@ -17,9 +17,9 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_heartbeat, job_progress
 from taskq.broker.ops.jobs import job_cancel
 from taskq.broker.ops.leader import leader_attempt_elect
-from taskq.broker.ops.leases import job_heartbeat, job_progress
 from taskq.broker.ops.maintenance import job_requeue_expired, worker_mark_lost
 from taskq.broker.ops.queues import queue_set_paused
 from taskq.broker.ops.workers import worker_register

@@ -15,8 +15,8 @@ from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.functions import queue_served_list
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.jobs import job_get
-from taskq.broker.ops.leases import job_heartbeat
 from taskq.broker.ops.maintenance import worker_mark_lost
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state

@@ -30,9 +30,8 @@ from taskq.broker.ops.jobs import job_cancel, job_get, job_list, job_retry
 from taskq.broker.ops.leases import Report, job_report, job_report_claim
 from taskq.broker.ops.maintenance import job_prune, job_requeue_expired
 from taskq.broker.ops.plan import Op
+from taskq.broker.ops.relatives import job_parent_results, job_relatives
 from taskq.broker.ops.workflows import (
-    job_parent_results,
-    job_relatives,
     workflow_cancel,
     workflow_edges,
     workflow_get,

@@ -17,8 +17,9 @@ from taskq.broker.client.client import call_spec
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.jobs import job_cancel, job_list
-from taskq.broker.ops.leases import Backoff, Report, job_heartbeat
+from taskq.broker.ops.leases import Backoff, Report
 from taskq.broker.ops.maintenance import worker_mark_lost
 from taskq.broker.ops.output import AttemptOutput, OutputChunk
 from taskq.broker.ops.queues import queue_set_paused

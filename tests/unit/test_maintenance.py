@@ -12,9 +12,9 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import maintenance, plan, queries
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
+from taskq.broker.ops.heartbeats import job_heartbeat
 from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leader import leader_attempt_elect
-from taskq.broker.ops.leases import job_heartbeat
 from taskq.broker.ops.maintenance import (
     LeaseRequeuer,
     LostWorkerMarker,

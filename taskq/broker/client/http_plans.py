@@ -40,8 +40,8 @@ from taskq.broker.ops.job_waits import (
     workflow_wait_ran_out,
 )
 from taskq.broker.ops.jobs import CancelResult
+from taskq.broker.ops.relatives import relatives_limit
 from taskq.broker.ops.schedules import Schedule, ScheduleAdded
-from taskq.broker.ops.workflows import relatives_limit
 from taskq.broker.records import (
     Execution,
     Job,

@@ -35,9 +35,9 @@ from taskq.broker.ops.jobs import (
 )
 from taskq.broker.ops.output import OutputReader
 from taskq.broker.ops.plan import Op
+from taskq.broker.ops.relatives import job_relatives
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.ops.workflows import (
-    job_relatives,
     workflow_cancel,
     workflow_edges,
     workflow_get,

@@ -42,7 +42,7 @@ class ClaimRequest(msgspec.Struct, frozen=True):
     of each node's time, jobs with parents or not, since rqlite prepares
     every statement anew. Without it a job with parents comes with
     ``first_parents`` None, and whoever runs it reads them
-    (``ops.workflows.job_parent_results``)."""
+    (``ops.relatives.job_parent_results``)."""
 
 
 # The time in a claim (a write): the store's clock, as every write has it.

@@ -10,8 +10,8 @@ from taskq import errors
 from taskq.broker.ops import attempt_notes
 from taskq.broker.ops.jobs import job_get, job_list
 from taskq.broker.ops.plan import Op
+from taskq.broker.ops.relatives import job_relatives
 from taskq.broker.ops.workers import worker_list
-from taskq.broker.ops.workflows import job_relatives
 from taskq.broker.records import Job, JobState, WorkerInfo
 from taskq.broker.stores.trampoline import Pause
 from taskq.broker.unserved import unserved_queue

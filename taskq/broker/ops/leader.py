@@ -2,7 +2,7 @@
 
 A lease is a ``leader`` row: a name, its holder and when it lapses, in store
 time. :mod:`taskq.broker.ops.maintenance` takes, keeps and gives it up; a
-worker's heartbeat (:func:`taskq.broker.ops.leases.job_heartbeat`) keeps it
+worker's heartbeat (:func:`taskq.broker.ops.heartbeats.job_heartbeat`) keeps it
 in its own write through a :class:`LeaderRenewal`. The SQL is in
 ``sql/queries/leader.sql``.
 """
@@ -20,7 +20,7 @@ from taskq.broker.stores.store import Consistency, Statement
 class LeaderRenewal(msgspec.Struct, frozen=True):
     """A leader lease for a worker's heartbeat to renew in its own write.
 
-    See ``taskq.broker.ops.leases.job_heartbeat``, which adds
+    See ``taskq.broker.ops.heartbeats.job_heartbeat``, which adds
     :meth:`elect_statement` to its batch.
     """
 
