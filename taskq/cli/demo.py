@@ -15,11 +15,12 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,28 @@ def _watch(client: Client, ids: Sequence[int], workers: WorkerFleet, timeout: fl
         time.sleep(_TTY_POLL_SECONDS if tty else _LOG_POLL_SECONDS)
 
 
+@contextmanager
+def _ctrl_c_after_the_submit() -> Iterator[None]:
+    """Hold a Ctrl-C that comes while the batch is submitted until the submit has returned.
+
+    The batch may be written before its ids come back (a write commits on the
+    store's own thread): interrupted then, the demo would not know which jobs to
+    cancel and would leave them all queued. An ignored SIGINT stays ignored.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, None):
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def _cancel_unfinished(client: Client, ids: Sequence[int]) -> None:
     """Leave nothing of an interrupted demo queued (best effort: the store may be the problem)."""
     try:
@@ -315,8 +338,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 )
                 print(_mix(specs))
                 started = time.monotonic()
-                ids = [handle.id for handle in client.submit_many(specs)]
+                ids: list[int] = []
                 try:
+                    with _ctrl_c_after_the_submit():
+                        ids = [handle.id for handle in client.submit_many(specs)]
                     jobs = _watch(client, ids, workers, args.timeout)
                 except BaseException:
                     output.warn("taskq: demo stopped: cancelling its jobs, stopping its workers")
