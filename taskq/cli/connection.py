@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl
 from taskq import errors
 from taskq.broker.client.client import Client
 from taskq.broker.client.connect import chosen_store_url, client_url, open_store
-from taskq.broker.client.http_transport import TOKEN_ENV
+from taskq.broker.client.http_requests import TOKEN_ENV
 from taskq.broker.stores.store import Store
 from taskq.broker.stores.store_url import (
     RqliteTarget,

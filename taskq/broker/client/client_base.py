@@ -11,7 +11,7 @@ import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
@@ -20,7 +20,6 @@ from taskq.broker.client import declarations, http_plans
 from taskq.broker.client.connect import client_url, open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
-from taskq.broker.client.http_transport import HttpTransport
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.specs import (
     Calls,
@@ -38,6 +37,9 @@ from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
 from taskq.broker.records import JobSpec, SubmittedWorkflow, WorkflowSubmission
 from taskq.broker.stores.store import Store
+
+if TYPE_CHECKING:
+    from taskq.broker.client.http_transport import HttpTransport
 from taskq.broker.stores.store_url import is_http_url
 from taskq.broker.stores.wake_hints import HintedStore
 from taskq.config import load_config
@@ -106,11 +108,13 @@ class ClientBase:
         url = None
         if store is None:
             url = client_url(store_url, config_path)
-        self.http = (
-            HttpTransport(url, token=token, ca=ca, verify=verify, timeout=timeout)
-            if url is not None and is_http_url(url)
-            else None
-        )
+        self.http: HttpTransport | None = None
+        if url is not None and is_http_url(url):
+            # Imported here: httpx, which only this transport needs, is a fifth of a
+            # second of every start on a store, the command line's included.
+            from taskq.broker.client.http_transport import HttpTransport
+
+            self.http = HttpTransport(url, token=token, ca=ca, verify=verify, timeout=timeout)
         self._store = store
         if store is None and self.http is None:
             self._store = open_store(url, config_path=config_path)

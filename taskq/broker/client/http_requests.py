@@ -9,15 +9,23 @@ answer (an ``httpx.Response``), or has the error a refusal names thrown in.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, TypeVar
 
-import httpx
 import msgspec
 
 from taskq.broker.client.http_stream import ServerEvent
 
+if TYPE_CHECKING:
+    # Only the HTTP client's transport needs httpx at run time: importing it
+    # (and, through its own command line, click, rich and pygments) costs
+    # every taskq command about 0.2 s, embedded store or not.
+    import httpx
+
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
+
+TOKEN_ENV = "TASKQ_TOKEN"
+"""Where a client finds its token when it is given none."""
 
 LONG_POLL_SECONDS = 60.0
 """The longest the server holds a request open (a job waited for): under proxies' idle timeouts."""
@@ -35,7 +43,7 @@ class HttpRequest(NamedTuple):
     headers: Mapping[str, str] | None = None
 
 
-HttpPlan: TypeAlias = Generator[HttpRequest, httpx.Response, T]
+HttpPlan: TypeAlias = Generator[HttpRequest, "httpx.Response", T]
 
 
 class Streamed(Protocol[T_co]):

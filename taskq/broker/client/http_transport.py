@@ -23,13 +23,12 @@ import httpx
 from taskq import errors
 from taskq.broker.client import tls_probe
 from taskq.broker.client.http_answers import Sent, Unanswered, answered, asked_again
-from taskq.broker.client.http_requests import HttpPlan, HttpRequest, Streamed
+from taskq.broker.client.http_requests import TOKEN_ENV, HttpPlan, HttpRequest, Streamed
 from taskq.broker.client.http_stream import EVENT_STREAM, EventLines, ServerEvent
 from taskq.broker.stores.trampoline import drive, drive_async
 
 T = TypeVar("T")
 
-TOKEN_ENV = "TASKQ_TOKEN"
 # What :meth:`HttpTransport.reach` asks: it needs no token and does not touch the store, so
 # any server that runs answers it, at once.
 _ALIVE = HttpRequest("GET", "/healthz")

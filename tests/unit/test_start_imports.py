@@ -1,0 +1,40 @@
+"""What a start on a store leaves out: httpx, which only the HTTP client needs.
+
+Importing httpx (and, through its own command line, click, rich and pygments)
+doubled every ``taskq`` command's start on a store; these fail if a module
+on the way imports it again.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _imports_httpx(program: str) -> bool:
+    ran = subprocess.run(
+        [sys.executable, "-c", f"{program}\nimport sys\nprint('httpx' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return ran.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_the_command_line_starts_without_httpx() -> None:
+    assert not _imports_httpx("import taskq.cli.main")
+
+
+def test_a_client_on_an_embedded_store_works_without_httpx(tmp_path: Path) -> None:
+    program = (
+        "import taskq\n"
+        f"client = taskq.Client('sqlite:///{tmp_path}/jobs.db')\n"
+        "client.submit_shell('true')\n"
+    )
+    assert not _imports_httpx(program)
+
+
+def test_a_client_of_a_server_imports_httpx() -> None:
+    # The other side of the two above: the probe would pass on a renamed module.
+    assert _imports_httpx("import taskq\ntaskq.Client('http://127.0.0.1:9')")
