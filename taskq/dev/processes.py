@@ -8,6 +8,7 @@ marker in its command line, and one it saw running by its start time.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import time
@@ -121,18 +122,42 @@ def stop_recorded(processes: Sequence[tuple[int, str]], timeout: float) -> list[
     return [pid for pid, _ in running]
 
 
+# Where free_ports looks: below the kernel's range of ports for a connection's own end.
+_LOWEST_PORT = 10000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` loopback ports free now (the kernel's choice)."""
-    sockets = []
+    """``count`` loopback ports free now, below the ports the kernel gives connections.
+
+    A port from that range (the kernel's choice for ``bind(0)``) can be taken as
+    a connection's own end before the server meant for it binds it; worse, a
+    connection to it while nothing listens yet can meet itself (TCP's
+    simultaneous open), and the client then reads its own request back as the
+    answer. Where the range leaves no room below it, the kernel chooses.
+    """
+    below = _ephemeral_start()
+    sockets: list[socket.socket] = []
     try:
-        for _ in range(count):
+        while len(sockets) < count:
             sock = socket.socket()
-            sock.bind((HOST, 0))
             sockets.append(sock)
+            port = random.randrange(_LOWEST_PORT, below) if below > _LOWEST_PORT else 0
+            try:
+                sock.bind((HOST, port))
+            except OSError:  # taken: try another
+                sockets.pop().close()
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def port_is_free(port: int) -> bool:

@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
-from taskq.dev.processes import all_threads_stopped, wait_until
+from taskq.dev.processes import all_threads_stopped, free_ports, wait_until
 
 TWO_THREADS = (
     "import threading, time\n"
@@ -29,3 +30,11 @@ def test_all_threads_stopped_only_once_sigstop_has_reached_every_thread() -> Non
         process.kill()
         process.wait()
     assert all_threads_stopped(process.pid)  # gone: nothing of it runs
+
+
+def test_free_ports_lie_below_the_ports_connections_get() -> None:
+    # A port in that range can meet a connection to itself, made before its server listens.
+    start = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = free_ports(20)
+    assert len(set(ports)) == 20
+    assert all(port < start for port in ports)
