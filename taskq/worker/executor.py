@@ -24,6 +24,7 @@ from taskq import errors
 from taskq.broker.ops.workers import job_served_elsewhere
 from taskq.broker.records import ClaimedJob
 from taskq.job_context import JobUpdate
+from taskq.worker import lowered_limits
 from taskq.worker.autoscale import Autoscaler
 from taskq.worker.completer import Completer
 from taskq.worker.events import EventLog
@@ -238,6 +239,15 @@ class Executor:
             if request.status is Status.POLICY and await self._served_elsewhere(job):
                 running.stop(StopReason.SERVED_ELSEWHERE)
             return request
+        if request.asked is not None:
+            self._events.emit(
+                "limits_lowered",
+                job=job.lease.job_id,
+                lowered=lowered_limits.described(
+                    lowered_limits.lowered(request.asked, request.limits)
+                ),
+                hint=lowered_limits.LOWERED_HINT,
+            )
         if job.parent_count:
             request = await with_parents(request, running, self._run)
             if isinstance(request, Outcome):
@@ -290,6 +300,9 @@ class Executor:
                 outcome = started
             else:
                 outcome = await sandbox.finish(started)
+                if started.request.asked is not None:
+                    asked, applied = started.request.asked, started.request.limits
+                    outcome = lowered_limits.told(outcome, lowered_limits.lowered(asked, applied))
         finally:
             self._slots.left_slot()
             running.drop_parents_file()

@@ -67,12 +67,14 @@ class JobPreparer:
         refusal = self.policy.refusal(payload.kind, target)
         if refusal is not None:
             return refused_outcome(refusal)
+        applied = limits.bounded_by(self.worker_max)
         return JobRequest(
             payload,
-            limits.bounded_by(self.worker_max),
+            applied,
             self._import_path,
             self._modules,
             job or JobIdentity(),
+            asked=None if applied == limits else limits,
         )
 
     def _limits_asked(self, job: ClaimedJob) -> Limits:

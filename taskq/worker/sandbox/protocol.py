@@ -38,6 +38,7 @@ import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import limits
+from taskq.broker.limits import Limits
 from taskq.broker.records import ParentResult, WorkflowSubmission
 from taskq.job_context import MAX_CHECKPOINT_BYTES, MAX_SPAWN_BYTES, JobUpdate, NamedStep
 from taskq.worker.sandbox import outcome, payloads, spawn_message
@@ -131,6 +132,9 @@ class JobRequest(msgspec.Struct, frozen=True):
     import_path: list[str]
     modules: list[str]
     job: JobIdentity = msgspec.field(default_factory=JobIdentity)
+    asked: Limits | None = None
+    """The limits the job asked for, where ``limits`` lowers any to the worker's most:
+    for the worker to tell of (``taskq.worker.lowered_limits``); never sent to a child."""
 
     def to_message(self, previous: JobRequest | None = None) -> dict[str, object]:
         """The request as a message for a child that was last sent ``previous``."""
