@@ -59,6 +59,8 @@ class BreakingServer:
         assert request.url.params["follow"] == "true"
         resumed = request.headers.get("last-event-id")
         self.resumed_from.append(resumed)
+        # A follow that never sees its end would ask again and again.
+        assert len(self.resumed_from) <= 10, self.resumed_from[-3:]
         frames = self.frames_async(resumed) if self.awaited else self.frames(resumed)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=frames)
 
@@ -88,6 +90,19 @@ def test_the_async_face_resumes_the_same_way_and_skips_an_end_said_again() -> No
     assert anyio.run(follow) == [ONE, TWO, FAILED, THREE, DONE]
     # Broken after FAILED: resumed at the end of attempt 1, whose end the server says again.
     assert server.resumed_from == [None, "1:8"]
+
+
+def test_a_run_handed_back_and_the_run_after_it_each_end_the_follow_once() -> None:
+    # A draining worker hands the job back: its run and the next share attempt 1's number.
+    released = AttemptEnded(1, "released", None, JobState.QUEUED)
+    again = OutputText(1, 0, 6, "again\n")
+    done = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
+    server = BreakingServer([ONE, released, again, done], cut=2)
+    seen = list(_transport(server).stream(OutputOverHttp(7, follow=True)))
+    assert seen == [ONE, released, again, done]
+    # Broken after ONE and the first end, then after the run's output: the first end, said
+    # again when resumed, is skipped; the second ends the follow.
+    assert server.resumed_from == [None, "1:4", "1:6"]
 
 
 def test_event_lines_join_data_lines_and_skip_comments_and_ids() -> None:

@@ -47,7 +47,10 @@ class OutputOverHttp:
         self._attempt = attempt
         self._position = start
         self._follow = follow
-        self._ended: int | None = None  # the attempt whose end was handed on
+        # The last end handed on: a stream resumed at an attempt's end says it again. Not
+        # its number alone: a run handed back by a draining worker and the run after it
+        # share their attempt's number, and each has its own end.
+        self._last_end: AttemptEnded | None = None
 
     def next_request(self) -> HttpRequest | None:
         """GET of the output from where the reader is; None once it is done."""
@@ -74,11 +77,7 @@ class OutputOverHttp:
                 self._kept(piece) for piece in msgspec.json.decode(event.data, type=_Page).events
             ]
         piece = msgspec.json.decode(event.data, type=OutputEvent)
-        if (
-            isinstance(piece, AttemptEnded)
-            and piece.attempt is not None
-            and piece.attempt == self._ended
-        ):
+        if isinstance(piece, AttemptEnded) and piece == self._last_end:
             return []  # resumed at the end of an attempt already said to be over
         return [self._kept(piece)]
 
@@ -89,7 +88,7 @@ class OutputOverHttp:
                 self.done = True
             if piece.attempt is not None and piece.attempt != self._attempt:
                 self._attempt, self._position = piece.attempt, 0  # an attempt that printed nothing
-            self._ended = piece.attempt
+            self._last_end = piece
         else:
             self._attempt, self._position = piece.attempt, piece.end
         return piece
