@@ -17,9 +17,10 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.broker.client import declared
+from taskq.broker.client.declarations import declared_spec
 from taskq.broker.client.seed_jobs import seed_job_specs
 from taskq.broker.ops import plan
-from taskq.broker.ops.functions import function_publish
+from taskq.broker.ops.functions import Declaration, function_publish
 from taskq.broker.records import Job, PayloadKind
 from tests.support import declared_jobs
 from tests.support.declared_jobs import area, greet, plain_multiply
@@ -66,6 +67,16 @@ def test_options_change_the_declared_options_for_their_calls_only(client: taskq.
     assert (job.queue, job.priority, job.timeout, job.max_attempts) == ("gpu", 5, 30, 2)
     assert written(client, greet.submit("cy")).queue == "declared"
     assert moved("dee") == "hello dee!"
+
+
+def test_limits_given_go_over_the_declared_ones_limit_by_limit(client: taskq.Client) -> None:
+    # --cpu and --memory are separate flags: one given keeps the other as declared.
+    capped = greet.options(limits={"memory_bytes": "512MiB", "cpu_seconds": 60})
+    job = written(client, capped.options(limits={"cpu_seconds": 10}).submit("ann"))
+    assert job.limits == {"memory_bytes": "512MiB", "cpu_seconds": 10}
+    by_name = Declaration(name=GREET, options={"limits": {"memory_bytes": 512 * 2**20}})
+    spec = declared_spec(by_name, [], None, {"limits": {"cpu_seconds": 10}})
+    assert spec.limits == {"memory_bytes": 512 * 2**20, "cpu_seconds": 10}
 
 
 def test_a_client_submits_declared_jobs_and_module_level_functions(client: taskq.Client) -> None:

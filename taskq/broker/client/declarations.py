@@ -26,7 +26,7 @@ from typing import Any
 
 from taskq import errors
 from taskq.broker import job_validation
-from taskq.broker.client import specs
+from taskq.broker.client import job_options, specs
 from taskq.broker.client.call_check import check_arguments
 from taskq.broker.client.importable import importable_declaration, importable_names
 from taskq.broker.ops.functions import (
@@ -66,7 +66,7 @@ def declared_spec(
 ) -> JobSpec:
     """The job of a by-name submit: the declared options, then ``options`` over them."""
     check_arguments(declaration, args, kwargs or {})
-    merged = {**declaration.options, **options}
+    merged = job_options.over_declared(declaration.options, options)
     return specs.call_spec(declaration.name, args, dict(kwargs or {}), **merged)
 
 

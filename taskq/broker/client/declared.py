@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
-from taskq.broker.client import celery_habits
+from taskq.broker.client import celery_habits, job_options
 from taskq.broker.client.client import Client, JobHandle
 from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.client.flows import Flow, as_flow, fan_out, step
@@ -82,7 +82,9 @@ class DeclaredJob(Generic[P, R]):
         """This job with some options changed (any of :func:`job`'s), for the calls made of it."""
         _check_options(options, f"{self.function.__qualname__}.options")
         return DeclaredJob(
-            self.function, {**self.declared_options, **options}, client or self.client
+            self.function,
+            job_options.over_declared(self.declared_options, options),
+            client or self.client,
         )
 
     def spec(self, *args: P.args, **kwargs: P.kwargs) -> JobSpec:

@@ -13,7 +13,7 @@ those very ones (``limits``'s through :mod:`.option_schemas`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -221,6 +221,20 @@ def declared() -> Iterator[Declared]:
             flags=tuple((field.type.extra or {})["flags"])
             or (Flag("--" + field.name.replace("_", "-")),),
         )
+
+
+def over_declared(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of a call of a declared job: ``given`` over the ``declared`` ones.
+
+    Each option given replaces the declared one, but for ``limits``, merged
+    limit by limit: ``--cpu 10`` on a job declared with 512 MiB of memory keeps
+    the 512 MiB, as the command line's flags for the two are separate.
+    """
+    merged = {**declared, **given}
+    declared_limits, given_limits = declared.get("limits"), given.get("limits")
+    if isinstance(declared_limits, Mapping) and isinstance(given_limits, Mapping):
+        merged["limits"] = {**declared_limits, **given_limits}
+    return merged
 
 
 def described(name: str) -> str:
