@@ -144,7 +144,7 @@ def test_a_job_cancelled_while_running_says_which_attempt(
     plan.run(store, report_one(released(claimed.lease)))
     assert _failure_of(handle) == (
         f"job {handle.id} ended cancelled while running (attempt 1 of 3); its last error: "
-        "Cancelled: cancelled by request as its worker handed it back"
+        "Cancelled: cancelled by request while running; its worker stopped it"
     )
 
 

@@ -102,7 +102,7 @@ UPDATE jobs SET
     finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
     error = CASE WHEN cancel_requested = 1 THEN COALESCE(
         error,
-        json_object('type', 'Cancelled', 'message', 'cancelled by request as its worker handed it back')
+        json_object('type', 'Cancelled', 'message', 'cancelled by request while running; its worker stopped it')
     ) ELSE error END,
     run_at = (SELECT now FROM taskq_clock) + COALESCE(report.value ->> '$.delay', 0),
     -- Queued again, it names no holder (the rule above job_complete); cancelled,
