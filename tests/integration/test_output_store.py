@@ -34,11 +34,12 @@ from taskq.broker.records import (
     OutputText,
 )
 from taskq.broker.stores.store import Statement, Store
-from tests.support.reports import completed, report_one
+from tests.support.reports import completed, failed, report_one
 
 T0 = 1_800_000_000.0
 LEASE = 30.0
 Run = Callable[[Op[Any]], Any]
+ERROR = {"type": "ValueError", "message": "failing attempt 1", "traceback": ""}
 
 
 @pytest.fixture
@@ -121,6 +122,30 @@ def test_the_report_carries_the_last_chunks_and_the_tail_is_read_from_them(run: 
     events = _read_all(run, OutputReader(job.lease.job_id, follow=True))
     assert _text(events) == "working\ndone ✓\n"
     assert events[-1] == AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
+
+
+def test_following_an_ended_job_from_an_earlier_attempt_reads_every_attempt_after_it(
+    run: Run,
+) -> None:
+    first = _claimed(run, max_attempts=2)
+    output = AttemptOutput(first.lease, _chunks(0, "first\n"), 1 << 20)
+    run(report_one(msgspec.structs.replace(failed(first.lease, ERROR), output=output), now=T0))
+    [second] = run(job_claim("w1", [first.queue], limit=1, lease_seconds=LEASE, now=T0 + 600))
+    output = AttemptOutput(second.lease, _chunks(0, "second\n"), 1 << 20)
+    run(report_one(msgspec.structs.replace(completed(second.lease, 1), output=output)))
+
+    job_id = first.lease.job_id
+    followed = _read_all(run, OutputReader(job_id, attempt=1, follow=True))
+    # As a follower that started while the job ran would have read it: queued after attempt 1.
+    assert followed == [
+        OutputText(1, 0, 6, "first\n"),
+        AttemptEnded(1, "error", ERROR, JobState.QUEUED),
+        OutputText(2, 0, 7, "second\n"),
+        AttemptEnded(2, "succeeded", None, JobState.SUCCEEDED),
+    ]
+    # Not following, attempt 1 alone, and the job as it is now.
+    read = _read_all(run, OutputReader(job_id, attempt=1))
+    assert read[-1] == AttemptEnded(1, "error", ERROR, JobState.SUCCEEDED)
 
 
 def test_a_report_records_where_the_output_ends_with_or_without_the_last_chunks(

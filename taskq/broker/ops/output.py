@@ -299,6 +299,11 @@ class OutputReader:
         end = int(row["output_bytes"])
         if end > self._position:
             events.append(OutputDropped(attempt, self._position, end))
+        if self._follow and state in FINISHED_STATES and row["later_attempts"]:
+            # An earlier attempt of a job that has ended since, followed from it: the job
+            # was queued again after it, and the follow goes on to the next, as it would
+            # have while the job ran.
+            state = JobState.QUEUED
         events.append(AttemptEnded(attempt, row["outcome"], from_json(row["error"]), state))
         if state in FINISHED_STATES:
             self.done = True

@@ -46,7 +46,10 @@ WHERE rowid IN (
 SELECT
     jobs.state AS job_state, jobs.error AS job_error,
     executions.id, executions.attempt, executions.finished_at, executions.outcome,
-    executions.error, executions.output_bytes, executions.output_inline
+    executions.error, executions.output_bytes, executions.output_inline,
+    EXISTS (
+        SELECT 1 FROM executions AS later WHERE later.job_id = jobs.id AND later.id > executions.id
+    ) AS later_attempts
 FROM jobs
 LEFT JOIN executions ON executions.id = ({attempt_id})
 WHERE jobs.id = :job_id
