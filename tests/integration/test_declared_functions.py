@@ -180,6 +180,19 @@ def test_the_newest_version_a_live_worker_serves_wins(client: taskq.Client) -> N
     assert (listed.versions, listed.live, listed.workers) == (2, False, ())
 
 
+def test_a_version_whose_queue_its_worker_leaves_to_others_is_not_the_one_served(
+    client: taskq.Client,
+) -> None:
+    # The new version names a queue the worker that declares it does not take: a job
+    # submitted by it would run on the old version's worker, so the old one is served.
+    name, queue = names()
+    serving(client, "old", [queue], declaration(name, queue=queue, max_attempts=2))
+    serving(client, "new", [f"{queue}-other"], declaration(name, queue=queue, max_attempts=7))
+    assert client.get(client.submit(name, "in.txt").id).max_attempts == 2
+    [listed] = [each for each in client.functions() if each.name == name]
+    assert listed.live
+
+
 def test_functions_lists_signature_queue_and_live_workers(client: taskq.Client) -> None:
     name, queue = names()
     worker_id = serving(client, "w1", [queue], declaration(name, queue=queue))

@@ -163,7 +163,7 @@ def function_list() -> Op[list[DeclaredFunction]]:
     """Every declared job by name, each with the version submits use and its live workers."""
     versions = yield from _versions(None)
     rows = yield Read(
-        Statement(queries.query("function_live_servers"), {"live_seconds": LIVE_SECONDS})
+        Statement(_serving_query("function_live_servers"), {"live_seconds": LIVE_SECONDS})
     )
     serving: dict[str, list[str]] = {}
     for row in rows:
@@ -202,7 +202,7 @@ def queue_served_list() -> Op[set[str]]:
 def _versions(name: str | None) -> Op[list[FunctionVersion]]:
     """Versions by name, each name's first the one submits use (see functions.sql)."""
     rows = yield Read(
-        Statement(queries.query("function_versions"), {"name": name, "live_seconds": LIVE_SECONDS})
+        Statement(_serving_query("function_versions"), {"name": name, "live_seconds": LIVE_SECONDS})
     )
     return [_version(row) for row in rows]
 
@@ -216,3 +216,8 @@ def _version(row: Row) -> FunctionVersion:
         published_by=row["published_by"],
         live=bool(row["live"]),
     )
+
+
+def _serving_query(name: str) -> str:
+    """The query ``name`` with who serves a version written in, as each of its uses needs."""
+    return queries.query(name).format(worker_serves_version=queries.query("worker_serves_version"))

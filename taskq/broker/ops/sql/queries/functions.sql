@@ -32,33 +32,39 @@ DELETE FROM function_servers
 WHERE worker_id IN (SELECT id FROM workers WHERE state IN ('stopped', 'lost'))
 
 -- Every version of one name (:name) or of all (NULL), the one submits use
--- first: served by a live worker, then the newest to appear. Two versions
--- first published within one tick of the clock (86 ms on rqlite) are told
--- apart by their rowid, which grows with each version stored.
+-- first: served by a live worker, then the newest to appear. Served as
+-- function_live_servers says: a worker that declares a version but leaves its
+-- queue to others would not run a job submitted by it. Two versions first
+-- published within one tick of the clock (86 ms on rqlite) are told apart by
+-- their rowid, which grows with each version stored.
 -- name: function_versions
 SELECT
     v.name, v.fingerprint, v.declaration, v.first_published_at, v.published_at,
     v.published_by,
     EXISTS (
         SELECT 1 FROM function_servers AS s JOIN workers AS w ON w.id = s.worker_id
-        WHERE s.name = v.name AND s.fingerprint = v.fingerprint
-            AND w.state IN ('active', 'draining')
-            AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
+        WHERE s.name = v.name AND s.fingerprint = v.fingerprint AND {worker_serves_version}
     ) AS live
 FROM function_versions AS v
 WHERE :name IS NULL OR v.name = :name
 ORDER BY v.name, live DESC, v.first_published_at DESC, v.rowid DESC
 
--- A live worker serves a declared job when a claim of its would take the job:
--- it takes the queue the version it declares names ('default' when none) and
--- has every label that version needs. A worker's modules may declare jobs of
--- queues it leaves to others, and listing it there would promise a claim.
 -- name: function_live_servers
 SELECT s.name, s.fingerprint, w.id AS worker_id
 FROM function_servers AS s
 JOIN workers AS w ON w.id = s.worker_id
 JOIN function_versions AS v ON v.name = s.name AND v.fingerprint = s.fingerprint
-WHERE w.state IN ('active', 'draining')
+WHERE {worker_serves_version}
+ORDER BY s.name, w.id
+
+-- In place of {worker_serves_version}: whether worker w, which declares
+-- version v, serves it. A live worker serves a declared job when a claim of
+-- its would take the job: it takes the queue the version names ('default'
+-- when none) and has every label that version needs. A worker's modules may
+-- declare jobs of queues it leaves to others, and counting it there would
+-- promise a claim.
+-- name: worker_serves_version
+(w.state IN ('active', 'draining')
     AND w.heartbeat_at >= (SELECT now FROM taskq_clock) - :live_seconds
     AND EXISTS (
         SELECT 1 FROM json_each(w.queues) AS q
@@ -68,8 +74,7 @@ WHERE w.state IN ('active', 'draining')
         SELECT 1
         FROM json_each(COALESCE(json_extract(v.declaration, '$.options.labels'), '[]')) AS needed
         WHERE needed.value NOT IN (SELECT value FROM json_each(w.labels))
-    )
-ORDER BY s.name, w.id
+    ))
 
 -- The queues some live worker takes jobs from.
 -- name: queue_served_list
