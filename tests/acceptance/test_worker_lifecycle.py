@@ -318,3 +318,15 @@ def test_the_worker_says_at_start_its_store_and_the_declared_queues_it_leaves(
     )
     chosen.wait_for_event("worker_started")
     assert chosen.events("queues_not_taken") == []
+    assert worker.events("no_jobs_declared") == chosen.events("no_jobs_declared") == []
+
+
+def test_a_worker_whose_modules_declare_no_job_says_so_at_start(
+    workers: WorkerFleet, store_url: str
+) -> None:
+    # Plain functions, no @taskq.job: they run by path, but a submit by name finds none.
+    worker = workers.start(store_url, worker={"modules": ["tests.support.jobs"]})
+    worker.wait_for_event("worker_started")
+    [told] = worker.events("no_jobs_declared")
+    assert told["modules"] == "tests.support.jobs"
+    assert "__init__ imports" in told["hint"], told
