@@ -123,7 +123,8 @@ def _served(url: str, config: str | None) -> Iterator[Client]:
                 served.http.reach(FIRST_CONTACT_SECONDS)
             yield served
     except errors.Unauthorized as exc:
-        if not os.environ.get(TOKEN_ENV):
+        # Blank counts as unset: the client strips a token's surrounding whitespace.
+        if not os.environ.get(TOKEN_ENV, "").strip():
             said = f"{where} wants a token: set {TOKEN_ENV} to one ('taskq token new' makes one)"
         else:
             said = f"{where} refused the token in {TOKEN_ENV}: {exc}"

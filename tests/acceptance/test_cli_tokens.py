@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import taskq as taskq_module
 from taskq.cli.main import build_parser
 from taskq.dev.server import running_server
 from tests.support.cli_runs import one_error_line, taskq
@@ -164,3 +165,36 @@ def test_token_help_leaves_out_store_which_it_does_not_use(
     path = tmp_path / "config.toml"
     ran = taskq("--store", "sqlite:///nowhere/taskq.db", "token", "list", "--config", str(path))
     assert ran.code == 0, ran
+
+
+def test_a_token_read_whole_from_a_file_is_taken_and_never_shown(tmp_path: Path) -> None:
+    """A token file ends in a newline (as ``taskq token new > file`` writes it): dropped,
+    here as in Python; one a header cannot carry is refused at once, without showing it."""
+    path = tmp_path / "config.toml"
+    made = taskq("token", "new", "scripts", "--config", str(path)).out
+    token_file = tmp_path / "scripts.tok"
+    token_file.write_text(made)
+    read_whole = token_file.read_text()
+    assert read_whole.endswith("\n")
+    store = f"sqlite://{tmp_path / 'taskq.db'}"
+    with running_server(store, path, tmp_path / "serve.log") as server:
+        with taskq_module.Client(server.url, token=read_whole, timeout=10) as client:
+            job_id = client.submit("tests.support.jobs:add", 1, 2, unchecked=True).id
+            assert client.get(job_id).submitter == "scripts"
+        listed = taskq("jobs", "--json", env={"TASKQ_STORE": server.url, "TASKQ_TOKEN": made})
+        assert listed.code == 0, listed
+        assert [job["id"] for job in listed.json()] == [job_id]
+        secret = made.strip()
+        spoiled = f"{secret[:10]}\x1b{secret[10:]}\n"
+        refused = taskq("jobs", env={"TASKQ_STORE": server.url, "TASKQ_TOKEN": spoiled})
+        one_error_line(
+            refused,
+            2,
+            "the token in TASKQ_TOKEN cannot be sent in an HTTP header",
+            f"character 11 of {len(secret) + 1} is a control character",
+        )
+        assert secret[:10] not in refused.err
+        assert secret[10:] not in refused.err
+        # A blank one is none: the server's refusal says to set it.
+        blank = taskq("jobs", env={"TASKQ_STORE": server.url, "TASKQ_TOKEN": " \n"})
+        one_error_line(blank, 1, "wants a token: set TASKQ_TOKEN")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import ssl
 import time
+import traceback
 
 import anyio
 import httpx
 import pytest
 
+import taskq
 from taskq import errors
-from taskq.broker.client import http_fleet_plans
+from taskq.broker.client import http_fleet_plans, http_plans
 from taskq.broker.client.http_transport import HttpTransport
 
 UNAVAILABLE = {
@@ -185,3 +187,91 @@ def test_reach_takes_any_answer_but_a_503_and_bounds_each_try() -> None:
     with pytest.raises(errors.TaskqError, match="401"):
         transport.run(http_fleet_plans.queue_stats())
     assert asked[0].extensions["timeout"]["connect"] == 30.0
+
+
+# -- the token: its surrounding whitespace dropped, one a header cannot carry refused at once
+
+TOKEN = "tq_-fYAAyQk3mZ8a_secret"
+
+
+class Recording:
+    """Answers the queues, keeping the Authorization header of each request."""
+
+    def __init__(self) -> None:
+        self.bearers: list[str | None] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.bearers.append(request.headers.get("authorization"))
+        return httpx.Response(200, json=QUEUES)
+
+
+@pytest.mark.parametrize("given", [TOKEN + "\n", f"  {TOKEN}\r\n", f"\t{TOKEN} "])
+def test_a_tokens_surrounding_whitespace_is_dropped(
+    given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token read from a file ends in a newline; tokens hold no whitespace of their own."""
+    server = Recording()
+    as_argument = HttpTransport("http://taskq.test", token=given, mock=httpx.MockTransport(server))
+    assert as_argument.run(http_fleet_plans.queue_stats()) == []
+    monkeypatch.setenv("TASKQ_TOKEN", given)
+    from_env = HttpTransport("http://taskq.test", mock=httpx.MockTransport(server))
+    assert from_env.run(http_fleet_plans.queue_stats()) == []
+    assert server.bearers == [f"Bearer {TOKEN}"] * 2
+
+
+def test_a_blank_token_is_no_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TASKQ_TOKEN", " \n")
+    server = Recording()
+    HttpTransport("http://taskq.test", mock=httpx.MockTransport(server)).run(
+        http_fleet_plans.queue_stats()
+    )
+    assert server.bearers == [None]
+
+
+@pytest.mark.parametrize(
+    ("inner", "kind", "place"),
+    [
+        ("\n", "whitespace", 12),
+        (" ", "a space", 12),
+        ("\x01", "a control character", 12),
+        ("é", "not ASCII", 12),
+        ("\x7f", "a control character", 12),
+    ],
+)
+def test_a_token_a_header_cannot_carry_is_refused_when_the_client_is_made(
+    inner: str, kind: str, place: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = f"{TOKEN[:11]}{inner}{TOKEN[11:]}\n"
+    length = len(token.strip())
+    server = Recording()
+    with pytest.raises(errors.ConfigError) as refused:
+        HttpTransport("http://taskq.test", token=token, mock=httpx.MockTransport(server))
+    assert str(refused.value) == (
+        f"the token given as token= cannot be sent in an HTTP header: character {place} of "
+        f"{length} is {kind} (the tokens 'taskq token new' makes are 'tq_' then letters, "
+        "digits, '-' and '_')"
+    )
+    monkeypatch.setenv("TASKQ_TOKEN", token)
+    with pytest.raises(errors.ConfigError, match=r"^the token in TASKQ_TOKEN cannot be sent"):
+        taskq.Client("http://taskq.test")
+    assert server.bearers == []
+
+
+def test_no_error_of_the_client_shows_its_token() -> None:
+    """httpx (h11) repeats a header it refuses in its error: the client's errors do not."""
+    refused_header = f"Illegal header value b'Bearer {TOKEN}'"
+    server = Unreachable(httpx.LocalProtocolError(refused_header))
+    transport = HttpTransport(
+        "http://taskq.test", token=TOKEN, timeout=10, mock=httpx.MockTransport(server)
+    )
+    job = http_plans.by_name_body("lab.jobs:add", (1, 2), {})
+    for plan in (http_fleet_plans.queue_stats(), http_plans.submit_job(job)):
+        with pytest.raises(errors.TaskqError) as failed:
+            transport.run(plan)
+        # Not sent, so not applied: said at once, not after the call's 10 s.
+        assert isinstance(failed.value, errors.ConfigError), failed.value
+        assert "nothing was applied" in str(failed.value)
+        shown = "".join(traceback.format_exception(failed.value))
+        assert TOKEN not in shown
+        assert "Bearer ***" in shown
+    assert server.asked == 2

@@ -11,7 +11,9 @@ error is raised. A request sent that got no answer may have been applied:
 TLS certificate this client does not trust did answer, as did one that
 speaks the other protocol (TLS to an ``http://`` URL, plain HTTP to an
 ``https://`` one): each is :class:`taskq.errors.ConfigError` at once, saying
-what to change, never asked again.
+what to change, never asked again. So is an answer that is no taskq problem
+(another server's page, a route taskq serve does not have): its URL is told,
+in one line, never its body.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import msgspec
 
 from taskq import errors
 from taskq.broker.client.http_requests import HttpPlan, HttpRequest
-from taskq.broker.client.problem_types import Problem, error_of
+from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX, Problem, error_of
 from taskq.broker.stores.store_url import mask_password
 from taskq.broker.stores.trampoline import Pause
 
@@ -107,9 +109,9 @@ def answered(
         elif sent.status_code != 503 and (sent.is_success or any_answer):
             return sent
         elif sent.status_code == 503:
-            retry = _Retry(problem_error(sent), _retry_after(sent))
+            retry = _Retry(problem_error(sent, url), _retry_after(sent))
         else:
-            raise problem_error(sent)
+            raise problem_error(sent, url)
         yield Pause(_within(retry, deadline).after)
 
 
@@ -131,6 +133,12 @@ def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry
         raise errors.ConfigError(
             f"{where}: the server speaks plain HTTP, not HTTPS (it answered the TLS handshake "
             f"in plain text); use http://{shown.removeprefix('https://')}"
+        ) from exc
+    if isinstance(exc, httpx.LocalProtocolError):
+        # This client could not write the request (a header h11 refuses): the server got no
+        # request to apply, and the same one sent again would be refused the same way.
+        raise errors.ConfigError(
+            f"{request.method} {request.path}: not sent to {where} ({exc}); nothing was applied"
         ) from exc
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) or request.method == "GET":
         error = errors.StoreUnavailable(f"{where} did not answer: {exc!r}")
@@ -200,19 +208,69 @@ def _within(retry: _Retry, deadline: float) -> _Retry:
     return retry
 
 
-def problem_error(response: httpx.Response) -> errors.TaskqError:
-    """The error a refusal's problem document names (or a bare status, from a proxy); the
-    refusal of a request that carried no token says how a Python client sends one."""
-    try:
-        problem = msgspec.json.decode(response.content, type=Problem)
-    except msgspec.MsgspecError:
-        text = response.text[:200]
-        problem = Problem("about:blank", response.reason_phrase, response.status_code, text)
+def problem_error(response: httpx.Response, url: str) -> errors.TaskqError:
+    """The error a refusal's problem document names; the refusal of a request that carried
+    no token says how a Python client sends one. An answer that is no taskq problem is
+    :func:`foreign_error`."""
+    problem = _taskq_problem(response)
+    if problem is None:
+        return foreign_error(response, url)
     error = error_of(problem)
     # The server's words say how to send the header; this client was given no token.
     if isinstance(error, errors.Unauthorized) and "authorization" not in response.request.headers:
         return errors.Unauthorized.tokenless(PASS_A_TOKEN)
     return error
+
+
+def _taskq_problem(response: httpx.Response) -> Problem | None:
+    """The problem ``response`` carries if taskq serve wrote it, else None: one of taskq's
+    types, or ``about:blank`` sent as a problem document, but for a missing route."""
+    try:
+        problem = msgspec.json.decode(response.content, type=Problem)
+    except msgspec.MsgspecError:
+        return None
+    if problem.type.startswith(TYPE_PREFIX):
+        return problem
+    # about:blank is taskq serve's for a route it lacks (404, 405): a URL with a wrong path
+    # (or an older server), told as a URL to check, not as a request taskq refused.
+    if _media_type(response) != PROBLEM_TYPE or response.status_code in _NO_ROUTE:
+        return None
+    return problem
+
+
+# What a server answers a request for a path (404) or a method (405, 501) it does not serve.
+_NO_ROUTE = frozenset({404, 405, 501})
+# Bounds the reason phrase quoted: a server's own words, on one line of an error.
+_REASON_CHARS = 80
+
+
+def foreign_error(response: httpx.Response, url: str) -> errors.TaskqError:
+    """The error of an answer that is no taskq problem (another server's page, a proxy's,
+    a route taskq serve does not have), in one line: what was asked, the status and the
+    answer's type, never its body (a page of HTML, as often as not). A refusal (4xx, 501)
+    says the URL names no taskq serve (:class:`taskq.errors.ConfigError`: asked again it
+    would be refused again); any other 5xx is a server, or a proxy before it, that failed
+    (:class:`taskq.errors.StoreError`; a 503, :class:`taskq.errors.StoreUnavailable`)."""
+    status = response.status_code
+    media = _media_type(response) or "no Content-Type"
+    if media == PROBLEM_TYPE and status in _NO_ROUTE:
+        media = "no such route"
+    reason = " ".join(response.reason_phrase.split())[:_REASON_CHARS]
+    status_line = f"{status} {reason}" if reason else str(status)
+    asked = f"{response.request.method} {response.request.url.path}"
+    answer = f"{asked} answered {status_line} ({media})"
+    shown = mask_password(url)
+    if status < 500 or status == 501:
+        return errors.ConfigError(f"no taskq serve at {shown}: {answer}; check the URL")
+    said = (
+        f"{answer} at {shown}, not as taskq serve answers: the server failed, or a proxy before it"
+    )
+    return (errors.StoreUnavailable if status == 503 else errors.StoreError)(said)
+
+
+def _media_type(response: httpx.Response) -> str:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip().lower()
 
 
 def _retry_after(response: httpx.Response) -> float:

@@ -37,7 +37,9 @@ _ALIVE = HttpRequest("GET", "/healthz")
 class HttpTransport:
     """The server at ``url``, the token requests bear, and the connections kept to it.
 
-    ``token``: else ``TASKQ_TOKEN``, else none (an open server). TLS is
+    ``token``: else ``TASKQ_TOKEN``, else none (an open server); its surrounding
+    whitespace is dropped, and one that still cannot go in a header is refused
+    at once (:class:`taskq.errors.ConfigError`, never showing it). TLS is
     verified against the system's CAs, or ``ca`` (a PEM file) alone;
     ``verify=False`` turns that off. ``timeout``: the seconds a call may take,
     503s ridden out included (a long poll adds its own wait). ``mock``: an
@@ -58,8 +60,8 @@ class HttpTransport:
             raise errors.ConfigError(f"timeout must be above 0 seconds, got {timeout!r}")
         self.url = url.rstrip("/")
         self.timeout = timeout
-        bearer = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        self._token = bearer_token(token)
+        self._headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         self._verify: ssl.SSLContext | bool = (
             ssl.create_default_context(cafile=str(ca)) if ca is not None else verify
         )
@@ -127,7 +129,7 @@ class HttpTransport:
                     if (event := lines.feed(line)) is not None:
                         yield from streamed.answers(event)
             except httpx.TransportError as exc:  # the stream broke: resume where it was
-                broken = exc
+                broken = self._hidden(exc)
             finally:
                 response.close()
 
@@ -151,7 +153,7 @@ class HttpTransport:
                         for piece in streamed.answers(event):
                             yield piece
             except httpx.TransportError as exc:
-                broken = exc
+                broken = self._hidden(exc)
             finally:
                 await response.aclose()
 
@@ -200,6 +202,7 @@ class HttpTransport:
     def _unanswered(self, exc: httpx.TransportError, timeout: float | None = None) -> Unanswered:
         """A request that got no answer; from a server that hung up on plain HTTP, whether
         it speaks TLS (it serves HTTPS: the URL is wrong) is asked too, within ``timeout``."""
+        exc = self._hidden(exc)
         if not self._hung_up_on_plain_http(exc):
             return Unanswered(exc)
         probed = tls_probe.speaks_tls(self.url, self.timeout if timeout is None else timeout)
@@ -207,10 +210,29 @@ class HttpTransport:
 
     async def _unanswered_async(self, exc: httpx.TransportError) -> Unanswered:
         """As :meth:`_unanswered`, the handshake made in a thread."""
+        exc = self._hidden(exc)
         if not self._hung_up_on_plain_http(exc):
             return Unanswered(exc)
         speaks_tls = await anyio.to_thread.run_sync(tls_probe.speaks_tls, self.url, self.timeout)
         return Unanswered(exc, speaks_tls=speaks_tls)
+
+    def _hidden(self, exc: httpx.TransportError) -> httpx.TransportError:
+        """``exc``, or one like it whose message does not show the token: h11 repeats a
+        header it refuses, and the error of a request that got no answer quotes ``exc``."""
+        if not self._token:
+            return exc
+        text = str(exc)
+        # As itself, and as the repr of the header's bytes that h11 quotes.
+        for shown in {self._token, repr(self._token.encode())[2:-1]}:
+            text = text.replace(shown, "***")
+        if text == str(exc):
+            return exc
+        try:
+            request: httpx.Request | None = exc.request
+        except RuntimeError:  # one raised before httpx gave it its request
+            request = None
+        # Not chained to ``exc``: a traceback would print its message, token and all.
+        return type(exc)(text, request=request)
 
     def _hung_up_on_plain_http(self, exc: httpx.TransportError) -> bool:
         # A mock stands in for the server: there is none to ask.
@@ -250,6 +272,39 @@ class HttpTransport:
         if self._awaiting is not None:
             await self._awaiting.aclose()
         self.close()
+
+
+def bearer_token(token: str | None) -> str | None:
+    """The token requests bear: ``token``, else ``TASKQ_TOKEN``, its surrounding whitespace
+    dropped (a file read whole ends in a newline; no token holds whitespace); None if empty.
+
+    One that still holds what a header cannot carry (a control character, a
+    space, a character beyond ASCII) is :class:`taskq.errors.ConfigError` now,
+    rather than a request that fails each time it is sent; the error says
+    where and what, never the token.
+    """
+    given = token if token is not None else os.environ.get(TOKEN_ENV)
+    if given is None:
+        return None
+    stripped = given.strip()
+    for place, char in enumerate(stripped, start=1):
+        if not "!" <= char <= "~":  # a header's visible ASCII (RFC 9110's VCHAR)
+            source = "given as token=" if token is not None else f"in {TOKEN_ENV}"
+            raise errors.ConfigError(
+                f"the token {source} cannot be sent in an HTTP header: character {place} of "
+                f"{len(stripped)} is {_kind_of(char)} (the tokens 'taskq token new' makes are "
+                "'tq_' then letters, digits, '-' and '_')"
+            )
+    return stripped or None
+
+
+def _kind_of(char: str) -> str:
+    """What a character a header cannot carry is, without showing it (it is the token's)."""
+    if char.isspace():
+        return "a space" if char == " " else "whitespace"
+    if not char.isascii():
+        return "not ASCII"
+    return "a control character"
 
 
 def _is_stream(response: httpx.Response) -> bool:
