@@ -101,8 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     if args.queues is None and "queues" not in config.worker:
         _warn_of_queues_left(declarations, settings.queues, args.log_format)
-    if settings.modules and not declarations:
-        _warn_of_nothing_declared(settings.modules, args.log_format)
     return serving.serve(
         store_url,
         settings,
@@ -126,19 +124,6 @@ def _warn_of_queues_left(
             serves=",".join(queues),
             hint=f"its modules declare jobs on these queues too: add --queues {wanted}",
         )
-
-
-def _warn_of_nothing_declared(modules: Sequence[str], log_format: str) -> None:
-    """Say, once, that the modules declare no job: a submit by name finds none of this
-    worker's, and a newcomer who named a package whose ``__init__`` imports nothing
-    would otherwise learn it only from a refused submit."""
-    EventLog(format=log_format).emit(
-        "no_jobs_declared",
-        modules=",".join(modules),
-        hint="submits by name find no job of this worker's (calls by path, mod:func, "
-        "still run); declare jobs with @taskq.job, and name the modules that hold them: "
-        "a package publishes only the jobs its __init__ imports",
-    )
 
 
 def _config_error(exc: errors.ConfigError) -> int:

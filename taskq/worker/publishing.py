@@ -63,6 +63,20 @@ class Publisher:
                 continue
             self._written()
 
+    def tell_if_none(self, modules: Sequence[str]) -> None:
+        """Say, once the worker has started, that ``modules`` declare no job: a submit by name
+        finds none of this worker's, and a newcomer who named a package whose ``__init__``
+        imports nothing would otherwise learn it only from a refused submit. After the start,
+        so that a worker that fails to start still says only why."""
+        if modules and not self.declarations:
+            self._events.emit(
+                "no_jobs_declared",
+                modules=",".join(modules),
+                hint="submits by name find no job of this worker's (calls by path, mod:func, "
+                "still run); declare jobs with @taskq.job, and name the modules that hold "
+                "them: a package publishes only the jobs its __init__ imports",
+            )
+
     def _failed(self, exc: errors.StoreError) -> None:
         if not self._told:
             self._told = True

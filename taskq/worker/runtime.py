@@ -109,6 +109,8 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
                 cpus=format_cpu_list(self.settings.cpus) if self.settings.cpus else "any",
                 containment=cgroups.describe(self.cgroup_plan),
             )
+            if self.publisher is not None:
+                self.publisher.tell_if_none(self.settings.modules)
             async with anyio.create_task_group() as loops:
                 loops.start_soon(self.heartbeat.run, self.stopped)
                 loops.start_soon(self.acks.run, self.stopped)

@@ -318,7 +318,11 @@ def test_the_worker_says_at_start_its_store_and_the_declared_queues_it_leaves(
     )
     chosen.wait_for_event("worker_started")
     assert chosen.events("queues_not_taken") == []
-    assert worker.events("no_jobs_declared") == chosen.events("no_jobs_declared") == []
+    # Their modules declare a job: once stopped, neither has said that they declare none.
+    for each in (worker, chosen):
+        each.terminate()
+        each.wait_for_event("worker_stopped")
+        assert each.events("no_jobs_declared") == [], each.describe()
 
 
 def test_a_worker_whose_modules_declare_no_job_says_so_at_start(
@@ -326,7 +330,6 @@ def test_a_worker_whose_modules_declare_no_job_says_so_at_start(
 ) -> None:
     # Plain functions, no @taskq.job: they run by path, but a submit by name finds none.
     worker = workers.start(store_url, worker={"modules": ["tests.support.jobs"]})
-    worker.wait_for_event("worker_started")
-    [told] = worker.events("no_jobs_declared")
+    told = worker.wait_for_event("no_jobs_declared")
     assert told["modules"] == "tests.support.jobs"
     assert "__init__ imports" in told["hint"], told
