@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -31,8 +32,16 @@ ENDPOINTS: list[Endpoint] = [
 ]
 
 
-def create_app(open_client: Callable[[], AsyncClient], tokens: TokenSource) -> Starlette:
-    """The API over the client ``open_client`` makes when the app starts (closed at its end)."""
+def create_app(
+    open_client: Callable[[], AsyncClient],
+    tokens: TokenSource,
+    stopping: asyncio.Event | None = None,
+) -> Starlette:
+    """The API over the client ``open_client`` makes when the app starts (closed at its end).
+
+    ``stopping``: set as the server starts to stop; its long polls answer then, and its
+    followed streams end (None: an event of the app's own, never set).
+    """
     schema = document(ENDPOINTS, bearer=not tokens.open)
 
     async def openapi(request: Request) -> Response:
@@ -42,6 +51,8 @@ def create_app(open_client: Callable[[], AsyncClient], tokens: TokenSource) -> S
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.client = open_client()
         app.state.metrics = ServerMetrics()
+        # Made on the app's own event loop when none is given: each test client has its own.
+        app.state.stopping = asyncio.Event() if stopping is None else stopping
         try:
             yield
         finally:

@@ -8,8 +8,9 @@ turns the client's exceptions into problem details.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +26,8 @@ from taskq.server.auth import Caller, TokenSource
 
 # The caller of an endpoint that needs no token: it may do nothing else.
 NOBODY = Caller("", frozenset())
+
+T = TypeVar("T")
 
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 RequestHandler = Callable[[Request], Awaitable[Response]]
@@ -55,6 +58,31 @@ def client_of(request: Request) -> AsyncClient:
     """The app's one client over the store."""
     client: AsyncClient = request.app.state.client
     return client
+
+
+def stopping_of(request: Request) -> asyncio.Event:
+    """Set once the server starts to stop (:class:`taskq.server.run.StoppingServer`)."""
+    stopping: asyncio.Event = request.app.state.stopping
+    return stopping
+
+
+async def unless_stopping(request: Request, waited: Awaitable[T]) -> T | None:
+    """What ``waited`` (a long poll's wait) gives, or None as soon as the server starts to
+    stop, ``waited`` cancelled then: the request is answered as a wait that ran out, at once,
+    where the stop's grace would end it in a bare 500 (the client asks again, of the server
+    that comes back)."""
+    wait = asyncio.ensure_future(waited)
+    stop = asyncio.ensure_future(stopping_of(request).wait())
+    try:
+        await asyncio.wait({wait, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # The request may be gone too (a client that hung up): neither outlives it.
+        pending = {task for task in (wait, stop) if not task.done()}
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+    return wait.result() if not wait.cancelled() else None
 
 
 def routes_of(endpoints: Sequence[Endpoint], tokens: TokenSource) -> list[Route]:

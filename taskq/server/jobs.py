@@ -18,7 +18,7 @@ from taskq.broker.records import MAX_RELATIVES, Execution, Job, JobState, Relati
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
-from taskq.server.endpoint import Endpoint, client_of
+from taskq.server.endpoint import Endpoint, client_of, unless_stopping
 from taskq.server.problems import json_response
 
 # The longest a request is held open (a result, a job waited for): under the usual
@@ -128,14 +128,7 @@ async def get(request: Request, caller: Caller) -> Response:
     params = request.query_params
     bodies.only_known(params, {"wait"})
     wait = bodies.number(params, "wait", default=0.0, high=MAX_WAIT_SECONDS)
-    client = client_of(request)
-    job_id = job_id_in_path(request)
-    if wait:
-        try:
-            return json_response(await client.wait(job_id, timeout=wait))
-        except errors.ResultTimeout:
-            pass
-    return json_response(await client.get(job_id))
+    return json_response(await _waited(request, job_id_in_path(request), wait))
 
 
 async def result(request: Request, caller: Caller) -> Response:
@@ -143,15 +136,24 @@ async def result(request: Request, caller: Caller) -> Response:
     params = request.query_params
     bodies.only_known(params, {"timeout"})
     wait = bodies.number(params, "timeout", default=0.0, high=MAX_WAIT_SECONDS)
-    client = client_of(request)
-    job_id = job_id_in_path(request)
-    try:
-        # No wait asked: one read, not a wait that times out at once and reads again.
-        job = await (client.wait(job_id, timeout=wait) if wait else client.get(job_id))
-    except errors.ResultTimeout:
-        job = await client.get(job_id)
+    job = await _waited(request, job_id_in_path(request), wait)
     outcome = JobResult(job.id, job.state, job.state.finished, job.result, job.error)
     return json_response(outcome, 200 if job.state.finished else 202)
+
+
+async def _waited(request: Request, job_id: int, wait: float) -> Job:
+    """The job once it has finished, else as it is now: when ``wait`` seconds have passed
+    (none asked: at once, one read rather than a wait that runs out and reads again), or as
+    soon as the server starts to stop (the long poll is answered, not cut off)."""
+    client = client_of(request)
+    if wait:
+        try:
+            job = await unless_stopping(request, client.wait(job_id, timeout=wait))
+        except errors.ResultTimeout:
+            job = None
+        if job is not None:
+            return job
+    return await client.get(job_id)
 
 
 async def executions(request: Request, caller: Caller) -> Response:

@@ -25,7 +25,7 @@ from taskq.broker.client.client import AsyncClient
 from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
-from taskq.server.endpoint import Endpoint, client_of
+from taskq.server.endpoint import Endpoint, client_of, stopping_of
 from taskq.server.jobs import JOB_ID, job_id_in_path
 from taskq.server.problems import json_response
 
@@ -78,7 +78,8 @@ async def output(request: Request, caller: Caller) -> Response:
         events = [event async for event in client.output(job_id, attempt=attempt, start=offset)]
         return json_response(OutputPage(events))
     await client.get(job_id)  # JobNotFound as a problem, before the stream starts
-    stream = kept_alive(_events(client, job_id, attempt, offset), KEEP_ALIVE_SECONDS)
+    frames = _events(client, job_id, attempt, offset)
+    stream = kept_alive(frames, KEEP_ALIVE_SECONDS, stopping_of(request))
     return StreamingResponse(stream, media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
@@ -95,17 +96,26 @@ async def _events(
         yield f"event: {kind}\n{identity}data: {data}\n\n".encode()
 
 
-async def kept_alive(frames: AsyncGenerator[bytes], quiet_seconds: float) -> AsyncGenerator[bytes]:
-    """``frames`` as they come, and a comment line each time none came for ``quiet_seconds``."""
+async def kept_alive(
+    frames: AsyncGenerator[bytes], quiet_seconds: float, until: asyncio.Event | None = None
+) -> AsyncGenerator[bytes]:
+    """``frames`` as they come, and a comment line each time none came for ``quiet_seconds``;
+    ended early, cleanly, once ``until`` is set (the server stops: the follower resumes by
+    ``Last-Event-ID`` from the server that comes back, not from a stream cut off)."""
     # The next frame is awaited in a task of its own: waiting for it with a
     # timeout then never cancels the reader halfway through a page.
     pending: asyncio.Task[bytes] | None = None
+    stop = asyncio.ensure_future((asyncio.Event() if until is None else until).wait())
     try:
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(anext(frames))
-            done, _ = await asyncio.wait({pending}, timeout=quiet_seconds)
-            if not done:
+            done, _ = await asyncio.wait(
+                {pending, stop}, timeout=quiet_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            if pending not in done:
+                if stop in done:
+                    return
                 yield _KEEP_ALIVE
                 continue
             try:
@@ -117,6 +127,7 @@ async def kept_alive(frames: AsyncGenerator[bytes], quiet_seconds: float) -> Asy
     finally:
         # The follower went away (or the stream ended): stop reading for it.
         with anyio.CancelScope(shield=True):
+            stop.cancel()
             if pending is not None and not pending.done():
                 pending.cancel()
                 await asyncio.wait({pending})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 
 from taskq import errors
 from taskq.broker.client.client import AsyncClient
@@ -20,6 +23,37 @@ from taskq.server.auth import Tokens, TokenSource, WatchedTokens
 
 log = logging.getLogger("taskq.server")
 SHUTDOWN_GRACE_SECONDS = 5
+
+
+class StoppingServer(uvicorn.Server):
+    """uvicorn's server, which sets ``stopping`` as it starts to stop (SIGTERM, Ctrl-C).
+
+    The app's long polls answer at once then, and its followed streams end
+    (:mod:`taskq.server.endpoint`), so that the stop's grace ends none of them
+    halfway: uvicorn would cancel each, a long poll's as a bare 500.
+    """
+
+    def __init__(self, config: uvicorn.Config, stopping: asyncio.Event) -> None:
+        super().__init__(config)
+        self.stopping = stopping
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Set on the event loop, not in handle_exit (uvicorn's signal handler, run between
+        # any two bytecodes of the loop's own). uvicorn's shutdown closes the listening
+        # sockets before it first yields: a client that asks again at once, once answered,
+        # is refused and waits for the server that comes back, not for this one.
+        self.stopping.set()
+        await super().shutdown(sockets)
+
+
+def run_uvicorn(config: uvicorn.Config, stopping: asyncio.Event) -> None:
+    """Serve ``config``'s app until interrupted, setting ``stopping`` as it starts to stop;
+    as ``uvicorn.run`` does, a Ctrl-C ends it quietly, and a failed start exits with 3."""
+    server = StoppingServer(config, stopping)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -130,7 +164,8 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
     # Opened (and migrated) before listening: a bad URL or a store that is not
     # there fails the command at once rather than every request.
     store = open_store(store_url)
-    app = create_app(lambda: AsyncClient(store=store, import_names=False), tokens)
+    stopping = asyncio.Event()
+    app = create_app(lambda: AsyncClient(store=store, import_names=False), tokens, stopping)
     scheme = "http" if settings.tls_cert is None else "https"
     # The store first: a server on another store than the workers' knows none of their jobs.
     print(
@@ -140,7 +175,7 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
     )
     if tokens.open:
         log.warning("no tokens configured: every request may do everything, as 'anonymous'")
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -150,8 +185,9 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
         access_log=settings.access_log,
         # A proxy's idle timeout is usually longer than a long-polled result.
         timeout_keep_alive=75,
-        # A followed output stream ends only with its job, and a long poll after a
-        # minute: on SIGTERM the server waits this long for them, then closes them.
+        # A followed output stream and a long poll end as the server starts to stop
+        # (StoppingServer): this bounds the stop should another request hold it.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         server_header=False,
     )
+    run_uvicorn(config, stopping)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 from functools import partial
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from starlette.applications import Starlette
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from taskq import errors
@@ -22,9 +24,9 @@ from taskq.server import run
 def _uvicorn_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **server: Any
 ) -> dict[str, Any]:
-    """What ``serve`` hands ``uvicorn.run``, which is not run, for a ``[server]`` of ``server``."""
+    """What ``serve`` configures uvicorn with (not run) for a ``[server]`` of ``server``."""
     ran: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **settings: ran.update(settings))
+    monkeypatch.setattr(run, "run_uvicorn", lambda config, stopping: ran.update(vars(config)))
     tokens = [TokenSection(name="ops", scopes=["admin"], token="ops-token")]
     [port] = free_ports(1)
     settings = ServerSection(**{"listen": f"127.0.0.1:{port}", "tokens": tokens, **server})
@@ -156,7 +158,7 @@ def test_serve_says_at_start_which_store_it_serves(
 def test_the_start_line_masks_the_store_password(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(uvicorn, "run", lambda app, **settings: None)
+    monkeypatch.setattr(run, "run_uvicorn", lambda config, stopping: None)
     # Not migrated: nothing is asked of the cluster, which is not there.
     monkeypatch.setattr(run, "open_store", partial(run.open_store, migrate=False))
     [port] = free_ports(1)
@@ -164,3 +166,22 @@ def test_the_start_line_masks_the_store_password(
     said = capsys.readouterr().err
     assert "store rqlite://ana:***@127.0.0.1:4001," in said
     assert "s3cret" not in said
+
+
+def test_the_server_tells_the_app_as_it_starts_to_stop() -> None:
+    [port] = free_ports(1)
+    config = uvicorn.Config(Starlette(), host="127.0.0.1", port=port, log_level="warning")
+    stopping = asyncio.Event()
+    server = run.StoppingServer(config, stopping)
+
+    async def serve_then_stop() -> bool:
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        told_before = stopping.is_set()
+        server.should_exit = True  # what uvicorn's SIGTERM handler does
+        await asyncio.wait_for(serving, timeout=60)
+        return told_before
+
+    assert asyncio.run(serve_then_stop()) is False
+    assert stopping.is_set()
