@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from taskq import __version__, errors
+from taskq.broker.stores.store_url import resolve_store_url
 from taskq.config import load_config
 from taskq.one_line_parser import OneLineParser
 from taskq.worker import module_check
@@ -77,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.check_runs_something()
     except errors.ConfigError as exc:
         return _config_error(exc)
-    store_url = args.store or config.store_url
+    # The order of every taskq process: --store, then TASKQ_STORE, then the config file's.
+    store_url = resolve_store_url(args.store, config.store_url)
     # Before pinning: the turns are as many as the machine's CPUs allow.
     turn = StartTurn.take(store_url or "")
     if settings.cpus is not None:

@@ -8,8 +8,11 @@ whichever worker holds the store's maintenance leader lease, a 10 s lease
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,11 +25,14 @@ from taskq.broker.records import JobState, WorkerInfo
 from taskq.worker.cpus import format_cpu_list
 from tests.support.cli_runs import taskq as taskq_command
 from tests.support.worker_process import (
+    REPO,
     WorkerFleet,
     WorkerProcess,
     all_threads_stopped,
     freeze_between_writes,
     wait_until,
+    worker_environment,
+    write_config,
     write_lock_is_free,
 )
 
@@ -333,3 +339,29 @@ def test_a_worker_whose_modules_declare_no_job_says_so_at_start(
     told = worker.wait_for_event("no_jobs_declared")
     assert told["modules"] == "tests.support.jobs"
     assert "__init__ imports" in told["hint"], told
+
+
+def test_a_worker_takes_taskq_store_before_the_config_files_store(tmp_path: Path) -> None:
+    # The order of every taskq process: --store, then TASKQ_STORE, then the config file.
+    env_store, config_store = (f"sqlite://{tmp_path / name}" for name in ("env.db", "config.db"))
+    config = write_config(tmp_path / "config.toml")
+    config.write_text(f'[store]\nurl = "{config_store}"\n\n' + config.read_text())
+    env = {**worker_environment("w"), "TASKQ_STORE": env_store, "TASKQ_CONFIG": str(config)}
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "taskq.worker.main", "--log-format", "json"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
+    try:
+        assert wait_until(lambda: '"worker_started"' in log.read_text(), 60), log.read_text()
+    finally:
+        worker.kill()
+        worker.wait(30)
+    [started] = [
+        json.loads(line) for line in log.read_text().splitlines() if '"worker_started"' in line
+    ]
+    assert started["store"] == env_store, started
