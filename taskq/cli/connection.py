@@ -42,6 +42,7 @@ from taskq.broker.stores.store_url import (
     parse_store_url,
 )
 from taskq.cli import output
+from taskq.config import config_file_read
 
 CLI_TIMEOUT_SECONDS = 5
 # How long a command tries to reach a taskq serve before it says it cannot: a server
@@ -108,7 +109,9 @@ def client_at(
             yield served
         return
     with opened_url(url, migrate=migrate, read_only=read_only) as store:
-        yield Client(store=store, import_names=False)
+        # The config file's [queues.NAME] defaults go with the store's client, as they
+        # do for a script's on this machine: named, a store handed over open reads them.
+        yield Client(store=store, config_path=config_file_read(config), import_names=False)
 
 
 @contextmanager

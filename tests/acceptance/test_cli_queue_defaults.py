@@ -82,3 +82,26 @@ def test_queue_show_writes_durations_short_and_the_retry_policy_in_words(tmp_pat
     ]
     assert ok("queue", "show", "img", "--json", store=url).json()["job_defaults"]["timeout"] == 0.5
     one_error_line(taskq("queue", "set", "img", "--retry-on", "3bad", store=url), 2, "retry_on")
+
+
+def test_the_config_files_queue_defaults_go_with_a_job_the_command_line_submits(
+    tmp_path: Path,
+) -> None:
+    # As they do with a script's on this machine (taskq.Client reads the same file).
+    url = f"sqlite://{tmp_path / 'taskq.db'}"
+    config = tmp_path / "config.toml"
+    config.write_text("[queues.img]\nmax_attempts = 5\ntimeout = 600\n", encoding="utf-8")
+    submitted = taskq(
+        "--config",
+        str(config),
+        "submit",
+        "--unchecked",
+        f"{JOBS}:echo",
+        "1",
+        "--queue",
+        "img",
+        store=url,
+    )
+    assert submitted.code == 0, submitted
+    shown = ok("--config", str(config), "status", submitted.out.strip(), "--json", store=url)
+    assert (shown.json()["max_attempts"], shown.json()["timeout"]) == (5, 600), shown.out
