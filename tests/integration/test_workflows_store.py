@@ -724,6 +724,23 @@ def test_a_parent_is_not_pruned_while_a_child_has_yet_to_finish(
     assert edges == 0
 
 
+def test_a_parent_is_kept_while_its_failed_child_may_be_retried_by_hand(
+    run: Run, queue: str
+) -> None:
+    parent, child = _submit(run, queue, [(), (0,)])
+    _complete(run, _claim(run, queue)[parent], "kept")
+    [claimed] = run(job_claim("w1", [queue], limit=1, lease_seconds=LEASE, now=T0 + 90))
+    ended = failed(claimed.lease, BOOM, retryable=False)
+    assert run(report_one(ended, now=T0 + 90)) is Fenced.ACCEPTED
+    later = T0 + 100
+    # Past the parent's retention, not the dead child's: retried, it still reads the result.
+    run(job_prune(retention_seconds=60.0, now=later))
+    assert run(job_get(parent)) is not None, "pruned while its failed child could be retried"
+    assert run(job_retry([child], now=later)) == [child]
+    [result] = run(job_parent_results(child))
+    assert result.result == "kept"
+
+
 def test_a_parent_is_kept_while_a_child_its_sibling_cancelled_may_come_back(
     run: Run, store: Store, queue: str
 ) -> None:

@@ -99,10 +99,10 @@ RETURNING id
 -- name: job_prunable
 -- The jobs the prunes above delete, in place of their {job_prunable}:
 -- finished before the retention, oldest first, at most :limit, and none with
--- a child that has not finished (the child has yet to read its result), nor
--- with one a parent's end cancelled (cancelled_by): a retry of that parent
--- brings the child back to read this one's result. Such a child is pruned
--- in its own time, and its parents after it.
+-- a child that has not succeeded: one that has not finished has yet to read
+-- its result, and one that ended failed, dead or cancelled may be retried (by
+-- hand, or by a retry of the parent whose end cancelled it) and read it then.
+-- Such a child is pruned in its own time, and its parents after it.
 -- The retention is :retention_seconds for every job when given (a prune by
 -- hand), else the store's for the job's end (retention.sql; NULL: kept).
 -- The first bound, the shorter of the two, is the range on jobs_finished.
@@ -124,11 +124,7 @@ WHERE finished_at < (SELECT now FROM taskq_clock) - (
     AND state IN ('succeeded', 'failed', 'dead', 'cancelled')
     AND NOT EXISTS (
         SELECT 1 FROM job_parents AS edge JOIN jobs AS child ON child.id = edge.child_id
-        WHERE edge.parent_id = jobs.id
-            AND (
-                child.state NOT IN ('succeeded', 'failed', 'dead', 'cancelled')
-                OR child.cancelled_by IS NOT NULL
-            )
+        WHERE edge.parent_id = jobs.id AND child.state <> 'succeeded'
     )
 ORDER BY finished_at, id
 LIMIT :limit
