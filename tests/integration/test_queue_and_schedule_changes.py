@@ -20,12 +20,18 @@ from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.broker.ops.enqueue import job_enqueue
 from taskq.broker.ops.heartbeats import job_heartbeat
-from taskq.broker.ops.maintenance import worker_mark_lost
+from taskq.broker.ops.jobs import job_cancel
+from taskq.broker.ops.maintenance import job_prune, worker_mark_lost
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.queues import job_counts, queue_set_limits, queue_set_paused
-from taskq.broker.ops.schedules import schedule_add, schedule_list, schedule_remove
+from taskq.broker.ops.schedules import (
+    schedule_add,
+    schedule_fire_due,
+    schedule_list,
+    schedule_remove,
+)
 from taskq.broker.ops.workers import worker_list, worker_register, worker_set_state
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.store import Statement, Store
 
 T = TypeVar("T")
 T0 = 1_800_000_000.0
@@ -190,3 +196,26 @@ def test_stopped_and_lost_workers_are_shown_with_no_busy_slots(
     # A lost worker that heartbeats again is active, with its slots as it reports them.
     run(job_heartbeat(lost, [], lease_seconds=30, busy=2, now=T0 + 101))
     assert _busy(run, lost) == ("active", 2)
+
+
+def _fires(store: Store, name: str) -> int:
+    [row] = store.query(
+        Statement("SELECT count(*) AS n FROM schedule_fires WHERE schedule = :name", {"name": name})
+    )
+    return int(row["n"])
+
+
+def test_a_ticks_record_goes_with_its_job_and_a_schedules_with_it(
+    run: Callable[[Op[Any]], Any], store: Store, name: str
+) -> None:
+    run(schedule_add(name, call_spec("m:f", queue=name), every_seconds=60, now=T0))
+    fired = [run(schedule_fire_due(now=T0 + 60 * tick)) for tick in (1, 2)]
+    jobs = [each.job_id for batch in fired for each in batch if each.schedule == name]
+    assert len(jobs) == 2, fired
+    assert _fires(store, name) == 2
+    # The first tick's job ends and is pruned: its record goes; the other tick's stays.
+    run(job_cancel(jobs[:1], now=T0 + 130))
+    run(job_prune(retention_seconds=10.0, now=T0 + 200))
+    assert _fires(store, name) == 1
+    assert run(schedule_remove(name))
+    assert _fires(store, name) == 0

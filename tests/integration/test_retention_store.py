@@ -107,6 +107,17 @@ def test_never_keeps_a_kind_from_maintenance_but_not_from_a_prune_by_hand(
     assert not _kept(run, failure)
 
 
+def test_one_turn_of_the_pruner_goes_on_while_its_batches_come_back_full(
+    run: Run, queue: str
+) -> None:
+    # More ended jobs than a batch holds: a store ending jobs faster than one batch a
+    # minute is still kept to its retention.
+    ended = [_ended(run, queue, succeeded=True, at=T0) for _ in range(25)]
+    pruner = Pruner(retention_seconds=DAY, batch=10, most_batches=1000)
+    assert run(pruner.plan_once(now=T0 + 2 * DAY))["pruned"] >= 25
+    assert [job_id for job_id in ended if _kept(run, job_id)] == []
+
+
 def run_once_by_hand(run: Run, *, older_than: float, now: float) -> int:
     pruned: int = run(Pruner(retention_seconds=older_than).plan_once(now=now))["pruned"]
     return pruned

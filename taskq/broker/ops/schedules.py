@@ -125,7 +125,12 @@ def schedule_add(
 def schedule_remove(name: str) -> Op[bool]:
     """Delete a schedule; False when there was none of that name."""
     results = yield Write(
-        [Statement(queries.query("schedule_delete"), {"name": name})], idempotent=True
+        [
+            Statement(queries.query("schedule_delete"), {"name": name}),
+            # Its ticks' records go with it: one added again by that name starts afresh.
+            Statement(queries.query("schedule_fires_forget"), {"name": name}),
+        ],
+        idempotent=True,
     )
     return bool(results[0].rows)
 

@@ -129,6 +129,12 @@ WHERE finished_at < (SELECT now FROM taskq_clock) - (
 ORDER BY finished_at, id
 LIMIT :limit
 
+-- name: schedule_fires_prune
+-- The records of ticks whose jobs are gone at their retention: a schedule has
+-- long moved past such a tick, so no scheduler will try it again, and the
+-- record of each tick of a frequent schedule would otherwise be kept for ever.
+DELETE FROM schedule_fires WHERE job_id IS NOT NULL AND job_id NOT IN (SELECT id FROM jobs)
+
 -- name: worker_prune
 -- Gone workers, kept as long as the longer of the store's two retentions
 -- (none is pruned while either keeps its jobs for ever), or :retention_seconds.

@@ -26,6 +26,9 @@ SELECT * FROM schedules WHERE name = :name
 -- name: schedule_delete
 DELETE FROM schedules WHERE name = :name RETURNING name
 
+-- name: schedule_fires_forget
+DELETE FROM schedule_fires WHERE schedule = :name
+
 -- name: schedule_set_paused
 UPDATE schedules SET paused = :paused WHERE name = :name RETURNING name
 
