@@ -12,7 +12,7 @@ from taskq import errors, humanize
 from taskq.broker import worker_policy
 from taskq.broker.client import members
 from taskq.broker.client.client import Client, ThroughputBucket
-from taskq.broker.records import JobState
+from taskq.broker.records import JobState, WorkerInfo
 from taskq.broker.stores.store import NodeInfo
 from taskq.broker.stores.store_url import SqliteTarget, is_http_url, mask_password, parse_store_url
 from taskq.cli import command, connection, output, values
@@ -185,12 +185,18 @@ def cmd_workers(args: argparse.Namespace) -> int:
                 ",".join(worker.labels) or "-",
                 worker_policy.summary(worker.policy),
                 output.relative(worker.heartbeat_at, now=now),
-                output.duration(max(now - worker.started_at, 0.0)),
+                output.duration(max(_up_until(worker, now) - worker.started_at, 0.0)),
             )
             for worker in workers
         ],
     )
     return command.EXIT_OK
+
+
+def _up_until(worker: WorkerInfo, now: float) -> float:
+    """When ``worker`` was last up: now while it runs; a stopped or lost one, at its last
+    heartbeat (its UP is how long it ran, not how long ago it started)."""
+    return worker.heartbeat_at if worker.state in ("stopped", "lost") else now
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from taskq.broker.client.client import default_submitter
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
-from taskq.broker.stores.store import Store
+from taskq.broker.stores.store import Statement, Store
 from taskq.broker.worker_policy import Policy
 from taskq.cli.main import build_parser
 from tests.support import reports
@@ -541,6 +541,22 @@ def test_workers_shows_what_each_worker_runs(url: str, queue: str, broker: Store
         "allow_shell": True,
     }
     assert listed[older]["policy"] is None
+
+
+def test_a_stopped_workers_up_is_how_long_it_ran(url: str, queue: str, broker: Store) -> None:
+    worker = f"{queue}-gone"
+    register(broker, worker, queue, None)
+    # It started an hour before its last heartbeat, and stopped then.
+    broker.execute(
+        [
+            Statement(
+                "UPDATE workers SET state = 'stopped', started_at = heartbeat_at - 3600 "
+                "WHERE id = :id",
+                {"id": worker},
+            )
+        ]
+    )
+    assert _cell(ok("workers", "--all", store=url).out, worker, "UP") == "1h00m"
 
 
 def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) -> None:
