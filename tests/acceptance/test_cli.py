@@ -546,17 +546,17 @@ def test_workers_shows_what_each_worker_runs(url: str, queue: str, broker: Store
 def test_a_stopped_workers_up_is_how_long_it_ran(url: str, queue: str, broker: Store) -> None:
     worker = f"{queue}-gone"
     register(broker, worker, queue, None)
-    # It started an hour before its last heartbeat, and stopped then.
+    # It started an hour ago, and stopped half an hour later.
     broker.execute(
         [
             Statement(
-                "UPDATE workers SET state = 'stopped', started_at = heartbeat_at - 3600 "
-                "WHERE id = :id",
+                "UPDATE workers SET state = 'stopped', started_at = heartbeat_at - 3600, "
+                "heartbeat_at = heartbeat_at - 1800 WHERE id = :id",
                 {"id": worker},
             )
         ]
     )
-    assert _cell(ok("workers", "--all", store=url).out, worker, "UP") == "1h00m"
+    assert _cell(ok("workers", "--all", store=url).out, worker, "UP") == "30m00s"
 
 
 def test_prune_deletes_finished_jobs_past_the_retention(url: str, queue: str) -> None:
