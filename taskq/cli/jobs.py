@@ -119,7 +119,11 @@ def add_commands(commands: command.Commands) -> None:
     jobs = command.add(commands, "jobs", cmd_jobs, help="list jobs, newest first", json=True)
     jobs.add_argument("--state", choices=[state.value for state in JobState])
     jobs.add_argument("--queue")
-    jobs.add_argument("--worker", metavar="WORKER_ID", help="jobs run by this worker id")
+    jobs.add_argument(
+        "--worker",
+        metavar="WORKER",
+        help="jobs run by this worker: its id, or its name (every worker of that name)",
+    )
     jobs.add_argument("--submitter")
     jobs.add_argument("--text", help="a queue name, or any part of the payload")
     jobs.add_argument(

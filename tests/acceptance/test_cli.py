@@ -280,6 +280,9 @@ def test_wait_prints_the_result_and_logs_show_the_attempts(
 
     listed = ok("workers", "--json", store=url).json()
     mine = next(entry for entry in listed if entry["id"] == worker.worker_id)
+    # By the name taskq workers shows as well: every worker of that name.
+    by_name = ok("jobs", "--worker", mine["name"], "--json", store=url).json()
+    assert {job["id"] for job in by_name} >= {said_id, failed_id}
     assert mine["queues"] == [queue]
     assert mine["pid"] == worker.pid
     assert mine["state"] == "active"

@@ -113,8 +113,15 @@ WHERE state = 'succeeded' AND id < :before
 ORDER BY id DESC LIMIT :limit
 
 -- name: job_list_by_worker
+-- :worker_id is a worker's id, or its name (taskq workers shows both), which
+-- stands for every worker of that name the store still has.
 SELECT * FROM jobs
-WHERE id IN (SELECT job_id FROM executions WHERE worker_id = :worker_id) AND id < :before
+WHERE id IN (
+        SELECT job_id FROM executions WHERE worker_id IN (
+            SELECT :worker_id UNION SELECT id FROM workers WHERE name = :worker_id
+        )
+    )
+    AND id < :before
     AND (:state IS NULL OR state = :state)
     AND (:queue IS NULL OR queue = :queue)
     AND (:submitter IS NULL OR submitter = :submitter)
