@@ -164,6 +164,16 @@ def test_what_needs_the_store_says_so(server: ServerProcess) -> None:
             client.store.close()
 
 
+def test_an_unknown_option_of_a_submit_by_name_is_refused_in_the_clients_words(
+    client: taskq.Client,
+) -> None:
+    # As a store client says it: what the options are, and where keyword arguments go.
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.submit("lab.jobs:ticker", 2, quue="gpu")
+    assert str(refused.value).startswith("unknown option(s) quue (did you mean queue?); ")
+    assert "kwargs={'quue': ...}" in str(refused.value)
+
+
 def test_an_unknown_queue_is_refused_in_the_clients_words(client: taskq.Client, queue: str) -> None:
     for change, what in (
         (lambda: client.pause(queue), "pause it"),

@@ -25,6 +25,7 @@ from taskq.broker.client.specs import (
     Calls,
     Target,
     call_spec,
+    check_option_names,
     default_submitter,
     python_exec_spec,
     shell_spec,
@@ -263,6 +264,8 @@ class ClientBase:
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
             if self.http is not None:  # the server resolves it
+                # Its options refused here in a store client's words, not the body parser's.
+                check_option_names(keywords)
                 return http_plans.submit_job(http_plans.by_name_body(target, args, keywords))
             return self._submit_by_name_plan(target, args, keywords)
         return self._submit_spec_plan(self._spec_of(target, args, keywords))
