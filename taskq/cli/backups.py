@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
+from collections.abc import Iterator
 from typing import Any
 
 from taskq import humanize
@@ -42,13 +45,31 @@ def add_commands(commands: command.Commands) -> None:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    backups.backup(args.file, connection.store_url(args), on_progress=_printer(args.json))
+    with _cleaned_up_on_sigterm():
+        backups.backup(args.file, connection.store_url(args), on_progress=_printer(args.json))
     return command.EXIT_OK
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    backups.restore(args.file, connection.store_url(args), on_progress=_printer(args.json))
+    with _cleaned_up_on_sigterm():
+        backups.restore(args.file, connection.store_url(args), on_progress=_printer(args.json))
     return command.EXIT_OK
+
+
+@contextlib.contextmanager
+def _cleaned_up_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a cron job's timeout, say) ends the command as Ctrl-C does: by an exception,
+    so that the half-written copy beside the target is removed on the way out. Python's
+    default would end the process where it stands and leave the copy behind."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _printer(as_json: bool) -> backups.Progress:

@@ -9,7 +9,10 @@ so what is checked does not lean on the code under test.
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -282,3 +285,38 @@ def test_a_backup_never_overwrites_a_file(tmp_path: Path) -> None:
         "source.db-commits",  # the store's commits' mark (broker/stores/wal_watch.py)
         "taken.backup",
     ], "no partial file is left behind"
+
+
+# The command, its copy made and not yet renamed into place when SIGTERM (a cron job's
+# timeout) comes: sent by the command to itself at that moment, so the test needs no race.
+_TERMINATED_MIDWAY = """
+import os, signal, sys
+from taskq.cli import backups
+from taskq.cli.main import main
+shown = backups._printer(False)
+def show(event):
+    if event["event"] == "backup_copied":
+        os.kill(os.getpid(), signal.SIGTERM)
+    shown(event)
+backups._printer = lambda as_json: show
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_backup_stopped_by_sigterm_leaves_no_partial_file(tmp_path: Path) -> None:
+    source = f"sqlite://{tmp_path / 'source.db'}"
+    with taskq.Client(source) as client:
+        client.submit("tests.support.jobs:echo", 1, unchecked=True)
+    target = tmp_path / "nightly.backup"
+    ran = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_MIDWAY, "--store", source, "backup", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        cwd=cli_runs.REPO,
+    )
+    assert ran.returncode == 128 + signal.SIGTERM, ran
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "source.db",
+        "source.db-commits",
+    ], "the copy made so far is removed"
