@@ -1,4 +1,5 @@
-"""Whether a queued job has an active worker to claim it, and how to start one when none has.
+"""Whether a queued job has an active worker to claim it, and how to start one when none has;
+whether its queue holds it back (paused, or at its cap of running jobs).
 
 Said in the same words by a wait that ran out (``ops.job_waits``) and by the
 command line's waits a few seconds in (``cli.result_wait``), which reaches the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from taskq.broker.records import Job, JobState, PayloadKind, WorkerInfo
+from taskq.broker.records import Job, JobState, PayloadKind, QueueStats, WorkerInfo
 
 
 def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:
@@ -36,6 +37,30 @@ def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) ->
             + (f" with labels {labels}" if labels else "")
             + f" (start one: {' '.join(start)})"
         )
+    return None
+
+
+def held_queue(job: Job, queues: Sequence[QueueStats] | None) -> str | None:
+    """For a queued ``job`` whose queue (of ``queues``; None: not known) holds its jobs back,
+    paused or at its cap of running jobs: which, and how to let them start."""
+    if queues is None or job.state is not JobState.QUEUED:
+        return None
+    stats = next((each for each in queues if each.queue == job.queue), None)
+    if stats is None:
+        return None
+    name = job.queue
+    if stats.paused:
+        return f"queue {name!r} is paused (taskq resume {name} lets its jobs start)"
+    if stats.max_running is None:
+        return None
+    running = stats.counts.get(JobState.RUNNING, 0)
+    if stats.max_running == 0:
+        return (
+            f"queue {name!r} runs no job at once, its max running being 0 "
+            f"(taskq limit {name} --max-running N lets them start)"
+        )
+    if running >= stats.max_running:
+        return f"queue {name!r} runs at most {stats.max_running} at once, and {running} run now"
     return None
 
 

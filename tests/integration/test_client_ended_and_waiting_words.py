@@ -121,6 +121,24 @@ def test_a_wait_on_a_job_after_a_parent_no_worker_serves_says_so(
     )
 
 
+def test_a_wait_on_a_job_its_queue_holds_back_says_why(
+    client: taskq.Client, store: Store, queue: str
+) -> None:
+    register_worker(store, f"{queue}-worker", [queue], None)  # served: held back all the same
+    handle = client.submit("m:f", queue=queue, unchecked=True)
+    client.pause(queue)
+    assert _timeout_of(handle) == (
+        f"job {handle.id} is still queued after 0.2 s: queue {queue!r} is paused "
+        f"(taskq resume {queue} lets its jobs start)"
+    )
+    client.resume(queue)
+    client.set_queue_limits(queue, max_running=0)
+    assert _timeout_of(handle) == (
+        f"job {handle.id} is still queued after 0.2 s: queue {queue!r} runs no job at once, "
+        f"its max running being 0 (taskq limit {queue} --max-running N lets them start)"
+    )
+
+
 def test_a_job_cancelled_before_it_ran_says_so_and_its_children_name_it(
     client: taskq.Client, queue: str
 ) -> None:

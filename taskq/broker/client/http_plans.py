@@ -49,6 +49,7 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
+    QueueStats,
     Relatives,
     SubmittedWorkflow,
     WorkerInfo,
@@ -120,7 +121,8 @@ def job_wait(job_id: JobRef, *, timeout: float | None = None) -> HttpPlan[Job]:
             waited_on = (yield from _queued_waited_on(job)) if job.state is JobState.WAITING else []
             named = job.state is JobState.QUEUED or bool(waited_on)
             workers = (yield from _workers_if_allowed()) if named else None
-            raise wait_ran_out(job, timeout or 0.0, workers, waited_on)
+            queues = (yield from _queues_if_allowed()) if job.state is JobState.QUEUED else None
+            raise wait_ran_out(job, timeout or 0.0, workers, waited_on, queues)
 
 
 def _queued_waited_on(job: Job) -> HttpPlan[builtins.list[Job]]:
@@ -141,6 +143,15 @@ def _workers_if_allowed() -> HttpPlan[builtins.list[WorkerInfo] | None]:
     the server will not list them to this caller."""
     try:
         return (yield from http_fleet_plans.worker_list())
+    except errors.TaskqError:
+        return None
+
+
+def _queues_if_allowed() -> HttpPlan[builtins.list[QueueStats] | None]:
+    """The queues, for a wait's error to say whether its job's holds it back; None when the
+    server will not list them to this caller."""
+    try:
+        return (yield from http_fleet_plans.queue_stats())
     except errors.TaskqError:
         return None
 

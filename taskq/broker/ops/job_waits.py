@@ -1,5 +1,6 @@
 """Waiting for a job to end, and what a wait for a job or a workflow that ran out says
-of why it has not ended: its attempts so far, and a queue no worker serves."""
+of why it has not ended: its attempts so far, a queue that holds it back, and a queue no
+worker serves."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from taskq import errors
 from taskq.broker.ops import attempt_notes
 from taskq.broker.ops.jobs import job_get, job_list
 from taskq.broker.ops.plan import Op
+from taskq.broker.ops.queues import job_counts
 from taskq.broker.ops.relatives import job_relatives
 from taskq.broker.ops.workers import worker_list
-from taskq.broker.records import Job, JobState, WorkerInfo
+from taskq.broker.records import Job, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.trampoline import Pause
-from taskq.broker.unserved import unserved_queue
+from taskq.broker.unserved import held_queue, unserved_queue
 
 QUEUED_LOOKED_AT = 50
 """How many of a workflow's queued jobs a wait that ran out reads, for a queue no worker
@@ -41,7 +43,8 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
             # the queued jobs that a waiting one waits on.
             named = job.state is JobState.QUEUED or bool(waited_on)
             workers = (yield from worker_list()) if named else None
-            raise wait_ran_out(job, timeout or 0.0, workers, waited_on)
+            queues = (yield from job_counts()) if job.state is JobState.QUEUED else None
+            raise wait_ran_out(job, timeout or 0.0, workers, waited_on, queues)
         pause = delay if deadline is None else min(delay, max(deadline - time.monotonic(), 0))
         yield Pause(pause)
         # Start fast (most jobs are short), then settle at poll_seconds.
@@ -73,6 +76,7 @@ def wait_ran_out(
     timeout: float,
     workers: Sequence[WorkerInfo] | None,
     waited_on: Sequence[Job] = (),
+    queues: Sequence[QueueStats] | None = None,
 ) -> errors.ResultTimeout:
     """The error of a wait for ``job`` that ran out after ``timeout`` seconds.
 
@@ -81,10 +85,12 @@ def wait_ran_out(
     known) could claim, for its queue or its labels, most often means none was
     started: the error says so, and how to start one; so it does for a waiting
     job, of the first such job of ``waited_on`` (:func:`queued_waited_on`).
+    A queued job whose queue (of ``queues``) is paused or at its cap says so.
     """
     said = f"job {job.id} is still {job.state.value} after {round(timeout, 2):g} s"
     notes = [
         attempt_notes.next_attempt(job, time.time()),
+        held_queue(job, queues),
         unserved_queue([job], workers),
         _unserved_waited_on(job, waited_on, workers),
     ]
