@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -49,14 +49,14 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
-    QueueStats,
     Relatives,
     SubmittedWorkflow,
-    WorkerInfo,
     WorkflowInfo,
     WorkflowStatus,
 )
 from taskq.broker.schedule_timing import CatchUp
+
+T = TypeVar("T")
 
 JobBody = JobRequest | dict[str, Any]
 """A job's body: built whole (:meth:`JobRequest.of_spec`), or a call by name with only the
@@ -119,9 +119,10 @@ def job_wait(job_id: JobRef, *, timeout: float | None = None) -> HttpPlan[Job]:
             return job
         if deadline is not None and time.monotonic() >= deadline:
             waited_on = (yield from _queued_waited_on(job)) if job.state is JobState.WAITING else []
-            named = job.state is JobState.QUEUED or bool(waited_on)
-            workers = (yield from _workers_if_allowed()) if named else None
-            queues = (yield from _queues_if_allowed()) if job.state is JobState.QUEUED else None
+            queued = job.state is JobState.QUEUED
+            named = queued or bool(waited_on)
+            workers = (yield from _if_allowed(http_fleet_plans.worker_list())) if named else None
+            queues = (yield from _if_allowed(http_fleet_plans.queue_stats())) if queued else None
             raise wait_ran_out(job, timeout or 0.0, workers, waited_on, queues)
 
 
@@ -138,20 +139,11 @@ def _queued_waited_on(job: Job) -> HttpPlan[builtins.list[Job]]:
     return found
 
 
-def _workers_if_allowed() -> HttpPlan[builtins.list[WorkerInfo] | None]:
-    """The workers, for a wait's error to say whether any could take its job; None when
-    the server will not list them to this caller."""
+def _if_allowed(plan: HttpPlan[T]) -> HttpPlan[T | None]:
+    """What ``plan`` reads (the workers, the queues), for a wait's error to say why its job
+    has not started; None when the server will not tell this caller."""
     try:
-        return (yield from http_fleet_plans.worker_list())
-    except errors.TaskqError:
-        return None
-
-
-def _queues_if_allowed() -> HttpPlan[builtins.list[QueueStats] | None]:
-    """The queues, for a wait's error to say whether its job's holds it back; None when the
-    server will not list them to this caller."""
-    try:
-        return (yield from http_fleet_plans.queue_stats())
+        return (yield from plan)
     except errors.TaskqError:
         return None
 
@@ -337,7 +329,7 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
                 queued = yield from job_list(
                     JobQuery(workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT)
                 )
-            workers = (yield from _workers_if_allowed()) if queued else None
+            workers = (yield from _if_allowed(http_fleet_plans.worker_list())) if queued else None
             raise workflow_wait_ran_out(workflow_id, len(waiting), timeout or 0.0, queued, workers)
         wait = round(min(left, LONG_POLL_SECONDS), 3)
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)
