@@ -35,7 +35,7 @@ class AsyncJobHandle(SubmittedJob):
     """A submitted job, for async code."""
 
     def __init__(self, client: AsyncClient, job_id: int) -> None:
-        self.client = client
+        self.client: AsyncClient = client
         self.id = job_id
 
     def __repr__(self) -> str:

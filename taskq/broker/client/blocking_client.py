@@ -32,7 +32,7 @@ class JobHandle(SubmittedJob):
     """A submitted job: its id, and shortcuts to ask about it."""
 
     def __init__(self, client: Client, job_id: int) -> None:
-        self.client = client
+        self.client: Client = client
         self.id = job_id
 
     def __repr__(self) -> str:

@@ -27,6 +27,9 @@ from taskq.broker.client.specs import (
     call_spec,
     check_option_names,
     default_submitter,
+    ids_here,
+    job_ids,
+    parents_here,
     python_exec_spec,
     shell_spec,
     spec_of,
@@ -70,6 +73,7 @@ class WorkflowSource(Protocol):
         submitter: str,
         max_payload_bytes: int,
         declared: Mapping[int, JobSpec] | None,
+        store: str | None,
     ) -> WorkflowSubmission: ...
 
 
@@ -143,6 +147,17 @@ class ClientBase:
             )
         return self._store
 
+    @property
+    def store_name(self) -> str:
+        """The store this client's job ids are of, by its URL: the taskq serve's over HTTP,
+        else the store's own (a SQLite file by its absolute path, a cluster by the nodes its
+        URL lists), options and password left out. A job's handle carries it, so that a
+        job is not made to wait on another store's job that happens to have its id.
+
+        A client over HTTP and one on the served store itself are of two stores here.
+        """
+        return self.http.url if self.http is not None else self.store.url
+
     def _new_signal(self) -> Signal:
         """What a submit waiting for its group's turn waits on: an event threads block on."""
         return threading.Event()
@@ -170,7 +185,7 @@ class ClientBase:
 
     def validate_spec(self, spec: JobSpec) -> None:
         """Raise :class:`taskq.errors.InvalidJob` where a submit of ``spec`` would be refused."""
-        validate_spec(spec, max_payload_bytes=self.max_payload_bytes)
+        validate_spec(parents_here(spec, self.store_name), max_payload_bytes=self.max_payload_bytes)
 
     # -- jobs ---------------------------------------------------------------------
 
@@ -215,6 +230,7 @@ class ClientBase:
             submitter=self.submitter if submitter is None else submitter,
             max_payload_bytes=self.max_payload_bytes,
             declared=dict(zip(calls, resolved, strict=True)),
+            store=self.store_name,
         )
         if self.queue_defaults:
             jobs = tuple(self._with_queue_defaults(spec) for spec in submission.jobs)
@@ -244,13 +260,14 @@ class ClientBase:
             submitter="",
             max_payload_bytes=self.max_payload_bytes,
             declared=None,
+            store=self.store_name,
         )
         calls = flow.by_name()
         bodies = []
         for index, spec in enumerate(submission.jobs):
             call = calls.get(index)
             body = (
-                http_plans.by_name_body(call.target, call.args, dict(call.options))
+                http_plans.by_name_body(call.target, call.args, self._call_here(call.options))
                 if call is not None
                 else msgspec.to_builtins(JobRequest.of_spec(spec))
             )
@@ -263,6 +280,7 @@ class ClientBase:
     ) -> Plan[int]:
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
+            keywords = self._call_here(keywords)
             if self.http is not None:  # the server resolves it
                 # Its options refused here in a store client's words, not the body parser's.
                 check_option_names(keywords)
@@ -298,7 +316,8 @@ class ClientBase:
         self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> Op[list[int]]:
         specs = yield from self._many_specs(jobs, calls, unchecked)
-        return (yield from self._submit_many_plan(specs))
+        here = [parents_here(spec, self.store_name) for spec in specs]
+        return (yield from self._submit_many_plan(here))
 
     def _many_bodies(
         self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
@@ -308,9 +327,9 @@ class ClientBase:
         many = _many(jobs, calls)
         if not isinstance(many, tuple):
             return [
-                http_plans.by_name_body(job.target, job.args, dict(job.options))
+                http_plans.by_name_body(job.target, job.args, self._call_here(job.options))
                 if isinstance(job, declarations.NamedCall)
-                else JobRequest.of_spec(job)
+                else self._request_here(job)
                 for job in many
             ]
         target, arguments = many
@@ -323,7 +342,20 @@ class ClientBase:
             return [
                 JobRequest.of_spec(call_spec(target, args, kwargs)) for args, kwargs in arguments
             ]
-        return [JobRequest.of_spec(self._spec_of(target, a, k)) for a, k in arguments]
+        return [self._request_here(self._spec_of(target, a, k)) for a, k in arguments]
+
+    def _request_here(self, spec: JobSpec) -> JobRequest:
+        """The body of ``spec``, its parents plain ids of this client's store
+        (:func:`parents_here`)."""
+        return JobRequest.of_spec(parents_here(spec, self.store_name))
+
+    def _call_here(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options of a call by name, its parents plain ids of this client's store
+        (:func:`parents_here`): as a body the server resolves can carry them."""
+        given = dict(options)
+        if given.get("after") is not None:
+            given["after"] = list(ids_here(job_ids(given["after"]), self.store_name))
+        return given
 
     def _many_specs(
         self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
@@ -390,6 +422,7 @@ class ClientBase:
     def _submit_spec_plan(self, spec: JobSpec) -> Plan[int]:
         """One job's enqueue, in a write shared with concurrent submits (run by group_commit);
         over HTTP, one POST (the server shares its writes)."""
+        spec = parents_here(spec, self.store_name)
         if self.http is not None:
             self._check_one(spec)  # refused here, as on the store, before a request is made
             return http_plans.submit_job(JobRequest.of_spec(spec))

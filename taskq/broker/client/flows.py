@@ -39,6 +39,7 @@ from taskq.broker.client.specs import (
     JobDeclaration,
     Target,
     job_id,
+    parents_here,
     spec_of,
     validate_spec,
     workflow_id_of,
@@ -154,6 +155,7 @@ class Flow:
         submitter: str = "",
         max_payload_bytes: int = MAX_PAYLOAD_BYTES,
         declared: Mapping[int, JobSpec] | None = None,
+        store: str | None = None,
     ) -> WorkflowSubmission:
         """The flow as one request: its jobs in an order that puts parents first.
 
@@ -161,11 +163,16 @@ class Flow:
         position, see :meth:`by_name`); without it they go with the options
         given alone. Each job is checked as an enqueue would
         (:class:`taskq.errors.InvalidJob` names the step at fault): a flow that
-        is refused is refused whole, before anything is sent.
+        is refused is refused whole, before anything is sent. ``store``: the
+        submitting client's (``store_name``), whose jobs alone a step's ``after``
+        may name by their handles; None (a spawn) takes a handle of any store.
         """
-        jobs = [(declared or {}).get(index, each.spec) for index, each in enumerate(self._steps)]
-        for each, job in zip(self._steps, jobs, strict=True):
+        given = [(declared or {}).get(index, each.spec) for index, each in enumerate(self._steps)]
+        jobs = []
+        for each, job in zip(self._steps, given, strict=True):
             try:
+                job = parents_here(job, store)
+                jobs.append(job)
                 validate_spec(job, max_payload_bytes=max_payload_bytes)
                 if job.idempotency_key is not None:
                     raise errors.InvalidJob(_STEP_KEY, field="idempotency_key")

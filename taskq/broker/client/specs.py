@@ -100,15 +100,23 @@ def call_spec(
     )
 
 
+class OfAStore(Protocol):
+    """A client, as a handle knows it: by the store its job ids belong to."""
+
+    @property
+    def store_name(self) -> str: ...
+
+
 class SubmittedJob:
     """A job's handle, of either client (``JobHandle``, ``AsyncJobHandle``): a job already
-    submitted, by its id.
+    submitted, by its id, and the client it was submitted through.
 
     Declared here, below the clients that subclass it, for :func:`job_id` to tell a job's
     handle from a workflow's, whose ``id`` is a workflow's.
     """
 
     id: int
+    client: OfAStore
 
     if not TYPE_CHECKING:  # a type checker still flags every name a handle lacks
 
@@ -119,6 +127,26 @@ class SubmittedJob:
 JobRef: TypeAlias = "int | SupportsIndex | SubmittedJob | Job | JobBrief"
 """A stored job: its id (an ``int``, or numpy's), its handle or its record (``Job``,
 ``JobBrief``)."""
+
+
+class HandleId(int):
+    """A job's id as ``after=`` takes it from the job's handle, with the store of the
+    handle's client (``store_name``): the same number names another job, or none, in
+    another store, so a client refuses it as a parent unless the store is its own
+    (:func:`parents_here`). An ``int`` to everything else; the client hands on plain ids.
+    """
+
+    store: str
+
+    def __new__(cls, job_id: int, store: str) -> HandleId:
+        made = super().__new__(cls, job_id)
+        made.store = store
+        return made
+
+    def __reduce__(self) -> tuple[type[HandleId], tuple[int, str]]:
+        # A job built with it may be copied or pickled; int's own way would drop the store.
+        return HandleId, (int(self), self.store)
+
 
 # Named, not any value with an ``id``: a workflow's handle and record, and an attempt's
 # (``Execution``), have one too, of something else.
@@ -150,6 +178,8 @@ def job_id(job: object, request: str | None = None) -> int:
     """
     if isinstance(job, int) and not isinstance(job, bool):
         return job
+    if isinstance(job, SubmittedJob) and request is None:
+        return HandleId(job.id, job.client.store_name)
     if isinstance(job, _JOBS):
         return job.id
     if isinstance(job, SupportsIndex) and not isinstance(job, bool):
@@ -160,6 +190,31 @@ def job_id(job: object, request: str | None = None) -> int:
         f"{taker} takes a job's id, handle or record, not {_not_a_job(job, request)}",
         field="after" if request is None else "job_id",
     )
+
+
+def parents_here(spec: JobSpec, store: str | None) -> JobSpec:
+    """``spec`` with its parents as plain ids, a parent taken from a handle (:class:`HandleId`)
+    refused unless it is a job of ``store``, the submitting client's (None: of any store, for
+    a spawn, whose store only its worker knows); nothing is asked of a store.
+    """
+    after = spec.after if isinstance(spec, JobSpec) else ()
+    if not isinstance(after, tuple | list) or not any(isinstance(p, HandleId) for p in after):
+        return spec  # nothing taken from a handle; any other fault is the enqueue's to refuse
+    return msgspec.structs.replace(spec, after=ids_here(after, store))
+
+
+def ids_here(parents: Sequence[int], store: str | None) -> tuple[int, ...]:
+    """``parents`` as plain ids: :class:`taskq.errors.InvalidJob` for one taken from the
+    handle of a job of another store than ``store`` (see :func:`parents_here`)."""
+    for parent in parents:
+        if isinstance(parent, HandleId) and store is not None and parent.store != store:
+            raise errors.InvalidJob(
+                f"after: job {parent} is a job of {parent.store} (its handle's store), but this "
+                f"client submits to {store}, where job {parent} is another job or none: a job "
+                "waits only on jobs of its own store",
+                field="after",
+            )
+    return tuple(int(parent) if isinstance(parent, HandleId) else parent for parent in parents)
 
 
 def workflow_id_of(value: object) -> int | None:
