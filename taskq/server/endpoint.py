@@ -3,12 +3,15 @@
 The app's routes (:func:`routes_of`) and its OpenAPI document are both built
 from the same :class:`Endpoint` list, so the two cannot disagree. :func:`guarded` wraps a
 handler: it names the caller from the bearer token, checks the scope, and
-turns the client's exceptions into problem details.
+turns the client's exceptions into problem details. A request held open (a
+long poll, a followed stream) checks its token again as it waits
+(:func:`cut_short`), so that one revoked meanwhile reads no further.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
@@ -26,6 +29,11 @@ from taskq.server.auth import Caller, TokenSource
 
 # The caller of an endpoint that needs no token: it may do nothing else.
 NOBODY = Caller("", frozenset())
+
+TOKEN_RECHECK_SECONDS = 2.0
+"""How often a request held open checks its token again: one revoked (or stripped of the
+scope) meanwhile ends it within this, plus the server's look at its token file
+(:data:`taskq.server.auth.RECHECK_SECONDS`)."""
 
 T = TypeVar("T")
 
@@ -66,23 +74,47 @@ def stopping_of(request: Request) -> asyncio.Event:
     return stopping
 
 
-async def unless_stopping(request: Request, waited: Awaitable[T]) -> T | None:
+async def cut_short(request: Request) -> errors.TaskqError | None:
+    """Returns once ``request``, held open, must end before its time: None as the server
+    starts to stop, else the refusal its token meets now (revoked, or its scope taken
+    away), looked for every :data:`TOKEN_RECHECK_SECONDS`."""
+    stopping = stopping_of(request)
+    readmit: Callable[[], Caller] = getattr(request.state, "readmit", lambda: NOBODY)
+    while True:
+        try:
+            await asyncio.wait_for(stopping.wait(), TOKEN_RECHECK_SECONDS)
+        except TimeoutError:
+            try:
+                readmit()
+            except (errors.Unauthorized, errors.Forbidden) as refusal:
+                return refusal
+        else:
+            return None
+
+
+async def unless_cut_short(request: Request, waited: Awaitable[T]) -> T | None:
     """What ``waited`` (a long poll's wait) gives, or None as soon as the server starts to
     stop, ``waited`` cancelled then: the request is answered as a wait that ran out, at once,
     where the stop's grace would end it in a bare 500 (the client asks again, of the server
-    that comes back)."""
+    that comes back). A token refused meanwhile (:func:`cut_short`) cancels ``waited`` too,
+    its refusal raised: the 401 or 403 the request would meet now."""
     wait = asyncio.ensure_future(waited)
-    stop = asyncio.ensure_future(stopping_of(request).wait())
+    cut = asyncio.ensure_future(cut_short(request))
     try:
-        await asyncio.wait({wait, stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({wait, cut}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         # The request may be gone too (a client that hung up): neither outlives it.
-        pending = {task for task in (wait, stop) if not task.done()}
+        pending = {task for task in (wait, cut) if not task.done()}
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.wait(pending)
-    return wait.result() if not wait.cancelled() else None
+    if not wait.cancelled():
+        return wait.result()
+    refusal = cut.result()
+    if refusal is not None:
+        raise refusal
+    return None
 
 
 def routes_of(endpoints: Sequence[Endpoint], tokens: TokenSource) -> list[Route]:
@@ -128,8 +160,12 @@ def guarded(endpoint: Endpoint, tokens: TokenSource) -> RequestHandler:
         caller = NOBODY
         try:
             if endpoint.scope is not None:
-                caller = tokens.caller(request.headers.get("authorization"))
-                caller.require(endpoint.scope)
+                readmit = functools.partial(
+                    _admitted, tokens, request.headers.get("authorization"), endpoint.scope
+                )
+                caller = readmit()
+                # For a request held open, to look again (cut_short).
+                request.state.readmit = readmit
             return await endpoint.handler(request, caller)
         except errors.TaskqError as exc:
             response = problems.problem_of(exc)
@@ -140,3 +176,10 @@ def guarded(endpoint: Endpoint, tokens: TokenSource) -> RequestHandler:
             return response
 
     return handle
+
+
+def _admitted(tokens: TokenSource, authorization: str | None, scope: Scope) -> Caller:
+    """The caller ``authorization`` names, if it holds ``scope``; else its refusal, raised."""
+    caller = tokens.caller(authorization)
+    caller.require(scope)
+    return caller

@@ -18,7 +18,7 @@ from taskq.broker.records import MAX_RELATIVES, Execution, Job, JobState, Relati
 from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
-from taskq.server.endpoint import Endpoint, client_of, unless_stopping
+from taskq.server.endpoint import Endpoint, client_of, unless_cut_short
 from taskq.server.problems import json_response
 
 # The longest a request is held open (a result, a job waited for): under the usual
@@ -144,11 +144,12 @@ async def result(request: Request, caller: Caller) -> Response:
 async def _waited(request: Request, job_id: int, wait: float) -> Job:
     """The job once it has finished, else as it is now: when ``wait`` seconds have passed
     (none asked: at once, one read rather than a wait that runs out and reads again), or as
-    soon as the server starts to stop (the long poll is answered, not cut off)."""
+    soon as the server starts to stop (the long poll is answered, not cut off); a token
+    revoked meanwhile is refused as it would be now."""
     client = client_of(request)
     if wait:
         try:
-            job = await unless_stopping(request, client.wait(job_id, timeout=wait))
+            job = await unless_cut_short(request, client.wait(job_id, timeout=wait))
         except errors.ResultTimeout:
             job = None
         if job is not None:

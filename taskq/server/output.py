@@ -7,13 +7,17 @@ type is the piece's (``text``, ``dropped``, ``attempt_ended``), its data the
 piece as JSON, and its id ``ATTEMPT:END``, so that a client that lost the
 stream resumes where it was by sending that id back as ``Last-Event-ID``
 (browsers' ``EventSource`` does so by itself). A quiet spell is broken by a
-comment line every ``KEEP_ALIVE_SECONDS``.
+comment line every ``KEEP_ALIVE_SECONDS``. A token revoked as the stream is
+followed ends it with an event of type ``problem``, its data the 401 (or 403)
+problem the request would meet now.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
 
 import anyio
 import msgspec
@@ -25,9 +29,9 @@ from taskq.broker.client.client import AsyncClient
 from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
-from taskq.server.endpoint import Endpoint, client_of, stopping_of
+from taskq.server.endpoint import Endpoint, client_of, cut_short
 from taskq.server.jobs import JOB_ID, job_id_in_path
-from taskq.server.problems import json_response
+from taskq.server.problems import json_response, problem_event
 
 KEEP_ALIVE_SECONDS = 15.0
 """How long a followed stream may stay quiet before it sends a comment line.
@@ -79,7 +83,7 @@ async def output(request: Request, caller: Caller) -> Response:
         return json_response(OutputPage(events))
     await client.get(job_id)  # JobNotFound as a problem, before the stream starts
     frames = _events(client, job_id, attempt, offset)
-    stream = kept_alive(frames, KEEP_ALIVE_SECONDS, stopping_of(request))
+    stream = kept_alive(frames, KEEP_ALIVE_SECONDS, functools.partial(cut_short, request))
     return StreamingResponse(stream, media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
@@ -97,24 +101,35 @@ async def _events(
 
 
 async def kept_alive(
-    frames: AsyncGenerator[bytes], quiet_seconds: float, until: asyncio.Event | None = None
+    frames: AsyncGenerator[bytes],
+    quiet_seconds: float,
+    cut_short: Callable[[], Awaitable[errors.TaskqError | None]] | None = None,
 ) -> AsyncGenerator[bytes]:
     """``frames`` as they come, and a comment line each time none came for ``quiet_seconds``;
-    ended early, cleanly, once ``until`` is set (the server stops: the follower resumes by
-    ``Last-Event-ID`` from the server that comes back, not from a stream cut off)."""
+    ended early once ``cut_short()`` returns: cleanly for None (the server stops: the
+    follower resumes by ``Last-Event-ID`` from the server that comes back, not from a stream
+    cut off), after a ``problem`` event for a refusal (the follower's token revoked)."""
     # The next frame is awaited in a task of its own: waiting for it with a
     # timeout then never cancels the reader halfway through a page.
     pending: asyncio.Task[bytes] | None = None
-    stop = asyncio.ensure_future((asyncio.Event() if until is None else until).wait())
+    stop: asyncio.Future[errors.TaskqError | None] = (
+        asyncio.get_running_loop().create_future()  # never done
+        if cut_short is None
+        else asyncio.ensure_future(cut_short())
+    )
     try:
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(anext(frames))
+            waited: set[asyncio.Future[Any]] = {pending, stop}
             done, _ = await asyncio.wait(
-                {pending, stop}, timeout=quiet_seconds, return_when=asyncio.FIRST_COMPLETED
+                waited, timeout=quiet_seconds, return_when=asyncio.FIRST_COMPLETED
             )
             if pending not in done:
                 if stop in done:
+                    refusal = stop.result()
+                    if refusal is not None:
+                        yield problem_event(refusal)
                     return
                 yield _KEEP_ALIVE
                 continue

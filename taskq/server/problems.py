@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.broker.client.http_stream import PROBLEM_EVENT
 from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX, Problem
 
 # How long a client should wait before asking a store that did not answer again.
@@ -60,7 +61,6 @@ def status_of(exc: BaseException) -> int | None:
 
 def problem_response(exc: errors.TaskqError, status: int) -> Response:
     """``exc`` as an ``application/problem+json`` response of ``status``."""
-    kind = type(exc)
     headers: dict[str, str] = {}
     retry_after: float | None = None
     if isinstance(exc, errors.RateLimited) and exc.retry_after is not None:
@@ -71,7 +71,25 @@ def problem_response(exc: errors.TaskqError, status: int) -> Response:
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="taskq"'
-    problem = Problem(
+    return Response(
+        msgspec.json.encode(_problem(exc, status, retry_after)),
+        status_code=status,
+        media_type=PROBLEM_TYPE,
+        headers=headers,
+    )
+
+
+def problem_event(exc: errors.TaskqError) -> bytes:
+    """``exc`` as the last event of a stream whose 200 was sent before it was refused (a token
+    revoked as it was followed): of type ``problem``, its data the problem document a
+    response would carry."""
+    problem = _problem(exc, status_of(exc) or 500, None)
+    return f"event: {PROBLEM_EVENT}\ndata: {msgspec.json.encode(problem).decode()}\n\n".encode()
+
+
+def _problem(exc: errors.TaskqError, status: int, retry_after: float | None) -> Problem:
+    kind = type(exc)
+    return Problem(
         type=f"{TYPE_PREFIX}{kind.__name__}",
         title=(kind.__doc__ or kind.__name__).strip().splitlines()[0],
         status=status,
@@ -79,9 +97,6 @@ def problem_response(exc: errors.TaskqError, status: int) -> Response:
         field=getattr(exc, "field", None),
         job_id=getattr(exc, "job_id", None),
         retry_after=retry_after,
-    )
-    return Response(
-        msgspec.json.encode(problem), status_code=status, media_type=PROBLEM_TYPE, headers=headers
     )
 
 

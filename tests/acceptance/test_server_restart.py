@@ -14,9 +14,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import taskq
 from taskq.broker.records import AttemptEnded, JobState, OutputEvent, OutputText
 from taskq.dev.processes import HOST, free_ports, wait_until
 from taskq.dev.server import ServerProcess, token_of, write_server_config
+from tests.support.in_thread import in_thread
 from tests.support.worker_process import WorkerFleet
 
 JOBS = "tests.support.output_jobs"
@@ -113,30 +113,6 @@ def _streaming(connection: http.client.HTTPConnection) -> http.client.HTTPRespon
     return response
 
 
-class _Outcome:
-    """What a client call in a thread returned, or raised."""
-
-    def __init__(self) -> None:
-        self.value: object = None
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-
-
-def _in_thread(call: Callable[[], object]) -> _Outcome:
-    outcome = _Outcome()
-
-    def run() -> None:
-        try:
-            outcome.value = call()
-        except BaseException as exc:
-            outcome.error = exc
-        finally:
-            outcome.done.set()
-
-    threading.Thread(target=run, daemon=True).start()
-    return outcome
-
-
 def test_a_restart_answers_long_polls_and_ends_streams_and_the_clients_ride_it_out(
     workers: WorkerFleet, tmp_path: Path
 ) -> None:
@@ -162,9 +138,9 @@ def test_a_restart_answers_long_polls_and_ends_streams_and_the_clients_ride_it_o
             lambda: _read_by_server(port, polled) and _read_by_server(port, outcome),
             PATIENCE_SECONDS,
         )
-        result = _in_thread(lambda: handle.result(timeout=PATIENCE_SECONDS))
-        output = _in_thread(lambda: list(client.output(job_id, follow=True)))
-        rest = _in_thread(stream.read)
+        result = in_thread(lambda: handle.result(timeout=PATIENCE_SECONDS))
+        output = in_thread(lambda: list(client.output(job_id, follow=True)))
+        rest = in_thread(stream.read)
         os.kill(first.process.pid, signal.SIGTERM)
 
         status, media_type, body = _answer(polled)

@@ -12,22 +12,31 @@ TLS certificate this client does not trust did answer, as did one that
 speaks the other protocol (TLS to an ``http://`` URL, plain HTTP to an
 ``https://`` one): each is :class:`taskq.errors.ConfigError` at once, saying
 what to change, never asked again. So is an answer that is no taskq problem
-(another server's page, a route taskq serve does not have): its URL is told,
-in one line, never its body.
+(another server's page, a route taskq serve does not have), and a success
+that is not taskq serve's (a page, JSON of another shape): its URL is told,
+in one line, never its body. A route that a taskq serve lacks (an older one)
+is told as such, with the version its OpenAPI document gives.
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import NamedTuple, TypeAlias, TypeVar
 
 import httpx
 import msgspec
 
-from taskq import errors
-from taskq.broker.client.http_requests import HttpPlan, HttpRequest
+from taskq import __version__, errors
+from taskq.broker.client.http_requests import (
+    HttpPlan,
+    HttpRequest,
+    Streamed,
+    UnlikeTaskq,
+    json_of,
+)
+from taskq.broker.client.http_stream import EVENT_STREAM, PROBLEM_EVENT, ServerEvent
 from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX, Problem, error_of
 from taskq.broker.stores.store_url import mask_password
 from taskq.broker.stores.trampoline import Pause
@@ -67,7 +76,8 @@ def asked_again(plan: HttpPlan[T], url: str, timeout: float) -> RetryingPlan[T]:
     A request may take ``timeout`` seconds, and the seconds the server may hold
     it (its ``wait``), 503s ridden out included. An error (a refusal, or the
     last 503's) is thrown into ``plan`` at its ``yield``: a plan may take a
-    refusal as an answer (a 409 for a job already ended).
+    refusal as an answer (a 409 for a job already ended). An answer ``plan``
+    cannot read as taskq serve's is :func:`foreign_error`.
     """
     try:
         request = next(plan)
@@ -77,8 +87,11 @@ def asked_again(plan: HttpPlan[T], url: str, timeout: float) -> RetryingPlan[T]:
                 response = yield from answered(request, url, deadline)
             except errors.TaskqError as exc:
                 request = plan.throw(exc)
-            else:
+                continue
+            try:
                 request = plan.send(response)
+            except UnlikeTaskq as exc:
+                raise foreign_error(response, url, unlike=str(exc)) from exc
     except StopIteration as done:
         result: T = done.value
         return result
@@ -97,7 +110,8 @@ def answered(
     ``broken``: the request is asked again because its answer broke off (a
     stream), so it waits as for a server not reached first. ``any_answer``: a
     refusal other than a 503 is returned too, not raised (the question was
-    only whether the server answers).
+    only whether the server answers). A success of a type taskq serve never
+    answers with (a page) is :func:`foreign_error`.
     """
     if broken is not None:
         yield Pause(_within(_unreached(request, url, Unanswered(broken)), deadline).after)
@@ -106,13 +120,87 @@ def answered(
         assert sent is not None, "a request is answered"
         if isinstance(sent, Unanswered):
             retry = _unreached(request, url, sent)
-        elif sent.status_code != 503 and (sent.is_success or any_answer):
-            return sent
         elif sent.status_code == 503:
             retry = _Retry(problem_error(sent, url), _retry_after(sent))
+        elif any_answer:
+            return sent
+        elif sent.is_success:
+            if sent.status_code != 204 and _media_type(sent) not in _TASKQ_SUCCESS_TYPES:
+                raise foreign_error(sent, url)
+            return sent
         else:
-            raise problem_error(sent, url)
+            raise (yield from _refusal_error(sent, url))
         yield Pause(_within(retry, deadline).after)
+
+
+# What taskq serve's successes carry (its 204s carry nothing).
+_TASKQ_SUCCESS_TYPES = frozenset({"application/json", EVENT_STREAM})
+# Asked of a server that lacks a route: whether it is taskq serve, and which version.
+_DESCRIPTION = HttpRequest("GET", "/openapi.json")
+
+
+class _Info(msgspec.Struct):
+    title: str
+    version: str
+
+
+class _Description(msgspec.Struct):
+    info: _Info
+
+
+def _refusal_error(
+    response: httpx.Response, url: str
+) -> Generator[HttpRequest, Sent | None, errors.TaskqError]:
+    """The error of a refusal (:func:`problem_error`). For a route the server lacks, its
+    OpenAPI document is asked for: a taskq serve's names its version, and the route is
+    then one that version does not offer (an older taskq serve's), not a wrong URL."""
+    if not _lacks_the_route(response):
+        return problem_error(response, url)
+    described = yield _DESCRIPTION
+    version = _taskq_version(described)
+    if version is None:
+        return foreign_error(response, url)
+    asked = f"{response.request.method} {response.request.url.path}"
+    return errors.ConfigError(
+        f"taskq serve at {mask_password(url)} (version {version}) does not offer {asked}, "
+        f"which this client (taskq {__version__}) asks for: the server is probably older; "
+        "upgrade it"
+    )
+
+
+def _lacks_the_route(response: httpx.Response) -> bool:
+    """Whether ``response`` is a problem document refusing the path or the method, as taskq
+    serve answers a request for a route it does not have (Starlette's 404 and 405)."""
+    return (
+        response.status_code in _NO_ROUTE
+        and _media_type(response) == PROBLEM_TYPE
+        and _taskq_problem(response) is None
+    )
+
+
+def _taskq_version(described: Sent | None) -> str | None:
+    """The version an OpenAPI document names, if it is taskq serve's; else None."""
+    if not isinstance(described, httpx.Response) or not described.is_success:
+        return None
+    try:
+        info = msgspec.json.decode(described.content, type=_Description).info
+    except msgspec.DecodeError:
+        return None
+    return info.version if info.title == "taskq" else None
+
+
+def event_answers(
+    streamed: Streamed[T], event: ServerEvent, response: httpx.Response, url: str
+) -> Sequence[T]:
+    """The answers ``event`` of ``response`` carries. A ``problem`` event (the server's
+    refusal to go on with a stream it began: the token revoked) is the error it names; an
+    event taskq serve would not send is :func:`foreign_error`."""
+    try:
+        if event.kind == PROBLEM_EVENT:
+            raise error_of(json_of(event.data, Problem))
+        return streamed.answers(event)
+    except UnlikeTaskq as exc:
+        raise foreign_error(response, url, unlike=str(exc)) from exc
 
 
 def _unreached(request: HttpRequest, url: str, unanswered: Unanswered) -> _Retry:
@@ -244,17 +332,21 @@ _NO_ROUTE = frozenset({404, 405, 501})
 _REASON_CHARS = 80
 
 
-def foreign_error(response: httpx.Response, url: str) -> errors.TaskqError:
+def foreign_error(response: httpx.Response, url: str, *, unlike: str = "") -> errors.TaskqError:
     """The error of an answer that is no taskq problem (another server's page, a proxy's,
-    a route taskq serve does not have), in one line: what was asked, the status and the
-    answer's type, never its body (a page of HTML, as often as not). A refusal (4xx, 501)
-    says the URL names no taskq serve (:class:`taskq.errors.ConfigError`: asked again it
-    would be refused again); any other 5xx is a server, or a proxy before it, that failed
-    (:class:`taskq.errors.StoreError`; a 503, :class:`taskq.errors.StoreUnavailable`)."""
+    a route taskq serve does not have) or no taskq answer (a success of another server),
+    in one line: what was asked, the status and the answer's type, never its body (a page
+    of HTML, as often as not); ``unlike``: how a body differs from taskq serve's. A 2xx or
+    a refusal (4xx, 501) says the URL names no taskq serve (:class:`taskq.errors.ConfigError`:
+    asked again it would be answered the same); any other 5xx is a server, or a proxy before
+    it, that failed (:class:`taskq.errors.StoreError`; a 503,
+    :class:`taskq.errors.StoreUnavailable`)."""
     status = response.status_code
     media = _media_type(response) or "no Content-Type"
     if media == PROBLEM_TYPE and status in _NO_ROUTE:
         media = "no such route"
+    if unlike:
+        media += f", not as taskq serve's: {' '.join(unlike.split())[:_REASON_CHARS]}"
     reason = " ".join(response.reason_phrase.split())[:_REASON_CHARS]
     status_line = f"{status} {reason}" if reason else str(status)
     asked = f"{response.request.method} {response.request.url.path}"

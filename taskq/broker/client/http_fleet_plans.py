@@ -105,7 +105,7 @@ def submit_limit_list() -> HttpPlan[builtins.list[SubmitLimit]]:
 
 def store_schema_version() -> HttpPlan[int]:
     answer = yield HttpRequest("GET", "/store/schema-version")
-    return int(decoded(answer, dict[str, Any])["schema_version"])
+    return int(decoded_member(answer, "schema_version", int))
 
 
 def store_nodes() -> HttpPlan[builtins.list[NodeInfo]]:
@@ -149,4 +149,4 @@ def store_prune(*, older_than: float | None = None) -> HttpPlan[int]:
     """POST /store/prune: how many finished jobs went."""
     body = msgspec.json.encode({} if older_than is None else {"older_than": older_than})
     answer = yield HttpRequest("POST", "/store/prune", body=body)
-    return int(decoded(answer, dict[str, Any])["pruned"])
+    return int(decoded_member(answer, "pruned", int))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from taskq.broker.client import specs
-from taskq.broker.client.http_requests import HttpRequest
+from taskq.broker.client.http_requests import HttpRequest, json_of
 from taskq.broker.client.http_stream import ServerEvent
 from taskq.broker.ops.output import OutputReader
 from taskq.broker.records import AttemptEnded, OutputEvent
@@ -73,10 +73,8 @@ class OutputOverHttp:
         """The pieces of a stored page (a JSON answer) or of one followed event."""
         if not event.kind:
             self.done = True
-            return [
-                self._kept(piece) for piece in msgspec.json.decode(event.data, type=_Page).events
-            ]
-        piece = msgspec.json.decode(event.data, type=OutputEvent)
+            return [self._kept(piece) for piece in json_of(event.data, _Page).events]
+        piece: OutputEvent = json_of(event.data, OutputEvent)
         if isinstance(piece, AttemptEnded) and piece == self._last_end:
             return []  # resumed at the end of an attempt already said to be over
         return [self._kept(piece)]

@@ -89,7 +89,7 @@ def _json(body: Any) -> bytes:
 def submit_job(job: JobBody) -> HttpPlan[int]:
     """POST /jobs of one job; its id."""
     answer = yield HttpRequest("POST", "/jobs", body=_json(job))
-    return int(decoded(answer, dict[str, Any])["id"])
+    return int(decoded_member(answer, "id", int))
 
 
 def submit_jobs(jobs: Sequence[JobBody]) -> HttpPlan[builtins.list[int]]:
@@ -97,7 +97,7 @@ def submit_jobs(jobs: Sequence[JobBody]) -> HttpPlan[builtins.list[int]]:
     if not jobs:
         return []  # the server takes one job or more; the store writes none
     answer = yield HttpRequest("POST", "/jobs", body=_json(list(jobs)))
-    return [int(job_id) for job_id in decoded(answer, dict[str, Any])["ids"]]
+    return list(decoded_member(answer, "ids", builtins.list[int]))
 
 
 def job_get(job_id: JobRef) -> HttpPlan[Job]:
@@ -200,6 +200,14 @@ def job_cancel(*job_ids: JobRef) -> HttpPlan[CancelResult]:
     return decoded(answer, CancelResult)
 
 
+class _Retried(msgspec.Struct, frozen=True):
+    """The answer of POST /jobs/retry; a server from before ``revived`` answers without it:
+    none counted, as it then said."""
+
+    retried: builtins.list[int]
+    revived: builtins.list[int] = []
+
+
 def job_retry(*job_ids: JobRef) -> HttpPlan[RetryResult]:
     """POST /jobs/retry of every id at once, as :func:`job_cancel`: the ids that moved,
     ascending (a job not failed, dead or cancelled stays as it is), and those brought
@@ -208,12 +216,8 @@ def job_retry(*job_ids: JobRef) -> HttpPlan[RetryResult]:
     if not asked:
         return RetryResult()
     answer = yield HttpRequest("POST", "/jobs/retry", body=_ids_body(asked))
-    body = decoded(answer, dict[str, Any])
-    # A server from before "revived" answers without it: none counted, as it then said.
-    return RetryResult(
-        msgspec.convert(body["retried"], builtins.list[int]),
-        msgspec.convert(body.get("revived", []), builtins.list[int]),
-    )
+    body = decoded(answer, _Retried)
+    return RetryResult(body.retried, body.revived)
 
 
 def job_relatives(job_id: JobRef, *, limit: int = 100) -> HttpPlan[Relatives]:
@@ -318,14 +322,13 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         view = yield from _workflow_view(workflow_id)
-        info = msgspec.convert(view["workflow"], WorkflowInfo)
-        waiting = [job["id"] for job in view["jobs"] if not JobState(job["state"]).finished]
+        waiting = [job.id for job in view.jobs if not job.state.finished]
         if not waiting:
-            return info
+            return view.workflow
         left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
             queued: builtins.list[Job] = []
-            if any(job["state"] == JobState.QUEUED.value for job in view["jobs"]):
+            if any(job.state is JobState.QUEUED for job in view.jobs):
                 queued = yield from job_list(
                     JobQuery(workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT)
                 )
@@ -335,14 +338,22 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)
 
 
-def _workflow_view(workflow_id: int) -> HttpPlan[dict[str, Any]]:
+class _WorkflowView(msgspec.Struct, frozen=True):
+    """The answer of GET /workflows/{id} (``taskq.server.workflows.WorkflowView``)."""
+
+    workflow: WorkflowInfo
+    jobs: builtins.list[JobBrief]
+    edges: builtins.list[JobEdge]
+
+
+def _workflow_view(workflow_id: int) -> HttpPlan[_WorkflowView]:
     answer = yield HttpRequest("GET", f"/workflows/{workflow_id}")
-    return decoded(answer, dict[str, Any])
+    return decoded(answer, _WorkflowView)
 
 
 def workflow_get(workflow_id: int) -> HttpPlan[WorkflowInfo]:
     view = yield from _workflow_view(specs.workflow_id(workflow_id))
-    return msgspec.convert(view["workflow"], WorkflowInfo)
+    return view.workflow
 
 
 def workflow_list(
@@ -368,12 +379,12 @@ def workflow_list(
 
 def workflow_jobs(workflow_id: int) -> HttpPlan[builtins.list[JobBrief]]:
     view = yield from _workflow_view(specs.workflow_id(workflow_id))
-    return msgspec.convert(view["jobs"], builtins.list[JobBrief])
+    return view.jobs
 
 
 def workflow_edges(workflow_id: int) -> HttpPlan[builtins.list[JobEdge]]:
     view = yield from _workflow_view(specs.workflow_id(workflow_id))
-    return msgspec.convert(view["edges"], builtins.list[JobEdge])
+    return view.edges
 
 
 def _workflow_moved(method: str, path: str) -> HttpPlan[int]:
@@ -381,7 +392,7 @@ def _workflow_moved(method: str, path: str) -> HttpPlan[int]:
         answer = yield HttpRequest(method, path)
     except errors.WrongState:
         return 0
-    return int(decoded(answer, dict[str, Any])["moved"])
+    return int(decoded_member(answer, "moved", int))
 
 
 def workflow_cancel(workflow_id: int) -> HttpPlan[int]:

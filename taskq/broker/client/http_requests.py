@@ -59,11 +59,34 @@ class Streamed(Protocol[T_co]):
         ...
 
 
+class UnlikeTaskq(Exception):
+    """A successful answer whose body is not what taskq serve sends for the request (its
+    words say how): the transport tells it as another server's answer
+    (:func:`.http_answers.foreign_error`), with the URL it was asked at."""
+
+
+def json_of(data: bytes, into: Any) -> Any:
+    """``data``, an answer's JSON, as ``into`` (a type of taskq's records, a union of them),
+    or :class:`UnlikeTaskq`."""
+    try:
+        return msgspec.json.decode(data, type=into)
+    except msgspec.DecodeError as exc:  # a ValidationError too: JSON of another shape
+        raise UnlikeTaskq(str(exc)) from exc
+
+
 def decoded(response: httpx.Response, into: type[T]) -> T:
-    """The answer's JSON as ``into`` (a record of taskq's)."""
-    return msgspec.json.decode(response.content, type=into)
+    """The answer's JSON as ``into`` (a record of taskq's), or :class:`UnlikeTaskq`."""
+    record: T = json_of(response.content, into)
+    return record
 
 
 def decoded_member(response: httpx.Response, member: str, into: Any) -> Any:
-    """One member of the answer's JSON object (``{"jobs": [...]}``), as ``into``."""
-    return msgspec.convert(decoded(response, dict[str, Any])[member], into)
+    """One member of the answer's JSON object (``{"jobs": [...]}``), as ``into``, or
+    :class:`UnlikeTaskq`."""
+    answer = decoded(response, dict[str, Any])
+    if member not in answer:
+        raise UnlikeTaskq(f"Object missing member `{member}`")
+    try:
+        return msgspec.convert(answer[member], into)
+    except msgspec.ValidationError as exc:
+        raise UnlikeTaskq(f"{exc} (member `{member}`)") from exc

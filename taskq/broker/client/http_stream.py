@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 EVENT_STREAM = "text/event-stream"
+PROBLEM_EVENT = "problem"
+"""The type of a stream's last event when the server refuses to go on (a token revoked as
+the stream was followed): its data is the problem document (RFC 9457) a refusal carries."""
 
 
 class ServerEvent(NamedTuple):

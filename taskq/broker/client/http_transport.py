@@ -22,7 +22,13 @@ import httpx
 
 from taskq import errors
 from taskq.broker.client import tls_probe
-from taskq.broker.client.http_answers import Sent, Unanswered, answered, asked_again
+from taskq.broker.client.http_answers import (
+    Sent,
+    Unanswered,
+    answered,
+    asked_again,
+    event_answers,
+)
 from taskq.broker.client.http_requests import TOKEN_ENV, HttpPlan, HttpRequest, Streamed
 from taskq.broker.client.http_stream import EVENT_STREAM, EventLines, ServerEvent
 from taskq.broker.stores.trampoline import drive, drive_async
@@ -121,13 +127,14 @@ class HttpTransport:
             broken = None
             try:
                 if not _is_stream(response):
-                    yield from streamed.answers(ServerEvent("", response.read()))
+                    whole = ServerEvent("", response.read())
+                    yield from event_answers(streamed, whole, response, self.url)
                     continue
                 lines = EventLines()
                 for line in response.iter_lines():
                     deadline = time.monotonic() + self.timeout
                     if (event := lines.feed(line)) is not None:
-                        yield from streamed.answers(event)
+                        yield from event_answers(streamed, event, response, self.url)
             except httpx.TransportError as exc:  # the stream broke: resume where it was
                 broken = self._hidden(exc)
             finally:
@@ -143,14 +150,15 @@ class HttpTransport:
             broken = None
             try:
                 if not _is_stream(response):
-                    for piece in streamed.answers(ServerEvent("", await response.aread())):
+                    whole = ServerEvent("", await response.aread())
+                    for piece in event_answers(streamed, whole, response, self.url):
                         yield piece
                     continue
                 lines = EventLines()
                 async for line in response.aiter_lines():
                     deadline = time.monotonic() + self.timeout
                     if (event := lines.feed(line)) is not None:
-                        for piece in streamed.answers(event):
+                        for piece in event_answers(streamed, event, response, self.url):
                             yield piece
             except httpx.TransportError as exc:
                 broken = self._hidden(exc)
@@ -173,13 +181,15 @@ class HttpTransport:
             return await self._unanswered_async(exc)
 
     def _open(self, request: HttpRequest) -> Sent:
-        """``request`` sent, its answer left to be read as it comes unless it is a refusal."""
+        """``request`` sent, its answer left to be read as it comes if it is a stream."""
         http = self._client()
         try:
             response = http.send(self._built(http, request), stream=True)
-            if not response.is_success:
+            if not (response.is_success and _is_stream(response)):
                 try:
-                    response.read()  # the problem it names, whole: nothing more will come
+                    # A refusal's problem, or a document (the OpenAPI one a refusal may
+                    # have asked for), whole: nothing more will come.
+                    response.read()
                 finally:
                     response.close()
         except httpx.TransportError as exc:
@@ -190,7 +200,7 @@ class HttpTransport:
         http = self._async_client()
         try:
             response = await http.send(self._built(http, request), stream=True)
-            if not response.is_success:
+            if not (response.is_success and _is_stream(response)):
                 try:
                     await response.aread()
                 finally:
