@@ -22,6 +22,7 @@ import uuid
 from functools import partial
 
 import anyio
+import anyio.to_thread
 import msgspec
 
 from taskq import errors
@@ -163,6 +164,10 @@ class Worker(msgspec.Struct, eq=False, kw_only=True):
             await self.acks.first_answered.wait()
         self.start_turn.give_back()
         self.sandboxes.start_the_rest()
+        # Off the first jobs' path: the first sweep after a year may remove thousands.
+        swept = await anyio.to_thread.run_sync(cgroups.sweep_left_behind, self.cgroup_plan)
+        if swept:
+            self.events.emit("cgroups_swept", count=len(swept), first=swept[0])
 
     def drain(self) -> None:
         """Stop claiming; running jobs get the grace period, then are handed back.

@@ -125,6 +125,51 @@ def remove(plan: CgroupPlan) -> None:
             os.rmdir(group.parent)
 
 
+def sweep_left_behind(plan: CgroupPlan) -> list[str]:
+    """Remove the ``taskq-<pid>`` groups beside this worker's whose worker is gone; the removed.
+
+    A worker removes its own groups when it stops, but one killed outright
+    (SIGKILL, a machine's power) cannot, and each left behind stays until the
+    machine restarts: a year of killed workers is thousands. A group is taken
+    for left behind when no process has its pid. ``rmdir`` removes only a
+    group that holds no process, so no running job loses its group; only a
+    worker of another pid namespace sharing this group (containers have
+    cgroup namespaces of their own) could lose the groups it holds empty.
+    """
+    own = {os.path.basename(group.parent) for group in plan.groups()}
+    removed: list[str] = []
+    for folder in {os.path.dirname(group.parent) for group in plan.groups()}:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.removeprefix("taskq-")
+            if name in own or pid == name or not pid.isdigit() or _alive(int(pid)):
+                continue
+            if _remove_tree(os.path.join(folder, name)):
+                removed.append(os.path.join(folder, name))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: there, at least
+    return True
+
+
+def _remove_tree(path: str) -> bool:
+    """Remove a group and the groups under it, deepest first; whether it is gone."""
+    for folder, _, _ in os.walk(path, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    return not os.path.exists(path)
+
+
 class JobGroups:
     """A keeper's groups for its job process: made before the fork; the keeper moves the job in."""
 
