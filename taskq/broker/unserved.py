@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from taskq.broker import worker_policy
 from taskq.broker.records import Job, JobState, PayloadKind, QueueStats, WorkerInfo
 
 
@@ -28,6 +29,10 @@ def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) ->
             for worker in workers
         ):
             continue
+        target = str(job.payload.get("target", "")) if job.kind is PayloadKind.CALL else ""
+        if worker_policy.of_the_standard_library(target.partition(":")[0]):
+            # Not "start one with --modules os": such a worker would run anything for anyone.
+            return f"no worker runs {target}: {worker_policy.standard_library_advice(target)}"
         labels = ",".join(sorted(needed))
         start = ["taskq-worker", "--queues", job.queue, *_worker_flags(job)]
         if labels:

@@ -9,6 +9,7 @@ policy short, for ``taskq workers`` and the console's workers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection
 
 import msgspec
@@ -60,3 +61,22 @@ def summary(policy: Policy | None) -> str:
 def module_allowed(module: str, modules: Collection[str]) -> bool:
     """Whether ``module`` is one of ``modules`` or inside one of those packages."""
     return any(module == allowed or module.startswith(allowed + ".") for allowed in modules)
+
+
+def of_the_standard_library(module: str) -> bool:
+    """Whether ``module`` is Python's own (``os``, ``builtins``, ``posix``, ``os.path``...).
+
+    No worker should be given one as its modules: every function of it would
+    then run for anyone who submits (``os:system``, ``builtins:exec``), which
+    is what the shell and python-exec payloads each ask a flag for.
+    """
+    return module.partition(".")[0] in sys.stdlib_module_names
+
+
+def standard_library_advice(target: str) -> str:
+    """What to do instead of running ``target``, a function of the standard library."""
+    return (
+        f"{target} is a function of Python's standard library, and no worker should be "
+        "given such a module (every function of it would run for anyone who submits): "
+        "call it from a job in a module of your own"
+    )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskq import errors
-from taskq.broker import job_validation
+from taskq.broker import job_validation, worker_policy
 from taskq.broker.client import job_options, specs
 from taskq.broker.client.call_check import check_arguments
 from taskq.broker.client.importable import importable_declaration, importable_names
@@ -129,6 +129,13 @@ def unknown_name(
     ``opt_out``: how the caller submits it anyway (by default, every client's way).
     """
     import difflib  # Imported here, not with the module: only a refusal needs it
+
+    if worker_policy.of_the_standard_library(name.partition(":")[0]):
+        # Not "submit it unchecked": no worker should run it.
+        return errors.UnknownFunction(
+            f"no worker has declared {name}: {worker_policy.standard_library_advice(name)}",
+            field="target",
+        )
 
     # Names share their module's prefix, which alone makes them 60% alike: ask for more.
     # A name both declared and importable here is one suggestion, not two.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, TypeAlias, runti
 import msgspec
 
 from taskq import errors, job_context
-from taskq.broker import job_validation
+from taskq.broker import job_validation, worker_policy
 from taskq.broker.client import celery_habits
 from taskq.broker.client.call_check import check_arguments, parameters_of
 from taskq.broker.client.close_names import did_you_mean
@@ -355,6 +355,10 @@ def function_target(function: Callable[..., Any]) -> str:
             f"{module}.{qualname} is defined inside a function or is a lambda: a worker "
             "imports a job by name, so a job must be defined at the top of a module",
             field="target",
+        )
+    if worker_policy.of_the_standard_library(module):
+        raise errors.InvalidJob(
+            worker_policy.standard_library_advice(f"{module}:{qualname}"), field="target"
         )
     if module == "__main__":
         raise errors.InvalidJob(
