@@ -11,6 +11,7 @@ workers, submitters and the store are in :mod:`.http_fleet_plans`.
 from __future__ import annotations
 
 import builtins
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -308,10 +309,45 @@ def schedule_remove(name: str) -> HttpPlan[bool]:
 def submit_workflow(
     jobs: Sequence[dict[str, Any]], name: str, idempotency_key: str | None
 ) -> HttpPlan[SubmittedWorkflow]:
-    """POST /workflows: each job a body with its ``parents`` (positions), written all or none."""
+    """POST /workflows: each job a body with its ``parents`` (positions), written all or none.
+
+    A job the server refuses is named by its step, as a client on the store
+    names it (``step square(1): ...``), not by the position in the body that
+    the server's words give (``job 0: ...``), which the caller never wrote.
+    """
     body = {"jobs": list(jobs), "name": name, "idempotency_key": idempotency_key}
-    answer = yield HttpRequest("POST", "/workflows", body=_json(body))
+    try:
+        answer = yield HttpRequest("POST", "/workflows", body=_json(body))
+    except errors.InvalidJob as exc:
+        raise _by_step(exc, jobs) from None
     return decoded(answer, SubmittedWorkflow)
+
+
+# How the server names a workflow's job in a refusal: by its position in the body.
+_BY_POSITION = re.compile(r"job (\d+): ")
+# The longest step's name: a flow's own (taskq.broker.client.flows), so both say the same.
+_STEP_NAME_CHARS = 60
+
+
+def _by_step(exc: errors.InvalidJob, jobs: Sequence[dict[str, Any]]) -> errors.InvalidJob:
+    """``exc`` with the job it names by position named as its step instead; as it is when
+    it names none."""
+    said = _BY_POSITION.match(str(exc))
+    if said is None or int(said[1]) >= len(jobs):
+        return exc
+    where = f"step {_step_name(jobs[int(said[1])])}"
+    message = f"{where}: {str(exc)[said.end() :]}"
+    if isinstance(exc, errors.UnknownFunction):
+        return errors.UnknownFunction(message, field=exc.field, suggestions=exc.suggestions)
+    return errors.InvalidJob(message, field=exc.field)
+
+
+def _step_name(job: dict[str, Any]) -> str:
+    """A job's body named as a flow names its step: ``square(1)``, the function and the
+    call's arguments, cut short past :data:`_STEP_NAME_CHARS`."""
+    arguments = ", ".join(repr(arg) for arg in job.get("args") or ())
+    name = f"{str(job['target']).rpartition(':')[2]}({arguments})"
+    return name if len(name) <= _STEP_NAME_CHARS else name[: _STEP_NAME_CHARS - 4] + "...)"
 
 
 def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan[WorkflowInfo]:
