@@ -9,16 +9,17 @@ waits is a ms the jobs it frees wait too.
 
 Each finished job's report is handed over with a future for its own verdict;
 the batcher sends what has gathered as one fenced ``job_report``. A store outage
-is ridden out with backoff until the leases have surely expired, after which
-the reports count as lost (the jobs go back to their queue by lease expiry,
-so nothing is lost).
+is ridden out with backoff for as long as it lasts: a report is fenced by its
+lease token, which only maintenance's requeue of an expired lease changes, so
+a result sent after an outage longer than the lease still lands if it comes
+before the requeue, and is refused (``LEASE_LOST``) after it. Only a worker
+that stops gives its unsent reports up (its jobs go back to their queue by
+lease expiry, so nothing is lost).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -28,8 +29,6 @@ import msgspec
 from taskq import errors
 from taskq.broker.ops.leases import Report
 from taskq.broker.records import Fenced
-
-log = logging.getLogger("taskq.worker")
 
 Send = Callable[[list[Report]], Awaitable[list[Fenced]]]
 
@@ -57,7 +56,6 @@ class AckBatcher:
         self,
         send: Send,
         *,
-        give_up_after: float,
         max_delay: float = 0.005,
         max_hold: float = 0.05,
         max_batch: int = 256,
@@ -66,7 +64,6 @@ class AckBatcher:
         slack: Callable[[], float | None] = lambda: None,
     ) -> None:
         self._send = send
-        self._give_up_after = give_up_after
         self._max_delay = max_delay
         self._max_hold = max_hold
         self._max_batch = max_batch
@@ -83,6 +80,8 @@ class AckBatcher:
         # Urgent reports in the queue: counted, as this is asked on every submit.
         self._urgent_waiting = 0
         self._sends: anyio.abc.TaskGroup | None = None
+        # Set once the worker stops: an outage's unsent reports are given up then.
+        self._stop = anyio.Event()
         self.first_answered = anyio.Event()
         """Set once the store has answered a batch: the worker's first report is written."""
 
@@ -124,6 +123,7 @@ class AckBatcher:
 
     async def run(self, stop: anyio.Event) -> None:
         """Send batches until ``stop`` is set and nothing is left to send."""
+        self._stop = stop
         async with anyio.create_task_group() as sends:
             self._sends = sends
             try:
@@ -176,15 +176,15 @@ class AckBatcher:
 
     async def _send_until_known(self, reports: list[Report]) -> list[Fenced]:
         delay = 0.05
-        deadline = time.monotonic() + self._give_up_after
         while True:
             try:
                 return await self._send(reports)
             except errors.StoreError as exc:
-                if time.monotonic() > deadline:
-                    log.warning("giving up reporting %d job(s): %s", len(reports), exc)
-                    return [Fenced.LEASE_LOST] * len(reports)
                 if self._on_outage is not None:
                     self._on_outage(exc)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            with anyio.move_on_after(delay):
+                await self._stop.wait()
+            if self._stop.is_set():
+                # The worker stops (its grace spent) with the store still away.
+                return [Fenced.LEASE_LOST] * len(reports)
+            delay = min(delay * 2, 2.0)

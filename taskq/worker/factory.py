@@ -71,6 +71,11 @@ def build_worker(
             # Two heartbeats and a margin: a late one does not lose the lease.
             lease_seconds=max(10.0, 3 * settings.heartbeat_seconds),
             renewed_by_heartbeat=True,
+            # Two heartbeats: the cut-off workers' first beat renews their leases,
+            # and their reports retry at least every 2 s. A lease outlasts a
+            # heartbeat interval, so no shorter outage lets a live worker's expire.
+            after_outage_seconds=max(2 * settings.heartbeat_seconds, 4.0),
+            long_outage_seconds=settings.heartbeat_seconds,
         )
         if settings.maintenance
         else None
@@ -104,7 +109,6 @@ def build_worker(
     )
     acks = AckBatcher(
         claims.send_reports,
-        give_up_after=2 * settings.lease_seconds,
         on_outage=outage.failed,
         still_running=slots.may_report,
         # Claiming ahead, a batch is worth sending once the jobs held will

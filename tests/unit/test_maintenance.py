@@ -230,6 +230,30 @@ class _Outage:
         return await call(*args, **kwargs)
 
 
+def _through_an_outage(
+    maintainer: Maintainer, outage: _Outage, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Run ``maintainer`` through a few failed ticks, until it says it ticks again and leads."""
+
+    async def scenario() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lambda: maintainer.run_forever(stop=stop))
+            with anyio.fail_after(10):
+                while outage.refused < 5:
+                    await anyio.sleep(0.01)
+            outage.down = False
+            with anyio.fail_after(10):
+                while "maintenance ticks again" not in caplog.text or not maintainer.is_leader:
+                    await anyio.sleep(0.01)
+            # Elected, it runs its services in the same tick; a few more go by.
+            await anyio.sleep(0.1)
+            stop.set()
+
+    with caplog.at_level("INFO", logger="taskq.maintenance"):
+        anyio.run(scenario)
+
+
 def test_an_outage_is_logged_once_and_its_end_once(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -241,22 +265,27 @@ def test_an_outage_is_logged_once_and_its_end_once(
         tick_seconds=0.01,
         lease_seconds=1,
     )
-
-    async def scenario() -> None:
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(lambda: maintainer.run_forever(stop=stop))
-            with anyio.fail_after(10):
-                while outage.refused < 5:
-                    await anyio.sleep(0.01)
-            outage.down = False
-            with anyio.fail_after(10):
-                while "maintenance ticks again" not in caplog.text:
-                    await anyio.sleep(0.01)
-            stop.set()
-
-    with caplog.at_level("INFO", logger="taskq.maintenance"):
-        anyio.run(scenario)
+    _through_an_outage(maintainer, outage, caplog)
     failures = [r for r in caplog.records if "maintenance tick failed" in r.getMessage()]
     assert len(failures) == 1, caplog.text
     assert caplog.text.count("maintenance ticks again") == 1
+
+
+def test_after_an_outage_expired_leases_wait_for_their_workers_to_be_heard(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A job that ran through the outage: its lease (claimed at T0) has long expired.
+    job_id = _running_job(store, max_attempts=1)
+    outage = _Outage(store)
+    maintainer = Maintainer(
+        outage,  # type: ignore[arg-type]
+        holder="a",
+        services=[LeaseRequeuer(interval=0.01)],
+        tick_seconds=0.01,
+        lease_seconds=1,
+        after_outage_seconds=3600,
+    )
+    _through_an_outage(maintainer, outage, caplog)
+    assert plan.run(store, job_get(job_id)).state is JobState.RUNNING
+    # A maintainer that saw no outage requeues expired leases at once (here: dead).
+    assert maintenance.run_once(store, LeaseRequeuer(), now=T0 + 10**6)["dead"] == 1

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
+from taskq import errors
 from taskq.broker.ops.leases import Report, ReportKind
 from taskq.broker.records import AttemptReport, Fenced, Lease
 from taskq.worker.acks import AckBatcher
@@ -47,7 +48,7 @@ class Sent:
 async def test_reports_wait_while_the_jobs_held_outlast_a_round_trip() -> None:
     sent = Sent()
     slack: list[float | None] = [10.0]
-    batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: slack[0])
+    batcher = AckBatcher(sent.send, max_hold=10.0, slack=lambda: slack[0])
     async with running(batcher):
         verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
         # Held: the slots have work for longer than a round trip.
@@ -65,7 +66,7 @@ async def test_reports_wait_while_the_jobs_held_outlast_a_round_trip() -> None:
 
 async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -> None:
     sent = Sent()
-    batcher = AckBatcher(sent.send, give_up_after=60.0, max_delay=0.001, max_hold=10.0)
+    batcher = AckBatcher(sent.send, max_delay=0.001, max_hold=10.0)
     async with running(batcher):
         changed = sent.changed
         verdict = batcher.submit(report(1))
@@ -77,7 +78,7 @@ async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -
 async def test_a_report_that_frees_other_jobs_goes_at_once_with_those_gathered() -> None:
     sent = Sent()
     # Held for 10 s as plain reports would be, with jobs claimed ahead.
-    batcher = AckBatcher(sent.send, give_up_after=60.0, max_hold=10.0, slack=lambda: 10.0)
+    batcher = AckBatcher(sent.send, max_hold=10.0, slack=lambda: 10.0)
     async with running(batcher):
         verdicts = [batcher.submit(report(job_id)) for job_id in (1, 2)]
         for _ in range(20):
@@ -111,7 +112,7 @@ async def test_an_urgent_report_goes_beside_a_batch_in_flight_and_plain_ones_do_
             await answer.wait()  # the first batch stays in flight
         return [Fenced.ACCEPTED] * len(reports)
 
-    batcher = AckBatcher(send, give_up_after=60.0, max_delay=0.0)
+    batcher = AckBatcher(send, max_delay=0.0)
     async with running(batcher):
         first = batcher.submit(report(1))
         await sent_one.wait()
@@ -136,7 +137,7 @@ async def test_first_answered_is_set_once_the_store_has_answered_a_batch() -> No
         await answer.wait()
         return await sent.send(reports)
 
-    batcher = AckBatcher(send, give_up_after=60.0, still_running=lambda: 0)
+    batcher = AckBatcher(send, still_running=lambda: 0)
     async with running(batcher):
         verdict = batcher.submit(report(1))
         await anyio.wait_all_tasks_blocked()
@@ -145,3 +146,33 @@ async def test_first_answered_is_set_once_the_store_has_answered_a_batch() -> No
         answer.set()
         await batcher.first_answered.wait()
         assert await verdict is Fenced.ACCEPTED
+
+
+async def test_a_report_is_tried_until_the_store_answers_and_given_up_only_at_stop() -> None:
+    # No deadline of its own: fenced by its lease token, a result sent after a
+    # long outage still lands unless maintenance requeued the job meanwhile.
+    outages: list[errors.StoreError] = []
+    down = [3]
+
+    async def send(reports: list[Report]) -> list[Fenced]:
+        if down[0]:
+            down[0] -= 1
+            raise errors.StoreUnavailable("no leader")
+        return [Fenced.ACCEPTED] * len(reports)
+
+    batcher = AckBatcher(send, max_delay=0.0, on_outage=outages.append)
+    async with running(batcher):
+        assert await batcher.submit(report(1)) is Fenced.ACCEPTED
+    assert len(outages) == 3
+    # An outage that outlasts the worker: given up once it stops, and the batcher ends.
+    down[0] = 10**9
+    stop = anyio.Event()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(batcher.run, stop)
+            verdict = batcher.submit(report(2))
+            while len(outages) < 5:
+                await anyio.sleep(0.01)
+            assert not verdict.done()
+            stop.set()
+    assert verdict.result() is Fenced.LEASE_LOST

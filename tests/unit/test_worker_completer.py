@@ -66,7 +66,7 @@ class Reporting:
 @pytest.fixture
 async def reporting() -> AsyncIterator[Reporting]:
     store = Store()
-    batcher = AckBatcher(store.send, give_up_after=1.0)
+    batcher = AckBatcher(store.send)
     stop = anyio.Event()
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tasks:

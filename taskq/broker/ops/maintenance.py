@@ -291,6 +291,16 @@ class Maintainer(msgspec.Struct):
     heartbeats fall behind, at two thirds of the lease gone: an idle leader
     then writes nothing but its heartbeats. The lease must then outlast two
     heartbeat intervals.
+
+    After ticks failed for ``long_outage_seconds`` or more (the store away),
+    expired leases are requeued only ``after_outage_seconds`` after the store
+    answers again: the leases of every job that ran through the outage may
+    have expired meanwhile, and the workers that held them, cut off as this
+    one was, get that long to renew them and send the results they kept
+    (``AckBatcher``). Requeued at once, a job that had finished would run
+    again, and one on its last attempt end ``dead``. A shorter outage (a
+    leader's election, a busy moment) cannot outlast a live worker's lease,
+    and holds nothing back.
     """
 
     store: Store
@@ -299,9 +309,12 @@ class Maintainer(msgspec.Struct):
     tick_seconds: float = 1.0
     lease_seconds: float = 10.0
     renewed_by_heartbeat: bool = False
+    after_outage_seconds: float = 0.0
+    long_outage_seconds: float = 0.0
     is_leader: bool = False
     _last_run: dict[str, float] = msgspec.field(default_factory=dict)
     _elected_at: float = float("-inf")
+    _outage_ended_at: float = float("-inf")  # time.monotonic(), as the tick's ``started``
 
     def __post_init__(self) -> None:
         _positive("tick", self.tick_seconds)
@@ -338,6 +351,11 @@ class Maintainer(msgspec.Struct):
             last = self._last_run.get(service.name)
             if last is not None and started - last < service.interval:
                 continue
+            if (
+                isinstance(service, LeaseRequeuer)
+                and started - self._outage_ended_at < self.after_outage_seconds
+            ):
+                continue
             self._last_run[service.name] = started
             done[service.name] = yield from service.plan_once(now=now)
         return done
@@ -358,6 +376,7 @@ class Maintainer(msgspec.Struct):
         """Tick until ``stop`` is set; a failed tick is logged and the loop goes on."""
         stop = stop or anyio.Event()
         failing: type[errors.StoreError] | None = None
+        failing_since = 0.0
         while not stop.is_set():
             try:
                 done = await plan.run_async(self.store, self.plan_tick())
@@ -365,10 +384,14 @@ class Maintainer(msgspec.Struct):
                 # Once per outage (and per kind of failure), not once a tick.
                 if type(exc) is not failing:
                     log.warning("maintenance tick failed, will retry: %s", exc)
+                if failing is None:
+                    failing_since = time.monotonic()
                 failing = type(exc)
             else:
                 if failing is not None:
                     log.info("maintenance ticks again")
+                    if time.monotonic() - failing_since >= self.long_outage_seconds:
+                        self._outage_ended_at = time.monotonic()
                 failing = None
                 for name, counts in done.items():
                     if any(counts.values()):
