@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -51,6 +52,17 @@ class EventLog:
             self._flush_due_in = loop
             loop.call_soon(self.flush)
 
+    def take_log_records(self, logger_name: str = "taskq") -> logging.Handler:
+        """Write the records of Python's ``logging`` under ``logger_name`` as ``log`` events,
+        from WARNING up; the handler that does.
+
+        Without it they went to stderr as bare text beside the event lines,
+        breaking ``--log-format json`` for whoever collects them.
+        """
+        handler = _EventHandler(self)
+        logging.getLogger(logger_name).addHandler(handler)
+        return handler
+
     def flush(self) -> None:
         """Write the lines not written yet."""
         self._flush_due_in = None
@@ -84,3 +96,20 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
     except RuntimeError:
         return None
     return loop
+
+
+class _EventHandler(logging.Handler):
+    def __init__(self, events: EventLog) -> None:
+        super().__init__(logging.WARNING)
+        self._events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._events.emit(
+                "log",
+                level=record.levelname.lower(),
+                logger=record.name,
+                message=record.getMessage(),
+            )
+        except Exception:
+            self.handleError(record)

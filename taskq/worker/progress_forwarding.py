@@ -46,7 +46,9 @@ async def forward_progress(running: RunningJob, run: Run) -> None:
                     running.job.lease, update.fraction, update.message, checkpoint_json=fresh
                 )
             )
-        except (errors.StoreError, errors.InvalidJob) as exc:
+        except errors.StoreError:
+            pass  # an outage, told once (StoreOutage) by the heartbeats that meet it too
+        except errors.InvalidJob as exc:
             log.warning("progress of job %s not recorded: %s", running.job.lease.job_id, exc)
         else:
             sent_checkpoint = checkpoint

@@ -74,6 +74,7 @@ def serve(
     """
     _tune_garbage_collection()
     events = EventLog(format=log_format)
+    events.take_log_records()
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -122,3 +123,21 @@ def test_the_worker_starts_its_first_child_before_asyncio_is_imported() -> None:
         check=True,
     ).stdout
     assert imported.strip() == "False"
+
+
+def test_taskqs_log_records_become_event_lines() -> None:
+    stream = io.StringIO()
+    events = EventLog(stream, format="json")
+    handler = events.take_log_records()
+    try:
+        logging.getLogger("taskq.maintenance").warning("tick failed: %s", "no leader")
+        logging.getLogger("taskq.worker").info("below the level: not written")
+    finally:
+        logging.getLogger("taskq").removeHandler(handler)
+    [line] = [json.loads(each) for each in stream.getvalue().splitlines()]
+    assert (line["event"], line["level"], line["logger"], line["message"]) == (
+        "log",
+        "warning",
+        "taskq.maintenance",
+        "tick failed: no leader",
+    )
