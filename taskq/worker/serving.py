@@ -129,11 +129,14 @@ def serve(
 def _open_when_there_is_room(
     url: str | None, outage: StoreOutage, pause: float, events: EventLog
 ) -> Store:
-    """The store at ``url``, its schema brought up to date; a full disk is waited out.
+    """The store at ``url``, its schema brought up to date; an outage is waited out.
 
-    Told once, as any outage is (``outage`` tells its end once the worker has
-    registered): freeing space is all it takes, so a worker started on a full
-    disk starts working then, as a running one carries on. The migrations it
+    A full disk, or a cluster with no leader or no node up yet (a fleet whose
+    workers start before their store, a quorum lost): told once, as any
+    outage is (``outage`` tells its end once the worker has registered), and
+    the worker starts working once the store is back, as a running one
+    carries on. A wrong URL is told the same way, naming what refused it. The
+    migrations it
     applies are logged (``store_migrated``): an operator upgrading a fleet sees
     which worker moved the schema, and when.
     """
@@ -153,7 +156,7 @@ def _open_when_there_is_room(
                     applied=str(first) if first == last else f"{first}-{last}",
                 )
             return store
-        except errors.StoreFull as exc:
+        except errors.StoreUnavailable as exc:
             outage.failed(exc)
             time.sleep(pause)
 
