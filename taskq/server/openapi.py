@@ -10,8 +10,8 @@ import msgspec
 
 from taskq import __version__
 from taskq.bounds import Text
-from taskq.broker.client.problem_types import Problem
 from taskq.server.endpoint import Endpoint
+from taskq.server.problems import Problem
 
 _PARAMETER = re.compile(r"\{([a-z_]+)\}")
 _ERRORS = {
@@ -19,7 +19,8 @@ _ERRORS = {
     "401": "No valid bearer token",
     "403": "The token lacks the scope",
     "404": "No such job, workflow, queue, schedule or worker",
-    "409": "Idempotency conflict, or the job or workflow is in the wrong state",
+    "409": "Idempotency conflict (the key already names a job, `job_id`, or a workflow, "
+    "`workflow_id`), or the job or workflow is in the wrong state",
     "413": "The body is too large",
     "422": "Refused job or setting (the member is named in `field`)",
     "429": "Over the submitter's rate limit (see Retry-After)",

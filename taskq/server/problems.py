@@ -5,7 +5,9 @@ A problem's ``type`` names the exception class (``urn:taskq:problem:JobNotFound`
 ``detail`` is the very message a Python client would have raised. Bad input
 is a 4xx and changes nothing; a store that cannot answer is a 503 with
 ``Retry-After``, since nothing was applied (or, for ``OutcomeUnknown``,
-a resend with the same ``Idempotency-Key`` is safe).
+a resend with the same ``Idempotency-Key`` is safe). An idempotency key that
+names another workflow is a conflict as a job's is, naming the workflow
+(:func:`workflow_key_taken`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.broker.client import problem_types
 from taskq.broker.client.http_stream import PROBLEM_EVENT
-from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX, Problem
+from taskq.broker.client.problem_types import PROBLEM_TYPE, TYPE_PREFIX
 
 # How long a client should wait before asking a store that did not answer again.
 STORE_RETRY_AFTER_SECONDS = 1
+
+
+class Problem(problem_types.Problem, omit_defaults=True):
+    """An RFC 9457 problem, with taskq's own members where they apply: ``workflow_id``
+    names the workflow an idempotency key already names, where ``job_id`` names a job."""
+
+    workflow_id: int | None = None
+
+
+# The title of a workflow's idempotency conflict: IdempotencyConflict's, of a workflow.
+_WORKFLOW_KEY_TAKEN = (
+    "The idempotency key already names a workflow with a different request; nothing was written."
+)
 
 # Checked in order: a subclass before its base.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
@@ -71,9 +87,23 @@ def problem_response(exc: errors.TaskqError, status: int) -> Response:
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="taskq"'
+    return _response(_problem(exc, status, retry_after), headers)
+
+
+def workflow_key_taken(exc: errors.IdempotencyConflict, workflow_id: int) -> Response:
+    """The 409 of a workflow's idempotency key that already names another request: the
+    conflict ``exc`` (whose ``job_id`` is the workflow's first job), naming the workflow
+    instead, by ``workflow_id`` and in its title."""
+    problem = msgspec.structs.replace(
+        _problem(exc, 409, None), title=_WORKFLOW_KEY_TAKEN, job_id=None, workflow_id=workflow_id
+    )
+    return _response(problem, {})
+
+
+def _response(problem: Problem, headers: dict[str, str]) -> Response:
     return Response(
-        msgspec.json.encode(_problem(exc, status, retry_after)),
-        status_code=status,
+        msgspec.json.encode(problem),
+        status_code=problem.status,
         media_type=PROBLEM_TYPE,
         headers=headers,
     )

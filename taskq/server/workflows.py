@@ -23,7 +23,7 @@ from starlette.responses import Response
 
 from taskq import errors
 from taskq.broker import job_validation, workflow_shape
-from taskq.broker.client.client import validate_spec
+from taskq.broker.client.client import AsyncClient, validate_spec
 from taskq.broker.client.flows import Flow, group, step
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.records import (
@@ -34,7 +34,7 @@ from taskq.broker.records import (
     WorkflowInfo,
     WorkflowStatus,
 )
-from taskq.server import bodies
+from taskq.server import bodies, problems
 from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
@@ -194,12 +194,28 @@ async def submit(request: Request, caller: Caller) -> Response:
         client, sent.jobs, members, caller.name, [None] * len(sent.jobs), label=_by_position
     )
     flow, in_body_order = _flow(sent, specs)
-    handle = await client.submit_workflow(
-        flow, name=sent.name, idempotency_key=key, submitter=caller.name
-    )
+    try:
+        handle = await client.submit_workflow(
+            flow, name=sent.name, idempotency_key=key, submitter=caller.name
+        )
+    except errors.IdempotencyConflict as exc:
+        return await _key_taken(client, exc)
     ids = tuple(job.id for job in await handle.jobs(in_body_order))
     answer = SubmittedWorkflow(id=handle.id, job_ids=ids)
     return json_response(answer, 201, {"Location": f"/workflows/{handle.id}"})
+
+
+async def _key_taken(client: AsyncClient, exc: errors.IdempotencyConflict) -> Response:
+    """The 409 of a key that names another workflow, naming it (``workflow_id``), not its
+    first job, which is all the store's error carries (``job_id``): read from that job.
+    Should it be gone (pruned since), the conflict is answered as the store said it."""
+    try:
+        workflow_id = (await client.get(exc.job_id)).workflow_id if exc.job_id else None
+    except errors.JobNotFound:
+        workflow_id = None
+    if workflow_id is None:
+        raise exc
+    return problems.workflow_key_taken(exc, workflow_id)
 
 
 _LIST_FILTERS = ("name", "submitter", "status")

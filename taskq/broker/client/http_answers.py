@@ -151,11 +151,15 @@ class _Description(msgspec.Struct):
 def _refusal_error(
     response: httpx.Response, url: str
 ) -> Generator[HttpRequest, Sent | None, errors.TaskqError]:
-    """The error of a refusal (:func:`problem_error`). For a route the server lacks, its
+    """The error of a refusal (:func:`problem_error`; for a key that names a workflow, its
+    first job read, :func:`_of_the_first_job`). For a route the server lacks, its
     OpenAPI document is asked for: a taskq serve's names its version, and the route is
     then one that version does not offer (an older taskq serve's), not a wrong URL."""
     if not _lacks_the_route(response):
-        return problem_error(response, url)
+        error = problem_error(response, url)
+        if isinstance(error, errors.IdempotencyConflict):
+            return (yield from _of_the_first_job(error, response))
+        return error
     described = yield _DESCRIPTION
     version = _taskq_version(described)
     if version is None:
@@ -166,6 +170,41 @@ def _refusal_error(
         f"which this client (taskq {__version__}) asks for: the server is probably older; "
         "upgrade it"
     )
+
+
+class _NamedWorkflow(msgspec.Struct):
+    """The member of a problem that names the workflow an idempotency key already names
+    (``taskq.server.problems.Problem``)."""
+
+    workflow_id: int | None = None
+
+
+class _FirstJob(msgspec.Struct):
+    id: int
+
+
+class _WorkflowJobs(msgspec.Struct):
+    """The jobs of GET /workflows/{id}, oldest first."""
+
+    jobs: list[_FirstJob]
+
+
+def _of_the_first_job(
+    conflict: errors.IdempotencyConflict, response: httpx.Response
+) -> Generator[HttpRequest, Sent | None, errors.IdempotencyConflict]:
+    """``conflict`` as a client on the store raises it. The server names a workflow the
+    key already names by its id, where the store's error names its first job (``job_id``):
+    that job is read; ``conflict`` is left as it came when it cannot be."""
+    try:
+        named = msgspec.json.decode(response.content, type=_NamedWorkflow).workflow_id
+    except msgspec.DecodeError:
+        named = None
+    if named is None:
+        return conflict
+    view = _success_as((yield HttpRequest("GET", f"/workflows/{named}")), _WorkflowJobs)
+    if view is None or not view.jobs:
+        return conflict
+    return errors.IdempotencyConflict(str(conflict), job_id=view.jobs[0].id)
 
 
 def _lacks_the_route(response: httpx.Response) -> bool:
@@ -180,13 +219,21 @@ def _lacks_the_route(response: httpx.Response) -> bool:
 
 def _taskq_version(described: Sent | None) -> str | None:
     """The version an OpenAPI document names, if it is taskq serve's; else None."""
-    if not isinstance(described, httpx.Response) or not described.is_success:
+    document = _success_as(described, _Description)
+    if document is None or document.info.title != "taskq":
+        return None
+    return document.info.version
+
+
+def _success_as(answer: Sent | None, into: type[T]) -> T | None:
+    """A successful answer's JSON as ``into``; None for any other answer, or JSON of
+    another shape."""
+    if not isinstance(answer, httpx.Response) or not answer.is_success:
         return None
     try:
-        info = msgspec.json.decode(described.content, type=_Description).info
+        return msgspec.json.decode(answer.content, type=into)
     except msgspec.DecodeError:
         return None
-    return info.version if info.title == "taskq" else None
 
 
 def event_answers(
