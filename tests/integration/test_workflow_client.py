@@ -371,6 +371,37 @@ def test_an_async_workflows_jobs_are_every_job_it_has_now(store_url: str) -> Non
     anyio.run(main)
 
 
+def test_a_declared_job_given_bare_in_jobs_is_the_flows_one_step_without_arguments(
+    client: taskq.Client,
+) -> None:
+    handle = client.submit_workflow(square.map([1, 2]).then(total))
+    assert [job.id for job in handle.jobs(total)] == [handle.job_ids[-1]]
+    # No step of it: another call of the job (its options, its arguments), or by name
+    # (another job's declaration), or no job at all.
+    for other, named in (
+        (total.options(queue="elsewhere"), r"total\(\)"),
+        (add, "add given bare"),
+        (TOTAL, r"total\(\)"),
+        (42, r"42 \(an int\)"),
+    ):
+        with pytest.raises(errors.InvalidJob, match=f"^{named} is not a step of this flow") as no:
+            handle.jobs(other)
+        assert no.value.field == "step"
+    # Given bare twice, it is two jobs: which one is meant, only a step of its own says.
+    twice = client.submit_workflow(taskq.group(total, add.step(1).then(total)))
+    with pytest.raises(errors.InvalidJob, match=r"^total\(\) is 2 steps of this flow"):
+        twice.jobs(total)
+
+    async def main() -> None:
+        async with taskq.AsyncClient(client.store.url) as on_async:
+            again = await on_async.submit_workflow(add.step(1).then(total))
+            assert [job.id for job in await again.jobs(total)] == [again.job_ids[-1]]
+            with pytest.raises(errors.InvalidJob, match="is not a step of this flow"):
+                await again.jobs(square)
+
+    anyio.run(main)
+
+
 def test_a_new_workflows_step_after_a_stored_job_is_refused_saying_what_to_do(
     client: taskq.Client,
 ) -> None:

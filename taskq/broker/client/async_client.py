@@ -13,7 +13,7 @@ import anyio.to_thread
 from taskq.broker.client import http_fleet_plans, specs
 from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Awaiting
-from taskq.broker.client.flows import Flow, as_flow
+from taskq.broker.client.flows import Flow, as_flow, part_of
 from taskq.broker.client.handle_base import (
     SubmittedFlow,
     deadline_after,
@@ -67,13 +67,14 @@ class AsyncWorkflowHandle(SubmittedFlow):
         super().__init__(submitted, flow, end_ids)
         self.client = client
 
-    async def jobs(self, part: Flow | None = None) -> list[AsyncJobHandle]:
-        """The handles of ``part``'s steps (a flow this one was built from), without a read;
-        else of every job of the workflow as the store has it now (see
-        :meth:`WorkflowHandle.jobs`).
+    async def jobs(self, part: Flow | Target | None = None) -> list[AsyncJobHandle]:
+        """The handles of ``part``'s steps (a flow this one was built from, or a declared job
+        given bare), without a read; else of every job of the workflow as the store has it
+        now (see :meth:`WorkflowHandle.jobs`).
         """
         if part is not None:
-            return [AsyncJobHandle(self.client, job_id) for job_id in self._ids(part)]
+            found = self._ids(part_of(part, self._flow))
+            return [AsyncJobHandle(self.client, job_id) for job_id in found]
         # job_ids holds the jobs submitted with the flow; spawned ones join it later.
         return [
             AsyncJobHandle(self.client, job.id) for job in await self.client.workflow_jobs(self.id)

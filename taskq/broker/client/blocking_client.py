@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, Self, overload
 from taskq.broker.client import http_fleet_plans, specs
 from taskq.broker.client.client_base import Jobs
 from taskq.broker.client.faces import Blocking
-from taskq.broker.client.flows import Flow, as_flow
+from taskq.broker.client.flows import Flow, as_flow, part_of
 from taskq.broker.client.handle_base import (
     SubmittedFlow,
     deadline_after,
@@ -64,15 +64,17 @@ class WorkflowHandle(SubmittedFlow):
         super().__init__(submitted, flow, end_ids)
         self.client = client
 
-    def jobs(self, part: Flow | None = None) -> list[JobHandle]:
-        """The handles of ``part``'s steps (a flow this one was built from), without a read;
-        else of every job of the workflow as the store has it now, by id, those its running
-        jobs spawned included (:meth:`Client.workflow_jobs`, one read).
+    def jobs(self, part: Flow | Target | None = None) -> list[JobHandle]:
+        """The handles of ``part``'s steps (a flow this one was built from, or a declared job
+        given bare, its one step without arguments: :func:`~taskq.broker.client.flows.part_of`),
+        without a read; else of every job of the workflow as the store has it now, by id,
+        those its running jobs spawned included (:meth:`Client.workflow_jobs`, one read).
 
         :class:`taskq.errors.WorkflowNotFound` once the store has pruned it all.
         """
         if part is not None:
-            return [JobHandle(self.client, job_id) for job_id in self._ids(part)]
+            found = self._ids(part_of(part, self._flow))
+            return [JobHandle(self.client, job_id) for job_id in found]
         # job_ids holds the jobs submitted with the flow; spawned ones join it later.
         return [JobHandle(self.client, job.id) for job in self.client.workflow_jobs(self.id)]
 

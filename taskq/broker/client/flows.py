@@ -204,6 +204,32 @@ class Flow:
             raise errors.InvalidJob(f"{missing[0]!r} is not a step of this flow", field="step")
         return [position[each] for each in flow._steps]
 
+    def _bare_part(self, target: Target) -> Flow:
+        """The one step of this flow that calls ``target`` without arguments (a declared job
+        given bare, as in ``.then(total)``), as a flow of it: see :func:`part_of`."""
+        wanted = None
+        named = job_context.shown(target)
+        if isinstance(target, str) or callable(target) or isinstance(target, JobDeclaration):
+            named = f"{_name(target)} given bare"
+            # Refused built bare (it needs arguments), it is no step of a flow either.
+            with contextlib.suppress(errors.InvalidJob):
+                wanted = _step(target, (), {})
+        found = [each for each in self._steps if wanted is not None and _same_call(each, wanted)]
+        if len(found) == 1:
+            return Flow(found, {}, found)
+        if not found:
+            raise errors.InvalidJob(
+                f"{named if wanted is None else repr(wanted)} is not a step of this flow: a "
+                "part of it is a flow it was built from, or a declared job given bare",
+                field="step",
+            )
+        # Given bare, each is another job of the same call: which is meant, only its flow says.
+        raise errors.InvalidJob(
+            f"{wanted!r} is {len(found)} steps of this flow: to name one, build it as a step "
+            f"of its own (done = {_name(target)}.step()), put that in the flow and give it",
+            field="step",
+        )
+
     def _end_positions(self) -> list[int]:
         """Where the flow's last steps (those a ``then`` would run after) are in it."""
         return self._positions(Flow(self._ends, {}, self._ends))
@@ -211,6 +237,23 @@ class Flow:
     def _roots(self) -> list[_Step]:
         """The steps that run after no other step of this flow."""
         return [each for each in self._steps if not self._parents.get(each)]
+
+
+def part_of(part: Flow | Target, submitted: Flow | None) -> Flow:
+    """``part`` as a workflow handle's ``jobs(part)`` takes it, of the flow ``submitted``:
+    a flow as it is (its steps are found by identity); a target given bare (``total``, as
+    in ``.then(total)``), which has none, as the one step of ``submitted`` that calls it
+    without arguments. :class:`taskq.errors.InvalidJob` ("... is not a step of this flow")
+    for anything else, or for a target that no step, or several, is.
+
+    ``submitted`` None (a handle read back by its id, which takes no part and says so):
+    the part is left unread.
+    """
+    if isinstance(part, Flow):
+        return part
+    if submitted is None:
+        return Flow((), {}, ())
+    return submitted._bare_part(part)
 
 
 def step(target: Target, /, *args: Any, **keywords: Any) -> Flow:
@@ -336,6 +379,12 @@ def _meant(part: object) -> str:
     if isinstance(part, Iterable) and not isinstance(part, str | bytes | Mapping):
         return ": flows side by side are taskq.group(*flows), each its own argument"
     return ""
+
+
+def _same_call(one: _Step, other: _Step) -> bool:
+    """Whether two steps are the same call with the same options (two jobs, if both are
+    in a flow)."""
+    return one.spec == other.spec and one.call == other.call
 
 
 def _by(spec: JobSpec, submitter: str) -> JobSpec:
