@@ -22,7 +22,7 @@ def add_commands(commands: command.Commands) -> None:
     )
     prune.add_argument(
         "--older-than",
-        type=values.seconds,
+        type=values.seconds_with_unit,
         metavar="DURATION",
         help="every job finished longer ago than this, e.g. 12h, 7d "
         "(default: the store's retention, as maintenance prunes)",
@@ -60,7 +60,7 @@ def _retention_value(text: str) -> float | None:
     if text == _NEVER:
         return None
     try:
-        return values.seconds(text)
+        return values.seconds_with_unit(text)
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{exc}; or '{_NEVER}' to keep them") from None
 

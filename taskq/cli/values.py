@@ -67,6 +67,19 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def seconds_with_unit(text: str) -> float:
+    """A positive duration with its unit (``30d``, ``12h``): for what deletes jobs, where a
+    bare ``30``, read as seconds, would delete those meant to be kept for 30 days."""
+    value = seconds(text)
+    bare = text.strip()
+    if bare.replace(".", "", 1).isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{bare!r} needs a unit: {bare}d, {bare}h, {bare}m or {bare}s "
+            f"(read as seconds, finished jobs older than {bare} s would go)"
+        )
+    return value
+
+
 def at_time(text: str) -> float:
     """An ISO 8601 time (``2026-12-01T09:00``, local time unless it names a zone) as unix time."""
     try:

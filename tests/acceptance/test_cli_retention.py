@@ -60,6 +60,8 @@ def test_retention_shows_and_sets_each_kind_and_never_keeps_a_kind(url: str) -> 
         ("--failed", "0", "must be positive"),
         ("--failed", "5x", "'5x' is not a duration"),
         ("--succeeded", "forever", "'never'"),
+        # Read as seconds, it would prune at once what was meant to be kept for days.
+        ("--succeeded", "7", "'7' needs a unit: 7d, 7h, 7m or 7s"),
     ],
 )
 def test_a_bad_retention_is_one_error_and_changes_nothing(
@@ -68,3 +70,11 @@ def test_a_bad_retention_is_one_error_and_changes_nothing(
     before = ok("retention", "--json", store=url).json()
     one_error_line(taskq_command("retention", flag, value, store=url), 2, fragment)
     assert ok("retention", "--json", store=url).json() == before
+
+
+def test_a_prune_by_a_bare_number_is_refused_and_prunes_nothing(url: str) -> None:
+    with taskq.Client(url) as client:
+        handle = client.submit("tests.support.jobs:echo", 1, unchecked=True)
+        client.cancel(handle.id)
+    one_error_line(taskq_command("prune", "--older-than", "30", store=url), 2, "'30' needs a unit")
+    assert ok("jobs", "--json", store=url).json()[0]["id"] == handle.id
