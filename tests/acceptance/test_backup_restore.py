@@ -260,6 +260,23 @@ def test_a_backup_newer_than_this_taskq_is_refused(target: str, tmp_path: Path) 
         assert _tables(target) == []
 
 
+def test_backing_up_a_store_a_newer_taskq_migrated_says_to_use_that_taskq(
+    tmp_path: Path,
+) -> None:
+    store_file = tmp_path / "migrated.db"
+    with taskq.Client(f"sqlite://{store_file}"):
+        pass
+    with sqlite3.connect(store_file) as conn:
+        conn.execute("INSERT INTO taskq_migrations VALUES (999, 'future', 0)")
+    conn.close()
+    backup = tmp_path / "nightly.db"
+    ran = cli_runs.taskq("backup", str(backup), store=f"sqlite://{store_file}")
+    line = one_error_line(ran, 1, "schema version 999, newer than this taskq knows")
+    assert "take its backups with that taskq" in line
+    assert "restore" not in line
+    assert not backup.exists()
+
+
 def test_a_backup_into_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
     source = f"sqlite://{tmp_path / 'source.db'}"
     with taskq.Client(source):

@@ -51,7 +51,7 @@ def backup(file: str | Path, url: str, *, on_progress: Progress | None = None) -
         with _staging(destination.parent, destination.name) as staging:
             size = _copy_out(store, staging, tell)
             tell({"event": "backup_copied", "bytes": size})
-            summary = _checked(staging, str(destination))
+            summary = _checked(staging, str(destination), taken_now=True)
             try:
                 os.link(staging, destination)
             except FileExistsError:
@@ -163,14 +163,15 @@ def _copy_out(store: Store, staging: Path, tell: Progress) -> int:
     )
 
 
-def _checked(path: Path, name: str) -> StoreSummary:
-    """The summary of the SQLite file at ``path``, checked as a taskq backup named ``name``."""
+def _checked(path: Path, name: str, *, taken_now: bool = False) -> StoreSummary:
+    """The summary of the SQLite file at ``path``, checked as a taskq backup named ``name``
+    (``taken_now``: just copied from a live store)."""
     try:
         store = SqliteStore(path)
     except errors.StoreCorrupt as exc:
         raise errors.BackupInvalid(f"{name} is not a SQLite database ({exc})") from exc
     try:
-        return backups.check_backup(store, name)
+        return backups.check_backup(store, name, taken_now=taken_now)
     finally:
         store.close()
 

@@ -69,10 +69,11 @@ def mark_workers_lost(store: Store) -> int:
     return result.rows_affected
 
 
-def check_backup(store: Store, name: str) -> StoreSummary:
+def check_backup(store: Store, name: str, *, taken_now: bool = False) -> StoreSummary:
     """Check that ``store`` (a backup file, opened) is a sound taskq store; its summary.
 
-    Raises :class:`taskq.errors.BackupInvalid` naming ``name`` and what is wrong.
+    Raises :class:`taskq.errors.BackupInvalid` naming ``name`` and what is wrong;
+    ``taken_now``: the copy a backup just made, of a live store (the advice differs).
     """
     try:
         verdict = store.query(Statement(queries.query("backup_integrity_check")))
@@ -92,9 +93,14 @@ def check_backup(store: Store, name: str) -> StoreSummary:
     summary = summarize(store)
     newest = migrations.newest_version()
     if summary.schema_version > newest:
+        advice = (
+            "a newer taskq migrated the store: take its backups with that taskq"
+            if taken_now
+            else "restore it with a taskq that knows its schema"
+        )
         raise errors.BackupInvalid(
             f"{name} has schema version {summary.schema_version}, newer than this taskq "
-            f"knows ({newest}): restore it with a taskq that knows its schema"
+            f"knows ({newest}): {advice}"
         )
     return summary
 
