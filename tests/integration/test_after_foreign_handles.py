@@ -105,6 +105,34 @@ def test_a_handle_of_another_stores_job_is_refused_naming_both_and_one_of_this_s
     assert set(parents) == {own.id}
 
 
+def test_a_sqlite_file_is_one_store_however_its_path_is_written(
+    here: taskq.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "folder-link").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "file-link.db").symlink_to(tmp_path / "here.db")
+    monkeypatch.chdir(tmp_path / "sub")
+    mine = here.submit(square, 2)
+    for url in (
+        f"sqlite://{tmp_path}/sub/../here.db",  # through ..
+        "sqlite://../here.db",  # relative
+        f"sqlite://{tmp_path}/folder-link/here.db",  # through a linked folder
+        f"sqlite://{tmp_path}/file-link.db",  # a link to the file
+    ):
+        with taskq.Client(url, submitter="test") as again:
+            theirs = again.submit(square, 3)
+            # Each client takes the other's handles: both are of this one file.
+            child = again.submit(total.options(after=[mine]))
+            back = here.submit(total.options(after=[theirs]))
+            assert (
+                again.store_name
+                == here.store_name
+                == f"sqlite://{(tmp_path / 'here.db').resolve()}"
+            )
+        assert [parent for parent, _ in here.relatives(child.id).parents] == [mine.id]
+        assert [parent for parent, _ in here.relatives(back.id).parents] == [theirs.id]
+
+
 def test_a_flow_whose_step_waits_on_another_stores_job_is_refused_naming_the_step(
     here: taskq.Client, there: taskq.Client, tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ builds the plan of each submit; the other requests are declared in
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,9 +53,20 @@ T = TypeVar("T")
 
 Plan: TypeAlias = GroupOp[T] | HttpPlan[T]
 """A request's plan: on the store, or (a client of an http(s):// URL) over HTTP."""
+_SQLITE = "sqlite://"
+"""How the URL of an embedded store begins (``SqliteStore.url``), its file's path after it."""
 Jobs: TypeAlias = "Sequence[JobSpec | declarations.NamedCall]"
 """The jobs of a ``submit_many(jobs)``: built (:func:`call_spec` and its kin), or calls by
 name to be resolved as their declarations say."""
+
+
+def _named(url: str) -> str:
+    """A store's URL as :attr:`ClientBase.store_name` names it: a SQLite file by its real
+    path, so that one written relative, through ``..`` or through a symlink is the same
+    store (no file is opened: its folders' links are read); any other URL as it is."""
+    if not url.startswith(_SQLITE):
+        return url
+    return _SQLITE + os.path.realpath(url.removeprefix(_SQLITE))
 
 
 class WorkflowSource(Protocol):
@@ -132,6 +144,8 @@ class ClientBase:
         self.queue_defaults = (
             load_config(config_path).queues if store is None or config_path is not None else {}
         )
+        # Which store this client's job ids are of, worked out once: see store_name.
+        self._store_name = self.http.url if self.http is not None else _named(self.store.url)
         # The declarations that submits by name read (taskq/broker/client/declarations.py).
         self.declarations = declarations.DeclarationCache(import_names=import_names)
         # Single submits made while another is in flight share its successor's write.
@@ -150,13 +164,13 @@ class ClientBase:
     @property
     def store_name(self) -> str:
         """The store this client's job ids are of, by its URL: the taskq serve's over HTTP,
-        else the store's own (a SQLite file by its absolute path, a cluster by the nodes its
+        else the store's own (a SQLite file by its real path, a cluster by the nodes its
         URL lists), options and password left out. A job's handle carries it, so that a
         job is not made to wait on another store's job that happens to have its id.
 
         A client over HTTP and one on the served store itself are of two stores here.
         """
-        return self.http.url if self.http is not None else self.store.url
+        return self._store_name
 
     def _new_signal(self) -> Signal:
         """What a submit waiting for its group's turn waits on: an event threads block on."""
