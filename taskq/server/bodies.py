@@ -1,19 +1,22 @@
 """What requests carry: JSON bodies as msgspec Structs, and query parameters, checked once.
 
 A body with an unknown member, or a member of the wrong type, is refused
-with the member's name (422) before anything is written; a body that is not
-JSON at all is a 400. The checks of a job's values themselves are the
+with the member's name (422) before anything is written, an unknown member
+with the known one it most likely meant; a body that is not JSON at all is
+a 400. The checks of a job's values themselves are the
 broker's (:func:`taskq.broker.client.client.validate_spec`), as for every client.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, NamedTuple
 
 import msgspec
+import msgspec.inspect
 from starlette.requests import Request
 
 from taskq import errors
@@ -140,12 +143,17 @@ def decoded(
     *,
     refused: type[errors.InvalidJob] | type[errors.InvalidSetting] = errors.InvalidJob,
     shape: Shape | None = None,
+    own_words: bool = False,
 ) -> Any:
     """``body`` as ``into``: :class:`taskq.errors.BadRequest` if not JSON, else a bad member named.
 
     A member of a job (a batch's, a workflow's, a schedule's) is refused as
     :class:`taskq.errors.InvalidJob`; any other member as ``refused``. A body
     refused whole, not a member of it, is refused saying ``shape`` and what came.
+    An unknown member is refused with the known one it most likely stands for (or
+    where a submitter comes from): in the API's words with ``own_words``, naming a
+    job by its position (``job 0: unknown field depends_on; did you mean
+    parents?``), else after msgspec's.
     """
     if not body.strip():
         raise errors.BadRequest(f"the body is empty; {_wanted(into)} is expected")
@@ -170,9 +178,7 @@ def decoded(
     got = _got(refusal, tree, into) if shape is not None else None
     if shape is not None and got is not None:
         raise kind(f"{shape.what}; got {got}", field=shape.field) from None
-    message = _readable(refusal, tree)
-    if _SUBMITTER_SENT in refusal and _in_a_job(path, into):
-        message += "; the submitter is the name of the request's token and cannot be sent"
+    message = _unknown_member(refusal, into, own_words) or _readable(refusal, tree)
     raise kind(message, field=_member(refusal)) from None
 
 
@@ -211,13 +217,6 @@ def _wanted(into: Any) -> str:
 def _bare(kind: Any) -> Any:
     """``kind`` without the bounds ``Annotated`` gives it (``list[JobRequest]``)."""
     return typing.get_args(kind)[0] if typing.get_origin(kind) is Annotated else kind
-
-
-def _in_a_job(path: str, into: Any) -> bool:
-    """Whether the member at ``path`` is a job's: one of a batch, a workflow or a schedule,
-    or of a body that is a job."""
-    one_job = into is JobRequest or JobRequest in typing.get_args(into)
-    return path.startswith(_IN_A_JOB) or (one_job and _TOP_MEMBER.fullmatch(path) is not None)
 
 
 # msgspec refusing a float for an int: "Expected `int | null`, got `float` - at `$.a[0].b`".
@@ -261,10 +260,6 @@ _AT = re.compile(r" - at `\$([^`]*)`$")
 _FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
 # The paths into a job of a batch, of a workflow, of a schedule.
 _IN_A_JOB = ("[", ".jobs[", ".job.")
-# A member of the body itself.
-_TOP_MEMBER = re.compile(r"\.\w+")
-# A job's submitter is the token's name, never a member of the request.
-_SUBMITTER_SENT = "unknown field `submitter`"
 
 
 def _member_path(message: str) -> str:
@@ -295,7 +290,7 @@ def _readable(refusal: str, tree: Any) -> str:
 
     ``timeout must be a number or null, got "5x"``; in a batch or a workflow
     the job is named by its position (``job 1: timeout ...``). Other
-    refusals (an unknown or missing member) are msgspec's own words.
+    refusals (a missing member) are msgspec's own words.
     """
     match = _EXPECTED.fullmatch(refusal)
     if match is None:
@@ -303,9 +298,7 @@ def _readable(refusal: str, tree: Any) -> str:
     expected, bound, path = match[1], match[2], match[3]
     kinds = " or ".join(_KINDS.get(kind, f"`{kind}`") for kind in expected.split(" | "))
     wanted = f"{kinds} {bound}" if bound else kinds
-    job = re.match(r"(?:\.jobs)?\[(\d+)\]\.", path)
-    member = path[job.end() if job else 0 :].removeprefix(".")
-    where = f"job {job[1]}: " if job else ""
+    where, member = _where(path)
     try:
         value = tree
         for step in _steps(path):
@@ -316,6 +309,83 @@ def _readable(refusal: str, tree: Any) -> str:
     if len(shown) > _SHOWN_CHARS:
         shown = shown[: _SHOWN_CHARS - 3] + "..."
     return f"{where}{member} must be {wanted}, got {shown}"
+
+
+def _where(path: str) -> tuple[str, str]:
+    """A member's ``path`` as a refusal says it: the job by its position in a batch or a
+    workflow (``job 1: ``, else nothing), and the member's path in it (``timeout``,
+    ``job.queue``)."""
+    job = re.match(r"(?:\.jobs)?\[(\d+)\]\.", path)
+    return (f"job {job[1]}: " if job else ""), path[job.end() if job else 0 :].removeprefix(".")
+
+
+# msgspec's refusal of a member the object does not take, with where the object is (none
+# for the body's own): "Object contains unknown field `depends_on` - at `$.jobs[0]`".
+_UNKNOWN = re.compile(r"Object contains unknown field `([^`]+)`(?: - at `\$([^`]*)`)?")
+# What other queues call the jobs a job waits on (RQ's depends_on, a DAG's parents): said
+# as the member that names them here, a workflow's job's parents or a job's after.
+_WAITS_ON = frozenset({"depends_on", "dependencies", "parents"})
+_WAITS_ON_HERE = ("parents", "after")
+
+
+def _unknown_member(refusal: str, into: Any, own_words: bool) -> str | None:
+    """msgspec's refusal of an unknown member with what it adds (the known member it most
+    likely stands for; a submitter's source; in the API's words, else the known members),
+    or None for another refusal. See :func:`decoded`."""
+    match = _UNKNOWN.fullmatch(refusal)
+    if match is None:
+        return None
+    name, at = match[1], match[2] or ""
+    where, member = _where(f"{at}.{name}")
+    inside = member.removesuffix(name)  # the object's own path: "job." in a schedule
+    steps = _steps(at)
+    known = [field.encode_name for kind in _objects(into, steps) for field in kind.fields]
+    meant = [each for each in _WAITS_ON_HERE if each in known] if name in _WAITS_ON else []
+    meant = meant or difflib.get_close_matches(name, known, n=1)
+    if name == "submitter" and _submits(into, steps):
+        added = _SUBMITTER
+    elif meant:
+        added = f"did you mean {inside}{meant[0]}?"
+    else:
+        added = f"known: {', '.join(sorted(known))}" if own_words and known else ""
+    if not own_words:
+        return f"{refusal}; {added}" if added else refusal
+    return f"{where}unknown field {member}" + (f"; {added}" if added else "")
+
+
+# A job's submitter is the token's name, never a member of the request.
+_SUBMITTER = "the submitter is the name of the request's token and cannot be sent"
+
+
+def _submits(into: Any, steps: Sequence[str | int]) -> bool:
+    """Whether the object at ``steps`` is a job, or holds the jobs it submits (a workflow's,
+    a schedule's): one whose submitter is the request's token's name."""
+    held = [*steps], [*steps, "job"], [*steps, "jobs", 0]
+    return any(issubclass(kind.cls, JobRequest) for at in held for kind in _objects(into, at))
+
+
+def _objects(into: Any, steps: Sequence[str | int]) -> list[msgspec.inspect.StructType]:
+    """The kinds of object a body decoded as ``into`` may have at ``steps`` (``["jobs", 0]``),
+    none where it has no object."""
+    kinds = _alternatives(msgspec.inspect.type_info(into))
+    for step in steps:
+        inner: list[msgspec.inspect.Type] = []
+        for kind in kinds:
+            if isinstance(step, int) and isinstance(kind, msgspec.inspect.ListType):
+                inner.append(kind.item_type)
+            elif isinstance(step, str) and isinstance(kind, msgspec.inspect.StructType):
+                inner += [field.type for field in kind.fields if field.encode_name == step]
+        kinds = [each for kind in inner for each in _alternatives(kind)]
+    return [kind for kind in kinds if isinstance(kind, msgspec.inspect.StructType)]
+
+
+def _alternatives(kind: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
+    """``kind`` without its bounds (``Annotated``), a union as its members."""
+    if isinstance(kind, msgspec.inspect.Metadata):
+        return _alternatives(kind.type)
+    if isinstance(kind, msgspec.inspect.UnionType):
+        return [each for member in kind.types for each in _alternatives(member)]
+    return [kind]
 
 
 def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | None = None) -> int:
