@@ -227,6 +227,10 @@ class AttemptReport(msgspec.Struct, frozen=True):
     measures of time spans; the store places them after its own claim time."""
 
 
+LIVE_SECONDS = 30.0
+"""A worker is live while its last heartbeat is at most this old (the lost-worker grace)."""
+
+
 class WorkerInfo(msgspec.Struct, frozen=True):
     """A worker as registered in the store."""
 

@@ -12,7 +12,7 @@ from taskq import errors, humanize
 from taskq.broker import worker_policy
 from taskq.broker.client import members
 from taskq.broker.client.client import Client, ThroughputBucket
-from taskq.broker.records import JobState, WorkerInfo
+from taskq.broker.records import LIVE_SECONDS, JobState, WorkerInfo
 from taskq.broker.stores.store import NodeInfo
 from taskq.broker.stores.store_url import SqliteTarget, is_http_url, mask_password, parse_store_url
 from taskq.cli import command, connection, output, values
@@ -176,7 +176,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
             (
                 worker.name,
                 worker.id,
-                worker.state,
+                _state_as_seen(worker, now),
                 worker.host,
                 worker.pid,
                 f"{worker.running}/{worker.slots}",
@@ -190,13 +190,29 @@ def cmd_workers(args: argparse.Namespace) -> int:
             for worker in workers
         ],
     )
+    if any(_silent(worker, now) for worker in workers):
+        print(
+            f"silent: no heartbeat for over {LIVE_SECONDS:g} s, and not yet marked lost: the "
+            "workers' maintenance marks it, so a store no live worker serves keeps it so"
+        )
     return command.EXIT_OK
 
 
+def _silent(worker: WorkerInfo, now: float) -> bool:
+    """Whether ``worker`` says it runs (active, draining) but has not been heard for too long:
+    killed, frozen or cut off, where no live worker's maintenance has marked it lost yet."""
+    return worker.state in ("active", "draining") and now - worker.heartbeat_at > LIVE_SECONDS
+
+
+def _state_as_seen(worker: WorkerInfo, now: float) -> str:
+    return f"{worker.state} (silent)" if _silent(worker, now) else worker.state
+
+
 def _up_until(worker: WorkerInfo, now: float) -> float:
-    """When ``worker`` was last up: now while it runs; a stopped or lost one, at its last
-    heartbeat (its UP is how long it ran, not how long ago it started)."""
-    return worker.heartbeat_at if worker.state in ("stopped", "lost") else now
+    """When ``worker`` was last up: now while it runs; a stopped, lost or silent one, at its
+    last heartbeat (its UP is how long it ran, not how long ago it started)."""
+    gone = worker.state in ("stopped", "lost") or _silent(worker, now)
+    return worker.heartbeat_at if gone else now
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

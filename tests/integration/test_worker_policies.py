@@ -12,9 +12,8 @@ import uuid
 
 import taskq
 from taskq.broker.ops import plan
-from taskq.broker.ops.functions import LIVE_SECONDS
 from taskq.broker.ops.workers import job_served_elsewhere, worker_register, worker_set_state
-from taskq.broker.records import ClaimedJob, Lease
+from taskq.broker.records import LIVE_SECONDS, ClaimedJob, Lease
 from taskq.broker.stores.store import Statement
 from taskq.broker.worker_policy import Policy
 from tests.support.declared_store import client, declaration, names, serving

@@ -19,10 +19,8 @@ import msgspec
 from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json
 from taskq.broker.ops.plan import Op, Read, Write
+from taskq.broker.records import LIVE_SECONDS
 from taskq.broker.stores.store import Row, Statement
-
-LIVE_SECONDS = 30.0
-"""A worker is live while its last heartbeat is at most this old (the lost-worker grace)."""
 
 
 class Parameter(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -10,9 +10,8 @@ import msgspec
 
 from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json
-from taskq.broker.ops.functions import LIVE_SECONDS
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import ClaimedJob, PayloadKind, WorkerInfo
+from taskq.broker.records import LIVE_SECONDS, ClaimedJob, PayloadKind, WorkerInfo
 from taskq.broker.stores.store import Statement
 from taskq.broker.worker_policy import Policy
 
