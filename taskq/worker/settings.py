@@ -362,17 +362,69 @@ def _check_module_names(modules: Sequence[object]) -> None:
 
 
 def file_as_module(name: str, import_path: Sequence[str]) -> str:
-    """What to give instead of ``name``, a Python file (``thumbs.py``, ``jobs/thumbs.py``),
-    where a module is wanted: its module name, and its folder on ``PYTHONPATH`` when the
-    worker's ``import_path`` lacks it."""
-    path = Path(name)
-    advice = f"{name!r} is a file; modules takes module names: --modules {path.stem}"
-    if any((Path(entry or ".") / f"{path.stem}.py").is_file() for entry in import_path):
-        return advice
-    if path.is_file():
-        return f"{advice}, with {path.parent} on the import path (PYTHONPATH={path.parent})"
-    # Not found from here: the worker cannot know where it is.
-    return f"{advice}, with the folder that holds {path.name} on the import path (PYTHONPATH)"
+    """What to give instead of ``name``, a Python file (``thumbs.py``, ``mypkg/lab.py``),
+    where a module is wanted: the module it imports as, and where to start the worker
+    when its ``import_path`` lacks the folder that module imports from."""
+    advice = f"{name!r} is a file; modules takes module names: --modules"
+    file = _found_file(Path(name), import_path)
+    if file is None:
+        # Not found from here: the worker cannot know where it is.
+        given = Path(name)
+        return (
+            f"{advice} {given.stem}, with the folder that holds {given.name} on the import path "
+            "(PYTHONPATH)"
+        )
+    here = Path.cwd()
+    # "" and the other relative entries are read from the worker's folder, as Python does.
+    on_path = list(dict.fromkeys((here / entry).resolve() for entry in import_path))
+    module, root = _module_and_root(file, on_path, here)
+    if root in on_path:
+        return f"{advice} {module}"
+    if root == here:
+        top = module.partition(".")[0] if "." in module else file.name
+        return f"{advice} {module}, run from the folder that holds {top} with PYTHONPATH=."
+    shown = root.relative_to(here) if root.is_relative_to(here) else root
+    return f"{advice} {module}, with {shown} on the import path (PYTHONPATH={shown})"
+
+
+def _found_file(given: Path, import_path: Sequence[str]) -> Path | None:
+    """The file ``given`` names, absolute: from the worker's folder, else from its import path."""
+    places = [Path(), *(Path(entry) for entry in import_path)]
+    return next(((place / given).resolve() for place in places if (place / given).is_file()), None)
+
+
+def _module_and_root(file: Path, on_path: Sequence[Path], here: Path) -> tuple[str, Path]:
+    """The module ``file`` imports as, and the folder it imports from.
+
+    Its name takes in the packages (folders with ``__init__.py``) it is in, up
+    to a folder of the import path or the worker's: ``mypkg/lab.py`` is
+    ``mypkg.lab``, the name its jobs are submitted by. A file in a plain folder
+    is a module of its own, unless that folder is below one of the import
+    path, from which Python imports it already, as a namespace package.
+    """
+    names, folder = [file.stem], file.parent
+    while folder not in on_path and folder != here and (folder / "__init__.py").is_file():
+        names.insert(0, folder.name)
+        folder = folder.parent
+    if folder in on_path or folder == here or len(names) > 1:
+        return ".".join(names), folder
+    for above in folder.parents:
+        between = folder.relative_to(above).parts
+        if above in on_path and _imports_from(above, between, on_path):
+            return ".".join([*between, file.stem]), above
+    return file.stem, folder
+
+
+def _imports_from(root: Path, folders: Sequence[str], on_path: Sequence[Path]) -> bool:
+    """Whether ``folders``, below ``root``, import as packages from there: their names
+    are names, and no package or module of the first one's comes before it on the path."""
+    if not all(folder.isidentifier() for folder in folders):
+        return False
+    from importlib.machinery import PathFinder  # only a refusal needs it
+
+    spec = PathFinder.find_spec(folders[0], [str(entry) for entry in on_path])
+    found = spec.submodule_search_locations if spec is not None else None
+    return found is not None and str(root / folders[0]) in list(found)
 
 
 def _min_and_max(value: Any) -> list[int]:
