@@ -19,8 +19,8 @@ from taskq.app.commands import PaletteCommand
 from taskq.app.console import Console
 from taskq.app.source import SOURCE_ERRORS, JobDetail, JobFilter, describe_error
 from taskq.app.widgets.banner import StoreBanner
+from taskq.app.widgets.output_panel import OutputPanel
 from taskq.app.widgets.panels import (
-    AttemptOutput,
     OptionsPanel,
     PayloadPanel,
     ResultPanel,
@@ -38,6 +38,15 @@ class JobScreen(Screen[None]):
         Binding("escape", "back", "Back", id="job-back"),
         Binding("c", "cancel_job", "Cancel", id="job-cancel"),
         Binding("r", "retry_job", "Retry", id="job-retry"),
+        # Out of the footer, which the view's keys fill; the help lists it, and the
+        # panel's border says "tab: scroll" once its output is longer than it.
+        Binding(
+            "l",
+            "focus_output",
+            "Output: focus it, to scroll with the arrows, PgUp/PgDn, Home/End",
+            id="job-output",
+            show=False,
+        ),
     ]
 
     class Loaded(Message):
@@ -64,7 +73,7 @@ class JobScreen(Screen[None]):
             yield TimelinePanel(id="timeline")
         yield AttemptsTable(id="attempts")
         with Horizontal(id="job-bottom"):
-            yield AttemptOutput(id="output")
+            yield OutputPanel(id="output")
             yield ResultPanel(id="result")
             yield RelativesPanel(id="family")
         yield Footer()
@@ -134,10 +143,13 @@ class JobScreen(Screen[None]):
             return
         selected = self.query_one(AttemptsTable).cursor_execution
         chosen = next((e for e in self.detail.executions if e.id == selected), None)
-        self.query_one(AttemptOutput).show(chosen)
+        self.query_one(OutputPanel).show(chosen)
 
     def on_relatives_table_chosen(self, message: RelativesTable.Chosen) -> None:
         self.console.open_job(message.job_id)
+
+    def action_focus_output(self) -> None:
+        self.query_one(OutputPanel).focus()
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -106,19 +106,18 @@ _SHOWN_ELSEWHERE = frozenset({"type", "message", "traceback", "status"})
 
 
 class AttemptOutput(Static):
-    """Error (with its traceback) and log tail of one execution; empty until the job has one.
+    """Error (with its traceback) and output of one execution; empty until the job has one.
 
-    The tail is read from the output the attempt stores as it runs, so a
-    running attempt's grows with each poll: the view tails it live.
+    The output is read from what the attempt stores as it runs, so a running
+    attempt's grows with each poll. This is the text only: ``OutputPanel``
+    holds it, scrolls it and keeps it at its end.
     """
 
     def show(self, execution: Execution | None) -> None:
         """Draw ``execution``'s output, or say there is none yet."""
         if execution is None:
-            self.border_title = "Output"
             self.update(Text("no attempt yet"))
             return
-        self.border_title = f"Attempt {execution.attempt} on {execution.worker_id}"
         parts: list[Text] = []
         if execution.error:
             error = execution.error
@@ -132,11 +131,29 @@ class AttemptOutput(Static):
         if execution.log_tail:
             live = execution.finished_at is None
             parts.append(Text(f"── output ({'live' if live else 'tail'}) ──", style="bold"))
-            parts.append(Text(execution.log_tail.rstrip()))
+            parts.extend(_last_lines(execution))
         if not parts:
             running = execution.finished_at is None
             parts.append(Text("running: no output recorded yet" if running else "no output"))
         self.update(Group(*parts))
+
+
+MOST_LINES = 500
+"""Lines of an attempt's output drawn at most: its tail (at most 64 KiB) can hold
+tens of thousands of short ones, and each is wrapped again whenever the output
+grows, which must stay quick while a chatty job runs."""
+
+
+def _last_lines(execution: Execution) -> list[Text]:
+    """The end of ``execution``'s output, at most ``MOST_LINES`` lines, saying if cut."""
+    lines = (execution.log_tail or "").rstrip().split("\n")
+    if len(lines) <= MOST_LINES:
+        return [Text("\n".join(lines))]
+    note = (
+        f"… its last {MOST_LINES:,} lines: "
+        f"taskq logs {execution.job_id} --attempt {execution.attempt} prints all that is kept"
+    )
+    return [Text(note, style="dim"), Text("\n".join(lines[-MOST_LINES:]))]
 
 
 def _error_headline(error: dict[str, Any]) -> Text:
