@@ -4,15 +4,20 @@ A request that fails for want of a leader tries again, asking who leads every
 :data:`LEADER_POLL_SECONDS`, for :func:`failover_budget` of the store URL's
 ``retries`` (:class:`Failover`). When every node it knows refuses the
 connection, no node is electing, and it gives up after that one round
-(:class:`Refusals`).
+(:class:`Refusals`). When the nodes that answer know no leader and a majority
+of the voters are out of their reach, no election can complete until nodes
+come back (:class:`Quorum`): a read that may be stale is answered from a
+survivor's copy at once, rather than wait out ``retries``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from taskq import errors
 from taskq.broker.stores import rqlite_protocol as protocol
+from taskq.broker.stores.store import NodeInfo
 
 # How often a request without a leader asks who leads, and paces its tries:
 # an election on a LAN takes about a second, so a new leader is seen within
@@ -54,6 +59,57 @@ class Refusals:
             f"rqlite cluster {cluster} {self.failed}: every node refused the connection "
             f"({', '.join(known)}): {self.last}"
         )
+
+
+class Quorum:
+    """Whether the cluster can elect a leader, from what its nodes said during one request.
+
+    Raft elects a leader only with the votes of a majority of the voters. A
+    node that answers ``/nodes`` without naming a leader lists the voters and
+    whether it reaches each of them now. When the voters that some answering
+    node reaches are fewer than a majority, no election can complete until
+    nodes come back, however long a request waits. A leader named by any
+    answer makes all that moot and forgets it.
+    """
+
+    def __init__(self) -> None:
+        # Each node that answered /nodes without naming a leader: the members it listed last.
+        self.views: dict[str, list[NodeInfo]] = {}
+        # Each node that answered without a leader, and its words ("" from /nodes).
+        self.said: dict[str, str] = {}
+
+    def note(self, node: str, answer: protocol.RqliteAnswer) -> None:
+        """Take in one answer of ``node`` to any request."""
+        if answer.no_leader:
+            self.said[node] = answer.message
+
+    def heard(self, node: str, members: list[NodeInfo]) -> None:
+        """Take in ``node``'s answer to ``/nodes``: who belongs, whom it reaches, who leads."""
+        if any(member.leader for member in members):
+            self.views.clear()
+            self.said.clear()
+            return
+        self.views.pop(node, None)
+        self.views[node] = members
+        self.said.setdefault(node, "")
+
+    def voters(self) -> list[NodeInfo]:
+        """The voters of the latest answer, each reachable if some answering node reaches it."""
+        if not self.views:
+            return []
+        reached = {member.id for view in self.views.values() for member in view if member.reachable}
+        return [
+            replace(voter, reachable=voter.id in reached) for voter in self.members() if voter.voter
+        ]
+
+    def lost(self) -> bool:
+        """Whether no election can complete: fewer than a majority of the voters are reached."""
+        voters = self.voters()
+        return bool(voters) and sum(voter.reachable for voter in voters) <= len(voters) // 2
+
+    def members(self) -> list[NodeInfo]:
+        """Every member, as the node that answered last lists them; [] if none answered."""
+        return list(self.views.values())[-1] if self.views else []
 
 
 class Failover:

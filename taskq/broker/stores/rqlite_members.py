@@ -20,7 +20,7 @@ from taskq import errors
 from taskq.broker.stores import rqlite_protocol as protocol
 from taskq.broker.stores.http_plan import HttpCall, HttpPlan, HttpReply
 from taskq.broker.stores.rqlite_cluster import ClusterView, with_known_addresses
-from taskq.broker.stores.rqlite_failover import Refusals
+from taskq.broker.stores.rqlite_failover import Quorum, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import NodeInfo
 
@@ -40,39 +40,59 @@ def _ask_nodes(node: str) -> HttpCall:
 
 
 def discover_leader(
-    cluster: ClusterView, *, tls: bool, now: float, refusals: Refusals | None = None
+    cluster: ClusterView,
+    *,
+    tls: bool,
+    now: float,
+    refusals: Refusals | None = None,
+    quorum: Quorum | None = None,
 ) -> HttpPlan[list[NodeInfo]]:
     """Ask the nodes, leader first, who belongs and who leads; the first answer naming a leader.
 
-    What they say is learned (:meth:`ClusterView.learn`), and ``refusals``
-    noted; ``now`` (the store's clock) marks the membership as fresh.
+    What they say is learned (:meth:`ClusterView.learn`), and noted in
+    ``refusals`` and ``quorum``; ``now`` (the store's clock) marks the
+    membership as fresh. Without a leader, every node is asked once.
     """
     cluster.refreshed_at = now
     for node in cluster.candidates():
-        feedback = yield _ask_nodes(node)
-        assert feedback is not None
-        if refusals is not None:
-            refusals.note(node, protocol.read_answer(feedback))
-        if not isinstance(feedback, HttpReply) or feedback.status != 200:
-            cluster.node_failed(node)
-            continue
-        nodes = protocol.parse_nodes(feedback.data, tls=tls)
-        cluster.learn(nodes)
+        nodes = yield from _ask_who_leads(cluster, node, tls=tls, refusals=refusals, quorum=quorum)
         if any(info.leader for info in nodes):
             return nodes
     return []
 
 
-def look_for_leader(cluster: ClusterView, *, tls: bool, refusals: Refusals) -> HttpPlan[None]:
+def look_for_leader(
+    cluster: ClusterView, *, tls: bool, refusals: Refusals, quorum: Quorum | None = None
+) -> HttpPlan[None]:
     """Ask the nodes who leads, one at a time, until one answers; remember what it says."""
     for node in cluster.lookout():
-        feedback = yield _ask_nodes(node)
-        assert feedback is not None
-        refusals.note(node, protocol.read_answer(feedback))
-        if isinstance(feedback, HttpReply) and feedback.status == 200:
-            cluster.learn(protocol.parse_nodes(feedback.data, tls=tls))
+        if (yield from _ask_who_leads(cluster, node, tls=tls, refusals=refusals, quorum=quorum)):
             return
+
+
+def _ask_who_leads(
+    cluster: ClusterView,
+    node: str,
+    *,
+    tls: bool,
+    refusals: Refusals | None,
+    quorum: Quorum | None,
+) -> HttpPlan[list[NodeInfo]]:
+    """``node``'s answer to ``/nodes``, learned and noted; [] (the node failed) if none."""
+    feedback = yield _ask_nodes(node)
+    assert feedback is not None
+    answer = protocol.read_answer(feedback)
+    for noted in (refusals, quorum):
+        if noted is not None:
+            noted.note(node, answer)
+    if not isinstance(feedback, HttpReply) or feedback.status != 200:
         cluster.node_failed(node)
+        return []
+    nodes = protocol.parse_nodes(feedback.data, tls=tls)
+    cluster.learn(nodes)
+    if quorum is not None:
+        quorum.heard(node, with_known_addresses(nodes, cluster.nodes))
+    return nodes
 
 
 def refusal(

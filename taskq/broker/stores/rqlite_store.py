@@ -6,7 +6,10 @@ finds the new leader and tries again (``rqlite_failover.py``): while no
 leader is known it asks a node who leads every 0.1 s, and tries as soon as
 one is named, for as long as the store URL's ``retries`` allow. When every
 node it knows refuses the connection, no node is electing: a request gives
-up after that one round rather than wait. What it knows of the nodes is its
+up after that one round rather than wait. When the nodes that answer know no
+leader and a majority of the voters are out of reach, no election can
+complete: a read that may be stale goes to a survivor's copy at once
+(``rqlite_failover.Quorum``). What it knows of the nodes is its
 ``rqlite_cluster.ClusterView``. A write whose outcome
 is unknown is resent only when the caller said it is idempotent; otherwise
 :class:`taskq.errors.OutcomeUnknown` tells the caller to check.
@@ -35,7 +38,7 @@ from taskq.broker.stores.http_plan import (
 from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
 from taskq.broker.stores.look_turns import LookTurns, cluster_turns
 from taskq.broker.stores.rqlite_cluster import ClusterView
-from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, Failover, Refusals
+from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, Failover, Quorum, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.stores.store_url import RqliteTarget, mask_password
@@ -64,7 +67,8 @@ class RqliteStore:
         """Reach the cluster ``target`` names.
 
         With ``on_stale_read``, a read the cluster cannot serve for want of a
-        leader (once the failover tries are spent) is answered from the local
+        leader (once the failover tries are spent, or at once when too few
+        voters are left to elect one) is answered from the local
         copy of a node that did answer (rqlite's level ``none``), and
         ``on_stale_read`` is told that node's address. Later reads then go
         to the same copy at once: a command waits out one election, not one
@@ -209,6 +213,8 @@ class RqliteStore:
             # A read changes nothing, so even an unknown outcome is safe to repeat.
             repeatable=True,
         )
+        # Allowed a stale answer, a read need not wait for an election that cannot complete.
+        request.stale_ok = self._on_stale_read is not None and consistency is not Consistency.NONE
         if self._stale_node is not None and consistency is not Consistency.NONE:
             # Stale already: the rest of the reads come from the same copy at once.
             stale = yield from self._stale_read(self._stale_node, request)
@@ -229,14 +235,14 @@ class RqliteStore:
         An error the statements meet, a refusal, and an unknown outcome of a
         request that is not :attr:`_LeaderRequest.repeatable` are raised at once.
         """
-        unanswered = _Unanswered()
+        unanswered = _Unanswered(quorum=Quorum())
         refusals = Refusals(request.failed)
         failover = Failover(self.target.retries, self._clock)
         if self.cluster.leader is None or self.cluster.refresh_due(self._clock()):
             # No leader known, or time to see who belongs now: nodes come and go.
-            yield from self._discover_leader(refusals)
-        while (yield from self._before_try(failover, refusals)):
-            node, outcome = yield from self._try_leader(refusals, request)
+            yield from self._discover_leader(refusals, unanswered.quorum)
+        while (yield from self._before_try(failover, refusals, unanswered.quorum, request)):
+            node, outcome = yield from self._try_leader(refusals, unanswered.quorum, request)
             if outcome.kind is AnswerKind.OK:
                 assert outcome.results is not None
                 return outcome.results
@@ -255,6 +261,8 @@ class RqliteStore:
                 unanswered.leaderless = node
             self._failed(node, outcome, failover)
         unanswered.tries = failover.tries
+        if unanswered.leaderless is None and unanswered.quorum.said:
+            unanswered.leaderless = next(iter(unanswered.quorum.said))
         return unanswered
 
     def _unanswered(self, request: _LeaderRequest, unanswered: _Unanswered) -> errors.StoreError:
@@ -264,7 +272,7 @@ class RqliteStore:
         )
 
     def _try_leader(
-        self, refusals: Refusals, request: _LeaderRequest
+        self, refusals: Refusals, quorum: Quorum, request: _LeaderRequest
     ) -> HttpPlan[tuple[str, protocol.RqliteAnswer]]:
         """One try at the node taken for the leader: its answer.
 
@@ -277,6 +285,7 @@ class RqliteStore:
         assert feedback is not None
         answer = protocol.read_answer(feedback, sql=request.sql)
         refusals.note(node, answer)
+        quorum.note(node, answer)
         return node, answer
 
     def _stale_read(self, node: str, request: _LeaderRequest) -> HttpPlan[list[Row] | None]:
@@ -306,7 +315,9 @@ class RqliteStore:
         else:
             self.cluster.node_failed(node)
 
-    def _before_try(self, failover: Failover, refusals: Refusals) -> HttpPlan[bool]:
+    def _before_try(
+        self, failover: Failover, refusals: Refusals, quorum: Quorum, request: _LeaderRequest
+    ) -> HttpPlan[bool]:
         """Whether to try (again); before a retry, wait until a node names a leader.
 
         The first retry goes at once: a leader that moved is found by asking.
@@ -315,7 +326,8 @@ class RqliteStore:
         again soon but not in a busy loop. While no leader is known, some
         node is asked who leads every :data:`LEADER_POLL_SECONDS`, and the
         retry goes as soon as one is named. Past the deadline the retry goes
-        to whichever node seems best, as a last try.
+        to whichever node seems best, as a last try. While no election can
+        complete (:class:`Quorum`), a read that may be stale tries no more.
         """
         if not failover.tries:
             return True
@@ -323,28 +335,38 @@ class RqliteStore:
             return False
         if refusals.everywhere(self.cluster.nodes):
             return True  # no wait: the try is given up on at once
-        if failover.tries > 1 and failover.pause():
+        if failover.tries > 1 and failover.pause() and not self._hopeless(request, quorum):
             yield Pause(failover.pause())
-        while self.cluster.leader is None and failover.pause():
+        while (
+            self.cluster.leader is None and failover.pause() and not self._hopeless(request, quorum)
+        ):
             if failover.clock() - self.cluster.looked_at >= _LOOK_SPACING_SECONDS:
                 self.cluster.looked_at = failover.clock()
                 yield from members.look_for_leader(
-                    self.cluster, tls=self.target.tls, refusals=refusals
+                    self.cluster, tls=self.target.tls, refusals=refusals, quorum=quorum
                 )
-                if self.cluster.leader is not None or refusals.everywhere(self.cluster.nodes):
+                if (
+                    self.cluster.leader is not None
+                    or refusals.everywhere(self.cluster.nodes)
+                    or self._hopeless(request, quorum)
+                ):
                     break
             yield Pause(failover.pause())
-        return True
+        return not self._hopeless(request, quorum)
+
+    def _hopeless(self, request: _LeaderRequest, quorum: Quorum) -> bool:
+        """Whether ``request`` may be answered stale, and no election can complete."""
+        return request.stale_ok and self.cluster.leader is None and quorum.lost()
 
     def _refused(
         self, node: str, outcome: protocol.RqliteAnswer, permission: str
     ) -> HttpPlan[errors.StoreError]:
         return members.refusal(node, outcome, username=self.target.username, permission=permission)
 
-    def _discover_leader(self, refusals: Refusals | None = None) -> HttpPlan[list[NodeInfo]]:
+    def _discover_leader(self, refusals: Refusals, quorum: Quorum) -> HttpPlan[list[NodeInfo]]:
         """Ask the nodes, leader-first, who belongs and leads now; remember the answer."""
         return members.discover_leader(
-            self.cluster, tls=self.target.tls, now=self._clock(), refusals=refusals
+            self.cluster, tls=self.target.tls, now=self._clock(), refusals=refusals, quorum=quorum
         )
 
     def _nodes_plan(self) -> HttpPlan[list[NodeInfo]]:
@@ -382,12 +404,15 @@ class _LeaderRequest:
         self.permission = permission  # the one rqlite must grant, named in a refusal
         self.failed = failed  # what the caller did not get, as "answered no read"
         self.repeatable = repeatable  # resent after an unknown outcome
+        self.stale_ok = False  # a read that a node's own copy may answer when no leader can
 
 
 @dataclass
 class _Unanswered:
-    """Why the leader gave no results: the tries, the last error, a node that knew no leader."""
+    """Why the leader gave no results: the tries, the last error, a node that knew no leader,
+    and what the nodes said of an election."""
 
+    quorum: Quorum
     tries: int = 0
     last: str = ""
     leaderless: str | None = None
