@@ -96,6 +96,10 @@ def _argument(option: broker_options.Declared, flag: broker_options.Flag) -> dic
     if flag.repeatable:
         assert isinstance(kind, msgspec.inspect.ListType)
         return {**keywords, "action": "append", "type": _reader(flag, kind.item_type)}
+    if isinstance(kind, msgspec.inspect.VarTupleType):
+        # Several items in one value (--after 12,13), and more in each repeat, in order: a
+        # job named twice is refused with the rest (job_validation.check_parents).
+        return {**keywords, "action": "extend", "default": None, "type": _reader(flag, kind)}
     # None when not given, so that a submit by name can tell the options given
     # (which win over the declared ones) from the defaults (given_options).
     return {**keywords, "default": None, "type": _reader(flag, kind)}

@@ -144,6 +144,23 @@ def test_after_takes_job_ids_separated_by_commas() -> None:
         _submit_parser().parse_args(["m:f", "--after", "12,x"])
 
 
+def test_after_given_again_adds_its_jobs_after_the_ones_before() -> None:
+    assert _spec(["--after", "2135", "--after", "2136,2137"]).after == (2135, 2136, 2137)
+    assert _spec(["--after", "7,3", "--after", "5"]).after == (7, 3, 5)  # in the order given
+
+
+def test_taskq_submit_refuses_a_job_named_twice_across_after_flags(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    submitted: list[JobSpec] = []
+    monkeypatch.setattr(Client, "submit_many", lambda _, specs: submitted.extend(specs))
+    store = f"sqlite:///{tmp_path / 'store.db'}"
+    argv = ["submit", "--store", store, "--shell", "true", "--after", "12,13", "--after", "12"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == "taskq: error: --after: job 12 given more than once\n"
+    assert submitted == []
+
+
 @pytest.mark.parametrize("kind", [["m:f", "--unchecked"], ["--shell", "true"]])
 def test_taskq_submit_hands_the_parents_to_every_kind_of_job(
     kind: list[str], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
