@@ -150,7 +150,12 @@ def _if_allowed(plan: HttpPlan[T]) -> HttpPlan[T | None]:
 
 
 def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
-    """GET /jobs, its filters those of the query (a :class:`JobQuery`)."""
+    """GET /jobs, its filters those of the query (a :class:`JobQuery`).
+
+    An id no workflow has lists no jobs, as a client on the store lists none,
+    though the server answers it 404: a caller that must tell the two apart
+    asks for the workflow, as ``taskq jobs --workflow`` does.
+    """
     params: dict[str, str | int] = {"limit": 50}
     if query is not None:
         # Refused here as on the store (the server's refusal would be a BadRequest
@@ -166,7 +171,10 @@ def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
                 params[names.get(name, name)] = (
                     value.value if isinstance(value, JobState) else value
                 )
-    answer = yield HttpRequest("GET", "/jobs", params)
+    try:
+        answer = yield HttpRequest("GET", "/jobs", params)
+    except errors.WorkflowNotFound:
+        return []
     return list(decoded_member(answer, "jobs", builtins.list[Job]))
 
 
