@@ -14,6 +14,7 @@ from taskq.cli import (
     command,
     connection,
     output,
+    result_wait,
     state_colors,
     values,
     workflow_tree,
@@ -233,7 +234,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_wait(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client, known(args.id):
-        info = client.wait_workflow(args.id, timeout=args.timeout)
+        info = result_wait.workflow(client, args.id, args.timeout)
     if args.json:
         output.print_json(info)
     else:

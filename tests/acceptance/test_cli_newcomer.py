@@ -354,6 +354,26 @@ def test_a_submit_wait_says_once_a_few_seconds_in_that_no_worker_serves_the_queu
     assert (ran.code, ran.out) == (1, "")
 
 
+def test_a_workflow_wait_says_once_a_few_seconds_in_that_no_worker_serves_a_queue_of_it(
+    store_url: str,
+) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    flow = square.options(queue=queue).step(3).then(add.options(queue=queue).step(1))
+    with taskq.Client(store_url, submitter="newcomer") as client:
+        pipeline = client.submit_workflow(flow)
+    ran = taskq_command("workflow", "wait", str(pipeline.id), "--timeout", "6s", store=store_url)
+    # The note, as submit --wait says it, of the workflow's job still queued; then the
+    # timeout's error, which counts from the wait's start.
+    note, error = ran.err.splitlines()
+    assert note == (
+        f"taskq: job {pipeline.job_ids[0]} of workflow {pipeline.id} is still queued: no active "
+        f"worker serves queue {queue!r} (start one: taskq-worker --queues {queue} --modules "
+        "tests.support.workflow_jobs)"
+    )
+    assert error.startswith(f"taskq: error: workflow {pipeline.id} still has 2 job(s) to end")
+    assert (ran.code, ran.out) == (1, "")
+
+
 def test_a_wait_on_a_queue_a_worker_serves_says_nothing_of_workers(store_url: str) -> None:
     queue = f"newcomer-{uuid.uuid4().hex[:8]}"
     job = ok("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, store=store_url)
