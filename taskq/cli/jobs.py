@@ -18,7 +18,7 @@ from taskq.broker.client.client import (
     default_submitter,
 )
 from taskq.broker.job_validation import check_parents, check_target, dotted_meaning
-from taskq.broker.records import MAX_RELATIVES, JobSpec, JobState
+from taskq.broker.records import MAX_RELATIVES, Job, JobSpec, JobState
 from taskq.cli import (
     command,
     connection,
@@ -154,9 +154,16 @@ def known(job_id: int) -> Iterator[None]:
 
 
 def _finish(handle: JobHandle, timeout: float | None, as_json: bool, noted: set[str]) -> int:
-    """Wait for the job; print its result as JSON, or raise JobFailed (exit 1) with its error.
+    """Wait for the job; print its result as JSON (``as_json``: its whole record), or raise
+    JobFailed (exit 1) with its error, after its whole record on stdout with ``as_json``.
     ``noted``: what the waits of this command said of a queue no worker serves."""
-    result = result_wait.result(handle, timeout, noted)
+    try:
+        result = result_wait.result(handle, timeout, noted)
+    except errors.JobFailed as exc:
+        if as_json:
+            # A script reads how it ended (state, error) from the record, as of a success.
+            output.print_json(exc.job if isinstance(exc.job, Job) else handle.client.get(handle.id))
+        raise
     if as_json:
         output.print_json(handle.client.get(handle.id))
     else:

@@ -33,6 +33,25 @@ def test_result_says_how_a_job_ended_cancelled(store_url: str) -> None:
     )
 
 
+def test_result_json_of_a_job_that_did_not_succeed_prints_its_record_and_exits_1(
+    store_url: str,
+) -> None:
+    queue = f"result-{uuid.uuid4().hex[:8]}"
+    job = _submit(store_url, queue, "1", "2")
+    ok("cancel", str(job), store=store_url)
+    for wait in ((), ("--wait", "--timeout", "5s")):
+        ran = taskq_command("result", str(job), "--json", *wait, store=store_url)
+        # The whole record on stdout, as for a job that succeeded; the error on stderr.
+        said = one_error_line(ran, 1, f"job {job} ended cancelled")
+        record = ran.json()
+        assert record == ok("status", str(job), "--json", store=store_url).json(), said
+        assert (record["id"], record["state"], record["error"]["message"]) == (
+            job,
+            "cancelled",
+            "cancelled by request while queued",
+        )
+
+
 def test_a_wait_for_a_job_after_a_parent_no_worker_serves_names_its_queue(
     store_url: str,
 ) -> None:
