@@ -31,17 +31,23 @@ if TYPE_CHECKING:
 
 IMPORT_TIMEOUT_SECONDS = 120.0
 _READ_BYTES = 65536
+# The modules of a package named when none is close to a name it lacks: a line, not a screen.
+_MODULES_SHOWN = 12
 
 
 class ModuleReport(msgspec.Struct, frozen=True):
     """What importing one module gave: ``error`` names what it raised (``""``: nothing),
     ``missing`` the module, or a package it is in, not found on the import path (``""``:
-    none, or only a module it imports), ``jobs`` the declared jobs it holds
+    none, or only a module it imports), ``package`` the package of ``missing`` when that
+    imported (``""``: none did), with ``package_modules`` the names of the modules it holds
+    (None: it is a module, not a package), ``jobs`` the declared jobs it holds
     (``Declaration``, as JSON)."""
 
     module: str
     error: str = ""
     missing: str = ""
+    package: str = ""
+    package_modules: list[str] | None = None
     jobs: list[dict[str, Any]] = []
 
 
@@ -156,8 +162,11 @@ class ModuleCheck:
             raise errors.ConfigError(f"importing --modules {named} failed: {said}") from None
         failed = [_failure(report) for report in reports if report.error]
         if failed:
+            # Where to run helps only when a package is not found at all.
             missing = [
-                report.missing for report in reports if report.missing and not _a_file(report)
+                report.missing
+                for report in reports
+                if report.missing and not report.package and not _a_file(report)
             ]
             raise errors.ConfigError(
                 "cannot import --modules: " + "; ".join(failed) + _where_to_run(missing)
@@ -195,7 +204,28 @@ def _failure(report: ModuleReport) -> str:
     if _a_file(report):
         # Not "No module named 'thumbs.py'; 'thumbs' is not a package": the next step.
         return f"{report.module}: {file_as_module(report.module, sys.path)}"
+    if report.package:
+        # Not "No module named 'mypkg.labb'", and no advice on where to run: mypkg was found.
+        return f"{report.module}: {_not_in_package(report)}"
     return f"{report.module}: {report.error}"
+
+
+def _not_in_package(report: ModuleReport) -> str:
+    """``mypkg has no module labb``, and the modules of mypkg nearest to what was asked."""
+    package, name = report.package, report.missing.removeprefix(f"{report.package}.")
+    if report.package_modules is None:
+        return f"{package} is a module, not a package: it holds no module {name}"
+    said = f"{package} has no module {name}"
+    import difflib  # only a refusal needs it
+
+    close = difflib.get_close_matches(name, report.package_modules, n=3)
+    if close:
+        return f"{said}; did you mean {' or '.join(f'{package}.{each}' for each in close)}?"
+    if not report.package_modules:
+        return f"{said}; it holds no modules"
+    shown = report.package_modules[:_MODULES_SHOWN]
+    more = len(report.package_modules) - len(shown)
+    return f"{said}; its modules: {', '.join(shown)}" + (f" and {more} more" if more else "")
 
 
 def _a_file(report: ModuleReport) -> bool:

@@ -11,7 +11,8 @@ store's URL and credentials.
 
 The report is one JSON line: for each module, the error that importing it
 raised (``""``: none), the module or package not found when that is the
-module named or a package it is in (not one it imports), and the
+module named or a package it is in (not one it imports), with the package
+that held no such module when that package imported, and the
 ``@taskq.job`` declarations it holds, which the worker publishes
 (``taskq.worker.publishing``).
 """
@@ -22,6 +23,7 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -44,10 +46,18 @@ def _import(module: str) -> dict[str, Any]:
     try:
         imported = importlib.import_module(module)
     except BaseException as exc:  # a module's own SystemExit, too, is its failure to import
-        report = {"module": module, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        report: dict[str, Any] = {
+            "module": module,
+            "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+        }
         missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
         if missing is not None and _holds(missing, module):
             report["missing"] = missing
+            package = missing.rpartition(".")[0]
+            if package in sys.modules:
+                # Found and imported: it is the module in it that is not there.
+                report["package"] = package
+                report["package_modules"] = _modules_in(sys.modules[package])
         return report
     # A module that declared a job imported taskq.job, and with it the client's
     # ``declared``, which describes them. Taken from there: code that runs in a
@@ -58,6 +68,16 @@ def _import(module: str) -> dict[str, Any]:
         return {"module": module}
     jobs: list[Any] = msgspec.to_builtins(declared.declared_in(imported))
     return {"module": module, "jobs": jobs}
+
+
+def _modules_in(package: ModuleType) -> list[str] | None:
+    """The names of the modules ``package`` holds; None when it is a module, not a package."""
+    places = getattr(package, "__path__", None)
+    if places is None:
+        return None
+    import pkgutil  # only a module that is not there needs it
+
+    return sorted(found.name for found in pkgutil.iter_modules(places))
 
 
 def _holds(name: str, module: str) -> bool:
