@@ -1,7 +1,9 @@
 """A real 3-node cluster with 2 nodes killed: no election can complete, and the store says so.
 
 A read that may be stale goes to the survivor's copy after one look at each
-node, not after the failover budget. The requests are counted, not timed.
+node, not after the failover budget; a write gives up once every node has
+been asked again, with an error that says the cluster has no leader and
+why. The requests are counted, not timed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from taskq import errors
 from taskq.broker.stores.http_plan import HttpCall, HttpReply, SendFailure
 from taskq.broker.stores.http_transport import HttpTransport, TransportOptions
 from taskq.broker.stores.rqlite_store import RqliteStore
@@ -88,6 +91,26 @@ def test_a_read_that_may_be_stale_is_answered_after_one_look_at_each_node(
     # failover budget of the default retries would have asked about a hundred times.
     assert transport.paths["/nodes"] == 3, transport.paths
     assert transport.paths["/db/query"] == 2, transport.paths
+
+
+def test_a_write_says_the_cluster_has_no_leader_and_why(stranded: Stranded) -> None:
+    store, transport = stranded.store()
+    try:
+        with pytest.raises(errors.StoreUnavailable) as failed:
+            store.execute([Statement("CREATE TABLE t (a INTEGER)")])
+    finally:
+        store.close()
+    survivor = stranded.survivor.http_addr
+    message = str(failed.value)
+    assert message.startswith(
+        f"rqlite cluster {stranded.cluster.url} has no leader: 1 of 3 nodes answers ({survivor}, "
+    ), message
+    assert message.endswith(
+        "and 2 refuse connections; an election needs a majority: bring a node back"
+    ), message
+    # Every node asked who leads twice (the second time after a poll), one try.
+    assert transport.paths["/nodes"] == 6, transport.paths
+    assert transport.paths["/db/execute"] == 1, transport.paths
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:

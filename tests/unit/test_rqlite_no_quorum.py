@@ -1,7 +1,9 @@
 """A cluster that cannot elect a leader: too few voters left for a majority.
 
 Two of three nodes are down and the third answers as a candidate. A read
-that may be stale is answered from the survivor's copy at once; a leader's
+that may be stale is answered from the survivor's copy at once, a write
+gives up once every node has been asked again after a poll, and the errors
+say that the cluster has no leader rather than blame a dead node. A leader's
 loss with a majority left is ridden out as before. The cluster is scripted
 and the store's clock moves only when a plan pauses; the real cluster is in
 tests/integration/test_rqlite_no_quorum.py.
@@ -11,16 +13,22 @@ from __future__ import annotations
 
 import pytest
 
+from taskq import errors
 from taskq.broker.stores.http_plan import HttpCall, HttpReply, SendFailure
 from taskq.broker.stores.rqlite_failover import LEADER_POLL_SECONDS, failover_budget
-from taskq.broker.stores.store import Statement
+from taskq.broker.stores.store import Consistency, Statement
 from tests.support import scripted_rqlite as scripted
 from tests.support.scripted_rqlite import FakeTime, scripted_store
 
 A, B, C = "http://a:4001", "http://b:4001", "http://c:4001"
 URL = "rqlite://a:4001,b:4001,c:4001"
+INSERT = Statement("INSERT INTO t VALUES (1)")
 SELECT = Statement("SELECT n FROM t")
 ROWS = {"results": [{"rows": [{"n": 1}]}]}
+NO_LEADER = (
+    f"rqlite cluster {URL} has no leader: 1 of 3 nodes answers (c:4001, a candidate: leader not "
+    "found) and 2 refuse connections; an election needs a majority: bring a node back"
+)
 
 
 @pytest.fixture
@@ -94,3 +102,69 @@ def test_a_read_that_may_be_stale_goes_to_the_survivors_copy_at_once(clock: Fake
     assert store.query(SELECT) == [{"n": 1}]
     assert told == []
     assert transport.posts()[-1] == (B, "weak")
+
+
+def test_a_write_without_quorum_gives_up_once_every_node_is_asked_again(clock: FakeTime) -> None:
+    store, transport = scripted_store(
+        _cluster(clock, down={A, B}), URL, display_url=URL, clock=clock.monotonic
+    )
+    with pytest.raises(errors.StoreUnavailable) as failed:
+        store.execute([INSERT])
+    assert str(failed.value) == NO_LEADER
+    # After one poll, every node was asked again before giving up; the budget stays unspent.
+    assert clock.pauses == [LEADER_POLL_SECONDS]
+    assert sorted(_looks(transport.seen)[3:]) == [A, B, C]
+    assert len(transport.posts()) == 1
+
+    # A node back by the second look, and elected: the write goes to it.
+    store, transport = scripted_store(
+        _cluster(clock, down={A, B}, elected=(B, clock.now + LEADER_POLL_SECONDS)),
+        URL,
+        clock=clock.monotonic,
+    )
+    store.execute([INSERT])
+    assert transport.posts()[-1] == (B, "")
+
+
+def test_a_leader_lost_with_a_majority_left_is_still_waited_for(clock: FakeTime) -> None:
+    # The leader A dies; B and C elect B after 1.03 s: the write waits for it.
+    store, transport = scripted_store(
+        _cluster(clock, down={A}, elected=(B, 1.03)), URL, clock=clock.monotonic
+    )
+    store.cluster.leader = A
+    store.execute([INSERT])
+    assert 1.03 <= clock.now < 1.03 + LEADER_POLL_SECONDS
+    assert transport.posts()[-1] == (B, "")
+
+    # Two of three down: the same write gives up after one more poll, saying why.
+    store, transport = scripted_store(
+        _cluster(clock, down={A, B}), URL, display_url=URL, clock=clock.monotonic
+    )
+    store.cluster.leader = A
+    start = clock.now
+    with pytest.raises(errors.StoreUnavailable, match="has no leader: 1 of 3 nodes answers"):
+        store.execute([INSERT])
+    assert clock.now - start < 2 * LEADER_POLL_SECONDS
+
+    # A read at level none needs no leader: it finds C's copy, and does not give up.
+    store, transport = scripted_store(_cluster(clock, down={A, B}), URL, clock=clock.monotonic)
+    store.cluster.leader = A
+    assert store.query(SELECT, consistency=Consistency.NONE) == [{"n": 1}]
+    assert transport.posts()[-1] == (C, "none")
+
+
+def test_a_request_that_spent_its_failover_says_the_cluster_has_no_leader(
+    clock: FakeTime,
+) -> None:
+    # A majority answers but elects no one: the budget is spent, and the error says so.
+    store, _ = scripted_store(
+        _cluster(clock, down={A}), f"{URL}?retries=3", display_url=URL, clock=clock.monotonic
+    )
+    with pytest.raises(errors.StoreUnavailable) as failed:
+        store.execute([INSERT])
+    assert clock.now == pytest.approx(failover_budget(3))
+    message = str(failed.value)
+    assert message.startswith(f"rqlite cluster {URL} accepted no write after ")
+    assert "it has no leader: 2 of 3 nodes answer (b:4001" in message
+    assert "and 1 refuses connections, and none was elected" in message
+    assert "ConnectionRefused" not in message

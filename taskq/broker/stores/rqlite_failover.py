@@ -7,7 +7,8 @@ connection, no node is electing, and it gives up after that one round
 (:class:`Refusals`). When the nodes that answer know no leader and a majority
 of the voters are out of their reach, no election can complete until nodes
 come back (:class:`Quorum`): a read that may be stale is answered from a
-survivor's copy at once, rather than wait out ``retries``.
+survivor's copy at once, and other requests give up once every node has been
+asked again, rather than wait out ``retries``.
 """
 
 from __future__ import annotations
@@ -77,9 +78,15 @@ class Quorum:
         self.views: dict[str, list[NodeInfo]] = {}
         # Each node that answered without a leader, and its words ("" from /nodes).
         self.said: dict[str, str] = {}
+        self.states: dict[str, str] = {}  # their raft state, once asked
+        self.refused: set[str] = set()  # nodes whose host refused the client's connection
 
     def note(self, node: str, answer: protocol.RqliteAnswer) -> None:
         """Take in one answer of ``node`` to any request."""
+        if answer.refused:
+            self.refused.add(node)
+        else:
+            self.refused.discard(node)
         if answer.no_leader:
             self.said[node] = answer.message
 
@@ -92,6 +99,10 @@ class Quorum:
         self.views.pop(node, None)
         self.views[node] = members
         self.said.setdefault(node, "")
+
+    def ask_again(self) -> None:
+        """Forget who reaches whom, to hear it anew from every node."""
+        self.views.clear()
 
     def voters(self) -> list[NodeInfo]:
         """The voters of the latest answer, each reachable if some answering node reaches it."""
@@ -107,9 +118,50 @@ class Quorum:
         voters = self.voters()
         return bool(voters) and sum(voter.reachable for voter in voters) <= len(voters) // 2
 
+    def without_leader(self, known: Sequence[str]) -> str:
+        """Who answers and who does not, as ``1 of 3 nodes answers (...) and 2 refuse connections``.
+
+        Counted over the voters when a node listed them, else over the
+        ``known`` nodes by the client's own tries.
+        """
+        voters = self.voters()
+        if voters:
+            up = [voter.address or voter.id for voter in voters if voter.reachable]
+            down = [voter for voter in voters if not voter.reachable]
+            refusing = sum(
+                1 for voter in down if voter.address in self.refused or _refuses(voter.error)
+            )
+            unreached = len(down) - refusing
+            total = len(voters)
+        else:
+            up = [node for node in known if node in self.said] or list(self.said)
+            refusing = sum(1 for node in known if node in self.refused and node not in up)
+            unreached = len(known) - len(up) - refusing
+            total = max(len(known), len(up))
+        noun = "nodes" if all(member.voter for member in self.members()) else "voters"
+        named = ", ".join(self._named(node) for node in up)
+        parts = [f"{len(up)} of {total} {noun} {'answers' if len(up) == 1 else 'answer'} ({named})"]
+        if refusing:
+            parts.append(f"{refusing} {'refuses' if refusing == 1 else 'refuse'} connections")
+        if unreached > 0:
+            parts.append(f"{unreached} cannot be reached")
+        return " and ".join(parts)
+
     def members(self) -> list[NodeInfo]:
         """Every member, as the node that answered last lists them; [] if none answered."""
         return list(self.views.values())[-1] if self.views else []
+
+    def _named(self, node: str) -> str:
+        """``node`` without its scheme, with its raft state and its words when known."""
+        named = node.partition("://")[2] or node
+        state = self.states.get(node, "")
+        words = self.said.get(node, "")
+        return named + (f", a {state.lower()}" if state else "") + (f": {words}" if words else "")
+
+
+def _refuses(error: str) -> bool:
+    """Whether a node's words about a member (``dial tcp …: connection refused``) say so."""
+    return "connection refused" in error.lower()
 
 
 class Failover:

@@ -5,7 +5,8 @@ Plans of HTTP calls over a store's :class:`ClusterView` (run by
 nodes, leader first, who belongs and who leads (``/nodes?ver=2``), which is
 also how a client learns of nodes added or removed since its URL was
 written; :func:`look_for_leader` asks the healthy ones in turns while no
-leader is known; :func:`describe` adds each member's own ``/status``;
+leader is known; :func:`raft_states` asks the nodes that answer without a
+leader what they are doing; :func:`describe` adds each member's own ``/status``;
 :func:`remove` takes a member out of the cluster through the leader's
 ``DELETE /remove``, as rqlite documents for a node that is gone for good or
 is being retired; :func:`refusal` tells a missing permission from a wrong
@@ -93,6 +94,14 @@ def _ask_who_leads(
     if quorum is not None:
         quorum.heard(node, with_known_addresses(nodes, cluster.nodes))
     return nodes
+
+
+def raft_states(quorum: Quorum) -> HttpPlan[None]:
+    """Ask each node that answered without a leader for its raft state (``/status``)."""
+    for node in list(quorum.said):
+        feedback = yield HttpCall("GET", node, "/status", timeout=DISCOVERY_TIMEOUT)
+        if isinstance(feedback, HttpReply) and feedback.status == 200:
+            quorum.states[node] = protocol.parse_status(feedback.data).raft_state
 
 
 def refusal(

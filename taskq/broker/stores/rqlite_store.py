@@ -8,7 +8,8 @@ one is named, for as long as the store URL's ``retries`` allow. When every
 node it knows refuses the connection, no node is electing: a request gives
 up after that one round rather than wait. When the nodes that answer know no
 leader and a majority of the voters are out of reach, no election can
-complete: a read that may be stale goes to a survivor's copy at once
+complete: a read that may be stale goes to a survivor's copy at once, and
+other requests give up once every node has been asked again after a poll
 (``rqlite_failover.Quorum``). What it knows of the nodes is its
 ``rqlite_cluster.ClusterView``. A write whose outcome
 is unknown is resent only when the caller said it is idempotent; otherwise
@@ -213,8 +214,10 @@ class RqliteStore:
             # A read changes nothing, so even an unknown outcome is safe to repeat.
             repeatable=True,
         )
-        # Allowed a stale answer, a read need not wait for an election that cannot complete.
-        request.stale_ok = self._on_stale_read is not None and consistency is not Consistency.NONE
+        # Any node's copy answers a read at level none; one allowed a stale answer need
+        # not wait for an election that cannot complete.
+        request.leader_needed = consistency is not Consistency.NONE
+        request.stale_ok = self._on_stale_read is not None and request.leader_needed
         if self._stale_node is not None and consistency is not Consistency.NONE:
             # Stale already: the rest of the reads come from the same copy at once.
             stale = yield from self._stale_read(self._stale_node, request)
@@ -266,6 +269,19 @@ class RqliteStore:
         return unanswered
 
     def _unanswered(self, request: _LeaderRequest, unanswered: _Unanswered) -> errors.StoreError:
+        """The error of a request that got no results: the cluster has no leader, if the
+        nodes said so (and why none can be elected, if none can), else the last error."""
+        quorum, nodes = unanswered.quorum, self.cluster.nodes
+        if self.cluster.leader is None and quorum.lost():
+            return errors.StoreUnavailable(
+                f"rqlite cluster {self.url} has no leader: {quorum.without_leader(nodes)}; "
+                "an election needs a majority: bring a node back"
+            )
+        if self.cluster.leader is None and quorum.said:
+            return errors.StoreUnavailable(
+                f"rqlite cluster {self.url} {request.failed} after {unanswered.tries} tries: "
+                f"it has no leader: {quorum.without_leader(nodes)}, and none was elected"
+            )
         return errors.StoreUnavailable(
             f"rqlite cluster {self.url} {request.failed} after "
             f"{unanswered.tries} tries; last error: {unanswered.last}"
@@ -327,7 +343,8 @@ class RqliteStore:
         node is asked who leads every :data:`LEADER_POLL_SECONDS`, and the
         retry goes as soon as one is named. Past the deadline the retry goes
         to whichever node seems best, as a last try. While no election can
-        complete (:class:`Quorum`), a read that may be stale tries no more.
+        complete (:class:`Quorum`), a read that may be stale tries no more,
+        and other requests stop once every node asked again agrees.
         """
         if not failover.tries:
             return True
@@ -352,11 +369,26 @@ class RqliteStore:
                 ):
                     break
             yield Pause(failover.pause())
-        return not self._hopeless(request, quorum)
+        if self._hopeless(request, quorum):
+            return not request.stale_ok and not (yield from self._still_lost(refusals, quorum))
+        return True
 
     def _hopeless(self, request: _LeaderRequest, quorum: Quorum) -> bool:
-        """Whether ``request`` may be answered stale, and no election can complete."""
-        return request.stale_ok and self.cluster.leader is None and quorum.lost()
+        """Whether ``request`` needs a leader, and no election can complete to give it one."""
+        return request.leader_needed and self.cluster.leader is None and quorum.lost()
+
+    def _still_lost(self, refusals: Refusals, quorum: Quorum) -> HttpPlan[bool]:
+        """Whether no election can complete still, once every node is asked again after a poll.
+
+        The nodes that answer are asked their raft state too, for the error.
+        """
+        yield Pause(LEADER_POLL_SECONDS)
+        quorum.ask_again()
+        yield from self._discover_leader(refusals, quorum)
+        if self.cluster.leader is not None or not quorum.lost():
+            return False
+        yield from members.raft_states(quorum)
+        return True
 
     def _refused(
         self, node: str, outcome: protocol.RqliteAnswer, permission: str
@@ -404,6 +436,7 @@ class _LeaderRequest:
         self.permission = permission  # the one rqlite must grant, named in a refusal
         self.failed = failed  # what the caller did not get, as "answered no read"
         self.repeatable = repeatable  # resent after an unknown outcome
+        self.leader_needed = True  # False for a read any node's own copy answers
         self.stale_ok = False  # a read that a node's own copy may answer when no leader can
 
 
