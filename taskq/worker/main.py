@@ -11,7 +11,7 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from taskq import __version__, errors
 from taskq.broker.stores.store_url import resolve_store_url
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_CONFIG = 2
+# Said of each flag that takes a list: a second one adds, and the flags replace the file's.
+REPEATED = "repeat it to add more: the flags' list replaces the config file's"
 STOPPING = """\
 stopping:
   Ctrl-C or SIGTERM drains: no new claims; running jobs get the grace period
@@ -53,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
         if setting.switch:
             # None, not False, when absent: the config file's value stands.
             parser.add_argument(setting.option, action="store_true", default=None, help=flag.help)
+        elif setting.listed:
+            # Given again, it adds to the list, as `taskq submit --label` does (flag_values).
+            parser.add_argument(
+                setting.option,
+                action="append",
+                type=flag.parse,
+                metavar=flag.metavar,
+                help=f"{flag.help}; {REPEATED}",
+            )
         else:
             parser.add_argument(
                 setting.option,
@@ -65,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def flag_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags (None: not given), in the config file's words: a list
+    flag's values joined, in the order given (``--queues a --queues b`` is ``a,b``)."""
+    values: dict[str, Any] = {}
+    for setting in setting_flags():
+        given = getattr(args, setting.setting)
+        values[setting.setting] = ",".join(given) if setting.listed and given else given
+    return values
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # What the start allocates lives as long as the worker (its modules, its
     # settings): collecting cycles meanwhile finds none, and took 5% of the
@@ -73,8 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = load_config(args.config)
-        flags = {setting.setting: getattr(args, setting.setting) for setting in setting_flags()}
-        settings = settings_from(config.worker, flags)
+        settings = settings_from(config.worker, flag_values(args))
         settings.check_runs_something()
     except errors.ConfigError as exc:
         return _config_error(exc)

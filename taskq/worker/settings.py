@@ -17,7 +17,8 @@ import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 from msgspec import Meta
@@ -75,6 +76,8 @@ class SettingFlag(msgspec.Struct, frozen=True):
     flag: Flag
     switch: bool
     """A bool setting: the flag alone sets it true."""
+    listed: bool = False
+    """A list setting (queues, cpus): the flag given again adds to the list."""
 
     @property
     def option(self) -> str:
@@ -296,8 +299,20 @@ def setting_flags() -> list[SettingFlag]:
         flag = next((extra for extra in extras if isinstance(extra, Flag)), None)
         if flag is None:
             continue
-        found.append(SettingFlag(field.name, flag, switch=get_args(field.type)[0] is bool))
+        kind = get_args(field.type)[0]
+        found.append(SettingFlag(field.name, flag, switch=kind is bool, listed=_a_list(kind)))
     return found
+
+
+def _a_list(kind: Any) -> bool:
+    """Whether a setting of type ``kind`` holds a list of values (``tuple[str, ...]``, a
+    frozenset, or either or None), not one value or a pair (autoscale's MIN,MAX)."""
+    kinds = get_args(kind) if get_origin(kind) in (Union, UnionType) else (kind,)
+    return any(
+        get_origin(each) is frozenset
+        or (get_origin(each) is tuple and get_args(each)[1:] == (Ellipsis,))
+        for each in kinds
+    )
 
 
 def settings_from(
@@ -325,7 +340,9 @@ def settings_from(
                 raise errors.ConfigError(f"worker: {exc}") from exc
     for key in _NAME_LISTS:
         if isinstance(values.get(key), str):
-            values[key] = [part.strip() for part in values[key].split(",") if part.strip()]
+            # Each once, where first given: --queues a,b --queues a is a,b.
+            parts = (part.strip() for part in values[key].split(","))
+            values[key] = list(dict.fromkeys(part for part in parts if part))
     if isinstance(values.get("modules"), list | tuple):
         _check_module_names(values["modules"])
     if "cpus" in values:
