@@ -4,9 +4,10 @@ a workflow's end (``workflow wait``).
 Such a wait has no end by default, and a job that no worker will claim
 waits forever: the client says why only once a wait's timeout runs out. So a
 few seconds in, a wait whose job (or a job of whose workflow) is still queued
-with no active worker to claim it (of its queue, with its labels) says so
-once on stderr, in the words such a timeout's error has, with how to start
-one, and goes on waiting: the worker may be on its way.
+with no active worker to claim it (of its queue, with its labels), or held
+by its queue (paused, or at its cap of running jobs), says so once on
+stderr, in the words such a timeout's error has, with how to start one or
+let it start, and goes on waiting: the worker may be on its way.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, TypeVar
 
 from taskq import errors
 from taskq.broker.client.client import Client, JobHandle, JobQuery
-from taskq.broker.records import Job, JobState, WorkflowInfo
-from taskq.broker.unserved import unserved_queue
+from taskq.broker.records import Job, JobState, QueueStats, WorkflowInfo
+from taskq.broker.unserved import held_queue, unserved_queue
 from taskq.cli import output
 
 T = TypeVar("T")
@@ -89,7 +90,7 @@ def _note_unserved(
     client: Client, queued: Callable[[], Sequence[Job]], noted: set[str], whose: str
 ) -> None:
     """Say, of each queue of the jobs still queued that no active worker could claim, that
-    none does, naming its first such job."""
+    none does, or that it holds them (paused, at its cap), naming its first such job."""
     try:
         jobs = [job for job in queued() if job.state is JobState.QUEUED]
         if not jobs:
@@ -99,8 +100,17 @@ def _note_unserved(
         # Not to be listed to this caller (a taskq serve's token), or the store did not
         # answer: the note is a courtesy, and the wait itself says what went wrong.
         return
+    queues: list[QueueStats] | None = None
     for job in jobs:
-        unserved = unserved_queue([job], workers)
-        if unserved is not None and unserved not in noted:
-            noted.add(unserved)
-            output.warn(f"taskq: job {job.id}{whose} is still queued: {unserved}")
+        why = unserved_queue([job], workers)
+        if why is None:
+            # Served: a paused queue, or one at its cap, holds it all the same.
+            if queues is None:
+                try:
+                    queues = client.stats()
+                except errors.TaskqError:
+                    queues = []
+            why = held_queue(job, queues)
+        if why is not None and why not in noted:
+            noted.add(why)
+            output.warn(f"taskq: job {job.id}{whose} is still queued: {why}")

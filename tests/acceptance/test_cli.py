@@ -323,6 +323,13 @@ def test_a_paused_queue_keeps_its_job_queued_until_resumed(
     one_error_line(waited, 1, f"job {job_id} is still queued after 1 s")
     not_yet = taskq("result", str(job_id), store=url)
     one_error_line(not_yet, 1, "still queued", "--wait")
+    # A wait long enough says a few seconds in why the job does not start, and waits on.
+    noted = taskq("result", str(job_id), "--wait", "--wait-timeout", "5s", store=url)
+    assert noted.code == 1
+    assert (
+        f"taskq: job {job_id} is still queued: queue {queue!r} is paused "
+        f"(taskq resume {queue} lets its jobs start)"
+    ) in noted.err.splitlines()
 
     assert ok("resume", queue, store=url).out.strip() == f"queue {queue} resumed"
     assert ok("result", str(job_id), "--wait", "--timeout", "60", store=url).out == "42\n"
