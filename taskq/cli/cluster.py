@@ -101,7 +101,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             f"leader {leaders[0] if leaders else 'none'}"
         )
     print(f"schema  version {'unknown' if schema_version is None else schema_version}")
-    _print_nodes(nodes)
+    # With no node answering, each one's own error is all there is to go on: shown whole.
+    _print_nodes(nodes, whole_errors=not any(node.reachable for node in nodes))
     if not healthy:
         output.warn(f"taskq: error: {_why_no_leader(url, nodes, served=served)}")
     return command.EXIT_OK if healthy else command.EXIT_ERROR
@@ -128,7 +129,7 @@ def cmd_cluster_remove(args: argparse.Namespace) -> int:
     return command.EXIT_OK
 
 
-def _print_nodes(nodes: Sequence[NodeInfo]) -> None:
+def _print_nodes(nodes: Sequence[NodeInfo], *, whole_errors: bool = False) -> None:
     output.print_table(
         ("ID", "ADDRESS", "ROLE", "REACHABLE", "RAFT STATE", "VERSION"),
         [
@@ -136,13 +137,36 @@ def _print_nodes(nodes: Sequence[NodeInfo]) -> None:
                 node.id,
                 node.address or "-",
                 "leader" if node.leader else ("voter" if node.voter else "non-voter"),
-                "yes" if node.reachable else f"no {node.error}".strip(),
+                "yes" if node.reachable else _unreachable(node.error, whole=whole_errors),
                 node.raft_state,
                 node.version,
             )
             for node in nodes
         ],
     )
+
+
+# Why a node is not reached, in a few words, by what its error says (Python's or rqlite's).
+_REASONS = (
+    ("connection refused", "connection refused"),
+    ("timed out", "timed out"),
+    ("i/o timeout", "timed out"),
+    ("connection reset", "connection reset"),
+    ("no route to host", "no route to host"),
+    ("name or service not known", "unknown host"),
+    ("name resolution", "unknown host"),
+    ("certificate", "certificate refused"),
+)
+
+
+def _unreachable(error: str, *, whole: bool) -> str:
+    """The REACHABLE cell of a node not reached: ``no (connection refused)``, or the whole
+    error when ``whole``; ``--json`` always has the whole error."""
+    if whole or not error:
+        return f"no {error}".strip()
+    lowered = error.lower()
+    reason = next((short for phrase, short in _REASONS if phrase in lowered), None)
+    return f"no ({reason or output.one_line(error, 40)})"
 
 
 def cmd_workers(args: argparse.Namespace) -> int:

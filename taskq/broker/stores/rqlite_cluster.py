@@ -3,7 +3,8 @@
 :class:`ClusterView` is what one store believes (the nodes it was given and
 those the cluster reported, the leader, the nodes that failed lately);
 :func:`with_known_addresses` fills in the API address rqlite cannot give for
-a member it cannot reach.
+a member it cannot reach, and :func:`by_port_layout` the rest for a
+description, where the reachable members' ports show how the nodes are laid out.
 
 The cluster's membership may change while the client runs (nodes added,
 removed, replaced): every answer that names a leader is taken as the
@@ -140,3 +141,43 @@ def with_known_addresses(members: Sequence[NodeInfo], known: Sequence[str]) -> l
             spare.remove(address)
         found.append(replace(member, address=address))
     return found
+
+
+def by_port_layout(members: Sequence[NodeInfo], known: Sequence[str]) -> list[NodeInfo]:
+    """``members``, those still without an API address given one by the ports' layout.
+
+    Nodes that share a host need ports of their own, and are most often laid
+    out alike (rqlite's own examples: HTTP 4001, Raft 4002; 4003, 4004; ...).
+    When every member of a host whose API address is known has its Raft port
+    the same distance from its HTTP port, a member of that host without an
+    address gets the known address, claimed by no member, that lies that
+    distance from its Raft port. Otherwise the address stays unknown. Only a
+    description uses this: it reads the layout, rqlite does not say it.
+    """
+    claimed = {member.address for member in members}
+    spare = {
+        _host_port(Endpoint.of(address)): address for address in known if address not in claimed
+    }
+    distances: dict[str, set[int]] = {}
+    for member in members:
+        host, port = _raft_host_port(member)
+        if member.address and Endpoint.of(member.address).host == host:
+            distances.setdefault(host, set()).add(port - Endpoint.of(member.address).port)
+    laid_out: list[NodeInfo] = []
+    for member in members:
+        host, port = _raft_host_port(member)
+        apart = distances.get(host, set())
+        address = spare.get((host, port - min(apart))) if len(apart) == 1 else None
+        laid_out.append(
+            replace(member, address=address) if address and not member.address else member
+        )
+    return laid_out
+
+
+def _host_port(endpoint: Endpoint) -> tuple[str, int]:
+    return endpoint.host, endpoint.port
+
+
+def _raft_host_port(member: NodeInfo) -> tuple[str, int]:
+    host, _, port = member.raft_address.rpartition(":")
+    return host, int(port) if port.isdigit() else -1

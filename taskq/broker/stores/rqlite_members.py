@@ -20,7 +20,7 @@ from dataclasses import replace
 from taskq import errors
 from taskq.broker.stores import rqlite_protocol as protocol
 from taskq.broker.stores.http_plan import HttpCall, HttpPlan, HttpReply
-from taskq.broker.stores.rqlite_cluster import ClusterView, with_known_addresses
+from taskq.broker.stores.rqlite_cluster import ClusterView, by_port_layout, with_known_addresses
 from taskq.broker.stores.rqlite_failover import Quorum, Refusals
 from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import NodeInfo
@@ -129,13 +129,18 @@ def refusal(
 def describe(
     cluster: ClusterView, *, tls: bool, username: str | None, now: float
 ) -> HttpPlan[list[NodeInfo]]:
-    """Every member, each with what its own ``/status`` says (or why it said nothing)."""
-    members = yield from discover_leader(cluster, tls=tls, now=now)
+    """Every member, each with what its own ``/status`` says (or why it said nothing).
+
+    Without a leader, the members are those a node that answers lists; a
+    member whose API address is not known is listed by the address the
+    client knows it by when that is plain, else by its id when no address
+    the client knows is left that could be its, else the addresses are
+    listed (as they are when no node answers at all).
+    """
+    quorum = Quorum()
+    members = yield from discover_leader(cluster, tls=tls, now=now, quorum=quorum)
     if not members:
-        # No leader to list the members: each node we know of speaks for itself.
-        members = [
-            NodeInfo(id="", address=node, reachable=False, leader=False) for node in cluster.nodes
-        ]
+        members = _without_leader(quorum.members(), cluster.nodes)
     described: list[NodeInfo] = []
     for info in with_known_addresses(members, cluster.nodes):
         if not info.address:
@@ -170,6 +175,20 @@ def describe(
             )
         )
     return described
+
+
+def _without_leader(members: list[NodeInfo], known: list[str]) -> list[NodeInfo]:
+    """The rows of a cluster without a leader: ``members`` (as a node that answers lists
+    them) by their addresses, or each node the client knows of speaking for itself."""
+    rows = by_port_layout(with_known_addresses(members, known), known)
+    listed = {row.address for row in rows}
+    unclaimed = [node for node in known if node not in listed]
+    if any(not row.address for row in rows) and unclaimed:
+        # Which address is whose is not known: the addresses, each speaking for itself.
+        rows = [row for row in rows if row.address]
+    return rows + [
+        NodeInfo(id="", address=node, reachable=False, leader=False) for node in unclaimed
+    ]
 
 
 def remove(
