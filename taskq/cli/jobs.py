@@ -287,10 +287,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(("labels", ", ".join(job.labels)))
     if job.state is JobState.SUCCEEDED:
         lines.append(("result", output.one_line(output.compact_json(job.result), 200)))
-    # A failed job's traceback, printed below, ends with its error: said once.
-    traceback = str((job.error or {}).get("traceback") or "").rstrip()
-    if job.error and not traceback:
-        lines.append(("error", output.one_line(output.error_line(job.error), 200)))
+    # A failed job's traceback, printed below, ends with its error: said once. An open
+    # job's error is an earlier attempt's, said as such (output.last_attempt_error).
+    ended, earlier = output.ended_error(job), output.last_attempt_error(job)
+    traceback = str((ended or {}).get("traceback") or "").rstrip()
+    if ended and not traceback:
+        lines.append(("error", output.one_line(output.error_line(ended), 200)))
+    if earlier:
+        lines.append(("last attempt", output.one_line(output.error_line(earlier), 200)))
     lines += family
     lines.append(("key", job.idempotency_key))
     width = max(len(name) for name, _ in lines)

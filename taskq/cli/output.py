@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import msgspec
 
-from taskq.broker.records import Job, PayloadKind
+from taskq.broker.records import Job, JobState, PayloadKind
 from taskq.humanize import clip
 from taskq.humanize import compact_json as compact_json
 from taskq.humanize import duration as duration
@@ -140,6 +140,29 @@ def error_line(error: dict[str, Any] | None) -> str:
     if not error:
         return ""
     return f"{error.get('type', 'Error')}: {error.get('message', '')}".strip().rstrip(":")
+
+
+def ended_error(job: Job) -> dict[str, Any] | None:
+    """The error shown as a job's own wherever a job is shown: why it ended, for a job
+    that ended failed, dead or cancelled; None for any other (a job waiting, queued or
+    running again keeps an earlier error on its record: :func:`last_attempt_error`)."""
+    return job.error if job.state.finished and job.state is not JobState.SUCCEEDED else None
+
+
+# Errors a job's record holds that no attempt of it left: a cancel's by request (one
+# that stopped a running attempt among them) and a parent's end's (dependencies.sql).
+_NOT_AN_ATTEMPTS = frozenset({"Cancelled", "ParentFailed"})
+
+
+def last_attempt_error(job: Job) -> dict[str, Any] | None:
+    """The error of the attempt before, of a job waiting, queued or running again after it
+    failed (the record keeps it until the next attempt ends), shown as that attempt's;
+    None for any other, and for an error no attempt left (a cancel's, or a parent's end's,
+    which a retry took the job out of). Every attempt's error is in ``taskq logs``."""
+    error = job.error
+    if not error or job.state.finished or not job.attempts:
+        return None
+    return None if error.get("type") in _NOT_AN_ATTEMPTS else error
 
 
 def why_ended(error: dict[str, Any] | None) -> str:

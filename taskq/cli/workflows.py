@@ -261,8 +261,12 @@ def _job_line(job: Job, *, color: bool) -> str:
         # Else a job that ran under a parent that failed reads as a bug.
         state += " (runs anyway)"
     text = f"{job.id} {state}  {output.one_line(output.call(job), _CALL_WIDTH)}"
-    if job.error and job.state is not JobState.SUCCEEDED:
-        text += f"  ({output.one_line(output.why_ended(job.error), _CALL_WIDTH)})"
+    ended, earlier = output.ended_error(job), output.last_attempt_error(job)
+    if ended is not None:
+        text += f"  ({output.one_line(output.why_ended(ended), _CALL_WIDTH)})"
+    elif earlier is not None:
+        said = f"last attempt: {output.error_line(earlier)}"
+        text += f"  ({output.one_line(said, _CALL_WIDTH)})"
     return text
 
 

@@ -330,6 +330,63 @@ def test_queues_counts_the_live_workers_of_each_queue_and_shouts_where_none_is(
     ]
 
 
+@pytest.mark.both_stores
+def test_a_job_open_again_shows_no_earlier_error_as_its_own_in_show_or_status(
+    store_url: str,
+) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"  # claimed here: no other test's jobs in it
+    flow = square.options(queue=queue).step(3).then(add.options(queue=queue).step(1))
+    with taskq.Client(store_url, submitter="newcomer") as client:
+        pipeline = client.submit_workflow(flow)
+    first, second = pipeline.job_ids
+
+    def said() -> list[str]:
+        """What workflow show, then status of each job, print."""
+        shown = [("workflow", "show", str(pipeline.id))] + [
+            ("status", str(job)) for job in (first, second)
+        ]
+        return [ok(*words, store=store_url).out for words in shown]
+
+    ok("workflow", "cancel", str(pipeline.id), store=store_url)
+    show, status, _ = said()
+    assert _drawn(show, first).endswith("square(3)  (cancelled by request while queued)")
+    assert _fields(status)["error"] == "Cancelled: cancelled by request while queued"
+    ok("workflow", "retry", str(pipeline.id), store=store_url)
+    # Queued and waiting again: a cancel's error is no attempt's, and no longer theirs.
+    show, *statuses = said()
+    assert "cancelled by request" not in show, show
+    assert [_fields(status).get("error") for status in statuses] == [None, None]
+    assert "cancelled by request" not in "".join(statuses)
+    store = open_store(store_url, migrate=False)
+    try:
+        [claimed] = plan.run(store, job_claim("newcomer-probe", [queue], limit=1, lease_seconds=60))
+        error = {"type": "ValueError", "message": "bad input"}
+        plan.run(store, reports.report_one(reports.failed(claimed.lease, error)))
+    finally:
+        store.close()
+    # Queued again after a failed attempt: its error is said as that attempt's.
+    show, status, _ = said()
+    assert _drawn(show, first) == (
+        f"{first} queued  tests.support.workflow_jobs:square(3)  "
+        "(last attempt: ValueError: bad input)"
+    )
+    fields = _fields(status)
+    assert (fields["last attempt"], fields.get("error")) == ("ValueError: bad input", None)
+    # The store keeps it as it was: the record's error is the attempt's.
+    assert ok("status", str(first), "--json", store=store_url).json()["error"] == error
+
+
+def _drawn(show: str, job: int) -> str:
+    """The line of ``job`` in what ``taskq workflow show`` printed, without its tree's lines."""
+    [line] = [line for line in show.splitlines() if re.match(rf"[│├└─ ]*{job} ", line)]
+    return line.lstrip("│├└─ ")
+
+
+def _fields(status: str) -> dict[str, str]:
+    """The lines of what ``taskq status`` printed, by their names."""
+    return dict(re.split(r"\s{2,}", line, maxsplit=1) for line in status.splitlines() if line)
+
+
 def _unserved_note(job: str, queue: str) -> str:
     return (
         f"taskq: job {job} is still queued: no active worker serves queue {queue!r} "
