@@ -25,7 +25,9 @@ def test_result_says_how_a_job_ended_cancelled(store_url: str) -> None:
     child = _submit(store_url, queue, "3", "4", "--after", str(parent))
     ok("cancel", str(parent), store=store_url)
     said = one_error_line(taskq_command("result", str(parent), store=store_url), 1)
-    assert said.endswith(f": job {parent} ended cancelled before it ran")
+    assert said.endswith(
+        f": job {parent} ended cancelled before it ran: cancelled by request while queued"
+    )
     said = one_error_line(taskq_command("result", str(child), store=store_url), 1)
     assert said.endswith(
         f": job {child} ended cancelled before it ran: "

@@ -145,7 +145,9 @@ def test_a_job_cancelled_before_it_ran_says_so_and_its_children_name_it(
     parent = client.submit("m:f", queue=queue, unchecked=True)
     [child] = client.submit_many([taskq.call_spec("m:g", [2], queue=queue, after=[parent.id])])
     parent.cancel()
-    assert _failure_of(parent) == f"job {parent.id} ended cancelled before it ran"
+    assert _failure_of(parent) == (
+        f"job {parent.id} ended cancelled before it ran: cancelled by request while queued"
+    )
     assert _failure_of(child) == (
         f"job {child.id} ended cancelled before it ran: "
         f"ParentFailed: parent job {parent.id} ended cancelled"

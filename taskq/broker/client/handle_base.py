@@ -23,7 +23,7 @@ def finished_result(job: Job) -> Any:
     if job.state is JobState.SUCCEEDED:
         return job.result
     if job.state is JobState.CANCELLED:
-        # A cancel's record holds no error of its own: say when it came instead.
+        # When the cancel came and why, as its record tells (by request, or a parent's end).
         raise errors.JobFailed(
             f"job {job.id} ended cancelled {attempt_notes.cancelled(job)}", job=job
         )

@@ -15,6 +15,9 @@ ERROR_MESSAGE_CHARS = 100
 PARENT_FAILED = "ParentFailed"
 """The type of the error a cancel that cascaded from a parent leaves (dependencies.sql)."""
 
+CANCELLED = "Cancelled"
+"""The type of the error a cancel by request leaves (jobs.sql, leases.sql)."""
+
 
 def error_brief(error: dict[str, Any] | None) -> str:
     """``Type: message`` of ``error``, on one line: the first line of its message, clipped
@@ -49,7 +52,9 @@ def cancelled(job: Job) -> str:
 
     A cancel that cascaded from a parent leaves an error naming the parent; one
     asked of a running job leaves ``cancel_requested`` set, and its attempt
-    counted; any other came while the job was queued or waiting.
+    counted; any other came while the job was queued or waiting, and its error
+    says which (``cancelled by request while waiting``), unless an attempt before
+    left one of its own, which the job keeps.
     """
     error = job.error or {}
     if error.get("type") == PARENT_FAILED:
@@ -61,7 +66,8 @@ def cancelled(job: Job) -> str:
             f"; its last error: {brief}" if brief else ""
         )
     if job.attempts == 0:
-        return "before it ran"
+        reason = error.get("message") if error.get("type") == CANCELLED else None
+        return "before it ran" + (f": {reason}" if reason else "")
     return f"before attempt {job.attempts + 1} ran; {last_attempt(job)}"
 
 
