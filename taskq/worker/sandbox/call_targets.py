@@ -7,6 +7,7 @@ import importlib
 import inspect
 import linecache
 import sys
+import time
 from collections.abc import Callable
 
 from taskq.broker.worker_policy import module_allowed
@@ -47,15 +48,42 @@ def foreign_function(target: str, function: object, modules: list[str]) -> str:
     )
 
 
+def _imported_before(name: str) -> str:
+    """Why a module this process had imported before the job lacks a function: a pool child
+    runs its modules as they were when it imported them, until the worker is restarted."""
+    from taskq.worker.sandbox import module_imports  # imported already: it made the child
+
+    start = module_imports.start_imports()
+    if start is None:
+        return ""  # imported by the program that runs the job inline (taskq.testing)
+    if name in start.modules:
+        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start.at))
+        when = f"when it started, at {at}"
+    else:
+        when = "for an earlier job"
+    return (
+        f": the worker imported {name} {when}, and runs it as it was then; "
+        "a worker picks up new or changed functions only when restarted"
+    )
+
+
 def resolve(payload: CallPayload | PythonExecPayload) -> Callable[..., object]:
     """The function ``payload`` names: imported, or defined by its ``python_exec`` code."""
     found: object
     if isinstance(payload, CallPayload):
         module_name, _, attribute_path = payload.target.partition(":")
         # A warm pool child has nearly always imported the module already.
-        found = sys.modules.get(module_name) or importlib.import_module(module_name)
+        module = sys.modules.get(module_name)
+        imported_before = module is not None
+        found = module = module or importlib.import_module(module_name)
         for attribute in attribute_path.split("."):
-            found = getattr(found, attribute)
+            try:
+                found = getattr(found, attribute)
+            except AttributeError as exc:
+                # Imported for this job, the module is as it is now: its own words say it all.
+                if found is not module or not imported_before:
+                    raise
+                raise AttributeError(f"{exc}{_imported_before(module_name)}") from None
         name = payload.target
     else:
         # Registering the source lets tracebacks show the job's lines.

@@ -22,19 +22,39 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import time
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 # Where ``@taskq.job`` keeps what it declared: loaded by the modules that declare jobs.
 _DECLARED = "taskq.broker.client.declared"
+# This process's import of the worker's modules: a job that finds one without its
+# function is told it runs the module as it was then (``call_targets``).
+_at_start: list[StartImports] = []
 
 
 def import_modules(modules: Sequence[str]) -> list[dict[str, Any]]:
     """Import each of ``modules``; what each raised, or the jobs it declares."""
-    return [_import(module) for module in modules]
+    reports = [_import(module) for module in modules]
+    _at_start.append(StartImports(time.time(), frozenset(sys.modules)))
+    return reports
+
+
+class StartImports(NamedTuple):
+    """When a pool child imported the worker's modules as it started, and every module
+    loaded by then (theirs, and those they import)."""
+
+    at: float
+    modules: frozenset[str]
+
+
+def start_imports() -> StartImports | None:
+    """This process's import of the worker's modules; None when it made none (a job's own
+    child, which imports the job's module for the job, or a program running jobs inline)."""
+    return _at_start[-1] if _at_start else None
 
 
 def encode_report(reports: list[dict[str, Any]]) -> bytes:
