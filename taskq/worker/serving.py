@@ -131,11 +131,12 @@ def _open_when_there_is_room(
 ) -> Store:
     """The store at ``url``, its schema brought up to date; an outage is waited out.
 
-    A full disk, or a cluster with no leader or no node up yet (a fleet whose
-    workers start before their store, a quorum lost): told once, as any
-    outage is (``outage`` tells its end once the worker has registered), and
-    the worker starts working once the store is back, as a running one
-    carries on. A wrong URL is told the same way, naming what refused it. The
+    A full disk, or a cluster without a leader (a quorum lost, an election
+    under way): told once, as any outage is (``outage`` tells its end once
+    the worker has registered), and the worker starts working once the store
+    is back, as a running one carries on. Where nothing listens at any of the
+    store's addresses (a wrong URL, a cluster not started), the worker that
+    never reached it stops at once, saying so, rather than wait unheard. The
     migrations it
     applies are logged (``store_migrated``): an operator upgrading a fleet sees
     which worker moved the schema, and when.
@@ -156,6 +157,8 @@ def _open_when_there_is_room(
                     applied=str(first) if first == last else f"{first}-{last}",
                 )
             return store
+        except errors.NothingListens:
+            raise
         except errors.StoreUnavailable as exc:
             outage.failed(exc)
             time.sleep(pause)

@@ -67,10 +67,9 @@ def test_a_worker_on_a_full_disk_says_so_once_and_finishes_its_jobs_once_space_i
         worker.wait_for_event("job_started", job=slow.id)
 
         small_fs.fill()
-        # Nothing more can be written: the slow job's report waits, then is
-        # given up (its lease has lapsed by then), while claims and
-        # heartbeats fail over and over.
-        worker.wait_for_event("job_dropped", job=slow.id, timeout=60)
+        # Nothing more can be written: the slow job's report waits for space,
+        # while claims and heartbeats fail over and over.
+        worker.wait_for_event("store_unavailable", timeout=60)
         with pytest.raises(errors.StoreFull, match="database or disk is full"):
             client.submit(f"{JOBS}:add", 0, 0, unchecked=True)
         refused = cli_runs.taskq("submit", "--unchecked", f"{JOBS}:add", "1", "1", store=url)
