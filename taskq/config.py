@@ -3,7 +3,8 @@
 The file is optional. It is found at an explicit path, else at
 ``TASKQ_CONFIG``, else at ``config.toml`` in the user's config directory.
 Unknown sections and keys are errors, not silently ignored: a misspelt
-``[stroe]`` would otherwise send jobs to the default store.
+``[stroe]`` would otherwise send jobs to the default store. Each is told
+with the known one closest to it, if any (:func:`closest_known`).
 
 Each section is a msgspec Struct that forbids unknown fields, so its keys,
 their types and their ranges are declared once, on the Struct.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -25,7 +26,7 @@ import msgspec
 from msgspec import inspect
 
 from taskq import errors
-from taskq.retry import parse_retry
+from taskq.retry import RetryPolicy, parse_retry
 
 CONFIG_ENV = "TASKQ_CONFIG"
 
@@ -162,11 +163,14 @@ def load_config(path: str | Path | None = None) -> Config:
         where = f"queues.{name}"
         prefix = f"{config_path}: [{where}] "
         queues[name] = converted(table, QueueSection, prefix=prefix, section=where)
-        if queues[name].retry is not None:
+        retry = queues[name].retry
+        if retry is not None:
             try:
-                parse_retry(queues[name].retry)
+                parse_retry(retry)
             except errors.InvalidJob as exc:
-                raise errors.ConfigError(f"{prefix}{exc}") from None
+                fields = RetryPolicy.__struct_fields__
+                meant = closest_known([key for key in retry if key not in fields], fields)
+                raise errors.ConfigError(f"{prefix}{exc}{meant}") from None
     return Config(
         store_url=file.store.url,
         worker=file.worker,
@@ -243,10 +247,11 @@ class _Complaint:
         if self.section is None and not self.keys:
             names = ", ".join(f"[{name}]" for name in unknown)
             noun = "section" if len(unknown) == 1 else "sections"
-            return f"unknown {noun} {names}; known: {', '.join(known)}"
+            meant = closest_known(unknown, known, shown="[{}]")
+            return f"unknown {noun} {names}; known: {', '.join(known)}{meant}"
         return (
             f"unknown key(s) {', '.join(unknown)} in [{self._table_name(self.keys)}]; "
-            f"known: {', '.join(known)}"
+            f"known: {', '.join(known)}{closest_known(unknown, known)}"
         )
 
     def _table_name(self, keys: list[str]) -> str:
@@ -263,6 +268,17 @@ class _Complaint:
         for key in keys:
             found = next(field.type for field in _fields(found) if field.name == key)
         return found
+
+
+def closest_known(unknown: Iterable[str], known: Sequence[str], *, shown: str = "{}") -> str:
+    """``; did you mean concurrency?``: the known key closest to each unknown one of a
+    table, for every table of the file that refuses unknown keys ("" when none is close).
+    ``shown`` writes a name as the message does (``[{}]``, a section's)."""
+    import difflib  # only a refusal needs it
+
+    matches = (difflib.get_close_matches(name, known, n=1) for name in unknown)
+    close = dict.fromkeys(shown.format(match[0]) for match in matches if match)
+    return f"; did you mean {' and '.join(close)}?" if close else ""
 
 
 def _fields(table: inspect.Type) -> tuple[inspect.Field, ...]:

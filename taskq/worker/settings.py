@@ -24,9 +24,9 @@ import msgspec
 from msgspec import Meta
 
 from taskq import errors, humanize
-from taskq.broker.limits import Limits, LimitsInvalid, parse_limits, parse_size
+from taskq.broker.limits import FORMS, Limits, LimitsInvalid, parse_limits, parse_size
 from taskq.broker.worker_policy import Policy
-from taskq.config import converted
+from taskq.config import closest_known, converted
 from taskq.worker.cpus import check_available, parse_cpu_list
 
 Isolation = Literal["pool", "process"]
@@ -355,7 +355,11 @@ def settings_from(
         try:
             values["max_limits"] = parse_limits(values["max_limits"])
         except LimitsInvalid as exc:
-            raise errors.ConfigError(f"worker: max_limits: {exc}") from exc
+            # A table of the file that refuses unknown keys: told as its others are.
+            meant = closest_known(
+                [key for key in values["max_limits"] if key not in FORMS], list(FORMS)
+            )
+            raise errors.ConfigError(f"worker: max_limits: {exc}{meant}") from exc
     return converted(values, WorkerSettings, prefix="worker: ", section="worker")
 
 
