@@ -24,6 +24,7 @@ import msgspec
 from msgspec import Meta
 
 from taskq import errors, humanize
+from taskq.broker import worker_policy
 from taskq.broker.limits import FORMS, Limits, LimitsInvalid, parse_limits, parse_size
 from taskq.broker.worker_policy import Policy
 from taskq.config import closest_known, converted
@@ -233,11 +234,19 @@ class WorkerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             )
 
     def check_runs_something(self) -> None:
-        """Refuse settings under which the worker would refuse every job (no modules)."""
+        """Refuse settings under which the worker would refuse every job (no modules), or run
+        anything for anyone (a module of Python's own, such as ``os`` or ``builtins``)."""
         if not (self.modules or self.allow_python_exec or self.allow_shell):
             raise errors.ConfigError(
                 "worker: no modules given: name the modules whose functions this worker "
                 "runs (--modules pkg.tasks, or [worker] modules), or it would refuse every job"
+            )
+        own = [module for module in self.modules if worker_policy.of_the_standard_library(module)]
+        if own:
+            raise errors.ConfigError(
+                f"worker: {', '.join(own)} is Python's own: a worker runs every function of "
+                "its modules for anyone who submits (os:system, builtins:exec), which is what "
+                "--allow-shell asks a flag for; give the modules of your own jobs"
             )
 
     @property

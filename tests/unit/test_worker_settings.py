@@ -91,6 +91,14 @@ def test_a_worker_without_modules_is_refused_unless_it_runs_code_or_shell() -> N
     settings_from({"modules": "pkg.tasks"}).check_runs_something()
 
 
+@pytest.mark.parametrize("modules", ["os", "builtins", "pkg.tasks,posix", "os.path"])
+def test_a_module_of_pythons_own_is_refused_as_a_workers(modules: str) -> None:
+    # Given one, a worker would run os:system or builtins:exec for anyone who submits.
+    with pytest.raises(errors.ConfigError, match="is Python's own") as refused:
+        settings_from({"modules": modules}).check_runs_something()
+    assert "pkg.tasks" not in str(refused.value)
+
+
 def test_the_isolation_modes_are_the_declared_ones() -> None:
     assert ISOLATION_MODES == ("pool", "process")
 
