@@ -215,7 +215,7 @@ class StorePermissionDenied(StoreError):
     """The credentials were accepted, but they do not permit this request (or the file's mode)."""
 
 
-class NothingListens(StoreUnavailable):
+class StoreUnreachable(StoreUnavailable):
     """No node of the store accepts a connection: nothing listens at any of its addresses
     (a cluster not started, or a wrong URL). Safe to retry; a worker that never reached
     its store stops on it at start-up, where one running rides it out."""

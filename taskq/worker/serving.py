@@ -157,7 +157,7 @@ def _open_when_there_is_room(
                     applied=str(first) if first == last else f"{first}-{last}",
                 )
             return store
-        except errors.NothingListens:
+        except errors.StoreUnreachable:
             raise
         except errors.StoreUnavailable as exc:
             outage.failed(exc)

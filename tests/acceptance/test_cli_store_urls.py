@@ -41,6 +41,6 @@ def test_a_command_that_needs_the_store_lists_store_urls_only(tmp_path: Path) ->
 
 
 def test_the_worker_lists_store_urls_only() -> None:
-    ran = command("taskq-worker", "--modules", "json", store=MISTYPED)
+    ran = command("taskq-worker", "--modules", "tests.support.jobs", store=MISTYPED)
     said = one_error_line(ran, 2, STORES_ONLY, program="taskq-worker")
     assert "http" not in said

@@ -15,7 +15,7 @@ from tests.support import cli_runs
 from tests.support.cli_runs import one_error_line
 
 # What each command needs besides the fault to get as far as reading its setup.
-_ARGS = {"taskq": ["jobs"], "taskq-worker": ["--modules", "json"], "taskq-tui": []}
+_ARGS = {"taskq": ["jobs"], "taskq-worker": ["--modules", "tests.support.jobs"], "taskq-tui": []}
 PROGRAMS = list(_ARGS)
 
 CONFIG_FAULTS = {

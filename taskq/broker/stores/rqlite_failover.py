@@ -55,8 +55,8 @@ class Refusals:
     def everywhere(self, known: Sequence[str]) -> bool:
         return bool(known) and self.nodes.issuperset(known)
 
-    def error(self, cluster: str, known: Sequence[str]) -> errors.NothingListens:
-        return errors.NothingListens(
+    def error(self, cluster: str, known: Sequence[str]) -> errors.StoreUnreachable:
+        return errors.StoreUnreachable(
             f"rqlite cluster {cluster} {self.failed}: every node refused the connection "
             f"({', '.join(known)}): {self.last}"
         )
