@@ -247,13 +247,18 @@ def test_a_file_that_is_not_a_taskq_backup_is_refused_and_nothing_is_written(
         assert _tables(target) == []
 
 
-def test_a_backup_newer_than_this_taskq_is_refused(target: str, tmp_path: Path) -> None:
-    store_file = tmp_path / "future.db"
+def _migrated_by_a_newer_taskq(store_file: Path) -> Path:
+    """A store at ``store_file`` whose schema a taskq newer than this one moved (version 999)."""
     with taskq.Client(f"sqlite://{store_file}"):
         pass
     with sqlite3.connect(store_file) as conn:
         conn.execute("INSERT INTO taskq_migrations VALUES (999, 'future', 0)")
     conn.close()
+    return store_file
+
+
+def test_a_backup_newer_than_this_taskq_is_refused(target: str, tmp_path: Path) -> None:
+    store_file = _migrated_by_a_newer_taskq(tmp_path / "future.db")
     ran = cli_runs.taskq("restore", str(store_file), store=target)
     one_error_line(ran, 1, "schema version 999, newer than this taskq knows")
     if not target.startswith("sqlite://"):
@@ -263,12 +268,7 @@ def test_a_backup_newer_than_this_taskq_is_refused(target: str, tmp_path: Path) 
 def test_backing_up_a_store_a_newer_taskq_migrated_says_to_use_that_taskq(
     tmp_path: Path,
 ) -> None:
-    store_file = tmp_path / "migrated.db"
-    with taskq.Client(f"sqlite://{store_file}"):
-        pass
-    with sqlite3.connect(store_file) as conn:
-        conn.execute("INSERT INTO taskq_migrations VALUES (999, 'future', 0)")
-    conn.close()
+    store_file = _migrated_by_a_newer_taskq(tmp_path / "migrated.db")
     backup = tmp_path / "nightly.db"
     ran = cli_runs.taskq("backup", str(backup), store=f"sqlite://{store_file}")
     line = one_error_line(ran, 1, "schema version 999, newer than this taskq knows")
