@@ -28,7 +28,7 @@ from typing import NamedTuple, TypeAlias, TypeVar
 import httpx
 import msgspec
 
-from taskq import __version__, errors
+from taskq import errors
 from taskq.broker.client.http_requests import (
     HttpPlan,
     HttpRequest,
@@ -167,9 +167,20 @@ def _refusal_error(
     asked = f"{response.request.method} {response.request.url.path}"
     return errors.ConfigError(
         f"taskq serve at {mask_password(url)} (version {version}) does not offer {asked}, "
-        f"which this client (taskq {__version__}) asks for: the server is probably older; "
+        f"which this client (taskq {_own_version()}) asks for: the server is probably older; "
         "upgrade it"
     )
+
+
+def _own_version() -> str:
+    """This taskq's version, as installed: read here, not from the package's root, which
+    stands above the broker."""
+    from importlib import metadata  # only a refusal needs it
+
+    try:
+        return metadata.version("taskq")
+    except metadata.PackageNotFoundError:
+        return "unknown"  # run from a source tree that was never installed
 
 
 class _NamedWorkflow(msgspec.Struct):
