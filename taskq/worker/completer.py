@@ -93,7 +93,11 @@ class Completer:
             job=running.job.lease.job_id,
             status=report.attempt.outcome,
             stopped=stopped or "",
-            seconds=round(time.monotonic() - running.started, 3),
+            # The job's own run, as its attempt records it; ``held_seconds`` is
+            # the worker's hold, claim to verdict, which a slow report (a store
+            # outage) lengthens.
+            seconds=round(outcome.wall_seconds, 3),
+            held_seconds=round(time.monotonic() - running.started, 3),
             peak_rss_mib=round((outcome.peak_rss_bytes or 0) / 2**20, 1),
             error=(outcome.error or {}).get("message", "")[:200] if outcome.error else "",
         )

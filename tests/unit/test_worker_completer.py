@@ -98,6 +98,19 @@ async def test_a_finished_job_is_completed_and_freed_once_the_store_accepts(
     )
 
 
+async def test_the_seconds_told_are_the_jobs_own_run_not_the_workers_hold(
+    reporting: Reporting,
+) -> None:
+    # Claimed long ago (a report held through a store outage, say): the line
+    # still says how long the job ran, and apart from it how long it was held.
+    running = reporting.held(11)
+    running.started -= 100.0
+    outcome = Outcome(Status.SUCCEEDED, result_json="1", wall_seconds=0.25)
+    line = await reporting.answered(running, outcome)
+    assert line["seconds"] == 0.25
+    assert line["held_seconds"] >= 100.0
+
+
 async def test_a_report_the_store_refuses_is_dropped(reporting: Reporting) -> None:
     reporting.store.verdicts[8] = Fenced.LEASE_LOST
     running = reporting.held(8)
@@ -140,6 +153,7 @@ async def test_a_drained_job_says_it_was_handed_back_by_a_draining_worker(
         "status",
         "stopped",
         "seconds",
+        "held_seconds",
         "peak_rss_mib",
         "error",
     }
