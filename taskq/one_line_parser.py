@@ -74,7 +74,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         program = self.prog.split()[0]
-        message += self._closest_options(message)
+        message += self._closest_options(message) + self._words_after_options(message)
         self.exit(EXIT_USAGE, f"{program}: error: {message} (see '{self.prog} --help')\n")
 
     def _closest_options(self, message: str) -> str:
@@ -94,6 +94,20 @@ class OneLineParser(argparse.ArgumentParser):
         if not hint or all(option in message for option in unknown):
             return hint
         return f"; no option {', '.join(unknown)}{hint}"
+
+    def _words_after_options(self, message: str) -> str:
+        """``; the ARG words go together, before any option`` where the words left over
+        are all plain words and this command takes a list of them: ``submit f 1 --wait 2``
+        gave ``f 1`` to the call, and argparse takes no more of a list after an option."""
+        _, marker, left = message.partition("unrecognized arguments: ")
+        # Beside an unknown option, its value is the leftover word: that option is the fault.
+        if not marker or any(word.startswith("-") for word in left.split()):
+            return ""
+        for action in self._actions:
+            if not action.option_strings and action.nargs in ("*", "+"):
+                words = action.metavar or action.dest.upper()
+                return f"; the {words} words go together, before any option"
+        return ""
 
     def _unknown_options(self) -> list[str]:
         """The long options given that this parser does not take. A parser of subcommands

@@ -40,6 +40,20 @@ def test_an_unrecognized_option_is_named_with_the_closest_of_its_command(
     )
 
 
+def test_words_of_a_list_given_after_an_option_are_told_to_go_before_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # argparse gives a list its words up to the first option, and none after it.
+    assert _error_line(capsys, "submit", "--unchecked", "pkg.mod:f", "1", "--wait", "2") == (
+        "taskq: error: unrecognized arguments: 2; the ARG words go together, before any "
+        "option (see 'taskq submit --help')"
+    )
+    assert "; the ID words go together" in _error_line(capsys, "cancel", "1", "--json", "2")
+    # A command that takes no list of words, and an unknown option's value, get no such hint.
+    assert "go together" not in _error_line(capsys, "jobs", "extra")
+    assert "go together" not in _error_line(capsys, "submit", "pkg.mod:f", "--delya", "1m")
+
+
 def test_a_mistyped_option_that_took_the_words_after_it_wrong_is_named_too(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
