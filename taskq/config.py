@@ -73,6 +73,41 @@ class ServerSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     access_log: bool = False
 
 
+_Positive = Annotated[int, msgspec.Meta(gt=0)]
+_Size = (
+    _Positive
+    | Annotated[
+        str,
+        msgspec.Meta(
+            pattern=r"^[\t-\r ]*0*[1-9][0-9]*[\t-\r ]*(?:[Bb]|[KkMmGgTt][Ii][Bb])?[\t-\r ]*$",
+            extra_json_schema={"description": "a size such as '512MiB' or '2GiB'"},
+        ),
+    ]
+)
+
+
+class QueueLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A ``[queues.NAME.limits]`` table, checked as the file is read.
+
+    The client sends the table on as written, and the store's own parser
+    (``taskq.broker.limits``) reads it at each submit; this Struct is here so
+    that a misspelt limit (``memroy``) or a value of the wrong kind is refused
+    when the file is read, naming the file and the queue, rather than at the
+    first submit to that queue. It may not import that parser (the config sits
+    below the broker), so its fields repeat the parser's names; a test holds
+    the two in step.
+    """
+
+    memory_bytes: _Size | None = None
+    cpu_seconds: _Positive | None = None
+    wall_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    open_files: _Positive | None = None
+    log_tail_bytes: _Size | None = None
+    output_bytes: _Size | None = None
+    result_bytes: _Size | None = None
+    processes: _Positive | None = None
+
+
 class QueueSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A ``[queues.NAME]`` table: what the queue's jobs, submitted by a client that reads
     this file, get when they say none.
@@ -163,6 +198,13 @@ def load_config(path: str | Path | None = None) -> Config:
         where = f"queues.{name}"
         prefix = f"{config_path}: [{where}] "
         queues[name] = converted(table, QueueSection, prefix=prefix, section=where)
+        # Checked alone, so that a complaint names [queues.NAME.limits] and its key.
+        converted(
+            queues[name].limits,
+            QueueLimits,
+            prefix=f"{config_path}: [{where}.limits] ",
+            section=f"{where}.limits",
+        )
         retry = queues[name].retry
         if retry is not None:
             try:
