@@ -22,7 +22,6 @@ from typing import (
     Generic,
     ParamSpec,
     Protocol,
-    Self,
     TypeVar,
     cast,
     overload,
@@ -102,7 +101,7 @@ class Operation(Generic[P, T]):
         return self.http(*args, **kwargs)
 
     @overload
-    def __get__(self, client: None, owner: type[Any]) -> Self: ...
+    def __get__(self, client: None, owner: type[Any]) -> Callable[..., Any]: ...
     @overload
     def __get__(self, client: Blocking, owner: type[Any]) -> Callable[P, T]: ...
     @overload
@@ -111,7 +110,7 @@ class Operation(Generic[P, T]):
     ) -> Callable[P, Coroutine[Any, Any, T]]: ...
     def __get__(self, client: ClientBase | None, owner: type[Any]) -> Any:
         if client is None:
-            return self
+            return _unbound(self, self._blocking, self._awaiting, owner)
         if isinstance(client, Awaiting):
             return types.MethodType(self._awaiting, client)
         return types.MethodType(self._blocking, client)
@@ -178,14 +177,14 @@ class Paged(Generic[P, T]):
         return self.http(*args, **kwargs)
 
     @overload
-    def __get__(self, client: None, owner: type[Any]) -> Self: ...
+    def __get__(self, client: None, owner: type[Any]) -> Callable[..., Any]: ...
     @overload
     def __get__(self, client: Blocking, owner: type[Any]) -> Callable[P, Iterator[T]]: ...
     @overload
     def __get__(self, client: Awaiting, owner: type[Any]) -> Callable[P, AsyncIterator[T]]: ...
     def __get__(self, client: ClientBase | None, owner: type[Any]) -> Any:
         if client is None:
-            return self
+            return _unbound(self, self._blocking, self._awaiting, owner)
         if isinstance(client, Awaiting):
             return types.MethodType(self._awaiting, client)
         return types.MethodType(self._blocking, client)
@@ -212,3 +211,16 @@ async def _awaiting_answers(client: Awaiting, pages: Pages[T]) -> AsyncIterator[
     while (page := pages.next_page()) is not None:
         for answer in await client._run(page):
             yield answer
+
+
+def _unbound(
+    declared: object, blocking: Callable[..., Any], awaiting: Callable[..., Any], owner: type[Any]
+) -> Any:
+    """A request read from a client's class (``help(taskq.Client.prune)``, pydoc, an IDE):
+    the method of that client's kind, with the declaration's name, signature and doc, not
+    the descriptor that makes it; from a class of neither kind, the declaration itself."""
+    if issubclass(owner, Awaiting):
+        return awaiting
+    if issubclass(owner, Blocking):
+        return blocking
+    return declared
