@@ -143,17 +143,16 @@ def decoded(
     *,
     refused: type[errors.InvalidJob] | type[errors.InvalidSetting] = errors.InvalidJob,
     shape: Shape | None = None,
-    own_words: bool = False,
 ) -> Any:
     """``body`` as ``into``: :class:`taskq.errors.BadRequest` if not JSON, else a bad member named.
 
     A member of a job (a batch's, a workflow's, a schedule's) is refused as
     :class:`taskq.errors.InvalidJob`; any other member as ``refused``. A body
-    refused whole, not a member of it, is refused saying ``shape`` and what came.
-    An unknown member is refused with the known one it most likely stands for (or
-    where a submitter comes from): in the API's words with ``own_words``, naming a
-    job by its position (``job 0: unknown field depends_on; did you mean
-    parents?``), else after msgspec's.
+    refused whole, not a member of it, is refused saying ``shape`` (else the
+    JSON kind expected) and what came. Every refusal is in the API's words, a
+    job named by its position (``job 0: unknown field depends_on; did you mean
+    parents?``, ``job 1: target is required``), never msgspec's with its JSON
+    path: a client in another language reads these, not Python's.
     """
     if not body.strip():
         raise errors.BadRequest(f"the body is empty; {_wanted(into)} is expected")
@@ -175,11 +174,27 @@ def decoded(
             refusal = str(exc)
     path = _member_path(refusal)
     kind = errors.InvalidJob if path.startswith(_IN_A_JOB) else refused
-    got = _got(refusal, tree, into) if shape is not None else None
-    if shape is not None and got is not None:
-        raise kind(f"{shape.what}; got {got}", field=shape.field) from None
-    message = _unknown_member(refusal, into, own_words) or _readable(refusal, tree)
+    got = _got(refusal, tree, into)
+    if got is not None and (shape is not None or refusal.startswith("Expected `")):
+        what = shape.what if shape is not None else f"the body must be {_wanted(into)}"
+        raise kind(f"{what}; got {got}", field=shape.field if shape else None) from None
+    message = _unknown_member(refusal, into) or _missing(refusal) or _readable(refusal, tree)
     raise kind(message, field=_member(refusal)) from None
+
+
+# msgspec's refusal of an object without a member it must have, with where the object is
+# (none for the body's own): "Object missing required field `target` - at `$.jobs[0]`".
+_MISSING_AT = re.compile(r"Object missing required field `([^`]+)`(?: - at `\$([^`]*)`)?")
+
+
+def _missing(refusal: str) -> str | None:
+    """msgspec's refusal of a missing member in words (``job 1: target is required``), or
+    None for another refusal."""
+    match = _MISSING_AT.fullmatch(refusal)
+    if match is None:
+        return None
+    where, member = _where(f"{match[2] or ''}.{match[1]}")
+    return f"{where}{member} is required"
 
 
 # msgspec refusing a body, not a member of it, for lacking a member it must have.
@@ -246,13 +261,15 @@ def _steps(path: str) -> list[str | int]:
 
 
 # The innermost member of the path: `$.priority`, `$[3].queue`, `$.job.queue`, `$.jobs[0].args`.
-_PATH = re.compile(r"`\$[^`]*?\.([A-Za-z_]+)(?:\[\d+\])*`|unknown field `([A-Za-z_]+)`")
+_PATH = re.compile(r"`\$[^`]*?\.([A-Za-z_]+)(?:\[\d+\])*`")
 
 
 def _member(message: str) -> str | None:
-    """The member a msgspec message names (``... - at `$.jobs[0].priority``` → ``priority``)."""
-    match = _PATH.search(message)
-    return (match[1] or match[2]) if match else None
+    """The member a msgspec message names: the one unknown or missing, else the innermost
+    of its path (``... - at `$.jobs[0].priority``` → ``priority``), not the object that
+    holds it (``jobs``)."""
+    named = _FIELD.search(message) or _PATH.search(message)
+    return named[1] if named else None
 
 
 # Where a msgspec message says the refusal is, and the member it names besides.
@@ -290,7 +307,7 @@ def _readable(refusal: str, tree: Any) -> str:
 
     ``timeout must be a number or null, got "5x"``; in a batch or a workflow
     the job is named by its position (``job 1: timeout ...``). Other
-    refusals (a missing member) are msgspec's own words.
+    refusals are msgspec's own words.
     """
     match = _EXPECTED.fullmatch(refusal)
     if match is None:
@@ -328,9 +345,9 @@ _WAITS_ON = frozenset({"depends_on", "dependencies", "parents"})
 _WAITS_ON_HERE = ("parents", "after")
 
 
-def _unknown_member(refusal: str, into: Any, own_words: bool) -> str | None:
-    """msgspec's refusal of an unknown member with what it adds (the known member it most
-    likely stands for; a submitter's source; in the API's words, else the known members),
+def _unknown_member(refusal: str, into: Any) -> str | None:
+    """msgspec's refusal of an unknown member in the API's words with what it adds (the
+    known member it most likely stands for; a submitter's source; else the known members),
     or None for another refusal. See :func:`decoded`."""
     match = _UNKNOWN.fullmatch(refusal)
     if match is None:
@@ -347,9 +364,7 @@ def _unknown_member(refusal: str, into: Any, own_words: bool) -> str | None:
     elif meant:
         added = f"did you mean {inside}{meant[0]}?"
     else:
-        added = f"known: {', '.join(sorted(known))}" if own_words and known else ""
-    if not own_words:
-        return f"{refusal}; {added}" if added else refusal
+        added = f"known: {', '.join(sorted(known))}" if known else ""
     return f"{where}unknown field {member}" + (f"; {added}" if added else "")
 
 

@@ -183,7 +183,7 @@ _SHAPE = bodies.Shape(
 
 async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
-    sent = bodies.decoded(body, WorkflowRequest, shape=_SHAPE, own_words=True)
+    sent = bodies.decoded(body, WorkflowRequest, shape=_SHAPE)
     if not sent.jobs:
         raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
     key = bodies.one_key(request, sent.idempotency_key)
