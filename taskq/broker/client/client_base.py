@@ -22,6 +22,7 @@ from taskq.broker.client.connect import client_url, open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
 from taskq.broker.client.job_request import JobRequest
+from taskq.broker.client.lone_submit import check_alone, given_options
 from taskq.broker.client.specs import (
     Calls,
     Target,
@@ -292,6 +293,7 @@ class ClientBase:
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
     ) -> Plan[int]:
+        check_alone(given_options(target, keywords), _name_of(target))
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
             keywords = self._call_here(keywords)
@@ -322,6 +324,12 @@ class ClientBase:
         self, jobs: Jobs | Target, calls: Calls | None, unchecked: bool
     ) -> Plan[list[int]]:
         """One submit_many: its jobs built (see :meth:`_many_specs`), then written together."""
+        if calls is not None:  # a target's options, if any, are its options()'
+            check_alone(given_options(jobs, {}), _name_of(jobs))
+        elif isinstance(jobs, Sequence) and not isinstance(jobs, str):
+            for job in jobs:  # a JobSpec is taken as built
+                if isinstance(job, declarations.NamedCall):
+                    check_alone(job.options, job.target)
         if self.http is not None:
             return http_plans.submit_jobs(self._many_bodies(jobs, calls, unchecked))
         return self._store_submit_calls(jobs, calls, unchecked)
@@ -420,6 +428,7 @@ class ClientBase:
     def _submit_python_plan(
         self, code: str, function: str, args: Sequence[Any], options: dict[str, Any]
     ) -> Plan[int]:
+        check_alone(options, "submit_python")
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(python_exec_spec(code, function, args, **options))
 
@@ -430,6 +439,7 @@ class ClientBase:
         env: Mapping[str, str] | None,
         options: dict[str, Any],
     ) -> Plan[int]:
+        check_alone(options, "submit_shell")
         options.setdefault("submitter", self.submitter)
         return self._submit_spec_plan(shell_spec(command, cwd=cwd, env=env, **options))
 
@@ -441,6 +451,13 @@ class ClientBase:
             self._check_one(spec)  # refused here, as on the store, before a request is made
             return http_plans.submit_job(JobRequest.of_spec(spec))
         return self._group_commit.submit(spec)
+
+
+def _name_of(target: object) -> str:
+    """A target as a refusal names it: ``pkg.mod:f``, or a function's (declared job's) name."""
+    if isinstance(target, declarations.NamedCall):
+        return target.target
+    return target if isinstance(target, str) else str(getattr(target, "__qualname__", "submit"))
 
 
 def _many(

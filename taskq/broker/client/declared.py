@@ -63,12 +63,19 @@ class DeclaredJob(Generic[P, R]):
     """A function declared a job (:func:`job`): called, it runs here; submitted, on a worker."""
 
     def __init__(
-        self, function: Callable[P, R], options: Mapping[str, Any], client: Client | None
+        self,
+        function: Callable[P, R],
+        options: Mapping[str, Any],
+        client: Client | None,
+        given: Mapping[str, Any] | None = None,
     ) -> None:
         functools.update_wrapper(self, function)
         self.function = function
         self.declared_options = dict(options)
         self.client = client
+        # Those of the options given through options(), not declared: a submit alone
+        # refuses run_anyway given without after (taskq.broker.client.lone_submit).
+        self.options_given = dict(given or {})
 
     def __repr__(self) -> str:
         options = "".join(f", {name}={value!r}" for name, value in self.declared_options.items())
@@ -85,6 +92,7 @@ class DeclaredJob(Generic[P, R]):
             self.function,
             job_options.over_declared(self.declared_options, options),
             client or self.client,
+            {**self.options_given, **options},
         )
 
     def spec(self, *args: P.args, **kwargs: P.kwargs) -> JobSpec:
