@@ -24,6 +24,7 @@ from taskq.cli import (
     functions,
     jobs,
     logs,
+    migrate,
     queue_defaults,
     queues,
     retention,
@@ -56,6 +57,7 @@ def build_parser() -> command.Parser:
     cluster.add_commands(commands)
     retention.add_commands(commands)
     backups.add_commands(commands)
+    migrate.add_commands(commands)
     dev.add_commands(commands)
     serve.add_commands(commands)
     tokens.add_commands(commands)

@@ -129,7 +129,7 @@ def check(store: Store) -> None:
         raise errors.SchemaBehind(
             f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
             "that only reads does not migrate it; back it up (taskq backup FILE), then run a "
-            "writing command or taskq-worker once"
+            "writing command once: taskq migrate, which does nothing else, or taskq-worker"
         )
 
 
