@@ -55,8 +55,13 @@ R = TypeVar("R")
 
 # A job's options: the call's own keyword arguments are not one of them.
 JOB_OPTIONS = SUBMIT_OPTIONS - {"kwargs"}
-# Options that name submitted jobs: given for some calls (``options``), never declared.
-_PER_CALL = frozenset({"after"})
+# Options that name submitted jobs (after) or one submit (idempotency_key: declared, every
+# submit of the job would share one key, and all but the first be refused or deduplicated):
+# given for some calls (``options``), never declared.
+_PER_CALL = {
+    "after": "names jobs already submitted",
+    "idempotency_key": "names one submit (declared, every submit would share it)",
+}
 
 
 class DeclaredJob(Generic[P, R]):
@@ -162,9 +167,9 @@ def job(
     :func:`taskq.default_client`). ``async def`` functions are declared the same way.
     """
     _check_options(options, "taskq.job")
-    for name in sorted(_PER_CALL & set(options)):
+    for name in sorted(_PER_CALL.keys() & set(options)):
         raise errors.InvalidJob(
-            f"taskq.job: {name} names jobs already submitted, so it is given per call: "
+            f"taskq.job: {name} {_PER_CALL[name]}, so it is given per call: "
             f"{name}=... in the job's .options(...)",
             field=name,
         )
