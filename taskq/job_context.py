@@ -289,9 +289,11 @@ def current_job() -> JobContext:
     """The job this code runs as; ``RuntimeError`` outside a job."""
     context = _current
     if context is None:
+        # A plain call of a job that uses it lands here too: say how such a call is run.
         raise RuntimeError(
             "taskq.current_job() is only available inside a running job "
-            "(run by a worker, or inline by taskq.testing)"
+            "(run by a worker, or inline by taskq.testing); to call such a job here, "
+            "as a test does, call it inside 'with taskq.testing.as_job():'"
         )
     return context
 

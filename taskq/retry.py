@@ -45,7 +45,14 @@ class Retry(Exception):
     """
 
     def __init__(self, after: float | None = None, message: str = "") -> None:
-        if after is not None and not (math.isfinite(after) and 0 <= after <= MAX_DELAY_SECONDS):
+        # Checked here, in the job's code, so that the job's error says what was meant;
+        # math.isfinite alone would answer "must be real number, not str".
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int | float)):
+            raise TypeError(
+                f"Retry(after=...) takes seconds as a number (after=600 for ten minutes), "
+                f"got {after!r}"
+            )
+        if after is not None and not (0 <= after <= MAX_DELAY_SECONDS and math.isfinite(after)):
             raise ValueError(f"Retry(after=...) must be 0 to {MAX_DELAY_SECONDS:g} s, got {after}")
         super().__init__(message or (f"retry in {after:g} s" if after is not None else "retry"))
         self.after = after
