@@ -80,10 +80,14 @@ class TimelinePanel(Static):
 
 
 class ResultPanel(Static):
-    """What one job came to: its result, or what its last error was.
+    """What one job came to: its result, or the error it ended with.
 
     An error's traceback belongs to the attempt that raised it: it is drawn
-    once, in that attempt's output (``AttemptOutput``), not again here.
+    once, in that attempt's output (``AttemptOutput``), not again here. A job
+    queued or running again keeps an earlier attempt's error on its record
+    until the next attempt ends: that error is said as the earlier attempt's,
+    under "none yet", never as the job's last word while a new attempt may
+    still succeed.
     """
 
     def show(self, job: Job) -> None:
@@ -91,7 +95,7 @@ class ResultPanel(Static):
         if job.state is JobState.SUCCEEDED:
             self.border_title = "Result"
             self.update(Text(json.dumps(job.result, indent=2, ensure_ascii=False)))
-        elif job.error:
+        elif job.error and job.state.finished:
             self.border_title = "Last error"
             lines = [_error_headline(job.error)]
             if job.error.get("traceback"):
@@ -99,14 +103,31 @@ class ResultPanel(Static):
             self.update(Group(*lines))
         else:
             self.border_title = "Result"
-            self.update(Text(f"none yet: the job is {job.state.value}"))
+            lines = [Text(f"none yet: the job is {job.state.value}")]
+            earlier = _earlier_attempts_error(job)
+            if earlier is not None:
+                lines.append(Text(f"an earlier attempt failed: {_one_line(earlier)}", style="dim"))
+            self.update(Group(*lines))
+
+
+# Errors a job's record holds that no attempt left: a cancel's and a parent's end's. A
+# retry takes the job out of them, and they say nothing about its attempts.
+_NOT_AN_ATTEMPTS = frozenset({"Cancelled", "ParentFailed"})
+
+
+def _earlier_attempts_error(job: Job) -> dict[str, Any] | None:
+    """The error an earlier attempt left on the record of a job not yet ended, if any."""
+    error = job.error
+    if not error or job.state.finished or not job.attempts:
+        return None
+    return None if error.get("type") in _NOT_AN_ATTEMPTS else error
 
 
 _SHOWN_ELSEWHERE = frozenset({"type", "message", "traceback", "status"})
 
 
 class AttemptOutput(Static):
-    """Error (with its traceback) and output of one execution; empty until the job has one.
+    """Output of one execution, then its error (with its traceback); empty until it has one.
 
     The output is read from what the attempt stores as it runs, so a running
     attempt's grows with each poll. This is the text only: ``OutputPanel``
@@ -119,8 +140,16 @@ class AttemptOutput(Static):
             self.update(Text("no attempt yet"))
             return
         parts: list[Text] = []
+        if execution.log_tail:
+            live = execution.finished_at is None
+            parts.append(Text(f"── output ({'live' if live else 'tail'}) ──", style="bold"))
+            parts.extend(_last_lines(execution))
         if execution.error:
+            # After the output, as a terminal shows a crash: the panel opens at its end,
+            # so where the attempt failed is the first thing its reader sees.
             error = execution.error
+            if parts:
+                parts.append(Text("── error ──", style="bold"))
             # A traceback ends with the error's own line: the headline would repeat it.
             traceback = str(error.get("traceback") or "").rstrip()
             parts.append(Text(traceback) if traceback else _error_headline(error))
@@ -128,10 +157,6 @@ class AttemptOutput(Static):
             extra = {k: v for k, v in error.items() if k not in _SHOWN_ELSEWHERE}
             for key, value in extra.items():
                 parts.append(Text(f"{key}: {formatting.compact_json(value)}", style="dim"))
-        if execution.log_tail:
-            live = execution.finished_at is None
-            parts.append(Text(f"── output ({'live' if live else 'tail'}) ──", style="bold"))
-            parts.extend(_last_lines(execution))
         if not parts:
             running = execution.finished_at is None
             parts.append(Text("running: no output recorded yet" if running else "no output"))
@@ -159,3 +184,9 @@ def _last_lines(execution: Execution) -> list[Text]:
 def _error_headline(error: dict[str, Any]) -> Text:
     """An error as a worker reports it, in one bold line: ``Type: message``."""
     return Text(f"{error.get('type', 'Error')}: {error.get('message', '')}", style="bold")
+
+
+def _one_line(error: dict[str, Any]) -> str:
+    """An error as ``Type: message``, on one line."""
+    line = f"{error.get('type', 'Error')}: {error.get('message', '')}"
+    return " ".join(line.split())
