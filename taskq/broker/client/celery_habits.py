@@ -54,3 +54,24 @@ def missing(owner: object, name: str, habits: Mapping[str, str], called: str) ->
         said += f" (a Celery habit? here {habit.format(name=called)})"
     # name and obj: Python's own "Did you mean" for a misspelt name still comes.
     return AttributeError(said, name=name, obj=owner)
+
+
+def not_awaited(handle: object) -> TypeError:
+    """The error for ``await handle``: not Celery's habit but async code's, met the same way.
+
+    A blocking client's handle (``resize.submit(...)`` in a coroutine) points to
+    ``taskq.AsyncClient``; an async one, awaited itself, to its ``result()``.
+    """
+    kind = type(handle).__name__
+    flow = "Workflow" in kind
+    if kind.startswith("Async"):
+        whose = "the workflow's last steps" if flow else "the job"
+        return TypeError(
+            f"{kind} is not awaitable itself: await handle.result(timeout=...) waits for {whose}"
+        )
+    submit = "submit_workflow(flow)" if flow else "submit(job, ...)"
+    return TypeError(
+        f"{kind} is not awaitable: it is a blocking client's (taskq.Client, or a declared job's "
+        f".submit()), whose calls block; in async code submit through a taskq.AsyncClient: "
+        f"handle = await aclient.{submit}, then await handle.result(timeout=...)"
+    )

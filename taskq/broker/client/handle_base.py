@@ -72,6 +72,9 @@ class SubmittedFlow:
         def __getattr__(self, name: str) -> Any:
             raise celery_habits.missing(self, name, celery_habits.WORKFLOW_HANDLE, "pipeline")
 
+        def __await__(self) -> Any:
+            raise celery_habits.not_awaited(self)
+
     def _end_ids(self) -> list[int]:
         if self._flow is None:
             return list(self._stored_end_ids)

@@ -123,6 +123,9 @@ class SubmittedJob:
         def __getattr__(self, name: str) -> Any:
             raise celery_habits.missing(self, name, celery_habits.JOB_HANDLE, "handle")
 
+        def __await__(self) -> Any:
+            raise celery_habits.not_awaited(self)
+
 
 JobRef: TypeAlias = "int | SupportsIndex | SubmittedJob | Job | JobBrief"
 """A stored job: its id (an ``int``, or numpy's), its handle or its record (``Job``,
