@@ -162,6 +162,8 @@ def _print_output(args: argparse.Namespace) -> int:
         printer = _OutputPrinter(args.id, as_json=args.json)
         if args.follow and not args.json:
             _say_if_nobody_serves(client, args.id)
+        if args.attempt is not None and not args.json:
+            _say_if_handed_back(client, args.id, args.attempt)
         for event in client.output(args.id, attempt=args.attempt, follow=args.follow):
             printer.show(event)
     return printer.exit_code
@@ -175,6 +177,20 @@ def _say_if_nobody_serves(client: Client, job_id: int) -> None:
         output.warn(
             f"[taskq: job {job_id} is {job.state.value} in queue {job.queue!r}, which no live "
             "worker takes; waiting for one]"
+        )
+
+
+def _say_if_handed_back(client: Client, job_id: int, number: int) -> None:
+    """Before an attempt's output: say when workers handed that attempt back before it ran
+    to its end, each time under the same number, for only the last is printed."""
+    same = [e for e in client.executions(job_id) if e.attempt == number]
+    handed_back = sum(1 for e in same[:-1] if e.outcome == _RELEASED)
+    if handed_back:
+        times = "once" if handed_back == 1 else f"{handed_back} times"
+        output.warn(
+            f"[taskq: attempt {number} of job {job_id} was handed back by its worker {times} "
+            f"before, not counted; this is its last run (taskq logs {job_id} shows the end "
+            "of each)]"
         )
 
 
@@ -229,5 +245,14 @@ def _ending(event: AttemptEnded) -> str:
     said = f": {error}" if error else ""
     if event.attempt is None:
         return f"[taskq: the job's state: {event.job_state}{said}]"
-    ended = f"attempt {event.attempt} ended {event.outcome}{said}"
-    return f"[taskq: {ended}; the job's state: {event.job_state}]"
+    if event.outcome == _RELEASED:
+        # A hand-back uses no attempt: the next run takes the same number again.
+        ended = f"attempt {event.attempt} was handed back by its worker, not counted{said}"
+        next_number = event.attempt
+    else:
+        ended = f"attempt {event.attempt} ended {event.outcome}{said}"
+        next_number = event.attempt + 1
+    state = f"the job's state: {event.job_state}"
+    if event.job_state is JobState.QUEUED:
+        state += f", to run as attempt {next_number}"
+    return f"[taskq: {ended}; {state}]"
