@@ -20,6 +20,8 @@ from taskq.config import QueueLimits, load_config
             'memroy = "2GiB"',
             "[queues.img.limits] unknown key(s) memroy in [queues.img.limits]; known: cpu_seconds",
         ),
+        ('memroy = "2GiB"', "; did you mean memory_bytes?"),
+        ("cpus = 2", "; did you mean cpu_seconds?"),
         ('memory_bytes = "2 gigs"', "[queues.img.limits] memory_bytes must be a whole number > 0"),
         ("memory_bytes = 0", "memory_bytes must be a whole number > 0 or a size such as"),
         ('cpu_seconds = "2GiB"', "[queues.img.limits] cpu_seconds must be a whole number > 0"),
