@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import inspect
 import os
 import sys
 import threading
@@ -146,6 +147,42 @@ class DeclaredJob(Generic[P, R]):
             function = self.__dict__.get("function")
             called = getattr(function, "__name__", "job")
             raise celery_habits.missing(self, name, celery_habits.DECLARED_JOB, called)
+
+
+class _JobDoc:
+    """``DeclaredJob.__doc__``: the class's docstring; on a job, what ``help(resize)`` shows.
+
+    pydoc shows an object other than a function by its ``__doc__``, and one
+    without (a function with no docstring) as its class, whose constructor's
+    signature would pass for the job's. So a job's doc starts with the
+    function's signature and says how it is used. Read when asked: ``options()``
+    makes a job per call.
+    """
+
+    def __init__(self, doc: str | None) -> None:
+        self.doc = doc
+
+    def __get__(self, job: DeclaredJob[Any, Any] | None, owner: type[Any]) -> str | None:
+        function = None if job is None else job.__dict__.get("function")
+        if function is None:  # the class's, or a job not yet unpickled whole
+            return self.doc
+        name = function.__name__
+        try:
+            signature = str(inspect.signature(function))
+        except (TypeError, ValueError):  # a callable without one: its call is not shown
+            signature = "(...)"
+        usage = (
+            f"A taskq job: {name}.submit(...) queues a call for a worker, "
+            f"{name}.options(...) changes its options, {name}(...) runs it here."
+        )
+        own = inspect.getdoc(function)
+        return "\n\n".join(part for part in (f"{name}{signature}", usage, own) if part)
+
+    def __set__(self, job: DeclaredJob[Any, Any], value: object) -> None:
+        pass  # functools.update_wrapper copies the function's doc: it is read from there
+
+
+DeclaredJob.__doc__ = _JobDoc(DeclaredJob.__doc__)  # type: ignore[assignment]
 
 
 @overload
