@@ -160,7 +160,20 @@ class AttemptOutput(Static):
         if not parts:
             running = execution.finished_at is None
             parts.append(Text("running: no output recorded yet" if running else "no output"))
+        if execution.outcome == _RELEASED:
+            # Its number comes again in the next row: say why, and that it cost no attempt.
+            parts.append(Text(_HANDED_BACK, style="dim"))
         self.update(Group(*parts))
+
+
+_RELEASED = "released"
+"""The outcome of an attempt its worker handed back (a drain, a job claimed ahead that no
+slot started, a function it may not run), which uses no attempt."""
+
+_HANDED_BACK = (
+    "handed back by its worker unrun or unfinished (a drain, say): not counted, "
+    "so the job's next run has this attempt's number again"
+)
 
 
 MOST_LINES = 500
