@@ -55,7 +55,7 @@ from taskq.broker.ops.jobs import job_next_run_at
 from taskq.broker.ops.leases import job_report
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.ops.relatives import job_parent_results
-from taskq.broker.records import ClaimedJob, JobState, ParentResult
+from taskq.broker.records import ClaimedJob, JobState, ParentResult, PayloadKind
 from taskq.broker.stores.store import Store
 from taskq.broker.worker_policy import Policy
 from taskq.job_context import JobContext, JobUpdate
@@ -77,6 +77,9 @@ _LEASE_SECONDS = 3600.0  # no heartbeats inline: a lease that outlasts any test
 def temporary_client(*, modules: Iterable[str] = (), **options: Any) -> Iterator[Client]:
     """A :class:`taskq.Client` on a new SQLite store that is deleted afterwards.
 
+    Inside the block it is the default client (:func:`taskq.set_default_client`),
+    so a declared job's ``resize.submit(...)`` goes to it too, not to the store
+    the machine names; the default before it comes back at the block's end.
     The store skips fsync (a test's jobs need not survive a power cut);
     ``options`` go to the client (``submitter=...``). The ``@taskq.job``
     declarations of ``modules`` are published as a worker of them would
@@ -86,7 +89,7 @@ def temporary_client(*, modules: Iterable[str] = (), **options: Any) -> Iterator
     """
     with tempfile.TemporaryDirectory(prefix="taskq-test-") as directory:
         url = f"sqlite://{Path(directory) / 'taskq.db'}?synchronous=off"
-        with Client(url, **options) as client:
+        with Client(url, **options) as client, declared.default_client_as(client):
             # Joined as a worker joins its --modules' reports: a job one module imports
             # from another is published once.
             published = one_per_name(
@@ -169,11 +172,12 @@ def _run_prepared(job: ClaimedJob, parents_file: str | None) -> tuple[Outcome, s
         policy=Policy(modules=(module.split(".")[0],) if module else (), allow_python_exec=True),
         worker_max=Limits(),
     )
+    # Before the policy's check, which would say shell jobs are off "on this worker".
+    if job.kind is PayloadKind.SHELL:
+        return refused_outcome("shell jobs run only under a worker, not inline"), None
     request = preparer.prepare(job)
     if isinstance(request, Outcome):
         return request, None
-    if request.payload.kind == "shell":
-        return refused_outcome("shell jobs run only under a worker, not inline"), None
     if parents_file is not None:
         identity = msgspec.structs.replace(request.job, parents_file=parents_file)
         request = msgspec.structs.replace(request, job=identity)

@@ -24,13 +24,14 @@ so it must be defined at the top of a module the worker is given.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import inspect
 import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from taskq import errors
@@ -261,6 +262,28 @@ def default_client() -> Client:
         if _default_client is None or inherited:
             _default_client, _default_opened_in = Client(), os.getpid()
         return _default_client
+
+
+@contextlib.contextmanager
+def default_client_as(client: Client) -> Iterator[Client]:
+    """Make ``client`` the default client for the block, then the one before it again.
+
+    For ``taskq.testing``'s throwaway store: inside the block a declared job's
+    ``submit()`` goes to it, not to the store the test's machine names. A client
+    the block opened by :func:`default_client` is closed at its end.
+    """
+    global _default_client, _default_opened_in
+    with _default_lock:
+        before, before_opened_in = _default_client, _default_opened_in
+        _default_client, _default_opened_in = client, None
+    try:
+        yield client
+    finally:
+        with _default_lock:
+            opened = _default_client
+            if opened is not None and opened is not before and _default_opened_in == os.getpid():
+                opened.close()
+            _default_client, _default_opened_in = before, before_opened_in
 
 
 # At exit, the default client opened here (if any) is closed.
