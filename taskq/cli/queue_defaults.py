@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from taskq import errors
 from taskq.broker.client.client import KEEP
 from taskq.cli import command, connection, output, values
+from taskq.config import QueueSection, load_config
 from taskq.retry import RetryPolicy
 
 _Value = TypeVar("_Value")
@@ -130,19 +131,51 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace, *, after_change: bool = False) -> int:
     with connection.client(args, read_only=True) as client:
         stats = next((queue for queue in client.stats() if queue.queue == args.queue), None)
-    if stats is None and not after_change:
+    config = load_config(args.config)
+    configured = _configured(config.queues.get(args.queue))
+    if stats is None and not after_change and not configured:
         # As pause and limit refuse it: a misspelt name shows no defaults of its own.
         raise errors.QueueNotFound(f"no queue named {args.queue!r}: it has no jobs and no settings")
     defaults = stats.job_defaults if stats is not None else {}
     if args.json:
-        output.print_json({"queue": args.queue, "job_defaults": defaults})
-    elif not defaults:
-        print(f"queue {args.queue}: no job defaults (3 attempts, no timeout, the worker's limits)")
-    else:
+        fields: dict[str, Any] = {"queue": args.queue, "job_defaults": defaults}
+        if configured:
+            fields.update(config_file=str(config.source), config_defaults=configured)
+        output.print_json(fields)
+        return command.EXIT_OK
+    if defaults:
         print(f"queue {args.queue}:")
         for name, value in sorted(defaults.items()):
             print(f"  {name}: {_shown(name, value)}")
+    elif stats is None and not after_change:
+        print(f"queue {args.queue}: not in the store yet (no jobs, no settings)")
+    elif configured:
+        print(f"queue {args.queue}: no job defaults in the store")
+    else:
+        print(f"queue {args.queue}: no job defaults (3 attempts, no timeout, the worker's limits)")
+    if configured:
+        # The jobs this machine submits get these first, so what the store holds is not
+        # all they get: a submit here with 5 attempts must not look like a mistake.
+        print(
+            f"this machine's config file {config.source} gives the jobs submitted from here, "
+            "before the store's defaults:"
+        )
+        for name, value in sorted(configured.items()):
+            print(f"  {name}: {_shown(name, value)}")
     return command.EXIT_OK
+
+
+def _configured(section: QueueSection | None) -> dict[str, Any]:
+    """The job defaults a config file's ``[queues.NAME]`` gives, as the store's are shown."""
+    if section is None:
+        return {}
+    given = {
+        "timeout": section.timeout,
+        "max_attempts": section.max_attempts,
+        "limits": section.limits or None,
+        "retry": section.retry,
+    }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _shown(name: str, value: Any) -> str:
