@@ -33,6 +33,10 @@ WHOLE_ID = Text(pattern="^[0-9]+$")
 """An id as a path writes it (``/jobs/{job_id}``, ``/workflows/{workflow_id}``): digits."""
 # A batch of a thousand jobs of 64 KiB each; one job may carry 1 MiB.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+# The longest Idempotency-Key header: a batch's job i is keyed KEY:i, and i has at most 7
+# digits in a body of MAX_BODY_BYTES, so that every job's key is a name the store takes;
+# one bound for every body, so that the OpenAPI document can state it.
+MAX_HEADER_KEY_CHARS = job_validation.MAX_NAME_CHARS - len(":") - 7
 
 
 def members(body: bytes) -> list[set[str]]:
@@ -101,11 +105,24 @@ class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     replace: bool = False
 
 
+def header_key(request: Request) -> str | None:
+    """The ``Idempotency-Key`` header (None: none, or empty), refused (InvalidJob) past
+    :data:`MAX_HEADER_KEY_CHARS`."""
+    header = request.headers.get("idempotency-key") or None
+    if header is not None and len(header) > MAX_HEADER_KEY_CHARS:
+        raise errors.InvalidJob(
+            f"the Idempotency-Key header is {len(header)} characters long, over "
+            f"{MAX_HEADER_KEY_CHARS} (a batch's job i is keyed KEY:i); send a shorter key",
+            field="idempotency_key",
+        )
+    return header
+
+
 def one_key(request: Request, sent: str | None) -> str | None:
     """The request's idempotency key: the ``Idempotency-Key`` header's or the body's member
     ``sent``; both given, they must be the same (InvalidJob), since either would silently
     name the request that a resend under the other would not find."""
-    header = request.headers.get("idempotency-key") or None
+    header = header_key(request)
     if header is not None and sent is not None and header != sent:
         raise errors.InvalidJob(
             f"two idempotency keys: {header!r} in the Idempotency-Key header and {sent!r} "

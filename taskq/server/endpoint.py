@@ -26,6 +26,7 @@ from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
 from taskq.server import problems
 from taskq.server.auth import Caller, TokenSource
+from taskq.server.query import Param
 
 # The caller of an endpoint that needs no token: it may do nothing else.
 NOBODY = Caller("", frozenset())
@@ -47,7 +48,9 @@ class Endpoint(NamedTuple):
     ``answer`` comes with ``status``, or with one of ``also`` (a status, and what it means).
     ``named``: the bounds the server holds a parameter of the path to, where it
     checks one (a name it writes, a job's id); any other is any text, and one that
-    names nothing is a 404.
+    names nothing is a 404. ``params``: every parameter of the query (and header)
+    the handler reads, for the document; one it does not read is refused.
+    ``stream``: the answer may also be Server-Sent Events (``text/event-stream``).
     """
 
     method: str
@@ -60,6 +63,8 @@ class Endpoint(NamedTuple):
     status: int = 200
     also: tuple[tuple[int, str], ...] = ()
     named: tuple[tuple[str, Text], ...] = ()
+    params: tuple[Param, ...] = ()
+    stream: bool = False
 
 
 def client_of(request: Request) -> AsyncClient:

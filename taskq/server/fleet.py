@@ -14,6 +14,7 @@ from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
+from taskq.server.query import PAGE
 
 
 class Queues(msgspec.Struct, frozen=True):
@@ -86,7 +87,7 @@ async def workers(request: Request, caller: Caller) -> Response:
 
 async def worker_executions(request: Request, caller: Caller) -> Response:
     params = request.query_params
-    bodies.only_known(params, {"before", "limit"})
+    bodies.only_known(params, {param.name for param in PAGE})
     limit, before = bodies.keyset(params)
     worker_id = request.path_params["worker_id"]
     found = await client_of(request).worker_executions(worker_id, before=before, limit=limit)
@@ -136,6 +137,7 @@ ENDPOINTS = [
         "read",
         "A worker's attempts, newest first",
         answer=WorkerExecutions,
+        params=PAGE,
     ),
     Endpoint(
         "GET",

@@ -20,6 +20,7 @@ from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of, unless_cut_short
 from taskq.server.problems import json_response
+from taskq.server.query import ID, IDEMPOTENCY_KEY, PAGE, TEXT, Param, one_of, seconds, whole
 
 # The longest a request is held open (a result, a job waited for): under the usual
 # proxies' idle timeouts. The HTTP client asks for no longer.
@@ -105,7 +106,7 @@ def job_id_in_path(request: Request) -> int:
 
 async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
-    key = request.headers.get("idempotency-key") or None
+    key = bodies.header_key(request)
     client = client_of(request)
     sent = bodies.decoded(body, _JOBS, shape=_SHAPE)
     given = bodies.members(body)
@@ -123,10 +124,25 @@ async def submit(request: Request, caller: Caller) -> Response:
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})
 
 
+_WAIT = Param(
+    "wait",
+    seconds(MAX_WAIT_SECONDS),
+    "answer once the job has ended, or after this many seconds (0 by default: at once)",
+)
+_TIMEOUT = Param(
+    "timeout",
+    seconds(MAX_WAIT_SECONDS),
+    "wait this many seconds at most for the job to end (0 by default); 202 if it has not",
+)
+_RELATIVES_LIMIT = Param(
+    "limit", whole(1, MAX_RELATIVES), "at most this many of each kind (100 by default)"
+)
+
+
 async def get(request: Request, caller: Caller) -> Response:
     """The job; with ``?wait=SECONDS``, once it has finished or that long has passed."""
     params = request.query_params
-    bodies.only_known(params, {"wait"})
+    bodies.only_known(params, {_WAIT.name})
     wait = bodies.number(params, "wait", default=0.0, high=MAX_WAIT_SECONDS)
     return json_response(await _waited(request, job_id_in_path(request), wait))
 
@@ -134,7 +150,7 @@ async def get(request: Request, caller: Caller) -> Response:
 async def result(request: Request, caller: Caller) -> Response:
     """The outcome, waiting up to ``timeout`` seconds: 200 when finished, 202 when not yet."""
     params = request.query_params
-    bodies.only_known(params, {"timeout"})
+    bodies.only_known(params, {_TIMEOUT.name})
     wait = bodies.number(params, "timeout", default=0.0, high=MAX_WAIT_SECONDS)
     job = await _waited(request, job_id_in_path(request), wait)
     outcome = JobResult(job.id, job.state, job.state.finished, job.result, job.error)
@@ -170,7 +186,7 @@ async def relatives(request: Request, caller: Caller) -> Response:
     """The job's parents and children, its spawner and the jobs it spawned, with their states;
     at most ``limit`` (1 to 10,000, the client's 100 by default) on each side."""
     params = request.query_params
-    bodies.only_known(params, {"limit"})
+    bodies.only_known(params, {_RELATIVES_LIMIT.name})
     given = (
         {"limit": bodies.integer(params, "limit", low=1, high=MAX_RELATIVES)}
         if "limit" in params
@@ -181,13 +197,26 @@ async def relatives(request: Request, caller: Caller) -> Response:
     return json_response(await client.relatives(job_id, **given))
 
 
-_LIST_FILTERS = {"state", "queue", "submitter", "worker", "workflow", "text"}
+_LIST_PARAMS = (
+    Param("state", one_of(JobState), "only the jobs in this state"),
+    Param("queue", TEXT, "only the jobs of this queue"),
+    Param("submitter", TEXT, "only the jobs this token's name submitted"),
+    Param("worker", TEXT, "only the jobs this worker ran last"),
+    Param("workflow", ID, "only the jobs of this workflow (an id no workflow has: 404)"),
+    Param(
+        "text",
+        TEXT,
+        "only the jobs of this queue, or whose payload (target, arguments) holds this text",
+    ),
+    *PAGE,
+)
+_LIST_FILTERS = {param.name for param in _LIST_PARAMS} - {param.name for param in PAGE}
 
 
 async def listing(request: Request, caller: Caller) -> Response:
     """A page of jobs, newest first, keyset-paged by ``before`` (the last id seen)."""
     params = request.query_params
-    bodies.only_known(params, {*_LIST_FILTERS, "before", "limit"})
+    bodies.only_known(params, {param.name for param in _LIST_PARAMS})
     limit, before = bodies.keyset(params)
     filters = {name: params[name] for name in _LIST_FILTERS if params.get(name)}
     workflow_id = (
@@ -266,8 +295,17 @@ ENDPOINTS = [
         body=_JOBS,
         answer=Submitted,
         status=201,
+        params=(IDEMPOTENCY_KEY,),
     ),
-    Endpoint("GET", "/jobs", listing, "read", "List jobs, newest first", answer=JobPage),
+    Endpoint(
+        "GET",
+        "/jobs",
+        listing,
+        "read",
+        "List jobs, newest first",
+        answer=JobPage,
+        params=_LIST_PARAMS,
+    ),
     Endpoint(
         "GET",
         "/jobs/{job_id}",
@@ -276,6 +314,7 @@ ENDPOINTS = [
         "One job; with ?wait=SECONDS (up to 60), once it has finished or that long has passed",
         answer=Job,
         named=_NAMED,
+        params=(_WAIT,),
     ),
     Endpoint(
         "GET",
@@ -286,6 +325,7 @@ ENDPOINTS = [
         answer=JobResult,
         also=((202, "The job has not finished yet: its state now"),),
         named=_NAMED,
+        params=(_TIMEOUT,),
     ),
     Endpoint(
         "GET",
@@ -305,6 +345,7 @@ ENDPOINTS = [
         "(at most ?limit= of each, 1 to 10,000, default 100)",
         answer=Relatives,
         named=_NAMED,
+        params=(_RELATIVES_LIMIT,),
     ),
     Endpoint(
         "DELETE", "/jobs/{job_id}", cancel, "submit", "Cancel a job", answer=Job, named=_NAMED

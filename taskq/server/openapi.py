@@ -27,6 +27,16 @@ _ERRORS = {
     "503": "The store does not answer (see Retry-After)",
 }
 _TOKEN_REFUSALS = {"401", "403"}
+# A followed answer: events, each with its type, id and data (a JSON document).
+_EVENTS = {
+    "text/event-stream": {
+        "schema": {
+            "type": "string",
+            "description": "Server-Sent Events: `event:` the type, `id:` ATTEMPT:END, `data:` "
+            "the piece as JSON; the last is attempt_ended with the job's end",
+        }
+    }
+}
 
 
 def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str, Any]:
@@ -54,6 +64,8 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
             if endpoint.answer is not None
             else {}
         )
+        if endpoint.stream:
+            content["content"] = {**content.get("content", {}), **_EVENTS}
         answers = [(endpoint.status, endpoint.summary), *endpoint.also]
         named = dict(endpoint.named)
         operation: dict[str, Any] = {
@@ -66,7 +78,8 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
                     "schema": {"type": "string", **named.get(name, Text()).keywords()},
                 }
                 for name in _PARAMETER.findall(endpoint.path)
-            ],
+            ]
+            + [param.openapi() for param in endpoint.params],
             "responses": {
                 **{str(status): {"description": text, **content} for status, text in answers},
                 **{

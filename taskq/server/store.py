@@ -15,6 +15,7 @@ from taskq.server import bodies
 from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
+from taskq.server.query import Param, seconds, whole
 
 # A week, a bucket a minute: the answer's length is the window's, so a window has an end.
 MAX_THROUGHPUT_MINUTES = 7 * 24 * 60
@@ -52,10 +53,18 @@ async def nodes(request: Request, caller: Caller) -> Response:
     return json_response(Nodes(await client_of(request).nodes()))
 
 
+_MINUTES = Param(
+    "minutes", whole(1, MAX_THROUGHPUT_MINUTES), "this many minutes back (15 by default)"
+)
+_NOW = Param(
+    "now", seconds(job_validation.MAX_RUN_AT), "from this unix time (by default the store's)"
+)
+
+
 async def throughput(request: Request, caller: Caller) -> Response:
     """``minutes`` back (15 by default) from ``now`` (a unix time; by default the store's)."""
     params = request.query_params
-    bodies.only_known(params, {"minutes", "now"})
+    bodies.only_known(params, {_MINUTES.name, _NOW.name})
     minutes = (
         bodies.integer(params, "minutes", low=1, high=MAX_THROUGHPUT_MINUTES)
         if "minutes" in params
@@ -115,6 +124,7 @@ ENDPOINTS = [
         "read",
         "Finished attempts per minute",
         answer=Throughput,
+        params=(_MINUTES, _NOW),
     ),
     Endpoint(
         "POST",

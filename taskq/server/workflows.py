@@ -39,6 +39,7 @@ from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
+from taskq.server.query import IDEMPOTENCY_KEY, PAGE, TEXT, Param, one_of
 
 
 class WorkflowJob(JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -218,13 +219,19 @@ async def _key_taken(client: AsyncClient, exc: errors.IdempotencyConflict) -> Re
     return problems.workflow_key_taken(exc, workflow_id)
 
 
+_LIST_PARAMS = (
+    Param("name", TEXT, "only the workflows of this name"),
+    Param("submitter", TEXT, "only the workflows this token's name submitted"),
+    Param("status", one_of(WorkflowStatus), "only the workflows of this status"),
+    *PAGE,
+)
 _LIST_FILTERS = ("name", "submitter", "status")
 
 
 async def listing(request: Request, caller: Caller) -> Response:
     """A page of workflows, newest first, keyset-paged by ``before`` (the last id seen)."""
     params = request.query_params
-    bodies.only_known(params, {*_LIST_FILTERS, "before", "limit"})
+    bodies.only_known(params, {param.name for param in _LIST_PARAMS})
     limit, before = bodies.keyset(params)
     filters = {name: params[name] for name in _LIST_FILTERS if name in params}
     found = await client_of(request).workflows(
@@ -287,6 +294,7 @@ ENDPOINTS = [
         body=WorkflowRequest,
         answer=SubmittedWorkflow,
         status=201,
+        params=(IDEMPOTENCY_KEY,),
     ),
     Endpoint(
         "GET",
@@ -296,6 +304,7 @@ ENDPOINTS = [
         "Workflows newest first, each with its jobs' counts per state and its status "
         "(filters: name, submitter, status; pages: limit, before)",
         answer=WorkflowPage,
+        params=_LIST_PARAMS,
     ),
     Endpoint(
         "GET",
