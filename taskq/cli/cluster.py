@@ -124,8 +124,21 @@ def cmd_cluster_remove(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json({"removed": args.node, "nodes": left})
         return command.EXIT_OK
-    print(f"removed {args.node} from {mask_password(url)}; stop its rqlited now")
+    # The node may be dead already (the usual case: replacing a lost node), and Raft
+    # counts on a member remembering its votes: the way back is a fresh node, never
+    # the old id on an empty directory (docs/stores.md, 'Replacing a dead node').
+    print(
+        f"removed {args.node} from {mask_password(url)}; stop its rqlited if it still runs "
+        "and delete its data directory: it may join again only under a new node id"
+    )
     _print_nodes(left)
+    voters = sum(node.voter for node in left)
+    if voters % 2 == 0:
+        # An even count tolerates no more failures than one fewer voter would.
+        print(
+            f"{voters} voters left: add a node with a new id (rqlited -node-id NEW -join ...) "
+            "to keep their number odd; see docs/stores.md, 'Changing the cluster'"
+        )
     return command.EXIT_OK
 
 
