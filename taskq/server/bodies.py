@@ -420,8 +420,9 @@ def _alternatives(kind: msgspec.inspect.Type) -> list[msgspec.inspect.Type]:
     return [kind]
 
 
-def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | None = None) -> int:
-    """A whole-number query parameter within bounds, or :class:`taskq.errors.BadRequest`."""
+def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int = MAX_ID) -> int:
+    """A whole-number query parameter within bounds, or :class:`taskq.errors.BadRequest`;
+    never past what the store holds (an offset past it would fail there, a 500)."""
     text = params[name]
     try:
         value = int(text)
@@ -429,9 +430,10 @@ def integer(params: Mapping[str, str], name: str, *, low: int = 0, high: int | N
         raise errors.BadRequest(
             f"query parameter {name} must be a whole number, got {text!r}"
         ) from None
-    if value < low or (high is not None and value > high):
-        bounds = f">= {low}" + (f" and <= {high}" if high is not None else "")
-        raise errors.BadRequest(f"query parameter {name} must be {bounds}, got {value}")
+    if not low <= value <= high:
+        raise errors.BadRequest(
+            f"query parameter {name} must be >= {low} and <= {high}, got {value}"
+        )
     return value
 
 
