@@ -28,7 +28,7 @@ from taskq.server.auth import TokenSource
 from taskq.server.endpoint import Endpoint, routes_of
 from taskq.server.metrics import ServerMetrics
 from taskq.server.openapi import document
-from taskq.server.problems import http_problem, json_response
+from taskq.server.problems import http_problem, json_response, server_error
 from taskq.server.query import Param, whole
 
 # The query GET /jobs/{job_id}/output reads (taskq.server.output), and its answer's other
@@ -85,5 +85,8 @@ def create_app(
     routes = routes_of(ENDPOINTS, tokens)
     routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     return Starlette(
-        routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_problem}
+        routes=routes,
+        lifespan=lifespan,
+        # Exception: Starlette's last resort, still logged, answered as a problem document.
+        exception_handlers={HTTPException: http_problem, Exception: server_error},
     )

@@ -163,3 +163,17 @@ async def http_problem(request: Request, exc: Exception) -> Response:
         media_type=PROBLEM_TYPE,
         headers=exc.headers,
     )
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """A failure of the server's own (a bug) as a problem document too, not a bare text: a
+    client reads every error one way. Uvicorn logs the traceback; the answer shows none."""
+    problem = Problem(
+        type="about:blank",
+        title=HTTPStatus.INTERNAL_SERVER_ERROR.phrase,
+        status=500,
+        detail=f"{request.method} {request.url.path}: the server failed (a bug; its log has "
+        "the traceback); read what the request was to change before sending it again, or "
+        "resend it with the same Idempotency-Key",
+    )
+    return Response(msgspec.json.encode(problem), status_code=500, media_type=PROBLEM_TYPE)
