@@ -52,7 +52,16 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     with _cleaned_up_on_sigterm():
-        backups.restore(args.file, connection.store_url(args), on_progress=_printer(args.json))
+        restored = backups.restore(
+            args.file, connection.store_url(args), on_progress=_printer(args.json)
+        )
+    if restored.behind and not args.json:
+        # Else the next 'taskq jobs' is the first word of it, as a refusal.
+        print(
+            f"the restored store's schema version {restored.schema_version} is behind this taskq's "
+            f"({restored.known_version}): 'taskq migrate' brings it up to date; until then "
+            "commands that only read refuse it"
+        )
     return command.EXIT_OK
 
 

@@ -27,6 +27,14 @@ class StoreSummary:
     schema_version: int
     jobs: dict[str, int] = field(default_factory=dict)
     workers: int = 0
+    known_version: int = 0
+    """The newest schema this taskq knows: a restored store behind it waits for a migration,
+    which the restore does not make (the store stays the backup's until asked)."""
+
+    @property
+    def behind(self) -> bool:
+        """Whether this taskq would migrate the store (commands that only read refuse it)."""
+        return self.schema_version < self.known_version
 
     @property
     def total_jobs(self) -> int:
@@ -56,6 +64,7 @@ def summarize(store: Store) -> StoreSummary:
         schema_version=max(versions, default=0),
         jobs={str(row["state"]): int(row["n"]) for row in jobs},
         workers=int(workers[0]["n"]) if workers else 0,
+        known_version=migrations.newest_version(),
     )
 
 
