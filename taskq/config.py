@@ -197,7 +197,10 @@ def load_config(path: str | Path | None = None) -> Config:
     for name, table in file.queues.items():
         where = f"queues.{name}"
         prefix = f"{config_path}: [{where}] "
-        queues[name] = converted(table, QueueSection, prefix=prefix, section=where)
+        try:
+            queues[name] = converted(table, QueueSection, prefix=prefix, section=where)
+        except errors.ConfigError as exc:
+            raise errors.ConfigError(f"{exc}{_queue_hint(name, table)}") from None
         # Checked alone, so that a complaint names [queues.NAME.limits] and its key.
         converted(
             queues[name].limits,
@@ -220,6 +223,29 @@ def load_config(path: str | Path | None = None) -> Config:
         source=config_path,
         queues=queues,
     )
+
+
+# Keys an operator may put in [queues.NAME] that are the store's, set for every client by
+# a command rather than for this machine's submits: said with the command that sets them.
+_STORE_SETTINGS = {
+    "max_running": "taskq limit {} --max-running N",
+    "rate": "taskq limit {} --rate N/PERIOD",
+    "paused": "taskq pause {}",
+}
+
+
+def _queue_hint(queue: str, table: Mapping[str, Any]) -> str:
+    """What a refused ``[queues.NAME]`` table meant, where a key of it says so."""
+    hints = [
+        f"{key} is set in the store, for every client: {command.format(queue)}"
+        for key, command in _STORE_SETTINGS.items()
+        if key in table
+    ]
+    limits = sorted(key for key in table if key in QueueLimits.__struct_fields__)
+    if limits:
+        goes = "goes" if len(limits) == 1 else "go"
+        hints.append(f"{', '.join(limits)} {goes} under [queues.{queue}.limits]")
+    return "".join(f"; {hint}" for hint in hints)
 
 
 def converted(

@@ -1,5 +1,5 @@
 """A ``[queues.NAME.limits]`` table is checked when the config file is read, not at the
-first submit to that queue."""
+first submit to that queue; a queue's setting written in the wrong place is said where it goes."""
 
 from __future__ import annotations
 
@@ -59,3 +59,30 @@ def test_good_limits_are_kept_as_written(tmp_path: Path) -> None:
 def test_the_config_knows_every_limit_a_job_may_set() -> None:
     # The config may not import the broker's parser: its own names must stay the same.
     assert {field.name for field in msgspec.structs.fields(QueueLimits)} == set(FORMS)
+
+
+@pytest.mark.parametrize(
+    ("table", "hint"),
+    [
+        (
+            "max_running = 4",
+            "; max_running is set in the store, for every client: taskq limit img --max-running N",
+        ),
+        (
+            "rate = '10/1s'",
+            "; rate is set in the store, for every client: taskq limit img --rate N/PERIOD",
+        ),
+        ("paused = true", "; paused is set in the store, for every client: taskq pause img"),
+        ("memory_bytes = '1GiB'", "; memory_bytes goes under [queues.img.limits]"),
+        (
+            "memory_bytes = '1GiB'\ncpu_seconds = 3",
+            "; cpu_seconds, memory_bytes go under [queues.img.limits]",
+        ),
+    ],
+)
+def test_a_key_that_belongs_elsewhere_is_said_where(tmp_path: Path, table: str, hint: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[queues.img]\n{table}\n")
+    with pytest.raises(errors.ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).endswith(hint)
