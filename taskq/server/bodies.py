@@ -33,10 +33,6 @@ WHOLE_ID = Text(pattern="^[0-9]+$")
 """An id as a path writes it (``/jobs/{job_id}``, ``/workflows/{workflow_id}``): digits."""
 # A batch of a thousand jobs of 64 KiB each; one job may carry 1 MiB.
 MAX_BODY_BYTES = 64 * 1024 * 1024
-# The longest Idempotency-Key header: a batch's job i is keyed KEY:i, and i has at most 7
-# digits in a body of MAX_BODY_BYTES, so that every job's key is a name the store takes;
-# one bound for every body, so that the OpenAPI document can state it.
-MAX_HEADER_KEY_CHARS = job_validation.MAX_NAME_CHARS - len(":") - 7
 
 
 def members(body: bytes) -> list[set[str]]:
@@ -103,33 +99,6 @@ class ScheduleRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ] = "UTC"
     catch_up: CatchUp = CatchUp.ONCE
     replace: bool = False
-
-
-def header_key(request: Request) -> str | None:
-    """The ``Idempotency-Key`` header (None: none, or empty), refused (InvalidJob) past
-    :data:`MAX_HEADER_KEY_CHARS`."""
-    header = request.headers.get("idempotency-key") or None
-    if header is not None and len(header) > MAX_HEADER_KEY_CHARS:
-        raise errors.InvalidJob(
-            f"the Idempotency-Key header is {len(header)} characters long, over "
-            f"{MAX_HEADER_KEY_CHARS} (a batch's job i is keyed KEY:i); send a shorter key",
-            field="idempotency_key",
-        )
-    return header
-
-
-def one_key(request: Request, sent: str | None) -> str | None:
-    """The request's idempotency key: the ``Idempotency-Key`` header's or the body's member
-    ``sent``; both given, they must be the same (InvalidJob), since either would silently
-    name the request that a resend under the other would not find."""
-    header = header_key(request)
-    if header is not None and sent is not None and header != sent:
-        raise errors.InvalidJob(
-            f"two idempotency keys: {header!r} in the Idempotency-Key header and {sent!r} "
-            "in the body; send one of them, or the same in both",
-            field="idempotency_key",
-        )
-    return sent or header
 
 
 async def read_body(request: Request) -> bytes:
@@ -479,8 +448,11 @@ def only_known(params: Mapping[str, str], known: set[str]) -> None:
     """Refuse a query parameter this endpoint does not take (a typo would filter nothing)."""
     unknown = sorted(set(params) - known)
     if unknown:
+        meant = [close for name in unknown for close in difflib.get_close_matches(name, known, 1)]
+        hint = f" (did you mean {' or '.join(meant)}?)" if meant else ""
         raise errors.BadRequest(
-            f"unknown query parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            f"unknown query parameter(s) {', '.join(unknown)}{hint}; "
+            f"known: {', '.join(sorted(known))}"
         )
 
 
@@ -496,5 +468,7 @@ def id_in_path(request: Request, name: str, noun: str, not_found: type[errors.Ta
     except ValueError:  # more digits than int() reads: far past any id
         found = 0
     if not 1 <= found <= MAX_ID:
-        raise not_found(f"no {noun} with id {text!r}")
+        # Said as the store's own refusal says an id (``no job with id 999``), cut short.
+        shown = text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+        raise not_found(f"no {noun} with id {shown}")
     return found

@@ -20,7 +20,18 @@ from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of, unless_cut_short
 from taskq.server.problems import json_response
-from taskq.server.query import ID, IDEMPOTENCY_KEY, PAGE, TEXT, Param, one_of, seconds, whole
+from taskq.server.query import (
+    ID,
+    IDEMPOTENCY_KEY,
+    PAGE,
+    TEXT,
+    Param,
+    header_key,
+    one_key,
+    one_of,
+    seconds,
+    whole,
+)
 
 # The longest a request is held open (a result, a job waited for): under the usual
 # proxies' idle timeouts. The HTTP client asks for no longer.
@@ -106,7 +117,7 @@ def job_id_in_path(request: Request) -> int:
 
 async def submit(request: Request, caller: Caller) -> Response:
     body = await bodies.read_body(request)
-    key = bodies.header_key(request)
+    key = header_key(request)
     client = client_of(request)
     sent = bodies.decoded(body, _JOBS, shape=_SHAPE)
     given = bodies.members(body)
@@ -118,7 +129,7 @@ async def submit(request: Request, caller: Caller) -> Response:
         specs = await request_specs(client, sent, given, caller.name, keys)
         handles = await client.submit_many(specs)
         return json_response(Submitted(ids=[handle.id for handle in handles]), 201)
-    key = bodies.one_key(request, sent.idempotency_key)
+    key = one_key(request, sent.idempotency_key)
     [spec] = await request_specs(client, [sent], given, caller.name, [key], label=None)
     handle = await client.submit_spec(spec)
     return json_response(Submitted(id=handle.id), 201, {"Location": f"/jobs/{handle.id}"})

@@ -155,7 +155,7 @@ async def http_problem(request: Request, exc: Exception) -> Response:
         type="about:blank",
         title=HTTPStatus(exc.status_code).phrase,
         status=exc.status_code,
-        detail=f"{request.method} {request.url.path}: {exc.detail}",
+        detail=f"{request.method} {request.url.path}: {_way_out(exc)}",
     )
     return Response(
         msgspec.json.encode(problem),
@@ -163,6 +163,17 @@ async def http_problem(request: Request, exc: Exception) -> Response:
         media_type=PROBLEM_TYPE,
         headers=exc.headers,
     )
+
+
+def _way_out(exc: HTTPException) -> str:
+    """Starlette's refusal with what to do instead: the methods the path takes (its
+    ``Allow``), or where the routes are listed; its bare phrase says neither."""
+    allowed = (exc.headers or {}).get("Allow")
+    if exc.status_code == 405 and allowed:
+        return f"{exc.detail}; this path takes {allowed}"
+    if exc.status_code == 404:
+        return f"{exc.detail}: no such route (GET /openapi.json lists them)"
+    return str(exc.detail)
 
 
 async def server_error(request: Request, exc: Exception) -> Response:

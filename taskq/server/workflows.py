@@ -39,7 +39,7 @@ from taskq.server.auth import Caller
 from taskq.server.by_name import request_specs
 from taskq.server.endpoint import Endpoint, client_of
 from taskq.server.problems import json_response
-from taskq.server.query import IDEMPOTENCY_KEY, PAGE, TEXT, Param, one_of
+from taskq.server.query import IDEMPOTENCY_KEY, PAGE, TEXT, Param, one_key, one_of
 
 
 class WorkflowJob(JobRequest, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -187,7 +187,7 @@ async def submit(request: Request, caller: Caller) -> Response:
     sent = bodies.decoded(body, WorkflowRequest, shape=_SHAPE)
     if not sent.jobs:
         raise errors.InvalidJob("a workflow needs at least one job", field="jobs")
-    key = bodies.one_key(request, sent.idempotency_key)
+    key = one_key(request, sent.idempotency_key)
     _check_shape(sent)
     client = client_of(request)
     members = [set(job) for job in msgspec.json.decode(body)["jobs"]]
