@@ -18,7 +18,7 @@ _ERRORS = {
     "400": "Malformed request (JSON, query parameter, job id in the path)",
     "401": "No valid bearer token",
     "403": "The token lacks the scope",
-    "404": "No such job, workflow, queue, schedule or worker",
+    "404": "No such job, attempt, workflow, queue, schedule or worker",
     "409": "Idempotency conflict (the key already names a job, `job_id`, or a workflow, "
     "`workflow_id`), or the job or workflow is in the wrong state",
     "413": "The body is too large",
@@ -27,6 +27,8 @@ _ERRORS = {
     "503": "The store does not answer (see Retry-After)",
 }
 _TOKEN_REFUSALS = {"401", "403"}
+# What only a body can bring on: one too large.
+_BODY_REFUSALS = {"413"}
 # A followed answer: events, each with its type, id and data (a JSON document).
 _EVENTS = {
     "text/event-stream": {
@@ -69,6 +71,7 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
         answers = [(endpoint.status, endpoint.summary), *endpoint.also]
         named = dict(endpoint.named)
         operation: dict[str, Any] = {
+            "operationId": operation_id(endpoint),
             "summary": endpoint.summary,
             "parameters": [
                 {
@@ -85,6 +88,9 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
                 **{
                     status: {"description": text, "content": problem}
                     for status, text in refusals.items()
+                    # No token asked, none refused; no body, none too large.
+                    if (endpoint.scope is not None or status not in _TOKEN_REFUSALS)
+                    and (endpoint.body is not None or status not in _BODY_REFUSALS)
                 },
             },
         }
@@ -103,3 +109,11 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
         "paths": paths,
         "components": {"schemas": components, **(security if bearer else {})},
     }
+
+
+def operation_id(endpoint: Endpoint) -> str:
+    """A name for the operation, unique as its method and path are (``get_jobs_job_id_result``):
+    what a client generated from the document names its function, where it would otherwise
+    make one up, each generator its own way."""
+    words = re.findall(r"[a-z0-9]+", endpoint.path.lower())
+    return "_".join([endpoint.method.lower(), *words])
