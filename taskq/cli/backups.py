@@ -6,10 +6,12 @@ import argparse
 import contextlib
 import json
 import signal
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from taskq import humanize
+from taskq import errors, humanize
 from taskq.broker.client import backups
 from taskq.cli import command, connection
 
@@ -45,12 +47,22 @@ def add_commands(commands: command.Commands) -> None:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
+    stamped = Path(args.file).expanduser() / f"taskq-{time.strftime('%Y-%m-%d')}.db"
+    _refuse_a_directory(args.file, f"name the backup file to make in it, e.g. {stamped}")
     with _cleaned_up_on_sigterm():
         backups.backup(args.file, connection.store_url(args), on_progress=_printer(args.json))
     return command.EXIT_OK
 
 
+def _refuse_a_directory(file: str, advice: str) -> None:
+    """Refuse FILE when it is a directory, as ``cp x /backups/`` would take it, before
+    anything else: the backup's own check would call it taken ("remove it") or missing."""
+    if Path(file).expanduser().is_dir():
+        raise errors.ConfigError(f"{file} is a directory: {advice}")
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
+    _refuse_a_directory(args.file, "name the file in it that 'taskq backup' made")
     with _cleaned_up_on_sigterm():
         restored = backups.restore(
             args.file, connection.store_url(args), on_progress=_printer(args.json)
