@@ -105,7 +105,24 @@ def remaining_seconds(deadline: float | None) -> float | None:
 
 def deadline_after(timeout: float | None) -> float | None:
     """The ``time.monotonic()`` at which ``timeout`` seconds from now end; None: no end."""
-    return None if timeout is None else time.monotonic() + timeout
+    if timeout is None:
+        return None
+    checked_timeout(timeout)
+    return time.monotonic() + timeout
+
+
+def checked_timeout(timeout: float | None) -> float | None:
+    """``timeout`` as a wait takes it, or :class:`taskq.errors.InvalidJob` before any wait:
+    not a number (``"30s"``) would fail deep in the wait, and a negative one would time
+    out at once saying it waited "-1 s"."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise errors.InvalidJob(
+            f"timeout is the seconds to wait, a number from 0 (None: no end), got {timeout!r}",
+            field="timeout",
+        )
+    return timeout
 
 
 def end_results(jobs: list[Job]) -> Any:

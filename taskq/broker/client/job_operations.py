@@ -18,6 +18,7 @@ from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.faces import Operation, over_http, paged_over_http
 from taskq.broker.client.group_commit import GroupOp
+from taskq.broker.client.handle_base import checked_timeout
 from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery
 from taskq.broker.client.retry_result import RetryResult
@@ -79,7 +80,7 @@ class JobOperations(ClientBase):
     @over_http(http_plans.job_wait)
     def wait(self, job_id: JobRef, *, timeout: float | None = None) -> GroupOp[Job]:
         """Wait until the job finishes, whatever its outcome."""
-        return job_wait(specs.job_id(job_id, "wait"), timeout=timeout)
+        return job_wait(specs.job_id(job_id, "wait"), timeout=checked_timeout(timeout))
 
     @over_http(http_plans.job_list)
     def list(self, query: JobQuery | None = None) -> GroupOp[builtins.list[Job]]:
@@ -218,7 +219,7 @@ class JobOperations(ClientBase):
         Jobs spawned by its running jobs count too: they join it in the write
         that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
         """
-        return _workflow_wait(specs.workflow_id(workflow_id), timeout)
+        return _workflow_wait(specs.workflow_id(workflow_id), checked_timeout(timeout))
 
     @over_http(http_plans.workflow_jobs)
     def workflow_jobs(self, workflow_id: int) -> GroupOp[builtins.list[JobBrief]]:
