@@ -450,10 +450,8 @@ def only_known(params: Mapping[str, str], known: set[str]) -> None:
     if unknown:
         meant = [close for name in unknown for close in difflib.get_close_matches(name, known, 1)]
         hint = f" (did you mean {' or '.join(meant)}?)" if meant else ""
-        raise errors.BadRequest(
-            f"unknown query parameter(s) {', '.join(unknown)}{hint}; "
-            f"known: {', '.join(sorted(known))}"
-        )
+        takes = f"known: {', '.join(sorted(known))}" if known else "this route takes none"
+        raise errors.BadRequest(f"unknown query parameter(s) {', '.join(unknown)}{hint}; {takes}")
 
 
 def id_in_path(request: Request, name: str, noun: str, not_found: type[errors.TaskqError]) -> int:

@@ -24,7 +24,7 @@ from taskq import errors
 from taskq.bounds import Text
 from taskq.broker.client.client import AsyncClient
 from taskq.config import Scope
-from taskq.server import problems
+from taskq.server import bodies, problems
 from taskq.server.auth import Caller, TokenSource
 from taskq.server.query import Param
 
@@ -161,6 +161,10 @@ def _by_method(handlers: Mapping[str, RequestHandler]) -> RequestHandler:
 def guarded(endpoint: Endpoint, tokens: TokenSource) -> RequestHandler:
     """``endpoint``'s handler behind its scope, answering taskq's errors as problems."""
 
+    # Every route refuses a query parameter it does not read, as GET /jobs refuses a typo:
+    # POST /jobs?wait=30 would else submit, and wait for nothing.
+    reads = {param.name for param in endpoint.params if param.where == "query"}
+
     async def handle(request: Request) -> Response:
         caller = NOBODY
         try:
@@ -171,6 +175,7 @@ def guarded(endpoint: Endpoint, tokens: TokenSource) -> RequestHandler:
                 caller = readmit()
                 # For a request held open, to look again (cut_short).
                 request.state.readmit = readmit
+            bodies.only_known(request.query_params, reads)
             return await endpoint.handler(request, caller)
         except errors.TaskqError as exc:
             response = problems.problem_of(exc)

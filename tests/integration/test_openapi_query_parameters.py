@@ -5,7 +5,7 @@ it names: the filters and pages of ``GET /jobs``, a long poll's ``wait``, an
 output's ``follow``. The server refuses a query parameter a route does not
 read, listing those it does (``known: ...``); that list, for every route the
 document has, is the one the document gives. A route that lists none takes
-no query at all.
+no query at all, and says so.
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
 
 
 def _read_ones(api: httpx.Client, path: str) -> set[str]:
-    """The query parameters the server says ``GET path`` reads (none: it takes no query)."""
+    """The query parameters the server says ``GET path`` reads: every route refuses
+    another, naming those it reads, or saying it takes none."""
     answer = api.get(path.format(**_PATH_VALUES), params={_UNREAD: "1"})
-    if answer.status_code != 400:
-        return set()
+    assert answer.status_code == 400, (path, answer.text)
     detail = answer.json()["detail"]
+    if detail == f"unknown query parameter(s) {_UNREAD}; this route takes none":
+        return set()
     assert detail.startswith(f"unknown query parameter(s) {_UNREAD}; known: "), detail
     return set(detail.partition("; known: ")[2].split(", "))
 
