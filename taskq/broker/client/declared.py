@@ -204,7 +204,7 @@ def job(
     imported. ``client`` is the client its submits go through (default:
     :func:`taskq.default_client`). ``async def`` functions are declared the same way.
     """
-    _check_options(options, "taskq.job")
+    _check_options(options, "taskq.job", declared=True)
     for name in sorted(_PER_CALL.keys() & set(options)):
         raise errors.InvalidJob(
             f"taskq.job: {name} {_PER_CALL[name]}, so it is given per call: "
@@ -218,12 +218,18 @@ def job(
     return declare if function is None else declare(function)
 
 
-def _check_options(options: Mapping[str, Any], where: str) -> None:
-    """Refuse unknown option names, and values the broker would refuse, at once."""
+def _check_options(options: Mapping[str, Any], where: str, declared: bool = False) -> None:
+    """Refuse unknown option names, and values the broker would refuse, at once.
+
+    ``client`` is among the names a misspelling is matched with (it is taken
+    beside the options); ``declared``: for ``taskq.job``, whose list of the
+    options leaves out those given per call only (refused there by name).
+    """
     for name in sorted(set(options) - JOB_OPTIONS):
+        taken = JOB_OPTIONS - _PER_CALL.keys() if declared else JOB_OPTIONS
         raise errors.InvalidJob(
-            f"{where}: no option {name!r}{did_you_mean([name], JOB_OPTIONS)}; the options are "
-            f"{', '.join(sorted(JOB_OPTIONS))}, and client",
+            f"{where}: no option {name!r}{did_you_mean([name], JOB_OPTIONS | {'client'})}; the "
+            f"options are {', '.join(sorted(taken))}, and client",
             field=name,
         )
     check_options(options)
