@@ -147,7 +147,11 @@ def decoded(
     except msgspec.ValidationError as exc:
         refusal = str(exc)
     except msgspec.DecodeError as exc:
-        raise errors.BadRequest(f"the body is not JSON: {exc}") from None
+        # Whatever the Content-Type says (curl -d sends a form's), the body is read as JSON:
+        # a form, name=value&..., is the likely mistake, and sending JSON is the way out.
+        raise errors.BadRequest(
+            f"the body is not JSON ({exc}); send {_wanted(into)}, whatever the Content-Type"
+        ) from None
     # JSON has one kind of number, and JSON Schema (so the OpenAPI document) reads
     # 3.0 as the integer 3; msgspec takes no float into an int member. Rare, so
     # only a refused body is read again, each such member made whole where msgspec

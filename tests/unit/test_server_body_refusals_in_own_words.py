@@ -86,3 +86,13 @@ def test_a_refused_setting_body_is_told_in_the_apis_words(
         field,
         detail,
     )
+
+
+def test_a_body_that_is_not_json_says_to_send_json_whatever_its_content_type() -> None:
+    # curl -d sends a form's Content-Type; a form body is the likely mistake.
+    with pytest.raises(errors.BadRequest) as refused:
+        bodies.decoded(b"target=m:f&args=1", jobs._JOBS)
+    assert str(refused.value) == (
+        "the body is not JSON (JSON is malformed: invalid character (byte 4)); "
+        "send a JSON object or array, whatever the Content-Type"
+    )
