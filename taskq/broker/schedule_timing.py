@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 SKIP_GRACE_SECONDS = 60.0
 NAME = Text(1, 100, r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 """A schedule's name (checked by :func:`validate_name`, stated by the HTTP API's schema)."""
-INTERVAL = Bounds(0, low_excluded=True)
-"""The seconds between the ticks of a schedule that is not cron's."""
+INTERVAL = Bounds(1)
+"""The seconds between the ticks of a schedule that is not cron's: schedules fire on
+maintenance's tick, once a second, so a shorter interval would be told and not kept."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
@@ -115,7 +116,9 @@ def validate_timing(
         math.isfinite(every_seconds) and INTERVAL.admits(every_seconds)
     ):
         raise errors.InvalidSetting(
-            f"interval must be positive seconds, got {every_seconds}", field="every_seconds"
+            f"interval must be at least 1 second (schedules fire at most once a second), "
+            f"got {every_seconds:g}",
+            field="every_seconds",
         )
     return Timing(cron=cron, every_seconds=every_seconds, timezone=timezone, anchor=anchor)
 

@@ -73,7 +73,7 @@ def test_skip_drops_old_missed_ticks_but_not_a_fresh_one() -> None:
         ),
         ({"cron": None, "every_seconds": None, "timezone": "UTC"}, "exactly one"),
         ({"cron": "* * * * *", "every_seconds": 5.0, "timezone": "UTC"}, "exactly one"),
-        ({"cron": None, "every_seconds": -1.0, "timezone": "UTC"}, "positive"),
+        ({"cron": None, "every_seconds": -1.0, "timezone": "UTC"}, "at least 1 second"),
     ],
 )
 def test_bad_timings_are_named(kwargs: dict[str, object], complaint: str) -> None:
@@ -93,3 +93,16 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(errors.ConfigError):
         parse_duration(text)
+
+
+@pytest.mark.parametrize("every", [0.001, 0.5, 0.0, -1.0, float("nan"), float("inf")])
+def test_an_interval_below_a_second_or_not_a_number_is_refused(every: float) -> None:
+    # Schedules fire on maintenance's tick, once a second: 0.5 s would fire once a second.
+    with pytest.raises(errors.InvalidSetting, match="at least 1 second") as refused:
+        validate_timing(cron=None, every_seconds=every, timezone="UTC", anchor=0.0)
+    assert refused.value.field == "every_seconds"
+
+
+def test_an_interval_of_one_second_is_taken() -> None:
+    timing = validate_timing(cron=None, every_seconds=1.0, timezone="UTC", anchor=0.0)
+    assert next_tick(timing, 0.0) == 1.0
