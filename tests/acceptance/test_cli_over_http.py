@@ -258,6 +258,8 @@ def test_a_command_that_needs_the_store_refuses_the_server_and_does_nothing(
         (["restore", str(backup)], "taskq restore"),
         (["serve"], "taskq serve"),
         (["cluster", "remove", "node2"], "taskq cluster remove"),
+        (["migrate"], "taskq migrate"),
+        (["migrate", "--check"], "taskq migrate"),
     ):
         one_error_line(served.run(*args), 2, f"{named} needs the store itself")
 
