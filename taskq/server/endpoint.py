@@ -51,6 +51,7 @@ class Endpoint(NamedTuple):
     names nothing is a 404. ``params``: every parameter of the query (and header)
     the handler reads, for the document; one it does not read is refused.
     ``stream``: the answer may also be Server-Sent Events (``text/event-stream``).
+    ``text``: the media type of an answer that is text, not JSON (``/metrics``).
     """
 
     method: str
@@ -65,6 +66,7 @@ class Endpoint(NamedTuple):
     named: tuple[tuple[str, Text], ...] = ()
     params: tuple[Param, ...] = ()
     stream: bool = False
+    text: str = ""
 
 
 def client_of(request: Request) -> AsyncClient:

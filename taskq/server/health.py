@@ -49,5 +49,12 @@ async def scrape(request: Request, caller: Caller) -> Response:
 ENDPOINTS = [
     Endpoint("GET", "/healthz", healthz, None, "This server is alive", answer=Health),
     Endpoint("GET", "/readyz", readyz, None, "The store answers and has a leader", answer=Health),
-    Endpoint("GET", "/metrics", scrape, "read", "Prometheus metrics (text format)"),
+    Endpoint(
+        "GET",
+        "/metrics",
+        scrape,
+        "read",
+        "Prometheus metrics (text format)",
+        text=metrics.CONTENT_TYPE,
+    ),
 ]

@@ -68,6 +68,10 @@ def document(endpoints: Sequence[Endpoint], *, bearer: bool = True) -> dict[str,
         )
         if endpoint.stream:
             content["content"] = {**content.get("content", {}), **_EVENTS}
+        if endpoint.text:
+            # The media type without its parameters: a generator keys its decoders by it.
+            media = endpoint.text.partition(";")[0]
+            content["content"] = {media: {"schema": {"type": "string"}}}
         answers = [(endpoint.status, endpoint.summary), *endpoint.also]
         named = dict(endpoint.named)
         operation: dict[str, Any] = {

@@ -2,7 +2,8 @@
 
 A generator names a client's functions by ``operationId`` (one it lacks, each
 generator makes up its own way); an operation that asks no token is never
-refused for one (401, 403), and one with no body never for its size (413).
+refused for one (401, 403), and one with no body never for its size (413); an
+answer in text (``/metrics``) says its media type.
 """
 
 from __future__ import annotations
@@ -40,3 +41,9 @@ def test_an_operation_lists_only_the_refusals_it_can_meet(
         assert ("413" in statuses) == ("requestBody" in operation), (method, path)
     assert {"401", "403"} & set(operations[("GET", "/healthz")]["responses"]) == set()
     assert "413" in operations[("POST", "/jobs")]["responses"]
+
+
+def test_a_text_answer_is_declared_with_its_media_type(served: tuple[str, ServerProcess]) -> None:
+    # A generator decodes an answer by its declared media type; /metrics declared none.
+    answer = _operations(served)[("GET", "/metrics")]["responses"]["200"]
+    assert answer["content"] == {"text/plain": {"schema": {"type": "string"}}}
