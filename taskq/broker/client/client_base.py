@@ -22,7 +22,7 @@ from taskq.broker.client.connect import client_url, open_store
 from taskq.broker.client.group_commit import GroupCommit, GroupOp, Signal
 from taskq.broker.client.http_requests import HttpPlan
 from taskq.broker.client.job_request import JobRequest
-from taskq.broker.client.lone_submit import check_alone, given_options
+from taskq.broker.client.lone_submit import check_alone, check_submit
 from taskq.broker.client.specs import (
     Calls,
     Target,
@@ -293,7 +293,7 @@ class ClientBase:
     def _submit_plan(
         self, target: Target, args: Sequence[Any], keywords: dict[str, Any]
     ) -> Plan[int]:
-        check_alone(given_options(target, keywords), _name_of(target))
+        check_submit(target, keywords)
         # A name is submitted as its declaration says, unless the caller opts out.
         if isinstance(target, str) and not keywords.pop("unchecked", False):
             keywords = self._call_here(keywords)
@@ -325,7 +325,7 @@ class ClientBase:
     ) -> Plan[list[int]]:
         """One submit_many: its jobs built (see :meth:`_many_specs`), then written together."""
         if calls is not None:  # a target's options, if any, are its options()'
-            check_alone(given_options(jobs, {}), _name_of(jobs))
+            check_submit(jobs, {})
         elif isinstance(jobs, Sequence) and not isinstance(jobs, str):
             for job in jobs:  # a JobSpec is taken as built
                 if isinstance(job, declarations.NamedCall):
@@ -364,7 +364,9 @@ class ClientBase:
             return [
                 JobRequest.of_spec(call_spec(target, args, kwargs)) for args, kwargs in arguments
             ]
-        return [self._request_here(self._spec_of(target, a, k)) for a, k in arguments]
+        return [
+            self._request_here(self._entry(i, target, a, k)) for i, (a, k) in enumerate(arguments)
+        ]
 
     def _request_here(self, spec: JobSpec) -> JobRequest:
         """The body of ``spec``, its parents plain ids of this client's store
@@ -413,7 +415,14 @@ class ClientBase:
                 call_spec(target, args, kwargs, submitter=self.submitter)
                 for args, kwargs in arguments
             ]
-        return [self._spec_of(target, args, kwargs) for args, kwargs in arguments]
+        return [self._entry(i, target, a, k) for i, (a, k) in enumerate(arguments)]
+
+    def _entry(self, index: int, target: Target, args: Sequence[Any], kwargs: Any) -> JobSpec:
+        """The job of a batch's call at ``index``, a refusal naming it, as a name's calls are."""
+        try:
+            return self._spec_of(target, args, kwargs)
+        except errors.InvalidJob as exc:
+            raise declarations.named(exc, declarations.batch_entry(index)) from None
 
     def _named_specs_plan(self, calls: Sequence[declarations.NamedCall]) -> Op[list[JobSpec]]:
         """The jobs of calls by name, each as its declaration says, submitted by this client
@@ -451,13 +460,6 @@ class ClientBase:
             self._check_one(spec)  # refused here, as on the store, before a request is made
             return http_plans.submit_job(JobRequest.of_spec(spec))
         return self._group_commit.submit(spec)
-
-
-def _name_of(target: object) -> str:
-    """A target as a refusal names it: ``pkg.mod:f``, or a function's (declared job's) name."""
-    if isinstance(target, declarations.NamedCall):
-        return target.target
-    return target if isinstance(target, str) else str(getattr(target, "__qualname__", "submit"))
 
 
 def _many(

@@ -1,5 +1,5 @@
 """What a job submitted alone, not as a step of a workflow, is not given: ``run_anyway``
-without ``after``.
+without ``after``; nor is a submit of one job given a flow.
 
 ``run_anyway`` says how a job takes its parents' ends; submitted alone, its
 parents are those of ``after``, and without them the option would be dropped
@@ -15,6 +15,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from taskq import errors
+from taskq.broker.client.declarations import NamedCall
+from taskq.broker.client.flows import Flow
+
+
+def check_submit(target: object, keywords: Mapping[str, Any]) -> None:
+    """Refuse what a submit of one target is not given: a flow (``resize.step(...)``,
+    whose steps a workflow's submit writes), or ``run_anyway`` without ``after``."""
+    if isinstance(target, Flow):
+        raise errors.InvalidJob(
+            f"submit takes one job, not a flow ({target!r}): a flow is submitted whole, "
+            "client.submit_workflow(flow)",
+            field="target",
+        )
+    check_alone(given_options(target, keywords), name_of(target))
+
+
+def name_of(target: object) -> str:
+    """A target as a refusal names it: ``pkg.mod:f``, or a function's (declared job's) name."""
+    if isinstance(target, NamedCall):
+        return target.target
+    return target if isinstance(target, str) else str(getattr(target, "__qualname__", "submit"))
 
 
 def given_options(target: object, keywords: Mapping[str, Any]) -> Mapping[str, Any]:
