@@ -35,7 +35,10 @@ from taskq.server.query import Param, whole
 # form, for the document: to be declared with that endpoint itself, as every other
 # endpoint declares its own.
 _OUTPUT_PARAMS = (
-    Param("attempt", whole(1, 1_000_000), "this attempt's output (by default the latest)"),
+    # The bound output.py holds attempt to (its own, until it declares these).
+    Param(
+        "attempt", whole(1, output._MOST_ATTEMPTS), "this attempt's output (by default the latest)"
+    ),
     Param("offset", whole(0, bodies.MAX_ID), "from this byte of it (0 by default)"),
     Param(
         "follow",
