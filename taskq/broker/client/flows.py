@@ -323,7 +323,23 @@ def fan_out(
             field="args",
         )
         raise job_context.refuse(refused)
-    steps = [_step(target, (item, *args), kwargs) for item in items]
+    steps = []
+    for position, item in enumerate(items):
+        try:
+            steps.append(_step(target, (item, *args), kwargs))
+        except errors.InvalidJob as exc:
+            if exc.field != "args" or not isinstance(item, tuple | list | Mapping):
+                raise
+            # A Celery starmap habit: an item meant as a call's arguments, not its first one.
+            name = _name(target)
+            spread = "**call" if isinstance(item, Mapping) else "*call"
+            refused = errors.InvalidJob(
+                f"{exc} ({name}.map passes each item as the first argument; item {position} is "
+                f"{job_context.shown(item)}: for calls of several arguments each, "
+                f"taskq.group(*({name}.step({spread}) for call in items)))",
+                field="args",
+            )
+            raise job_context.refuse(refused) from None
     return Flow(steps, {}, steps)
 
 
