@@ -183,11 +183,18 @@ def parse_retry(value: object) -> RetryPolicy:
             f"retry must be a taskq.RetryPolicy or a dict of its fields, got {value!r}",
             field="retry",
         )
-    unknown = sorted(set(value) - set(RetryPolicy.__struct_fields__))
+    unknown = sorted(set(value) - set(RetryPolicy.__struct_fields__), key=str)
     if unknown:
+        import difflib  # Imported here, not with the module: only a refusal needs it
+
+        fields = RetryPolicy.__struct_fields__
+        meant = [
+            close for name in unknown for close in difflib.get_close_matches(str(name), fields, 1)
+        ]
+        suggestion = f" (did you mean {', '.join(meant)}?)" if meant else ""
         raise errors.InvalidJob(
-            f"retry has no field(s) {', '.join(map(str, unknown))}; its fields are "
-            f"{', '.join(RetryPolicy.__struct_fields__)}",
+            f"retry has no field(s) {', '.join(map(str, unknown))}{suggestion}; its fields are "
+            f"{', '.join(fields)}",
             field="retry",
         )
     try:

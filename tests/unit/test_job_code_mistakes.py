@@ -43,3 +43,15 @@ def test_current_job_outside_a_job_names_as_job() -> None:
     assert "taskq.testing.as_job()" in str(refused.value)
     with taskq.testing.as_job(job_id=7):
         assert taskq.current_job().id == 7
+
+
+def test_a_misspelt_field_of_a_retry_dict_is_named_with_the_one_meant() -> None:
+    with pytest.raises(taskq.errors.InvalidJob) as refused:
+        taskq.job(retry={"base": 5, "caps": 600})
+    assert str(refused.value).startswith("retry has no field(s) caps (did you mean cap?);")
+    assert refused.value.field == "retry"
+
+
+def test_a_retry_dict_with_keys_of_several_types_is_refused_in_words() -> None:
+    with pytest.raises(taskq.errors.InvalidJob, match=r"retry has no field\(s\) 1, bse"):
+        taskq.job(retry={"bse": 5, 1: 2})
