@@ -483,7 +483,7 @@ def test_a_job_id_in_the_path_is_a_whole_number(served: Served) -> None:
         document = http.get("/openapi.json").json()
     for method, rest in _ONE_JOB:
         operation = document["paths"][f"/jobs/{{job_id}}{rest}"][method.lower()]
-        [parameter] = operation["parameters"]
+        [parameter] = [each for each in operation["parameters"] if each["in"] == "path"]
         assert parameter["schema"] == {"type": "string", "pattern": "^[0-9]+$"}
         assert "400" in operation["responses"]
     # The Python client over HTTP sends whole numbers only: an unknown one is JobNotFound.
@@ -516,10 +516,10 @@ def test_a_refusal_says_what_to_send_over_http(served: Served) -> None:
     token_named = "; the submitter is the name of the request's token and cannot be sent"
     with served.http() as http:
         for body, detail in [
-            ({**_job(queue), "submitter": "someone"}, "Object contains unknown field `submitter`"),
+            ({**_job(queue), "submitter": "someone"}, "unknown field submitter"),
             (
                 [_job(queue), {**_job(queue), "submitter": "someone"}],
-                "Object contains unknown field `submitter` - at `$[1]`",
+                "job 1: unknown field submitter",
             ),
         ]:
             sent = http.post("/jobs", json=body)

@@ -94,7 +94,9 @@ SETTING = errors.InvalidSetting
             SETTING,
             errors.InvalidJob,
             "colour",
-            "Object contains unknown field `colour` - at `$.job`",
+            "unknown field job.colour; known: after, args, delay, idempotency_key, kwargs, "
+            "labels, limits, max_attempts, priority, queue, retry, run_anyway, run_at, target, "
+            "timeout, unchecked",
         ),
         (
             b'{"older_than": 60, "colour": 1}',
@@ -102,7 +104,7 @@ SETTING = errors.InvalidSetting
             SETTING,
             SETTING,
             "colour",
-            "Object contains unknown field `colour`",
+            "unknown field colour; known: older_than",
         ),
     ],
 )
