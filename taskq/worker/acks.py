@@ -3,10 +3,9 @@
 While the worker holds jobs claimed ahead, a batch waits longer: until those
 jobs would last only one more round trip (see ``taskq.worker.prefetch``).
 A report that may free other jobs (see ``Completer``: the last of the
-worker's jobs with children, or a spawn), and the worker's first, whose
-answer ends its start, wait for no company: such a batch goes at once,
-beside the batch in flight if there is one, since every ms it waits is a ms
-the jobs it frees (or the worker's other pool children) wait too.
+worker's jobs with children, or a spawn) waits for no company: its batch
+goes at once, beside the batch in flight if there is one, since every ms it
+waits is a ms the jobs it frees wait too.
 
 Each finished job's report is handed over with a future for its own verdict;
 the batcher sends what has gathered as one fenced ``job_report``. A store outage

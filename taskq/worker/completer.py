@@ -32,7 +32,6 @@ class Completer:
         self._acks = acks
         self._slots = slots
         self._events = events
-        self._first_reported = False
 
     def report(self, running: RunningJob, outcome: Outcome) -> None:
         """Queue the job's report; once the store has answered, log it and free its place."""
@@ -51,29 +50,22 @@ class Completer:
             waited,
             running.unsent_output(),
         )
-        verdict = self._acks.submit(report, urgent=self._goes_at_once(running, report))
+        verdict = self._acks.submit(report, urgent=self._may_free_jobs(running, report))
         verdict.add_done_callback(
             partial(
                 self._answered, running=running, report=report, stopped=stopped, outcome=outcome
             )
         )
 
-    def _goes_at_once(self, running: RunningJob, report: Report) -> bool:
-        """Whether the report should go at once, waiting for no other to join it.
+    def _may_free_jobs(self, running: RunningJob, report: Report) -> bool:
+        """Whether the report should go at once: the jobs it may free wait for it.
 
-        The worker's first: its start ends with it (the start turn another
-        worker waits for, and its other pool children: ``Worker._end_start``),
-        and after a launch onto a backlog it is the first result. Then those
-        that may free other jobs, which wait for them: a spawn always; the end
-        of a job with children only when the worker holds no other such job
-        yet to report: the parents of a fan-in all have children, but only the
-        last one's report releases it, and a report each would cost a wide
-        fan-in its batching (on a cluster, a write each). A job's last parent
-        is the last of its worker's.
+        A spawn always. The end of a job with children only when the worker
+        holds no other such job yet to report: the parents of a fan-in all
+        have children, but only the last one's report releases it, and a
+        report each would cost a wide fan-in its batching (on a cluster,
+        a write each). A job's last parent is the last of its worker's.
         """
-        if not self._first_reported:
-            self._first_reported = True
-            return True
         if report.spawn is not None:
             return True
         if not running.job.has_children:

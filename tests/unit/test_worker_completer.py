@@ -98,31 +98,6 @@ async def test_a_finished_job_is_completed_and_freed_once_the_store_accepts(
     )
 
 
-async def test_the_workers_first_report_goes_at_once_and_later_plain_ones_wait_for_company() -> (
-    None
-):
-    # The worker's start ends with its first report (its start turn, its other pool
-    # children); later plain reports wait for others to join them, here an hour.
-    store = Store()
-    batcher = AckBatcher(store.send, max_delay=3600.0)
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(batcher.run, anyio.Event())
-            reporting = Reporting(batcher, store)
-            line = await reporting.answered(
-                reporting.held(21), Outcome(Status.SUCCEEDED, result_json="1")
-            )
-            assert (line["event"], line["job"]) == ("job_finished", 21)
-            assert batcher.first_answered.is_set()
-            reporting.completer.report(
-                reporting.held(22), Outcome(Status.SUCCEEDED, result_json="2")
-            )
-            for _ in range(20):
-                await anyio.sleep(0)
-            assert [sent.lease.job_id for sent in store.reports] == [21]
-            tasks.cancel_scope.cancel()
-
-
 async def test_the_seconds_told_are_the_jobs_own_run_not_the_workers_hold(
     reporting: Reporting,
 ) -> None:
@@ -260,13 +235,11 @@ async def test_only_the_last_report_of_jobs_with_children_the_worker_holds_is_ur
         slots.hold(running)
         return running
 
-    opening = held(9, has_children=False)
     first, second = held(1, has_children=True), held(2, has_children=True)
     plain = held(3, has_children=False)
     done = Outcome(Status.SUCCEEDED, result_json="null")
-    completer.report(opening, done)  # the worker's first report ends its start: at once
     # A fan-in's parents all have children; only the last one's report releases it.
     completer.report(first, done)  # another is yet to report: it waits for company
     completer.report(plain, done)  # no children: batched as ever
     completer.report(second, done)  # the worker's last job with children: at once
-    assert recorder.urgent == {9: True, 1: False, 3: False, 2: True}
+    assert recorder.urgent == {1: False, 3: False, 2: True}
