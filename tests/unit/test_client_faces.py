@@ -78,7 +78,7 @@ def test_an_operation_reads_as_a_method_of_each_kind(tmp_path: Path) -> None:
         assert not inspect.iscoroutinefunction(client.get)
         assert (
             str(inspect.signature(client.wait))
-            == "(job_id: 'JobRef', *, timeout: 'float | None' = None) -> 'GroupOp[Job]'"
+            == "(job_id: 'JobRef', *, timeout: 'float | None' = None) -> 'Job'"
         )
         assert client.schema_version() > 0
 

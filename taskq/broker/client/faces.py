@@ -14,8 +14,10 @@ without one raises :class:`taskq.errors.NotOverHttp` there.
 from __future__ import annotations
 
 import functools
+import inspect
+import re
 import types
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
 from typing import (
     Any,
     Concatenate,
@@ -24,6 +26,8 @@ from typing import (
     Protocol,
     TypeVar,
     cast,
+    get_args,
+    get_origin,
     overload,
 )
 
@@ -87,6 +91,9 @@ class Operation(Generic[P, T]):
         async def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> Any:
             return await client._run(self._plan_for(client, args, kwargs))
 
+        answer = _answer_of(plan)
+        _answering(blocking, plan, answer)
+        _answering(awaiting, plan, answer)
         self._blocking = blocking
         self._awaiting = awaiting
 
@@ -166,6 +173,8 @@ class Paged(Generic[P, T]):
                 return client.http.stream_async(self._streamed(args, kwargs))
             return _awaiting_answers(client, pages(client, *args, **kwargs))
 
+        _answering(blocking, pages, _iterator_of(pages, "Iterator", Iterator))
+        _answering(awaiting, pages, _iterator_of(pages, "AsyncIterator", AsyncIterator))
         self._blocking = blocking
         self._awaiting = awaiting
 
@@ -224,3 +233,44 @@ def _unbound(
     if issubclass(owner, Blocking):
         return blocking
     return declared
+
+
+# A request's declaration returns its plan, ``GroupOp[Job]`` or ``Pages[OutputEvent]``;
+# its methods return the answer, which is what help() and an IDE must show. The
+# declarations' annotations are text (``from __future__ import annotations``), read as
+# text here: resolving them would need every name of the declaring module at import.
+_GROUP_OP = re.compile(r"GroupOp\[(?P<answer>.*)\]")
+_PAGES = re.compile(r"Pages\[(?P<answer>.*)\]")
+
+
+def _inner(annotation: object, text: re.Pattern[str], origin: object, at: int) -> object:
+    """The answer type inside a plan's ``annotation``, as text if it is text; None if the
+    annotation is not of that plan's form."""
+    if isinstance(annotation, str):
+        found = text.fullmatch(annotation.strip())
+        # ``builtins.list`` is spelt so beside a method named list; shown, it is a list.
+        return found and re.sub(r"\bbuiltins\.", "", found["answer"])
+    if get_origin(annotation) is origin and get_args(annotation):
+        return get_args(annotation)[at]
+    return None
+
+
+def _answer_of(plan: Callable[..., Any]) -> object:
+    """What running ``plan`` answers; no annotation if its return is not a ``GroupOp``."""
+    answer = _inner(plan.__annotations__.get("return"), _GROUP_OP, Generator, -1)
+    return inspect.Signature.empty if answer is None else answer
+
+
+def _iterator_of(pages: Callable[..., Any], name: str, iterator: Any) -> object:
+    """The iterator (``name``, ``iterator``) of the answers of ``pages`` (declared
+    ``-> Pages[T]``): ``Iterator[T]``, or a bare ``Iterator`` if T is unsaid."""
+    answers = _inner(pages.__annotations__.get("return"), _PAGES, Pages, 0)
+    if answers is None:
+        return iterator
+    return f"{name}[{answers}]" if isinstance(answers, str) else iterator[answers]
+
+
+def _answering(method: Callable[..., Any], declared: Callable[..., Any], answer: object) -> None:
+    """Give ``method`` the signature of ``declared`` with ``answer`` as what it returns."""
+    signature = inspect.signature(declared).replace(return_annotation=answer)
+    cast(Any, method).__signature__ = signature

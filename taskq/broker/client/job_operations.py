@@ -16,7 +16,7 @@ from taskq import errors
 from taskq.broker.client import http_plans, specs
 from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
-from taskq.broker.client.faces import Operation, over_http, paged_over_http
+from taskq.broker.client.faces import Operation, Pages, over_http, paged_over_http
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.handle_base import checked_timeout
 from taskq.broker.client.http_output import OutputOverHttp
@@ -53,6 +53,7 @@ from taskq.broker.records import (
     JobEdge,
     JobSpec,
     JobState,
+    OutputEvent,
     Relatives,
     WorkflowInfo,
     WorkflowStatus,
@@ -102,7 +103,7 @@ class JobOperations(ClientBase):
         start: int = 0,
         follow: bool = False,
         poll_seconds: float = 0.25,
-    ) -> OutputReader:
+    ) -> Pages[OutputEvent]:
         """The job's output (stdout, stderr and logging), piece by piece as it is stored.
 
         Yields :class:`taskq.OutputText` pieces, an :class:`taskq.OutputDropped`
