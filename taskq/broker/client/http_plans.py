@@ -30,7 +30,7 @@ from taskq.broker.client.http_requests import (
     decoded,
     decoded_member,
 )
-from taskq.broker.client.job_query import JobQuery
+from taskq.broker.client.job_query import JobQuery, filters_in_a_query
 from taskq.broker.client.job_request import JobRequest
 from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.client.specs import JobRef
@@ -149,6 +149,7 @@ def _if_allowed(plan: HttpPlan[T]) -> HttpPlan[T | None]:
         return None
 
 
+@filters_in_a_query
 def job_list(query: JobQuery | None = None) -> HttpPlan[builtins.list[Job]]:
     """GET /jobs, its filters those of the query (a :class:`JobQuery`).
 

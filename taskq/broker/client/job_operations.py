@@ -20,7 +20,7 @@ from taskq.broker.client.faces import Operation, Pages, over_http, paged_over_ht
 from taskq.broker.client.group_commit import GroupOp
 from taskq.broker.client.handle_base import checked_timeout
 from taskq.broker.client.http_output import OutputOverHttp
-from taskq.broker.client.job_query import JobQuery
+from taskq.broker.client.job_query import JobQuery, filters_in_a_query
 from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.client.specs import JobRef
 from taskq.broker.ops.job_waits import QUEUED_LOOKED_AT, job_wait, workflow_wait_ran_out
@@ -84,6 +84,7 @@ class JobOperations(ClientBase):
         return job_wait(specs.job_id(job_id, "wait"), timeout=checked_timeout(timeout))
 
     @over_http(http_plans.job_list)
+    @filters_in_a_query
     def list(self, query: JobQuery | None = None) -> GroupOp[builtins.list[Job]]:
         """Jobs newest first, as ``query`` (a :class:`JobQuery`) selects them; None: any 50."""
         # JobQuery's fields are job_list's keywords (tests/unit/test_client_faces.py).

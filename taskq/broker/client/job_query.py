@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
+from typing import ParamSpec, TypeVar
+
 import msgspec
 
+from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.records import JobState
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,3 +32,43 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
     workflow_id: int | None = None
     before: int | None = None
     limit: int = 50
+
+
+def filters_in_a_query(listing: Callable[P, R]) -> Callable[P, R]:
+    """``listing`` (``client.list``, on the store or over HTTP), refusing the filters given
+    as its own keywords, ``client.list(state="failed")``, with how to give them.
+
+    The keywords stay out of the listing's signature, so that a type checker flags such a
+    call too; Python's own refusal would name the keyword, not the JobQuery it belongs in.
+    """
+
+    @functools.wraps(listing)
+    def listed(*args: P.args, **kwargs: P.kwargs) -> R:
+        misplaced = [name for name in kwargs if name != "query"]
+        if misplaced:
+            raise TypeError(_misplaced_filters(misplaced, kwargs))
+        return listing(*args, **kwargs)
+
+    return listed
+
+
+def _misplaced_filters(names: list[str], given: Mapping[str, object]) -> str:
+    fields = JobQuery.__struct_fields__
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        return (
+            f"list() has no parameter {', '.join(unknown)}"
+            f"{did_you_mean(unknown, fields)}: its filters go in a taskq.JobQuery"
+            f' ({", ".join(fields)}): client.list(taskq.JobQuery(state="failed"))'
+        )
+    example = ", ".join(f"{name}={_shown(given[name])}" for name in names)
+    return f"list() takes its filters in a taskq.JobQuery: client.list(taskq.JobQuery({example}))"
+
+
+def _shown(value: object) -> str:
+    """``value`` as the example call would spell it."""
+    if isinstance(value, JobState):
+        return f"taskq.JobState.{value.name}"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value) if value is None or isinstance(value, int | float) else "..."
