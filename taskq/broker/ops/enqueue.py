@@ -129,6 +129,11 @@ def auto_key() -> str:
     return f"auto:{time.time_ns():016x}{os.urandom(8).hex()}"
 
 
+def _jobs(rate: float) -> str:
+    """``1 job``, ``2 jobs``, ``0.5 jobs``: a rate as its refusal says it."""
+    return f"{rate:g} job" if rate == 1 else f"{rate:g} jobs"
+
+
 def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.RateLimited]:
     """The error for ``submitter`` going over its rate, saying when to retry."""
     rows = yield Read(
@@ -141,7 +146,7 @@ def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.Ra
     rate, period = float(limit["rate"]), float(limit["period"])
     if count > rate:
         return errors.RateLimited(
-            f"submitter {submitter!r} may submit at most {rate:g} jobs per {period:g} s; "
+            f"submitter {submitter!r} may submit at most {_jobs(rate)} per {period:g} s; "
             f"{count} in one request can never fit: split it",
             None,
         )
@@ -151,7 +156,7 @@ def _rate_limited(submitter: str, count: int, now: float | None) -> Op[errors.Ra
     available = min(rate, tokens + elapsed * rate / period)
     retry_after = max(0.0, (count - available) * period / rate)
     return errors.RateLimited(
-        f"submitter {submitter!r} may submit {rate:g} jobs per {period:g} s; "
+        f"submitter {submitter!r} may submit {_jobs(rate)} per {period:g} s; "
         f"nothing was written, retry in {retry_after:.1f} s",
         retry_after,
     )
