@@ -106,7 +106,7 @@ def _names(value: Iterable[str | type[BaseException]], field: str) -> tuple[str,
 
 def _check_number(field: str, value: object, bounds: Bounds) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise errors.InvalidJob(f"retry: {field} must be a number, got {value!r}", field="retry")
+        raise errors.InvalidJob(f"retry: {field} must be a number, got {value}", field="retry")
     try:
         number = float(value)
     except OverflowError:  # a whole number past any float's range
