@@ -229,6 +229,9 @@ def _wal_of(path: Path) -> Path:
 def _fields(summary: StoreSummary) -> dict[str, Any]:
     return {
         "schema_version": summary.schema_version,
+        # This taskq's own: a script tells from the two that 'taskq migrate' is due, as the
+        # human line of 'taskq restore' says when the store's is behind.
+        "known_version": summary.known_version,
         "jobs": summary.total_jobs,
         "jobs_by_state": summary.jobs,
         "workers": summary.workers,
