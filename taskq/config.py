@@ -26,6 +26,7 @@ import msgspec
 from msgspec import inspect
 
 from taskq import errors
+from taskq.close_names import closest
 from taskq.retry import RetryPolicy, parse_retry
 
 CONFIG_ENV = "TASKQ_CONFIG"
@@ -342,25 +343,9 @@ def closest_known(unknown: Iterable[str], known: Sequence[str], *, shown: str = 
     """``; did you mean concurrency?``: the known key closest to each unknown one of a
     table, for every table of the file that refuses unknown keys ("" when none is close).
     ``shown`` writes a name as the message does (``[{}]``, a section's)."""
-    matches = (_meant(name, known) for name in unknown)
+    matches = (closest(name, known) for name in unknown)
     close = dict.fromkeys(shown.format(match) for match in matches if match)
     return f"; did you mean {' and '.join(close)}?" if close else ""
-
-
-def _meant(name: str, known: Sequence[str]) -> str | None:
-    """The known key closest to ``name``, if one is close."""
-    import difflib  # only a refusal needs it
-
-    match = difflib.get_close_matches(name, known, n=1)
-    if match:
-        return match[0]
-    # A key written without its unit (``memroy`` for ``memory_bytes``) is close to the
-    # first word of the one meant, not to the whole of it.
-    heads: dict[str, str] = {}
-    for key in known:
-        heads.setdefault(key.split("_")[0], key)
-    match = difflib.get_close_matches(name, list(heads), n=1)
-    return heads[match[0]] if match else None
 
 
 def _fields(table: inspect.Type) -> tuple[inspect.Field, ...]:

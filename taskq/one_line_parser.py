@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn, TypeVar, overload
 
-from taskq.broker.client.close_names import did_you_mean
+from taskq.close_names import did_you_mean
 
 EXIT_USAGE = 2
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskq import errors
+from taskq.close_names import did_you_mean
 
 _KIB = 1024
 UNITS = {"B": 1, "KiB": _KIB, "MiB": _KIB**2, "GiB": _KIB**3, "TiB": _KIB**4}
@@ -123,7 +124,7 @@ def parse_limits(data: Mapping[str, object], *, defaults: Limits | None = None) 
     unknown = sorted(set(data) - set(FORMS))
     if unknown:
         raise LimitsInvalid(
-            f"unknown limit(s) {', '.join(unknown)}{_meant(unknown)}; "
+            f"unknown limit(s) {', '.join(unknown)}{did_you_mean(unknown, FORMS)}; "
             f"known: {', '.join(sorted(FORMS))}"
         )
     # Any: each value is checked against its field's kind here, and Limits checks again.
@@ -214,22 +215,3 @@ def _parse_seconds(name: str, raw: object) -> float:
         return float(raw)
     except OverflowError:  # a whole number past any float's range
         raise LimitsInvalid(f"limit {name} is too many seconds to count") from None
-
-
-def _meant(unknown: list[str]) -> str:
-    """`` (did you mean memory_bytes?)``: the known limit closest to each of ``unknown``, as
-    the client's refusals say it ("" when none is close). Its helper (client.close_names)
-    sits above this module, so difflib is asked here, as taskq.config asks it for a file."""
-    import difflib  # Imported here, not with the module: only a refusal needs it
-
-    # A limit written without its unit (``memroy`` for ``memory_bytes``) is close to the
-    # first word of the one meant, not to the whole of it.
-    heads: dict[str, str] = {}
-    for name in FORMS:
-        heads.setdefault(name.split("_")[0], name)
-    close = []
-    for name in unknown:
-        whole = difflib.get_close_matches(name, FORMS, n=1)
-        head = difflib.get_close_matches(name, heads, n=1)
-        close += whole or [heads[match] for match in head]
-    return f" (did you mean {' and '.join(dict.fromkeys(close))}?)" if close else ""

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from taskq import errors
-from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.functions import Declaration, Parameter
+from taskq.close_names import did_you_mean
 
 # Stands for a published default, whose value is only known as text.
 _HAS_DEFAULT = object()

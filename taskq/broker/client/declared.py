@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 from taskq import errors
 from taskq.broker.client import celery_habits, job_options
 from taskq.broker.client.client import Client, JobHandle
-from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.client.flows import Flow, as_flow, fan_out, step
 from taskq.broker.client.importable import describe
 from taskq.broker.client.specs import (
@@ -51,6 +50,7 @@ from taskq.broker.client.specs import (
 )
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.records import JobSpec
+from taskq.close_names import did_you_mean
 
 P = ParamSpec("P")
 R = TypeVar("R")

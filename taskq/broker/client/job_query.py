@@ -8,8 +8,8 @@ from typing import ParamSpec, TypeVar
 
 import msgspec
 
-from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.records import JobState
+from taskq.close_names import did_you_mean
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -21,10 +21,10 @@ from taskq import errors, job_context
 from taskq.broker import job_validation, worker_policy
 from taskq.broker.client import celery_habits
 from taskq.broker.client.call_check import check_arguments, parameters_of
-from taskq.broker.client.close_names import did_you_mean
 from taskq.broker.ops.enqueue import MAX_PAYLOAD_BYTES, checked_row
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.records import Job, JobBrief, JobSpec, PayloadKind, WorkflowInfo
+from taskq.close_names import did_you_mean
 from taskq.retry import RetryPolicy, parse_retry
 
 
