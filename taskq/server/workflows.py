@@ -191,8 +191,15 @@ async def submit(request: Request, caller: Caller) -> Response:
     _check_shape(sent)
     client = client_of(request)
     members = [set(job) for job in msgspec.json.decode(body)["jobs"]]
+    # A step's parents are the workflow's: it takes run_anyway without after.
     specs = await request_specs(
-        client, sent.jobs, members, caller.name, [None] * len(sent.jobs), label=_by_position
+        client,
+        sent.jobs,
+        members,
+        caller.name,
+        [None] * len(sent.jobs),
+        label=_by_position,
+        alone=False,
     )
     flow, in_body_order = _flow(sent, specs)
     try:
