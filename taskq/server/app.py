@@ -14,7 +14,6 @@ from starlette.routing import Route
 
 from taskq.broker.client.client import AsyncClient
 from taskq.server import (
-    bodies,
     fleet,
     functions,
     health,
@@ -29,27 +28,10 @@ from taskq.server.endpoint import Endpoint, routes_of
 from taskq.server.metrics import ServerMetrics
 from taskq.server.openapi import document
 from taskq.server.problems import http_problem, json_response, server_error
-from taskq.server.query import Param, whole
-
-# The query GET /jobs/{job_id}/output reads (taskq.server.output), and its answer's other
-# form, for the document: to be declared with that endpoint itself, as every other
-# endpoint declares its own.
-_OUTPUT_PARAMS = (
-    # The bound output.py holds attempt to (its own, until it declares these).
-    Param(
-        "attempt", whole(1, output._MOST_ATTEMPTS), "this attempt's output (by default the latest)"
-    ),
-    Param("offset", whole(0, bodies.MAX_ID), "from this byte of it (0 by default)"),
-    Param(
-        "follow",
-        {"type": "boolean"},
-        "true: Server-Sent Events (text/event-stream) as the job writes, until it ends",
-    ),
-)
 
 ENDPOINTS: list[Endpoint] = [
     *jobs.ENDPOINTS,
-    *(endpoint._replace(params=_OUTPUT_PARAMS, stream=True) for endpoint in output.ENDPOINTS),
+    *output.ENDPOINTS,
     *workflows.ENDPOINTS,
     *fleet.ENDPOINTS,
     *schedules.ENDPOINTS,

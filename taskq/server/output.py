@@ -32,6 +32,7 @@ from taskq.server.auth import Caller
 from taskq.server.endpoint import Endpoint, client_of, cut_short
 from taskq.server.jobs import JOB_ID, job_id_in_path
 from taskq.server.problems import json_response, problem_event
+from taskq.server.query import Param, whole
 
 KEEP_ALIVE_SECONDS = 15.0
 """How long a followed stream may stay quiet before it sends a comment line.
@@ -44,6 +45,8 @@ _KEEP_ALIVE = b": keep-alive\n\n"
 # Tells proxies (nginx) to pass each event on at once rather than buffer the stream.
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _MOST_ATTEMPTS = 1_000_000
+# The most of a refused Last-Event-ID a problem's detail repeats.
+_SHOWN_CHARS = 60
 
 
 class OutputPage(msgspec.Struct, frozen=True):
@@ -53,15 +56,21 @@ class OutputPage(msgspec.Struct, frozen=True):
 
 
 def _position(request: Request) -> tuple[int | None, int]:
-    """Where to begin: the attempt and byte of ``Last-Event-ID``, else of the query."""
+    """Where to begin: the attempt and byte of ``Last-Event-ID``, else of the query.
+
+    The header is held to the query's bounds: an offset past what the store holds
+    would fail there (a 500), as ``bodies.integer`` says of the query's."""
     resumed = request.headers.get("last-event-id")
     if resumed:
         number, _, byte = resumed.partition(":")
-        if not (number.isdigit() and byte.isdigit() and int(number) >= 1):
+        attempt, offset = _whole(number, 1, _MOST_ATTEMPTS), _whole(byte, 0, bodies.MAX_ID)
+        if attempt is None or offset is None:
+            shown = resumed if len(resumed) <= _SHOWN_CHARS else resumed[:_SHOWN_CHARS] + "..."
             raise errors.BadRequest(
-                f"Last-Event-ID must be ATTEMPT:OFFSET, as the events' ids, not {resumed!r}"
+                f"Last-Event-ID must be ATTEMPT:OFFSET, as the events' ids (ATTEMPT from 1 "
+                f"to {_MOST_ATTEMPTS}, OFFSET from 0 to {bodies.MAX_ID}), not {shown!r}"
             )
-        return int(number), int(byte)
+        return attempt, offset
     params = request.query_params
     attempt = None
     if "attempt" in params:
@@ -69,9 +78,19 @@ def _position(request: Request) -> tuple[int | None, int]:
     return attempt, bodies.integer(params, "offset") if "offset" in params else 0
 
 
+def _whole(text: str, low: int, high: int) -> int | None:
+    """``text`` as a whole number from ``low`` to ``high``, else None. ASCII digits only, and
+    no more of them (leading zeros aside) than ``high`` has: ``int`` refuses other digits
+    (``"²"``) and texts past its limit of digits with a ValueError, which would be a 500."""
+    if not (text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(high))):
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
+
+
 async def output(request: Request, caller: Caller) -> Response:
     params = request.query_params
-    bodies.only_known(params, {"attempt", "offset", "follow"})
+    bodies.only_known(params, {param.name for param in _PARAMS})
     follow = params.get("follow", "false").lower()
     if follow not in ("true", "false"):
         raise errors.BadRequest(f"query parameter follow must be true or false, got {follow!r}")
@@ -149,6 +168,17 @@ async def kept_alive(
             await frames.aclose()
 
 
+# The query output() reads, for the document, with the bounds _position holds it to.
+_PARAMS = (
+    Param("attempt", whole(1, _MOST_ATTEMPTS), "this attempt's output (by default the latest)"),
+    Param("offset", whole(0, bodies.MAX_ID), "from this byte of it (0 by default)"),
+    Param(
+        "follow",
+        {"type": "boolean"},
+        "true: Server-Sent Events (text/event-stream) as the job writes, until it ends",
+    ),
+)
+
 ENDPOINTS = [
     Endpoint(
         "GET",
@@ -159,5 +189,7 @@ ENDPOINTS = [
         "?follow=true, Server-Sent Events until the job ends (resumed by Last-Event-ID)",
         answer=OutputPage,
         named=(("job_id", JOB_ID),),
+        params=_PARAMS,
+        stream=True,
     ),
 ]
