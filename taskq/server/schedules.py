@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from taskq import errors
+from taskq.broker import schedule_timing
 from taskq.broker.client.client import Schedule, ScheduleAdded
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -73,6 +74,10 @@ async def remove_schedule(request: Request, caller: Caller) -> Response:
     return Response(status_code=204)
 
 
+# The bounds POST /schedules holds a name to (schedule_timing.validate_name): no schedule
+# has another, so a name outside them names none, a 404 as any unknown name is.
+_NAMED = (("name", schedule_timing.NAME),)
+
 ENDPOINTS = [
     Endpoint("GET", "/schedules", schedules, "read", "Every schedule", answer=Schedules),
     Endpoint(
@@ -93,8 +98,15 @@ ENDPOINTS = [
         "Pause or resume a schedule",
         body=bodies.SchedulePatch,
         answer=Schedule,
+        named=_NAMED,
     ),
     Endpoint(
-        "DELETE", "/schedules/{name}", remove_schedule, "admin", "Remove a schedule", status=204
+        "DELETE",
+        "/schedules/{name}",
+        remove_schedule,
+        "admin",
+        "Remove a schedule",
+        status=204,
+        named=_NAMED,
     ),
 ]
