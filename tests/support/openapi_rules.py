@@ -7,7 +7,9 @@ requests generated as valid are made to keep them, and only them:
 
 - a job's target must be declared by a worker, and the store under test has
   none: each job is submitted ``unchecked``;
-- ``after`` names stored jobs, which a generated id need not be: none;
+- ``after`` names stored jobs, which a generated id need not be: none; and
+  a job sent alone (``POST /jobs``, a schedule's) takes ``run_anyway`` only
+  with ``after``: false;
 - a workflow's parents are positions below its count of jobs, without a
   cycle: each job keeps those of its parents that come before it;
 - a schedule has a cron expression or an interval, not both, and a time zone
@@ -46,6 +48,9 @@ def _keep_rules(path: str, method: str, body: Any) -> None:
         if path == "/workflows":
             parents = [parent for parent in job.get("parents", []) if 0 <= parent < position]
             job["parents"] = sorted(set(parents))
+        else:
+            # Sent alone, with no after: run_anyway would be refused (it goes with after).
+            job["run_anyway"] = False
     if path == "/schedules" and method == "POST" and isinstance(body, dict):
         body["cron"] = None
         body["every_seconds"] = body.get("every_seconds") or 60

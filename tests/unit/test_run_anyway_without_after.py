@@ -97,3 +97,14 @@ def test_a_step_of_a_workflow_takes_it_without_after(client: taskq.Client) -> No
     flow = square.step(2).then(total.options(run_anyway=True))
     pipeline = client.submit_workflow(flow)
     assert [job.run_anyway for job in map(client.get, pipeline.job_ids)] == [False, True]
+
+
+def test_a_schedules_call_by_name_with_run_anyway_and_no_after_is_refused(
+    client: taskq.Client,
+) -> None:
+    # Each tick submits the job alone, as the server refuses for a schedule's job.
+    call = taskq.NamedCall(SQUARE, (3,), {"run_anyway": True})
+    with pytest.raises(errors.InvalidJob) as refused:
+        client.add_schedule("squares", call, every_seconds=60, unchecked=True)
+    assert refused.value.field == "run_anyway"
+    assert client.schedules() == []

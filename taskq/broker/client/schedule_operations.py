@@ -10,6 +10,7 @@ from taskq.broker.client.client_base import ClientBase
 from taskq.broker.client.declarations import NamedCall
 from taskq.broker.client.faces import over_http
 from taskq.broker.client.group_commit import GroupOp
+from taskq.broker.client.lone_submit import check_alone
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.schedules import (
     Schedule,
@@ -49,8 +50,12 @@ class ScheduleOperations(ClientBase):
         options. A built job is kept, its call checked. An undeclared name
         raises :class:`taskq.errors.UnknownFunction` unless ``unchecked``.
         A taken name is an error unless ``replace``, or unless the schedule
-        stands exactly as given (a set-up script may run twice).
+        stands exactly as given (a set-up script may run twice). Each tick submits the
+        job alone: a call by name given ``run_anyway`` without ``after`` is refused,
+        as a submit of it would be.
         """
+        if isinstance(job, NamedCall):
+            check_alone(job.options, job.target)
 
         def plan() -> Op[ScheduleAdded]:
             spec = yield from self.declarations.job_of(job, unchecked, self.submitter)
