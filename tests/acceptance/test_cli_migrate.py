@@ -33,6 +33,9 @@ def test_pending_migrations_are_checked_then_applied_on_purpose(
 
     pending = cli_runs.taskq("migrate", "--check", store=url)
     one_error_line(pending, 1, f"schema version 1, this taskq uses {newest}", "taskq migrate")
+    # Named as their files are, for an operator to read before applying them.
+    assert "(pending: 0002_" in pending.err
+    assert f"{newest:04d}_" in pending.err
     assert path.read_bytes() == before  # a check writes nothing
     # A command that only reads says how to migrate on purpose.
     one_error_line(cli_runs.taskq("jobs", store=url), 1, "taskq migrate")

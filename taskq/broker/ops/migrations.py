@@ -127,10 +127,22 @@ def check(store: Store) -> None:
     _refuse_newer(store, done, newest)
     if not done.issuperset(range(1, newest + 1)):
         raise errors.SchemaBehind(
-            f"{store.url} has schema version {max(done)}, this taskq uses {newest}: a command "
-            "that only reads does not migrate it; back it up (taskq backup FILE), then run a "
-            "writing command once: taskq migrate, which does nothing else, or taskq-worker"
+            f"{store.url} has schema version {max(done)}, this taskq uses {newest} "
+            f"(pending: {', '.join(_pending(done))}): a command that only reads does not "
+            "migrate it; back it up (taskq backup FILE), then run a writing command once: "
+            "taskq migrate, which does nothing else, or taskq-worker"
         )
+
+
+def _pending(done: set[int]) -> list[str]:
+    """The files' names of the migrations shipped and not in ``done``, in order
+    (``0016_worker_policy``): what an operator can read before applying them."""
+    names = (_FILE_NAME.match(entry.name) for entry in _migration_files())
+    return sorted(
+        f"{match.group(1)}_{match.group(2)}"
+        for match in names
+        if match and int(match.group(1)) not in done
+    )
 
 
 def _refuse_newer(store: Store, done: set[int], newest: int) -> None:
