@@ -91,9 +91,11 @@ class Operation(Generic[P, T]):
         async def awaiting(client: Awaiting, /, *args: Any, **kwargs: Any) -> Any:
             return await client._run(self._plan_for(client, args, kwargs))
 
-        answer = _answer_of(plan)
-        _answering(blocking, plan, answer)
-        _answering(awaiting, plan, answer)
+        # Both faces answer alike: one signature, read once (every client's import
+        # reads those of all its requests).
+        signature = inspect.signature(plan).replace(return_annotation=_answer_of(plan))
+        for method in (blocking, awaiting):
+            cast(Any, method).__signature__ = signature
         self._blocking = blocking
         self._awaiting = awaiting
 
@@ -173,8 +175,9 @@ class Paged(Generic[P, T]):
                 return client.http.stream_async(self._streamed(args, kwargs))
             return _awaiting_answers(client, pages(client, *args, **kwargs))
 
-        _answering(blocking, pages, _iterator_of(pages, "Iterator", Iterator))
-        _answering(awaiting, pages, _iterator_of(pages, "AsyncIterator", AsyncIterator))
+        declared = inspect.signature(pages)  # read once for both faces, as above
+        _answering(blocking, declared, _iterator_of(pages, "Iterator", Iterator))
+        _answering(awaiting, declared, _iterator_of(pages, "AsyncIterator", AsyncIterator))
         self._blocking = blocking
         self._awaiting = awaiting
 
@@ -270,7 +273,6 @@ def _iterator_of(pages: Callable[..., Any], name: str, iterator: Any) -> object:
     return f"{name}[{answers}]" if isinstance(answers, str) else iterator[answers]
 
 
-def _answering(method: Callable[..., Any], declared: Callable[..., Any], answer: object) -> None:
-    """Give ``method`` the signature of ``declared`` with ``answer`` as what it returns."""
-    signature = inspect.signature(declared).replace(return_annotation=answer)
-    cast(Any, method).__signature__ = signature
+def _answering(method: Callable[..., Any], declared: inspect.Signature, answer: object) -> None:
+    """Give ``method`` the ``declared`` signature with ``answer`` as what it returns."""
+    cast(Any, method).__signature__ = declared.replace(return_annotation=answer)
