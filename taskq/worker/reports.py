@@ -17,6 +17,7 @@ _RETRY = exception_name(Retry)
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.POLICY}
 # Stopped by the worker for its own reasons, not the job's: the attempt was not used.
 _HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK, StopReason.SERVED_ELSEWHERE}
+_HANDED_BACK_TYPE = "HandedBack"
 SERVED_ELSEWHERE_DELAY = 1.0
 """How long a job refused here waits, queued, for a worker that serves it: were it
 claimable at once, this worker's next claim (in its very report's write) would
@@ -84,7 +85,14 @@ def _judged(
     if stopped is not None:
         # We stopped it: hand it back. A cancel request ends it cancelled; a
         # lease that moved on refuses, and whatever the job produced is dropped.
-        return Report(lease, ReportKind.RELEASE, attempt, checkpoint_json=checkpoint_json)
+        # Why (a drain, a job claimed ahead and not started in time) goes on the
+        # attempt's record, so that a run not counted says why it ran again.
+        why = dict(outcome.error) if outcome.error else None
+        if why is not None and stopped in _HANDED_BACK:
+            why["type"] = _HANDED_BACK_TYPE  # the sandbox's "Cancelled" would say otherwise
+        return Report(
+            lease, ReportKind.RELEASE, attempt, error=why, checkpoint_json=checkpoint_json
+        )
     if outcome.status is Status.SUCCEEDED:
         # The child's own encoding, checked on arrival (see ``judging``): stored as it is.
         # Jobs it spawned are written with its success, fenced by the same lease.

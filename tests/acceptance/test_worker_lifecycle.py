@@ -159,6 +159,11 @@ def test_sigterm_finishes_jobs_within_grace_and_hands_back_the_rest(
     assert slow_job.state is JobState.QUEUED, context
     assert slow_job.attempts == 0, context
     assert _outcomes(client, slow.id) == [("released", worker.worker_id)], context
+    # The run not counted says why it will run again.
+    [released] = client.executions(slow.id)
+    assert released.error is not None, context
+    assert released.error["message"] == "handed back: the worker is draining; killed", context
+    assert released.error["type"] == "HandedBack", context
 
     assert worker.wait_for_event("job_finished", job=quick.id)["stopped"] == ""
     handed_back = worker.wait_for_event("job_finished", job=slow.id)

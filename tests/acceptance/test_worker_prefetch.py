@@ -115,7 +115,10 @@ def test_a_drain_hands_back_jobs_claimed_ahead_without_using_an_attempt(
         context = f"{job}\n{client.executions(job_id)}\n{worker.describe()}"
         assert job.state is JobState.QUEUED, context
         assert job.attempts == 0, context
-        assert [e.outcome for e in client.executions(job_id)] == ["released"], context
+        [released] = client.executions(job_id)
+        assert released.outcome == "released", context
+        assert released.error is not None, context
+        assert released.error["message"].startswith("handed back: the worker is draining"), context
 
 
 def test_jobs_handed_to_a_pool_child_together_keep_their_own_output(

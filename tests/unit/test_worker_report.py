@@ -101,3 +101,15 @@ def test_every_kind_of_report_carries_the_jobs_last_progress() -> None:
         (0.9, "9 of 10 pages")
     }
     assert report_of(JOB, None, reported("1")).progress is None  # none said: none sent
+
+
+def test_a_job_handed_back_says_why_on_its_attempts_record() -> None:
+    why = {"type": "Cancelled", "message": "handed back: the worker is draining; killed"}
+    report = report_of(JOB, StopReason.DRAIN, Outcome(Status.CANCELLED, error=why))
+    assert report.kind is ReportKind.RELEASE
+    assert report.error == {**why, "type": "HandedBack"}
+    # Stopped at a user's request, it ends cancelled, and its record says so.
+    cancelled = report_of(JOB, StopReason.CANCELLED, Outcome(Status.CANCELLED, error=why))
+    assert cancelled.error == why
+    # A job that finished as it was being stopped is judged by its own outcome.
+    assert report_of(JOB, None, reported("1")).error is None

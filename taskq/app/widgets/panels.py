@@ -161,8 +161,10 @@ class AttemptOutput(Static):
             running = execution.finished_at is None
             parts.append(Text("running: no output recorded yet" if running else "no output"))
         if execution.outcome == _RELEASED:
-            # Its number comes again in the next row: say why, and that it cost no attempt.
-            parts.append(Text(_HANDED_BACK, style="dim"))
+            # Its number comes again in the next row: say that it cost no attempt, and
+            # why, where its record does not (hand-backs stored before they kept why).
+            said_why = bool(execution.error)
+            parts.append(Text(_NOT_COUNTED if said_why else _HANDED_BACK, style="dim"))
         self.update(Group(*parts))
 
 
@@ -170,10 +172,8 @@ _RELEASED = "released"
 """The outcome of an attempt its worker handed back (a drain, a job claimed ahead that no
 slot started, a function it may not run), which uses no attempt."""
 
-_HANDED_BACK = (
-    "handed back by its worker unrun or unfinished (a drain, say): not counted, "
-    "so the job's next run has this attempt's number again"
-)
+_NOT_COUNTED = "not counted, so the job's next run has this attempt's number again"
+_HANDED_BACK = f"handed back by its worker unrun or unfinished (a drain, say): {_NOT_COUNTED}"
 
 
 MOST_LINES = 500
