@@ -402,8 +402,10 @@ class Relatives(msgspec.Struct, frozen=True):
 # -- live output ---------------------------------------------------------------------
 #
 # What a reader of a job's output is handed, piece by piece (``Client.output``).
-# Positions are bytes of all that one attempt wrote to stdout and stderr, dropped
-# output included, so a reader resumes from ``end`` of the last piece it kept.
+# Positions are bytes of all that one run of an attempt wrote to stdout and stderr,
+# dropped output included, so a reader resumes from ``end`` of the last piece it kept.
+# An attempt has more than one run when workers hand its job back (a release, as a
+# draining worker does): that uses no attempt, so the next run has the same number.
 
 
 class OutputText(msgspec.Struct, frozen=True, tag="text"):
@@ -413,6 +415,8 @@ class OutputText(msgspec.Struct, frozen=True, tag="text"):
     start: int
     end: int
     text: str
+    run: int = 1
+    """Which run of the attempt wrote it, counted from 1 (more after hand-backs)."""
 
 
 class OutputDropped(msgspec.Struct, frozen=True, tag="dropped"):
@@ -425,6 +429,8 @@ class OutputDropped(msgspec.Struct, frozen=True, tag="dropped"):
     attempt: int
     start: int
     end: int
+    run: int = 1
+    """Which run of the attempt wrote it, counted from 1 (more after hand-backs)."""
 
     @property
     def size(self) -> int:
@@ -439,6 +445,8 @@ class AttemptEnded(msgspec.Struct, frozen=True, tag="attempt_ended"):
     outcome: str | None
     error: dict[str, Any] | None
     job_state: JobState
+    run: int = 1
+    """Which run of the attempt is over, counted from 1 (more after hand-backs)."""
 
 
 OutputEvent = OutputText | OutputDropped | AttemptEnded

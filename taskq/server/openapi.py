@@ -34,8 +34,9 @@ _EVENTS = {
     "text/event-stream": {
         "schema": {
             "type": "string",
-            "description": "Server-Sent Events: `event:` the type, `id:` ATTEMPT:END, `data:` "
-            "the piece as JSON; the last is attempt_ended with the job's end",
+            "description": "Server-Sent Events: `event:` the type, `id:` ATTEMPT:END (or "
+            "ATTEMPT.RUN:END for a run of the attempt after its first, as hand-backs make), "
+            "`data:` the piece as JSON; the last is attempt_ended with the job's end",
         }
     }
 }

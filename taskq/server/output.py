@@ -1,15 +1,17 @@
 """A job's output over HTTP: what is stored now as JSON, or followed live as Server-Sent Events.
 
 ``GET /jobs/{id}/output`` answers the pieces the latest attempt (or
-``?attempt=N``) has stored, from byte ``?offset=`` on. With ``?follow=true``
-it streams them as ``text/event-stream`` until the job ends: each event's
-type is the piece's (``text``, ``dropped``, ``attempt_ended``), its data the
-piece as JSON, and its id ``ATTEMPT:END``, so that a client that lost the
-stream resumes where it was by sending that id back as ``Last-Event-ID``
-(browsers' ``EventSource`` does so by itself). A quiet spell is broken by a
-comment line every ``KEEP_ALIVE_SECONDS``. A token revoked as the stream is
-followed ends it with an event of type ``problem``, its data the 401 (or 403)
-problem the request would meet now.
+``?attempt=N``, its latest run) has stored, from byte ``?offset=`` on. With
+``?follow=true`` it streams them as ``text/event-stream`` until the job ends:
+each event's type is the piece's (``text``, ``dropped``, ``attempt_ended``),
+its data the piece as JSON, and its id ``ATTEMPT:END`` (``ATTEMPT.RUN:END``
+for the RUNth run of an attempt, counted from 1, when workers handed the job
+back and the attempt's number ran again), so that a client that lost the
+stream resumes the very run it was reading, where it was, by sending that id
+back as ``Last-Event-ID`` (browsers' ``EventSource`` does so by itself). A
+quiet spell is broken by a comment line every ``KEEP_ALIVE_SECONDS``. A token
+revoked as the stream is followed ends it with an event of type ``problem``,
+its data the 401 (or 403) problem the request would meet now.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.responses import Response, StreamingResponse
 
 from taskq import errors
 from taskq.broker.client.client import AsyncClient
+from taskq.broker.client.http_output import event_id
 from taskq.broker.records import AttemptEnded, OutputEvent
 from taskq.server import bodies
 from taskq.server.auth import Caller
@@ -45,6 +48,8 @@ _KEEP_ALIVE = b": keep-alive\n\n"
 # Tells proxies (nginx) to pass each event on at once rather than buffer the stream.
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _MOST_ATTEMPTS = 1_000_000
+# Last-Event-ID's run is held to the same bound: no attempt is handed back that often.
+_MOST_RUNS = _MOST_ATTEMPTS
 # The most of a refused Last-Event-ID a problem's detail repeats.
 _SHOWN_CHARS = 60
 
@@ -55,27 +60,32 @@ class OutputPage(msgspec.Struct, frozen=True):
     events: list[OutputEvent]
 
 
-def _position(request: Request) -> tuple[int | None, int]:
-    """Where to begin: the attempt and byte of ``Last-Event-ID``, else of the query.
+def _position(request: Request) -> tuple[int | None, int | None, int]:
+    """Where to begin: the attempt, run and byte of ``Last-Event-ID``, else of the query
+    (whose attempt is that number's latest run: None for the run).
 
     The header is held to the query's bounds: an offset past what the store holds
     would fail there (a 500), as ``bodies.integer`` says of the query's."""
     resumed = request.headers.get("last-event-id")
     if resumed:
-        number, _, byte = resumed.partition(":")
+        numbers, _, byte = resumed.partition(":")
+        number, dot, counted = numbers.partition(".")
         attempt, offset = _whole(number, 1, _MOST_ATTEMPTS), _whole(byte, 0, bodies.MAX_ID)
-        if attempt is None or offset is None:
+        # No ".RUN": the attempt's first run, whose ids the server writes so.
+        run = _whole(counted, 1, _MOST_RUNS) if dot else 1
+        if attempt is None or run is None or offset is None:
             shown = resumed if len(resumed) <= _SHOWN_CHARS else resumed[:_SHOWN_CHARS] + "..."
             raise errors.BadRequest(
-                f"Last-Event-ID must be ATTEMPT:OFFSET, as the events' ids (ATTEMPT from 1 "
-                f"to {_MOST_ATTEMPTS}, OFFSET from 0 to {bodies.MAX_ID}), not {shown!r}"
+                "Last-Event-ID must be ATTEMPT:OFFSET or ATTEMPT.RUN:OFFSET, as the events' ids "
+                f"(ATTEMPT from 1 to {_MOST_ATTEMPTS}, RUN from 1 to {_MOST_RUNS}, OFFSET from "
+                f"0 to {bodies.MAX_ID}), not {shown!r}"
             )
-        return attempt, offset
+        return attempt, run, offset
     params = request.query_params
     attempt = None
     if "attempt" in params:
         attempt = bodies.integer(params, "attempt", low=1, high=_MOST_ATTEMPTS)
-    return attempt, bodies.integer(params, "offset") if "offset" in params else 0
+    return attempt, None, bodies.integer(params, "offset") if "offset" in params else 0
 
 
 def _whole(text: str, low: int, high: int) -> int | None:
@@ -96,23 +106,24 @@ async def output(request: Request, caller: Caller) -> Response:
         raise errors.BadRequest(f"query parameter follow must be true or false, got {follow!r}")
     client = client_of(request)
     job_id = job_id_in_path(request)
-    attempt, offset = _position(request)
+    attempt, run, offset = _position(request)
     if follow == "false":
-        events = [event async for event in client.output(job_id, attempt=attempt, start=offset)]
-        return json_response(OutputPage(events))
+        pieces = client.output(job_id, attempt=attempt, run=run, start=offset)
+        return json_response(OutputPage([event async for event in pieces]))
     await client.get(job_id)  # JobNotFound as a problem, before the stream starts
-    frames = _events(client, job_id, attempt, offset)
+    frames = _events(client, job_id, attempt, run, offset)
     stream = kept_alive(frames, KEEP_ALIVE_SECONDS, functools.partial(cut_short, request))
     return StreamingResponse(stream, media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
 async def _events(
-    client: AsyncClient, job_id: int, attempt: int | None, offset: int
+    client: AsyncClient, job_id: int, attempt: int | None, run: int | None, offset: int
 ) -> AsyncGenerator[bytes]:
     last_id = ""
-    async for event in client.output(job_id, attempt=attempt, start=offset, follow=True):
+    pieces = client.output(job_id, attempt=attempt, run=run, start=offset, follow=True)
+    async for event in pieces:
         if not isinstance(event, AttemptEnded):
-            last_id = f"{event.attempt}:{event.end}"
+            last_id = event_id(event.attempt, event.run, event.end)
         kind = type(event).__struct_config__.tag
         data = msgspec.json.encode(event).decode()
         identity = f"id: {last_id}\n" if last_id else ""
@@ -170,7 +181,11 @@ async def kept_alive(
 
 # The query output() reads, for the document, with the bounds _position holds it to.
 _PARAMS = (
-    Param("attempt", whole(1, _MOST_ATTEMPTS), "this attempt's output (by default the latest)"),
+    Param(
+        "attempt",
+        whole(1, _MOST_ATTEMPTS),
+        "this attempt's output, of its latest run (by default the latest attempt's)",
+    ),
     Param("offset", whole(0, bodies.MAX_ID), "from this byte of it (0 by default)"),
     Param(
         "follow",

@@ -90,8 +90,11 @@ def test_a_position_out_of_bounds_is_a_bad_request_naming_the_header(
         assert got == (400, "application/problem+json"), got
         problem = json.loads(answer.read())
     assert problem["type"] == "urn:taskq:problem:BadRequest"
-    assert problem["detail"].startswith("Last-Event-ID must be ATTEMPT:OFFSET")
-    assert f"ATTEMPT from 1 to 1000000, OFFSET from 0 to {MAX_OFFSET}" in problem["detail"]
+    assert problem["detail"].startswith(
+        "Last-Event-ID must be ATTEMPT:OFFSET or ATTEMPT.RUN:OFFSET"
+    )
+    bounds = f"ATTEMPT from 1 to 1000000, RUN from 1 to 1000000, OFFSET from 0 to {MAX_OFFSET}"
+    assert bounds in problem["detail"]
     assert len(problem["detail"]) < 300  # a long header is not repeated whole
 
 

@@ -34,7 +34,8 @@ from taskq.broker.records import (
     OutputText,
 )
 from taskq.broker.stores.store import Statement, Store
-from tests.support.reports import completed, failed, report_one
+from taskq.broker.stores.trampoline import Pause
+from tests.support.reports import completed, failed, released, report_one
 
 T0 = 1_800_000_000.0
 LEASE = 30.0
@@ -184,9 +185,59 @@ def test_output_is_pruned_with_its_attempt(run: Run, store: Store) -> None:
         _read_all(run, OutputReader(job.lease.job_id))
 
 
+def _pauses(store: Store, reader: OutputReader) -> bool:
+    """Whether the reader's next page waits for output before it hands any."""
+    page = reader.next_page()
+    assert page is not None
+    step = next(page)
+    try:
+        while not isinstance(step, Pause):
+            step = page.send(plan.carry_out(store, step))
+    except StopIteration:
+        return False
+    page.close()
+    return True
+
+
+def test_each_run_of_a_handed_back_attempt_is_read_by_its_run(run: Run, store: Store) -> None:
+    first = _claimed(run)
+    run(output_append([AttemptOutput(first.lease, _chunks(0, "first run\n"), 1 << 20)]))
+    run(report_one(released(first.lease), now=T0 + 1))
+    job_id = first.lease.job_id
+    # Run 2 yet to start: a follower of it waits, a reader of what is stored is refused.
+    assert _pauses(store, OutputReader(job_id, attempt=1, run=2, follow=True))
+    with pytest.raises(errors.AttemptNotFound, match="has no run 2 of attempt 1 yet"):
+        _read_all(run, OutputReader(job_id, attempt=1, run=2))
+
+    [second] = run(job_claim("w1", [first.queue], limit=1, lease_seconds=LEASE, now=T0 + 2))
+    assert second.attempt == 1  # the hand-back was not counted: attempt 1 runs again
+    output = AttemptOutput(second.lease, _chunks(0, "second run\n"), 1 << 20, first_write=True)
+    run(report_one(msgspec.structs.replace(completed(second.lease, 1), output=output)))
+
+    # Resumed inside run 1, a follower reads the rest of run 1, then all of run 2.
+    followed = _read_all(run, OutputReader(job_id, attempt=1, run=1, start=3, follow=True))
+    assert followed == [
+        OutputText(1, 3, 10, "st run\n", run=1),
+        AttemptEnded(1, "released", None, JobState.QUEUED, run=1),
+        OutputText(1, 0, 11, "second run\n", run=2),
+        AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED, run=2),
+    ]
+    read = _read_all(run, OutputReader(job_id, attempt=1, run=1, start=3))
+    assert _text(read) == "st run\n"
+    assert _read_all(run, OutputReader(job_id, attempt=1, run=2)) == followed[2:]
+    # The attempt's number alone is its latest run, as it was.
+    assert _read_all(run, OutputReader(job_id, attempt=1)) == followed[2:]
+    with pytest.raises(errors.AttemptNotFound, match="is succeeded and has no run 3 of attempt 1"):
+        _read_all(run, OutputReader(job_id, attempt=1, run=3))
+
+
 def test_bad_positions_are_refused_before_any_read() -> None:
     with pytest.raises(ValueError, match="numbered from 1"):
         OutputReader(1, attempt=0)
+    with pytest.raises(ValueError, match="numbered from 1"):
+        OutputReader(1, attempt=1, run=0)
+    with pytest.raises(ValueError, match="give the attempt too"):
+        OutputReader(1, run=1)
     with pytest.raises(ValueError, match="byte count"):
         OutputReader(1, start=-1)
 

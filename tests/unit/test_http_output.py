@@ -8,7 +8,7 @@ import anyio
 import httpx
 import msgspec
 
-from taskq.broker.client.http_output import OutputOverHttp
+from taskq.broker.client.http_output import OutputOverHttp, event_id
 from taskq.broker.client.http_stream import EventLines, ServerEvent
 from taskq.broker.client.http_transport import HttpTransport
 from taskq.broker.records import AttemptEnded, JobState, OutputEvent, OutputText
@@ -36,13 +36,15 @@ class BreakingServer:
     def _after(self, resumed: str | None) -> list[OutputEvent]:
         if resumed is None:
             return self.pieces
-        attempt, end = (int(part) for part in resumed.split(":"))
-        # As the server: from that byte of that attempt on, its end said again if it is over.
+        numbers, end_text = resumed.split(":")
+        attempt, _, run = numbers.partition(".")
+        at, end = (int(attempt), int(run or 1)), int(end_text)
+        # As the server: from that byte of that run on, its end said again if it is over.
         return [
             p
             for p in self.pieces
-            if (p.attempt or 0) > attempt
-            or (p.attempt == attempt and (isinstance(p, AttemptEnded) or p.end > end))
+            if (p.attempt or 0, p.run) > at
+            or ((p.attempt, p.run) == at and (isinstance(p, AttemptEnded) or p.end > end))
         ]
 
     def frames(self, resumed: str | None) -> Iterator[bytes]:
@@ -95,14 +97,48 @@ def test_the_async_face_resumes_the_same_way_and_skips_an_end_said_again() -> No
 def test_a_run_handed_back_and_the_run_after_it_each_end_the_follow_once() -> None:
     # A draining worker hands the job back: its run and the next share attempt 1's number.
     released = AttemptEnded(1, "released", None, JobState.QUEUED)
-    again = OutputText(1, 0, 6, "again\n")
-    done = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED)
+    again = OutputText(1, 0, 6, "again\n", run=2)
+    done = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED, run=2)
     server = BreakingServer([ONE, released, again, done], cut=2)
     seen = list(_transport(server).stream(OutputOverHttp(7, follow=True)))
     assert seen == [ONE, released, again, done]
-    # Broken after ONE and the first end, then after the run's output: the first end, said
-    # again when resumed, is skipped; the second ends the follow.
-    assert server.resumed_from == [None, "1:4", "1:6"]
+    # Broken after ONE and the first end, then after the second run's output: resumed in
+    # run 1 (whose end, said again, is skipped), then in run 2, named as the server does.
+    assert server.resumed_from == [None, "1:4", "1.2:6"]
+
+
+def test_a_run_handed_back_that_printed_nothing_is_resumed_after_by_its_run() -> None:
+    first = AttemptEnded(1, "released", None, JobState.QUEUED)
+    second = AttemptEnded(1, "released", None, JobState.QUEUED, run=2)
+    again = OutputText(1, 0, 6, "again\n", run=3)
+    done = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED, run=3)
+    server = BreakingServer([ONE, first, second, again, done], cut=3)
+    seen = list(_transport(server).stream(OutputOverHttp(7, follow=True)))
+    assert seen == [ONE, first, second, again, done]
+    # Broken after run 2's end: it printed nothing, so it is resumed from its byte 0.
+    assert server.resumed_from == [None, "1.2:0"]
+
+
+def test_the_first_request_asks_by_the_query_then_resumes_by_the_run_read() -> None:
+    latest = OutputOverHttp(7, attempt=2, start=5, follow=True).next_request()
+    assert latest is not None
+    # ?attempt= is that attempt's latest run; Last-Event-ID: 2:5 would be its first.
+    assert (latest.params, latest.headers) == (
+        {"follow": "true", "offset": 5, "attempt": 2},
+        None,
+    )
+    named = OutputOverHttp(7, attempt=2, run=3, start=5, follow=True)
+    request = named.next_request()
+    assert request is not None
+    assert request.headers == {"Last-Event-ID": "2.3:5"}
+    named.answers(ServerEvent("text", msgspec.json.encode(OutputText(2, 5, 9, "abc\n", run=3))))
+    request = named.next_request()
+    assert request is not None
+    assert request.headers == {"Last-Event-ID": "2.3:9"}
+
+
+def test_an_event_id_names_a_run_past_the_first_only() -> None:
+    assert (event_id(2, 1, 40), event_id(2, 2, 40)) == ("2:40", "2.2:40")
 
 
 def test_event_lines_join_data_lines_and_skip_comments_and_ids() -> None:

@@ -2,9 +2,10 @@
 
 Not following, one answer holds what the attempt stored now. Following, the
 server streams the pieces as Server-Sent Events until the job ends; when the
-connection breaks, the stream is opened again from the last piece kept
-(``Last-Event-ID: ATTEMPT:END``), so the caller sees each piece once, as the
-store client's :class:`taskq.broker.ops.output.OutputReader` hands them.
+connection breaks, the stream is opened again from the last piece kept (its
+id, :func:`event_id`, sent back as ``Last-Event-ID``), so the caller sees each
+piece once, as the store client's :class:`taskq.broker.ops.output.OutputReader`
+hands them.
 """
 
 from __future__ import annotations
@@ -21,19 +22,31 @@ from taskq.broker.records import AttemptEnded, OutputEvent
 _QUIET_SECONDS = 20.0
 
 
+def event_id(attempt: int, run: int, end: int) -> str:
+    """The id of a followed event: where its piece leaves the output, byte ``end`` of run
+    ``run`` of ``attempt``, which ``Last-Event-ID`` sends back to resume there.
+
+    ``ATTEMPT:END`` for an attempt's first run, ``ATTEMPT.RUN:END`` for a later one: a
+    worker's hand-back runs the attempt again under its number, and a resume must go on
+    with the very run it was reading, not the one after it."""
+    return f"{attempt}:{end}" if run == 1 else f"{attempt}.{run}:{end}"
+
+
 class _Page(msgspec.Struct, frozen=True):
     events: list[OutputEvent]
 
 
 class OutputOverHttp:
-    """The output of ``job_id`` from ``attempt`` (None: the latest) and byte ``start`` on,
-    as :meth:`taskq.Client.output` takes them; ``poll_seconds`` is the server's to choose."""
+    """The output of ``job_id`` from ``attempt`` (None: the latest), its run ``run`` (None:
+    its latest) and byte ``start`` on, as :meth:`taskq.Client.output` takes them;
+    ``poll_seconds`` is the server's to choose."""
 
     def __init__(
         self,
         job_id: specs.JobRef,
         *,
         attempt: int | None = None,
+        run: int | None = None,
         start: int = 0,
         follow: bool = False,
         poll_seconds: float = 0.25,
@@ -41,15 +54,19 @@ class OutputOverHttp:
         self.job_id = specs.job_id(job_id, "output")
         # The store reader's checks of the position: the same refusals, at the call.
         OutputReader(
-            self.job_id, attempt=attempt, start=start, follow=follow, poll_seconds=poll_seconds
+            self.job_id,
+            attempt=attempt,
+            run=run,
+            start=start,
+            follow=follow,
+            poll_seconds=poll_seconds,
         )
         self.done = False
         self._attempt = attempt
+        self._run = run
         self._position = start
         self._follow = follow
-        # The last end handed on: a stream resumed at an attempt's end says it again. Not
-        # its number alone: a run handed back by a draining worker and the run after it
-        # share their attempt's number, and each has its own end.
+        # The last end handed on: a stream resumed at a run's end says it again.
         self._last_end: AttemptEnded | None = None
 
     def next_request(self) -> HttpRequest | None:
@@ -57,17 +74,17 @@ class OutputOverHttp:
         if self.done:
             return None
         path = f"/jobs/{self.job_id}/output"
-        if not self._follow:
-            params: dict[str, str | int | float] = {"offset": self._position}
-            if self._attempt is not None:
-                params["attempt"] = self._attempt
-            return HttpRequest("GET", path, params)
-        if self._attempt is None:
-            return HttpRequest(
-                "GET", path, {"follow": "true", "offset": self._position}, wait=_QUIET_SECONDS
-            )
-        resume = {"Last-Event-ID": f"{self._attempt}:{self._position}"}
-        return HttpRequest("GET", path, {"follow": "true"}, wait=_QUIET_SECONDS, headers=resume)
+        params: dict[str, str | int | float] = {"follow": "true"} if self._follow else {}
+        wait = _QUIET_SECONDS if self._follow else 0.0
+        if self._attempt is not None and self._run is not None:
+            # The very run read last, named as the server's events name it.
+            resume = {"Last-Event-ID": event_id(self._attempt, self._run, self._position)}
+            return HttpRequest("GET", path, params, wait=wait, headers=resume)
+        # No run known yet: ?attempt= is that attempt's latest run, as the store reader's.
+        params["offset"] = self._position
+        if self._attempt is not None:
+            params["attempt"] = self._attempt
+        return HttpRequest("GET", path, params, wait=wait)
 
     def answers(self, event: ServerEvent) -> list[OutputEvent]:
         """The pieces of a stored page (a JSON answer) or of one followed event."""
@@ -76,7 +93,7 @@ class OutputOverHttp:
             return [self._kept(piece) for piece in json_of(event.data, _Page).events]
         piece: OutputEvent = json_of(event.data, OutputEvent)
         if isinstance(piece, AttemptEnded) and piece == self._last_end:
-            return []  # resumed at the end of an attempt already said to be over
+            return []  # resumed at the end of a run already said to be over
         return [self._kept(piece)]
 
     def _kept(self, piece: OutputEvent) -> OutputEvent:
@@ -84,9 +101,14 @@ class OutputOverHttp:
         if isinstance(piece, AttemptEnded):
             if piece.job_state.finished:
                 self.done = True
-            if piece.attempt is not None and piece.attempt != self._attempt:
-                self._attempt, self._position = piece.attempt, 0  # an attempt that printed nothing
+            ended = (piece.attempt, piece.run)
+            if piece.attempt is not None and ended != (self._attempt, self._run):
+                # A run ended of which no piece came: the one asked for, nothing in it past
+                # ``start``; or one after the run read last, which printed nothing.
+                if self._run is not None:
+                    self._position = 0
+                self._attempt, self._run = ended
             self._last_end = piece
         else:
-            self._attempt, self._position = piece.attempt, piece.end
+            self._attempt, self._run, self._position = piece.attempt, piece.run, piece.end
         return piece

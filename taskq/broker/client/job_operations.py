@@ -101,6 +101,7 @@ class JobOperations(ClientBase):
         job_id: JobRef,
         *,
         attempt: int | None = None,
+        run: int | None = None,
         start: int = 0,
         follow: bool = False,
         poll_seconds: float = 0.25,
@@ -111,8 +112,10 @@ class JobOperations(ClientBase):
         where output was not kept (the oldest past the attempt's cap), and an
         :class:`taskq.AttemptEnded` once an attempt is over and all its output
         was read. ``attempt``: the number of the attempt to begin with (the
-        latest by default); ``start``: the byte of its output to begin at (to
-        resume, a piece's ``attempt`` and ``end``). Not following, it yields
+        latest by default); ``run``: which run of it, counted from 1 (a worker's
+        hand-back runs the attempt again under its number; by default its
+        latest); ``start``: the byte of its output to begin at (to resume, a
+        piece's ``attempt``, ``run`` and ``end``). Not following, it yields
         what that attempt has stored now; following, it waits for more
         (polling every ``poll_seconds`` at most) and goes on to each later
         attempt as it starts, until the job ends.
@@ -120,6 +123,7 @@ class JobOperations(ClientBase):
         return OutputReader(
             specs.job_id(job_id, "output"),
             attempt=attempt,
+            run=run,
             start=start,
             follow=follow,
             poll_seconds=poll_seconds,

@@ -15,7 +15,9 @@ Either way an attempt's bytes have one record, and readers see the same.
 
 A reader (:class:`OutputReader`) reads an attempt's chunks from a byte
 position on, page by page; following, it waits for more until the job ends,
-going on to each new attempt as it starts.
+going on to each new attempt as it starts. An attempt a worker handed back
+(a release) is run again under the same number: each of its runs has its
+own output, and the reader's pieces say which run (``run``) they are of.
 """
 
 from __future__ import annotations
@@ -160,14 +162,14 @@ def output_append(outputs: Sequence[AttemptOutput]) -> Op[None]:
 class OutputReader:
     """Reads one job's output page by page, from a byte position of an attempt on.
 
-    It starts at attempt number ``attempt`` (None: the latest), at byte
-    ``start``. Not following, it reads what that attempt has stored now and
-    is ``done``; following, a page waits (polling every ``poll_seconds`` at
-    most) until there is something to hand, each attempt after that one is
-    read in turn as it starts, and the reader is ``done`` after the
-    :class:`AttemptEnded` of a finished job. So a follower that stopped
-    resumes where it was with the attempt and the ``end`` of the last piece
-    it kept.
+    It starts at attempt number ``attempt`` (None: the latest), run ``run``
+    of it (None: its latest), at byte ``start``. Not following, it reads
+    what that run has stored now and is ``done``; following, a page waits
+    (polling every ``poll_seconds`` at most) until there is something to
+    hand, each run after that one is read in turn as it starts, and the
+    reader is ``done`` after the :class:`AttemptEnded` of a finished job. So
+    a follower that stopped resumes where it was with the attempt, the run
+    and the ``end`` of the last piece it kept.
     """
 
     def __init__(
@@ -175,12 +177,17 @@ class OutputReader:
         job_id: int,
         *,
         attempt: int | None = None,
+        run: int | None = None,
         start: int = 0,
         follow: bool = False,
         poll_seconds: float = 0.25,
     ) -> None:
         if attempt is not None and attempt < 1:
             raise ValueError(f"attempts are numbered from 1, not {attempt}")
+        if run is not None and attempt is None:
+            raise ValueError("a run is counted within its attempt: give the attempt too")
+        if run is not None and run < 1:
+            raise ValueError(f"an attempt's runs are numbered from 1, not {run}")
         if start < 0:
             raise ValueError(f"an output position is a byte count from 0, not {start}")
         if not poll_seconds > 0:
@@ -188,6 +195,7 @@ class OutputReader:
         self.job_id = job_id
         self.done = False
         self._attempt = attempt
+        self._run = run
         self._position = start
         self._follow = follow
         self._poll_seconds = poll_seconds
@@ -216,7 +224,7 @@ class OutputReader:
         if row["id"] is None:
             return self._no_attempt(state, from_json(row["job_error"])), True
         self._execution_id = execution_id = int(row["id"])
-        attempt = int(row["attempt"])
+        attempt, run = int(row["attempt"]), int(row["run"])
         # The attempt's state is read before its chunks: an attempt that had
         # ended then had all its output stored, for its last chunks go with its end.
         if row["output_inline"] is not None:
@@ -233,10 +241,10 @@ class OutputReader:
                     },
                 )
             )
-        events = [event for chunk in chunks for event in self._events_of(attempt, chunk)]
+        events = [event for chunk in chunks for event in self._events_of(attempt, run, chunk)]
         caught_up = len(chunks) < _PAGE_CHUNKS
         if caught_up and row["finished_at"] is not None:
-            events += self._ended(attempt, row, state)
+            events += self._ended(attempt, run, row, state)
         return events, caught_up
 
     def _attempt_row(self) -> Op[Row]:
@@ -245,6 +253,8 @@ class OutputReader:
             name, params = "output_attempt_same", {"execution_id": self._execution_id}
         elif self._after_id is not None:
             name, params = "output_attempt_after", {"after_id": self._after_id}
+        elif self._run is not None:
+            name, params = "output_attempt_run", {"attempt": self._attempt, "run": self._run}
         else:
             name, params = "output_attempt_numbered", {"attempt": self._attempt}
         sql = queries.query("output_attempt").format(attempt_id=queries.query(name))
@@ -256,16 +266,21 @@ class OutputReader:
 
     def _no_attempt(self, state: JobState, error: dict[str, Any] | None) -> list[OutputEvent]:
         """No attempt to read (yet): wait for one, or say the job ended without one."""
+        asked = self._asked()
         if state in FINISHED_STATES:
             if self._attempt is not None:
-                raise errors.AttemptNotFound(
-                    f"job {self.job_id} is {state} and has no attempt {self._attempt}"
-                )
+                raise errors.AttemptNotFound(f"job {self.job_id} is {state} and has no {asked}")
             self.done = True
             return [AttemptEnded(None, None, error, state)]
         if self._attempt is not None and not self._follow:
-            raise errors.AttemptNotFound(f"job {self.job_id} has no attempt {self._attempt} yet")
+            raise errors.AttemptNotFound(f"job {self.job_id} has no {asked} yet")
         return []
+
+    def _asked(self) -> str:
+        """The attempt asked for, in words; a run of it past its first named too."""
+        if self._run is None or self._run == 1:
+            return f"attempt {self._attempt}"
+        return f"run {self._run} of attempt {self._attempt}"
 
     def _inline_chunks(self, row: Row) -> list[Row]:
         """An attempt's output stored in its row (:func:`inline_text`), read as the one chunk
@@ -277,34 +292,35 @@ class OutputReader:
             else []
         )
 
-    def _events_of(self, attempt: int, row: Row) -> list[OutputEvent]:
+    def _events_of(self, attempt: int, run: int, row: Row) -> list[OutputEvent]:
         """A stored chunk as the reader hands it on, after the gap before it if any."""
         start, text = int(row["at_byte"]), str(row["data"])
         end = start + int(row["size"])
         events: list[OutputEvent] = []
         if start > self._position:
-            events.append(OutputDropped(attempt, self._position, start))
+            events.append(OutputDropped(attempt, self._position, start, run))
         elif start < self._position:
             # A position inside the chunk: one a reader resumes from, say.
             text = text.encode()[self._position - start :].decode(errors="replace")
             start = self._position
         self._position = end
         if text:
-            events.append(OutputText(attempt, start, end, text))
+            events.append(OutputText(attempt, start, end, text, run))
         return events
 
-    def _ended(self, attempt: int, row: Row, state: JobState) -> list[OutputEvent]:
+    def _ended(self, attempt: int, run: int, row: Row, state: JobState) -> list[OutputEvent]:
         """The attempt ended and all of its output was read: say so; then on to the next."""
         events: list[OutputEvent] = []
         end = int(row["output_bytes"])
         if end > self._position:
-            events.append(OutputDropped(attempt, self._position, end))
+            events.append(OutputDropped(attempt, self._position, end, run))
         if self._follow and state in FINISHED_STATES and row["later_attempts"]:
             # An earlier attempt of a job that has ended since, followed from it: the job
             # was queued again after it, and the follow goes on to the next, as it would
             # have while the job ran.
             state = JobState.QUEUED
-        events.append(AttemptEnded(attempt, row["outcome"], from_json(row["error"]), state))
+        error = from_json(row["error"])
+        events.append(AttemptEnded(attempt, row["outcome"], error, state, run))
         if state in FINISHED_STATES:
             self.done = True
         else:

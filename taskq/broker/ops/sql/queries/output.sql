@@ -40,13 +40,20 @@ WHERE rowid IN (
 
 -- An attempt to read the output of, with its job's state and its output if
 -- its report stored it inline (then it has no chunks); {attempt_id} is one of
--- the three blocks after this. No row: no such job; a row with no
--- execution id: no such attempt (yet).
+-- the four blocks after this. No row: no such job; a row with no
+-- execution id: no such attempt (yet). Its run counts the executions with
+-- its number up to it: a release repeats the number for the next run, and a
+-- follower's position names the run (executions_job finds them).
 -- name: output_attempt
 SELECT
     jobs.state AS job_state, jobs.error AS job_error,
     executions.id, executions.attempt, executions.finished_at, executions.outcome,
     executions.error, executions.output_bytes, executions.output_inline,
+    (
+        SELECT COUNT(*) FROM executions AS same
+        WHERE same.job_id = jobs.id AND same.attempt = executions.attempt
+            AND same.id <= executions.id
+    ) AS run,
     EXISTS (
         SELECT 1 FROM executions AS later WHERE later.job_id = jobs.id AND later.id > executions.id
     ) AS later_attempts
@@ -60,6 +67,13 @@ WHERE jobs.id = :job_id
 SELECT id FROM executions
 WHERE job_id = jobs.id AND (:attempt IS NULL OR attempt = :attempt)
 ORDER BY id DESC LIMIT 1
+
+-- Run :run of the attempt numbered :attempt, counted from 1 as they ran: the
+-- very run a follower was reading, whatever ran under that number since.
+-- name: output_attempt_run
+SELECT id FROM executions
+WHERE job_id = jobs.id AND attempt = :attempt
+ORDER BY id LIMIT 1 OFFSET :run - 1
 
 -- The attempt after execution :after_id, for a follower that read that one to its end.
 -- name: output_attempt_after
