@@ -245,12 +245,14 @@ def _ending(event: AttemptEnded) -> str:
     said = f": {error}" if error else ""
     if event.attempt is None:
         return f"[taskq: the job's state: {event.job_state}{said}]"
+    # A run after hand-backs is named too: its attempt's number was told before.
+    attempt = f"attempt {event.attempt}" + (f" (run {event.run})" if event.run > 1 else "")
     if event.outcome == _RELEASED:
         # A hand-back uses no attempt: the next run takes the same number again.
-        ended = f"attempt {event.attempt} was handed back by its worker, not counted{said}"
+        ended = f"{attempt} was handed back by its worker, not counted{said}"
         next_number = event.attempt
     else:
-        ended = f"attempt {event.attempt} ended {event.outcome}{said}"
+        ended = f"{attempt} ended {event.outcome}{said}"
         next_number = event.attempt + 1
     state = f"the job's state: {event.job_state}"
     if event.job_state is JobState.QUEUED:

@@ -88,6 +88,19 @@ def test_an_attempts_end_says_which_attempt_runs_next() -> None:
     )
 
 
+def test_an_end_names_a_run_of_its_attempt_past_the_first() -> None:
+    again = AttemptEnded(1, "released", None, JobState.QUEUED, run=2)
+    last = AttemptEnded(1, "succeeded", None, JobState.SUCCEEDED, run=3)
+    assert logs._ending(again) == (
+        "[taskq: attempt 1 (run 2) was handed back by its worker, not counted; "
+        "the job's state: queued, to run as attempt 1]"
+    )
+    assert (
+        logs._ending(last)
+        == "[taskq: attempt 1 (run 3) ended succeeded; the job's state: succeeded]"
+    )
+
+
 def test_printing_an_attempt_that_was_handed_back_before_says_so(
     store: Store, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
