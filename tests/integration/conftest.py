@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from taskq.broker.client.connect import open_store
-from taskq.dev.server import ServerProcess, running_server, write_server_config
+from taskq.dev.server import ServerProcess, running_server, token_of, write_server_config
 from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster
 
 
@@ -31,3 +32,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Serv
     config = write_server_config(root / "server.toml", {"tester": ["admin"], "reader": ["read"]})
     with running_server(url, config, root / "serve.log") as server:
         yield url, server
+
+
+@pytest.fixture
+def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
+    """An HTTP client of :func:`served`, with the token of its admin ``tester``."""
+    headers = {"Authorization": f"Bearer {token_of('tester')}"}
+    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
+        yield client

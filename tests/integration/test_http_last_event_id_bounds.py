@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,18 +18,11 @@ import pytest
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
-from taskq.dev.server import ServerProcess, token_of
+from taskq.dev.server import ServerProcess
 
 MAX_OFFSET = 2**63 - 1
 # No lease of the test's claim runs out while the test reads the attempt's output.
 LEASE_SECONDS = 600.0
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -25,18 +25,11 @@ from taskq.broker.ops.leases import Report
 from taskq.broker.ops.output import AttemptOutput, OutputChunk
 from taskq.broker.records import Lease
 from taskq.broker.stores.store import Store
-from taskq.dev.server import ServerProcess, token_of
+from taskq.dev.server import ServerProcess
 from tests.support.reports import completed, released, report_one
 
 # No lease of the test's claims runs out before the run it began is reported.
 LEASE_SECONDS = 600.0
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _run(store: Store, queue: str, text: str, end: Callable[[Lease], Report]) -> None:

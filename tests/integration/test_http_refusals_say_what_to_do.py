@@ -8,19 +8,7 @@ store says it, unquoted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
-
-from taskq.dev.server import ServerProcess, token_of
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _problem(answer: httpx.Response, status: int) -> str:

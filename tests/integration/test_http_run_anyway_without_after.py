@@ -10,22 +10,12 @@ workflow's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from taskq.dev.server import ServerProcess, token_of
-
 SQUARE = "tests.support.workflow_jobs:square"
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _job(queue: str, **members: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ lists, that changes nothing. A name within it is paused and removed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -17,16 +16,8 @@ import httpx
 import pytest
 
 from taskq.broker import schedule_timing
-from taskq.dev.server import ServerProcess, token_of
 
 NAME = "nightly.backup:v1-2_b"
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _operation(api: httpx.Client, method: str) -> dict[str, Any]:

@@ -8,23 +8,13 @@ so wherever a submission sends one: on a job, and on a workflow whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from taskq.dev.server import ServerProcess, token_of
-
 JOB = {"target": "m:f", "queue": "never-claimed", "unchecked": True}
 TOKEN_NAMED = "the submitter is the name of the request's token and cannot be sent"
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _refused(answer: httpx.Response, field: str) -> str:

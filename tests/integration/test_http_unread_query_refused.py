@@ -8,21 +8,11 @@ it does not read (400) before it does anything, after the token is checked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 
-from taskq.dev.server import ServerProcess, token_of
+from taskq.dev.server import ServerProcess
 
 JOB = {"target": "m:f", "queue": "unread-query", "unchecked": True}
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def test_a_submission_with_a_query_it_does_not_read_writes_nothing(api: httpx.Client) -> None:

@@ -9,7 +9,6 @@ store raises, whose ``job_id`` is the workflow's first job.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -17,13 +16,6 @@ import pytest
 import taskq
 from taskq import errors
 from taskq.dev.server import ServerProcess, token_of
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _jobs(queue: str, *targets: str) -> list[dict[str, object]]:

@@ -10,25 +10,14 @@ no query at all, and says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
-
-from taskq.dev.server import ServerProcess, token_of
 
 # A value for each parameter of a path: a job or a workflow that need not exist, since
 # the query is read before the store is.
 _PATH_VALUES = {"job_id": "1", "workflow_id": "1", "worker_id": "w", "name": "n"}
 _UNREAD = "zz_not_a_parameter"
-
-
-@pytest.fixture
-def api(served: tuple[str, ServerProcess]) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {token_of('tester')}"}
-    with httpx.Client(base_url=served[1].url, headers=headers, timeout=30) as client:
-        yield client
 
 
 def _read_ones(api: httpx.Client, path: str) -> set[str]:
