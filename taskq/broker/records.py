@@ -212,6 +212,11 @@ class Execution(msgspec.Struct, frozen=True):
     """How much output it wrote (so far), the part not kept included."""
 
 
+HANDED_BACK_ERROR = "HandedBack"
+"""The error type on the record of a run its worker handed back (a drain, a job claimed
+ahead that no slot started): its message says why, and the run used no attempt."""
+
+
 class AttemptReport(msgspec.Struct, frozen=True):
     """How an attempt went, as the worker measured it (all optional)."""
 

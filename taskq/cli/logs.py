@@ -20,6 +20,7 @@ import msgspec
 from taskq.broker.client.client import Client
 from taskq.broker.records import (
     FINISHED_STATES,
+    HANDED_BACK_ERROR,
     AttemptEnded,
     Execution,
     Job,
@@ -110,6 +111,9 @@ def _limit_then(attempt: Execution, job: Job) -> int | None:
 
 # An attempt a worker gave back (a drain, a job claimed ahead, a function it may not run).
 _RELEASED = "released"
+# How the reason of a worker's hand-back begins on its record ("handed back: the worker
+# is draining; killed"), said after "handed back by its worker" without it.
+_HANDED_BACK_WORDS = "handed back: "
 # An attempt whose worker went silent: it ended when maintenance found its lease run out.
 _LEASE_EXPIRED = "lease_expired"
 
@@ -239,6 +243,17 @@ class _OutputPrinter:
         output.warn(text)
 
 
+def _why_handed_back(event: AttemptEnded) -> str:
+    """Why a worker handed the run back, as its record keeps it, to follow "handed back
+    by its worker": `` (the worker is draining; killed)``; empty where the record says
+    nothing (hand-backs stored before they kept why)."""
+    error = event.error or {}
+    message = str(error.get("message", ""))
+    if error.get("type") != HANDED_BACK_ERROR or not message:
+        return ""  # another error (a function this worker may not run) is said as errors are
+    return f" ({message.removeprefix(_HANDED_BACK_WORDS)})"
+
+
 def _ending(event: AttemptEnded) -> str:
     """How an attempt (or the job) ended, as one line."""
     error = output.error_line(event.error)
@@ -249,7 +264,8 @@ def _ending(event: AttemptEnded) -> str:
     attempt = f"attempt {event.attempt}" + (f" (run {event.run})" if event.run > 1 else "")
     if event.outcome == _RELEASED:
         # A hand-back uses no attempt: the next run takes the same number again.
-        ended = f"{attempt} was handed back by its worker, not counted{said}"
+        why = _why_handed_back(event)
+        ended = f"{attempt} was handed back by its worker{why}, not counted{'' if why else said}"
         next_number = event.attempt
     else:
         ended = f"{attempt} ended {event.outcome}{said}"

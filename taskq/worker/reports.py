@@ -6,7 +6,7 @@ import msgspec
 
 from taskq.broker.ops.leases import Report, ReportKind
 from taskq.broker.ops.output import AttemptOutput
-from taskq.broker.records import AttemptReport, ClaimedJob
+from taskq.broker.records import HANDED_BACK_ERROR, AttemptReport, ClaimedJob
 from taskq.job_context import JobUpdate
 from taskq.retry import DEFAULT_RETRY, Retry, RetryPolicy, exception_name, parse_retry
 from taskq.worker.running import StopReason
@@ -17,7 +17,6 @@ _RETRY = exception_name(Retry)
 _NOT_RETRYABLE = {Status.RESULT_INVALID, Status.POLICY}
 # Stopped by the worker for its own reasons, not the job's: the attempt was not used.
 _HANDED_BACK = {StopReason.DRAIN, StopReason.HAND_BACK, StopReason.SERVED_ELSEWHERE}
-_HANDED_BACK_TYPE = "HandedBack"
 SERVED_ELSEWHERE_DELAY = 1.0
 """How long a job refused here waits, queued, for a worker that serves it: were it
 claimable at once, this worker's next claim (in its very report's write) would
@@ -89,7 +88,7 @@ def _judged(
         # attempt's record, so that a run not counted says why it ran again.
         why = dict(outcome.error) if outcome.error else None
         if why is not None and stopped in _HANDED_BACK:
-            why["type"] = _HANDED_BACK_TYPE  # the sandbox's "Cancelled" would say otherwise
+            why["type"] = HANDED_BACK_ERROR  # the sandbox's "Cancelled" would say otherwise
         return Report(
             lease, ReportKind.RELEASE, attempt, error=why, checkpoint_json=checkpoint_json
         )

@@ -123,3 +123,18 @@ def test_printing_an_attempt_that_was_handed_back_before_says_so(
     out, err = capsys.readouterr()
     assert out == "only run\n"
     assert "handed back" not in err, err
+
+
+def test_a_hand_back_that_kept_its_reason_says_it() -> None:
+    why = {"type": "HandedBack", "message": "handed back: the worker is draining; killed"}
+    drained = AttemptEnded(1, "released", why, JobState.QUEUED)
+    assert logs._ending(drained) == (
+        "[taskq: attempt 1 was handed back by its worker (the worker is draining; killed), "
+        "not counted; the job's state: queued, to run as attempt 1]"
+    )
+    refused = {"type": "PolicyRefused", "message": "this worker may not run lab.etl:load"}
+    elsewhere = AttemptEnded(1, "released", refused, JobState.QUEUED)
+    assert logs._ending(elsewhere) == (
+        "[taskq: attempt 1 was handed back by its worker, not counted: PolicyRefused: this "
+        "worker may not run lab.etl:load; the job's state: queued, to run as attempt 1]"
+    )
