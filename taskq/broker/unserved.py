@@ -1,17 +1,45 @@
 """Whether a queued job has an active worker to claim it, and how to start one when none has;
 whether its queue holds it back (paused, or at its cap of running jobs).
 
-Said in the same words by a wait that ran out (``ops.job_waits``) and by the
-command line's waits a few seconds in (``cli.result_wait``), which reaches the
-operations only through the client: a leaf, of the records alone.
+Said in the same words by a wait that ran out (``ops.job_waits``) and by a wait
+that goes on (:func:`queued_notes`, on the :data:`WAIT_NOTES` logger) a few
+seconds in: a leaf, of the records alone.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from taskq.broker import worker_policy
 from taskq.broker.records import Job, JobState, PayloadKind, QueueStats, WorkerInfo
+
+NOTE_AFTER_SECONDS = 3.0
+"""How far into a wait for a job (or a workflow) its caller is told, once, why a job of it
+that is still queued has not started: past the start of a job that has a worker, well
+before its reader wonders."""
+
+WAIT_NOTES = logging.getLogger("taskq.waits")
+"""Where a wait says so: a warning, which Python prints on stderr where the program set up
+no logging, and the command line prints as its own note."""
+
+
+def queued_notes(
+    jobs: Sequence[Job],
+    workers: Sequence[WorkerInfo] | None,
+    queues: Sequence[QueueStats] | None,
+    whose: str = "",
+) -> list[tuple[str, str]]:
+    """For each queue of the queued ``jobs`` that no active worker of ``workers`` could
+    claim, or that holds them back (of ``queues``), the line that says so, naming its
+    first such job (``whose``: said after its id), beside its reason alone, which stays
+    the same for every job of that queue."""
+    notes: dict[str, str] = {}
+    for job in jobs:
+        why = unserved_queue([job], workers) or held_queue(job, queues)
+        if why is not None and why not in notes:
+            notes[why] = f"taskq: job {job.id}{whose} is still queued: {why}"
+    return [(line, why) for why, line in notes.items()]
 
 
 def unserved_queue(jobs: Sequence[Job], workers: Sequence[WorkerInfo] | None) -> str | None:

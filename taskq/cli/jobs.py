@@ -153,12 +153,12 @@ def known(job_id: int) -> Iterator[None]:
         raise errors.JobNotFound(unknown(job_id)) from exc
 
 
-def _finish(handle: JobHandle, timeout: float | None, as_json: bool, noted: set[str]) -> int:
+def _finish(handle: JobHandle, timeout: float | None, as_json: bool) -> int:
     """Wait for the job; print its result as JSON (``as_json``: its whole record), or raise
     JobFailed (exit 1) with its error, after its whole record on stdout with ``as_json``.
-    ``noted``: what the waits of this command said of a queue no worker serves."""
+    Called within :func:`result_wait.notes_on_stderr`: the wait's notes go there."""
     try:
-        result = result_wait.result(handle, timeout, noted)
+        result = handle.result(timeout=timeout)
     except errors.JobFailed as exc:
         if as_json:
             # A script reads how it ended (state, error) from the record, as of a success.
@@ -216,9 +216,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             else:
                 handles = client.submit_many(jobs)
         if args.wait:
-            noted: set[str] = set()  # once for all the jobs of a --json-job file
-            for handle in handles:
-                _finish(handle, args.wait_timeout, args.json, noted)
+            with result_wait.notes_on_stderr():  # each reason once for all of a --json-job file
+                for handle in handles:
+                    _finish(handle, args.wait_timeout, args.json)
             return command.EXIT_OK
     if args.json:
         # --json-job may submit several jobs: a list of ids, however many.
@@ -317,7 +317,8 @@ def cmd_result(args: argparse.Namespace) -> int:
                 raise errors.ResultTimeout(
                     f"job {args.id} is still {state.value}; add --wait to wait for it"
                 )
-        return _finish(handle, args.timeout if args.wait else 0, args.json, set())
+        with result_wait.notes_on_stderr():
+            return _finish(handle, args.timeout if args.wait else 0, args.json)
 
 
 def _report_moves(

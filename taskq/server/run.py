@@ -165,7 +165,10 @@ def serve(store_url: str, settings: ServerSection, tokens_file: Path | None = No
     # there fails the command at once rather than every request.
     store = open_store(store_url)
     stopping = asyncio.Event()
-    app = create_app(lambda: AsyncClient(store=store, import_names=False), tokens, stopping)
+    # Its waits are its callers' long polls: the notes of why a job waits are theirs to say.
+    app = create_app(
+        lambda: AsyncClient(store=store, import_names=False, wait_notes=False), tokens, stopping
+    )
     scheme = "http" if settings.tls_cert is None else "https"
     # The store first: a server on another store than the workers' knows none of their jobs.
     print(

@@ -106,6 +106,7 @@ class ClientBase:
         verify: bool = True,
         timeout: float = 30.0,
         import_names: bool = True,
+        wait_notes: bool = True,
     ) -> None:
         """Open the store named as everywhere in taskq, or use ``store``, already open.
 
@@ -121,8 +122,10 @@ class ClientBase:
         function this process imports by that name, as a submit of the
         function itself would (:mod:`taskq.broker.client.importable`); taskq
         serve and the command line turn it off, and over HTTP the server alone
-        resolves names.
+        resolves names. ``wait_notes``: a wait says why its job has not started
+        (``wait``); taskq serve, whose waits are its callers', turns it off.
         """
+        self.wait_notes = wait_notes
         url = None
         if store is None:
             url = client_url(store_url, config_path)

@@ -37,6 +37,7 @@ from taskq.broker.client.specs import JobRef
 from taskq.broker.ops.job_waits import (
     QUEUED_LOOKED_AT,
     QUEUED_PARENTS_LOOKED_AT,
+    note_time,
     wait_ran_out,
     workflow_wait_ran_out,
 )
@@ -56,6 +57,7 @@ from taskq.broker.records import (
     WorkflowStatus,
 )
 from taskq.broker.schedule_timing import CatchUp
+from taskq.broker.unserved import WAIT_NOTES, queued_notes, unserved_queue
 
 T = TypeVar("T")
 
@@ -111,13 +113,17 @@ def job_wait(job_id: JobRef, *, timeout: float | None = None) -> HttpPlan[Job]:
     minute passes, until it has ended; :class:`taskq.errors.ResultTimeout` after ``timeout``."""
     path = f"/jobs/{specs.job_id(job_id, 'wait')}"
     deadline = None if timeout is None else time.monotonic() + timeout
+    note_at = note_time(timeout)  # as a store client's waits (``job_waits.job_wait``)
     while True:
         left = LONG_POLL_SECONDS if deadline is None else max(deadline - time.monotonic(), 0.0)
-        wait = min(left, LONG_POLL_SECONDS)
+        wait = min(left, LONG_POLL_SECONDS, _until(note_at))
         answer = yield HttpRequest("GET", path, {"wait": round(wait, 3)}, wait=wait)
         job = decoded(answer, Job)
         if job.state.finished:
             return job
+        if note_at is not None and time.monotonic() >= note_at:
+            note_at = None
+            yield from _note_queued([job])
         if deadline is not None and time.monotonic() >= deadline:
             waited_on = (yield from _queued_waited_on(job)) if job.state is JobState.WAITING else []
             queued = job.state is JobState.QUEUED
@@ -125,6 +131,23 @@ def job_wait(job_id: JobRef, *, timeout: float | None = None) -> HttpPlan[Job]:
             workers = (yield from _if_allowed(http_fleet_plans.worker_list())) if named else None
             queues = (yield from _if_allowed(http_fleet_plans.queue_stats())) if queued else None
             raise wait_ran_out(job, timeout or 0.0, workers, waited_on, queues)
+
+
+def _until(moment: float | None) -> float:
+    """Seconds from now to ``moment`` (monotonic; None: never), a long poll's bound."""
+    return LONG_POLL_SECONDS if moment is None else max(moment - time.monotonic(), 0.0)
+
+
+def _note_queued(jobs: Sequence[Job], whose: str = "") -> HttpPlan[None]:
+    """``job_waits.note_queued`` over HTTP: the workers and queues read if this caller may."""
+    queued = [job for job in jobs if job.state is JobState.QUEUED]
+    if not queued:
+        return
+    workers = yield from _if_allowed(http_fleet_plans.worker_list())
+    served = any(unserved_queue([job], workers) is None for job in queued)
+    queues = (yield from _if_allowed(http_fleet_plans.queue_stats())) if served else None
+    for line, why in queued_notes(queued, workers, queues, whose):
+        WAIT_NOTES.warning(line, extra={"why": why})
 
 
 def _queued_waited_on(job: Job) -> HttpPlan[builtins.list[Job]]:
@@ -365,11 +388,20 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
     :class:`taskq.errors.ResultTimeout` after ``timeout``."""
     workflow_id = specs.workflow_id(workflow_id)
     deadline = None if timeout is None else time.monotonic() + timeout
+    note_at = note_time(timeout)
     while True:
         view = yield from _workflow_view(workflow_id)
         waiting = [job.id for job in view.jobs if not job.state.finished]
         if not waiting:
             return view.workflow
+        if note_at is not None and time.monotonic() >= note_at:
+            note_at = None
+            if any(job.state is JobState.QUEUED for job in view.jobs):
+                query = JobQuery(
+                    workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT
+                )
+                first_queued = yield from job_list(query)
+                yield from _note_queued(first_queued, f" of workflow {workflow_id}")
         left = LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
             queued: builtins.list[Job] = []
@@ -379,7 +411,7 @@ def workflow_wait(workflow_id: int, *, timeout: float | None = None) -> HttpPlan
                 )
             workers = (yield from _if_allowed(http_fleet_plans.worker_list())) if queued else None
             raise workflow_wait_ran_out(workflow_id, len(waiting), timeout or 0.0, queued, workers)
-        wait = round(min(left, LONG_POLL_SECONDS), 3)
+        wait = round(min(left, LONG_POLL_SECONDS, _until(note_at)), 3)
         yield HttpRequest("GET", f"/jobs/{waiting[0]}", {"wait": wait}, wait=wait)
 
 

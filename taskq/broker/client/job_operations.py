@@ -23,7 +23,13 @@ from taskq.broker.client.http_output import OutputOverHttp
 from taskq.broker.client.job_query import JobQuery, filters_in_a_query
 from taskq.broker.client.retry_result import RetryResult
 from taskq.broker.client.specs import JobRef
-from taskq.broker.ops.job_waits import QUEUED_LOOKED_AT, job_wait, workflow_wait_ran_out
+from taskq.broker.ops.job_waits import (
+    QUEUED_LOOKED_AT,
+    job_wait,
+    note_queued,
+    note_time,
+    workflow_wait_ran_out,
+)
 from taskq.broker.ops.jobs import (
     CancelResult,
     execution_list,
@@ -80,8 +86,14 @@ class JobOperations(ClientBase):
 
     @over_http(http_plans.job_wait)
     def wait(self, job_id: JobRef, *, timeout: float | None = None) -> GroupOp[Job]:
-        """Wait until the job finishes, whatever its outcome."""
-        return job_wait(specs.job_id(job_id, "wait"), timeout=checked_timeout(timeout))
+        """Wait until the job finishes, whatever its outcome.
+
+        A few seconds in, a job still queued with no active worker to run it (or held by
+        its queue) is said once on the ``taskq.waits`` logger, with how to start one.
+        """
+        asked = specs.job_id(job_id, "wait")
+        timeout = checked_timeout(timeout)
+        return job_wait(asked, timeout=timeout, notes=self.wait_notes)
 
     @over_http(http_plans.job_list)
     @filters_in_a_query
@@ -224,8 +236,10 @@ class JobOperations(ClientBase):
 
         Jobs spawned by its running jobs count too: they join it in the write
         that ends their parent. :class:`taskq.errors.ResultTimeout` after ``timeout``.
+        Its queued jobs are noted as :meth:`wait` notes a job.
         """
-        return _workflow_wait(specs.workflow_id(workflow_id), checked_timeout(timeout))
+        timeout = checked_timeout(timeout)
+        return _workflow_wait(specs.workflow_id(workflow_id), timeout, notes=self.wait_notes)
 
     @over_http(http_plans.workflow_jobs)
     def workflow_jobs(self, workflow_id: int) -> GroupOp[builtins.list[JobBrief]]:
@@ -266,16 +280,25 @@ class JobOperations(ClientBase):
 
 
 def _workflow_wait(
-    workflow_id: int, timeout: float | None, poll_seconds: float = 0.1
+    workflow_id: int, timeout: float | None, poll_seconds: float = 0.1, *, notes: bool = False
 ) -> Op[WorkflowInfo]:
-    """Read the workflow until none of its jobs is left to end, as ``job_wait`` reads a job."""
+    """Read the workflow until none of its jobs is left to end, as ``job_wait`` reads a job,
+    noting as it does (``notes``) the first of its queued jobs."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    note_at = note_time(timeout) if notes else None
     delay = min(poll_seconds, 0.02)
     while True:
         info = yield from workflow_get(workflow_id)
         if info.status is not WorkflowStatus.RUNNING:
             return info
         left = sum(count for state, count in info.counts.items() if not state.finished)
+        if note_at is not None and time.monotonic() >= note_at:
+            note_at = None
+            if info.counts.get(JobState.QUEUED):
+                first_queued = yield from job_list(
+                    workflow_id=workflow_id, state=JobState.QUEUED, limit=QUEUED_LOOKED_AT
+                )
+                yield from note_queued(first_queued, f" of workflow {workflow_id}")
         if deadline is not None and time.monotonic() >= deadline:
             queued: builtins.list[Job] = []
             if info.counts.get(JobState.QUEUED):

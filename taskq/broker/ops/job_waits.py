@@ -16,7 +16,13 @@ from taskq.broker.ops.relatives import job_relatives
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import Job, JobState, QueueStats, WorkerInfo
 from taskq.broker.stores.trampoline import Pause
-from taskq.broker.unserved import held_queue, unserved_queue
+from taskq.broker.unserved import (
+    NOTE_AFTER_SECONDS,
+    WAIT_NOTES,
+    held_queue,
+    queued_notes,
+    unserved_queue,
+)
 
 QUEUED_LOOKED_AT = 50
 """How many of a workflow's queued jobs a wait that ran out reads, for a queue no worker
@@ -27,9 +33,15 @@ QUEUED_PARENTS_LOOKED_AT = 5
 whole, one read each, for a queue no worker serves."""
 
 
-def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -> Op[Job]:
-    """Poll until the job finishes; raise ResultTimeout after ``timeout`` seconds."""
+def job_wait(
+    job_id: int, *, timeout: float | None, poll_seconds: float = 0.1, notes: bool = False
+) -> Op[Job]:
+    """Poll until the job finishes; raise ResultTimeout after ``timeout`` seconds.
+
+    ``notes``: :data:`NOTE_AFTER_SECONDS` into the wait, should the job still be queued
+    with nothing about to run it, say so once (:func:`note_queued`), and wait on."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    note_at = note_time(timeout) if notes else None
     delay = min(poll_seconds, 0.02)
     while True:
         job = yield from job_get(job_id)
@@ -37,6 +49,9 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
             raise errors.JobNotFound(f"no job with id {job_id}")
         if job.state.finished:
             return job
+        if note_at is not None and time.monotonic() >= note_at:
+            note_at = None
+            yield from note_queued([job])
         if deadline is not None and time.monotonic() >= deadline:
             waited_on = (yield from queued_waited_on(job)) if job.state is JobState.WAITING else []
             # The workers are read only where the error may name them: a queued job, or
@@ -49,6 +64,33 @@ def job_wait(job_id: int, *, timeout: float | None, poll_seconds: float = 0.1) -
         yield Pause(pause)
         # Start fast (most jobs are short), then settle at poll_seconds.
         delay = min(delay * 2, poll_seconds)
+
+
+def note_time(timeout: float | None) -> float | None:
+    """When a wait of ``timeout`` seconds (None: no end) starting now says why its job has not
+    started; None for a wait too short to need it."""
+    if timeout is not None and timeout <= NOTE_AFTER_SECONDS:
+        return None
+    return time.monotonic() + NOTE_AFTER_SECONDS
+
+
+def note_queued(jobs: Sequence[Job], whose: str = "") -> Op[None]:
+    """Say on :data:`WAIT_NOTES`, of each queue of the queued ``jobs`` that no active worker
+    serves or that holds them back, why its first such job has not started
+    (:func:`taskq.broker.unserved.queued_notes`). A courtesy: a read refused, or failed,
+    says nothing, and the wait goes on to say what went wrong, if anything."""
+    queued = [job for job in jobs if job.state is JobState.QUEUED]
+    if not queued:
+        return
+    try:
+        workers = yield from worker_list()
+        # A served queue may still hold its jobs back, paused or at its cap.
+        served = any(unserved_queue([job], workers) is None for job in queued)
+        queues = (yield from job_counts()) if served else None
+    except errors.StoreError:
+        return
+    for line, why in queued_notes(queued, workers, queues, whose):
+        WAIT_NOTES.warning(line, extra={"why": why})
 
 
 def queued_waited_on(job: Job) -> Op[list[Job]]:
