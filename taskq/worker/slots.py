@@ -48,6 +48,7 @@ class Slots:
         # apart from the held jobs, which may be hundreds.
         self._running_since: dict[object, float] = {}
         self._changed = anyio.Event()
+        self._on_wake: Callable[[], object] | None = None
 
     # -- claiming
 
@@ -198,8 +199,20 @@ class Slots:
     def wake(self) -> None:
         """Something changed: a slot freed, or the worker began to drain."""
         self._changed.set()
+        if self._on_wake is not None:
+            self._on_wake()
 
     def next_change(self) -> anyio.Event:
         """An event the next ``wake`` sets (take it before looking, so no wake is missed)."""
         self._changed = anyio.Event()
         return self._changed
+
+    @contextmanager
+    def waking(self, call: Callable[[], object]) -> Iterator[None]:
+        """While in the block, each ``wake`` also calls ``call``: it ends the claimer's pause
+        without a task of its own waiting beside it for the event."""
+        self._on_wake = call
+        try:
+            yield
+        finally:
+            self._on_wake = None
