@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from taskq.broker.records import ClaimedJob, Lease, PayloadKind
@@ -116,3 +117,25 @@ def test_the_oldest_jobs_wait_for_the_slots_still_starting_their_child() -> None
         # The first is the starting slot's, not claimed ahead: only the other goes back.
         assert slots.take_overdue() == [ahead]
         assert slots.take_waiting() is first
+
+
+async def test_a_wake_ends_the_wait_of_whoever_is_waking() -> None:
+    """The claimer's pause: a slot that frees (or a drain) ends it at once, whatever the
+    store does meanwhile; a wake outside the block reaches no one."""
+    slots = Slots(1, Prefetch(slots=1, most=0))
+    slots.wake()  # nothing is waiting: nothing to call
+    ended = False
+
+    async def pause() -> None:
+        nonlocal ended
+        with anyio.CancelScope() as scope, slots.waking(scope.cancel):
+            await anyio.sleep(3600)  # a store that never changes
+        ended = True
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(pause)
+            await anyio.wait_all_tasks_blocked()
+            slots.wake()
+    assert ended
+    slots.wake()  # the block is left: the scope is not called again
