@@ -154,9 +154,8 @@ def known(job_id: int) -> Iterator[None]:
 
 
 def _finish(handle: JobHandle, timeout: float | None, as_json: bool) -> int:
-    """Wait for the job; print its result as JSON (``as_json``: its whole record), or raise
-    JobFailed (exit 1) with its error, after its whole record on stdout with ``as_json``.
-    Called within :func:`result_wait.notes_on_stderr`: the wait's notes go there."""
+    """Wait for the job (within :func:`result_wait.notes_on_stderr`); print its result as JSON
+    (``as_json``: its whole record), or raise JobFailed (exit 1), after its record with it."""
     try:
         result = handle.result(timeout=timeout)
     except errors.JobFailed as exc:
@@ -251,6 +250,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     with connection.client(args, read_only=True) as client, known(args.id):
         job = client.get(args.id)
         family = [] if args.json else workflows.relatives_lines(client, job)
+        held = None if args.json else result_wait.why_queued(client, job)
     if args.json:
         output.print_json(job)
         return command.EXIT_OK
@@ -268,6 +268,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     ]
     if job.state is JobState.QUEUED:
         lines.append(("runs", f"{output.local_time(job.run_at)} ({output.relative(job.run_at)})"))
+    lines += [("note", held)] if held else []
     if job.started_at is not None:
         lines.append(("started", output.local_time(job.started_at)))
     if job.finished_at is not None:
@@ -287,8 +288,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         lines.append(("labels", ", ".join(job.labels)))
     if job.state is JobState.SUCCEEDED:
         lines.append(("result", output.one_line(output.compact_json(job.result), 200)))
-    # A failed job's traceback, printed below, ends with its error: said once. An open
-    # job's error is an earlier attempt's, said as such (output.last_attempt_error).
+    # A failed job's traceback (below) ends with its error; an open job's is an earlier attempt's.
     ended, earlier = output.ended_error(job), output.last_attempt_error(job)
     traceback = str((ended or {}).get("traceback") or "").rstrip()
     if ended and not traceback:

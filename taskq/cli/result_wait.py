@@ -16,9 +16,10 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
+from taskq import errors
 from taskq.broker.client.client import Client
-from taskq.broker.records import WorkflowInfo
-from taskq.broker.unserved import WAIT_NOTES
+from taskq.broker.records import Job, JobState, WorkflowInfo
+from taskq.broker.unserved import WAIT_NOTES, held_queue, unserved_queue
 from taskq.cli import output
 
 
@@ -56,3 +57,16 @@ def workflow(client: Client, workflow_id: int, timeout: float | None) -> Workflo
     on stderr."""
     with notes_on_stderr():
         return client.wait_workflow(workflow_id, timeout=timeout)
+
+
+def why_queued(client: Client, job: Job) -> str | None:
+    """Why a queued ``job`` has not started, as a wait's note says it: no active worker serves
+    its queue (and how to start one), or its queue holds it back; None when neither, or when
+    the workers are not this caller's to read (a taskq serve's token)."""
+    if job.state is not JobState.QUEUED:
+        return None
+    try:
+        workers = client.workers()
+        return unserved_queue([job], workers) or held_queue(job, client.stats())
+    except errors.TaskqError:
+        return None

@@ -466,3 +466,21 @@ def test_a_result_wait_says_no_worker_serves_the_queue_and_waits_on_for_one(
     finally:
         waiter.kill()
     assert (waiter.returncode, out, said.read_text()) == (0, "3\n", note)
+
+
+def test_status_of_a_queued_job_says_why_it_has_not_started(store_url: str) -> None:
+    queue = f"newcomer-{uuid.uuid4().hex[:8]}"
+    job = ok("submit", "--unchecked", f"{JOBS}:add", "1", "2", "--queue", queue, store=store_url)
+    job_id = job.out.strip()
+    unserved = _fields(ok("status", job_id, store=store_url).out)["note"]
+    assert unserved == _unserved_note(job_id, queue).partition("is still queued: ")[2]
+    assert "no active worker" not in ok("status", job_id, "--json", store=store_url).out
+    store = open_store(store_url, migrate=False)
+    try:
+        register(store, f"{queue}-worker", queue, None)  # serves it, though it runs nothing
+    finally:
+        store.close()
+    assert "note" not in _fields(ok("status", job_id, store=store_url).out)
+    ok("pause", queue, store=store_url)
+    paused = _fields(ok("status", job_id, store=store_url).out)["note"]
+    assert paused == f"queue {queue!r} is paused (taskq resume {queue} lets its jobs start)"
