@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from taskq import errors
 from taskq.broker.client.client import Client
 from taskq.broker.records import Job, JobState, WorkflowInfo
-from taskq.broker.unserved import WAIT_NOTES, held_queue, unserved_queue
+from taskq.broker.unserved import WAIT_NOTES, queued_notes
 from taskq.cli import output
 
 
@@ -66,7 +66,7 @@ def why_queued(client: Client, job: Job) -> str | None:
     if job.state is not JobState.QUEUED:
         return None
     try:
-        workers = client.workers()
-        return unserved_queue([job], workers) or held_queue(job, client.stats())
+        notes = queued_notes([job], client.workers(), client.stats())
     except errors.TaskqError:
         return None
+    return notes[0][1] if notes else None
