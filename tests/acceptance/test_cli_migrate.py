@@ -12,15 +12,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import migrations
 from tests.support import cli_runs
 from tests.support.cli_runs import one_error_line
-
-
-def _older_store(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
-    """A store an older taskq made, that knew only the first migration; this taskq's newest."""
-    shipped = migrations.load_migrations()
-    with monkeypatch.context() as older:
-        older.setattr(migrations, "load_migrations", lambda: shipped[:1])
-        open_store(f"sqlite://{path}").close()
-    return len(shipped)
+from tests.support.older_stores import older_store
 
 
 def test_pending_migrations_are_checked_then_applied_on_purpose(
@@ -28,7 +20,7 @@ def test_pending_migrations_are_checked_then_applied_on_purpose(
 ) -> None:
     path = tmp_path / "taskq.db"
     url = f"sqlite://{path}"
-    newest = _older_store(path, monkeypatch)
+    newest = older_store(path, monkeypatch)
     before = path.read_bytes()
 
     pending = cli_runs.taskq("migrate", "--check", store=url)

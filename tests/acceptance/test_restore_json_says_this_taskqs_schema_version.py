@@ -12,6 +12,7 @@ import pytest
 from taskq.broker.client.connect import open_store
 from taskq.broker.ops import migrations
 from tests.support.cli_runs import ok
+from tests.support.older_stores import older_backup
 
 
 def _done(out: str) -> dict[str, Any]:
@@ -23,17 +24,11 @@ def _done(out: str) -> dict[str, Any]:
 def test_a_restore_of_an_older_schema_says_both_versions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shipped = migrations.load_migrations()
-    source = f"sqlite://{tmp_path / 'old.db'}"
-    with monkeypatch.context() as older:
-        older.setattr(migrations, "load_migrations", lambda: shipped[:1])
-        open_store(source).close()
-    backup = tmp_path / "old-backup.db"
-    ok("backup", str(backup), store=source)
+    backup, newest = older_backup(tmp_path, monkeypatch)
     restored = f"sqlite://{tmp_path / 'restored.db'}"
 
     done = _done(ok("restore", str(backup), "--json", store=restored).out)
-    assert (done["schema_version"], done["known_version"]) == (1, len(shipped))
+    assert (done["schema_version"], done["known_version"]) == (1, newest)
 
 
 def test_a_restore_of_this_taskqs_schema_says_the_same_version_twice(tmp_path: Path) -> None:

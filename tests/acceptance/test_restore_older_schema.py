@@ -8,25 +8,19 @@ from pathlib import Path
 import pytest
 
 from taskq.broker.client.connect import open_store
-from taskq.broker.ops import migrations
 from tests.support.cli_runs import ok, one_error_line, taskq
+from tests.support.older_stores import older_backup
 
 
 def test_a_restore_of_an_older_schema_says_to_migrate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shipped = migrations.load_migrations()
-    source = f"sqlite://{tmp_path / 'old.db'}"
-    with monkeypatch.context() as older:
-        older.setattr(migrations, "load_migrations", lambda: shipped[:1])
-        open_store(source).close()
-    backup = tmp_path / "old-backup.db"
-    ok("backup", str(backup), store=source)
+    backup, newest = older_backup(tmp_path, monkeypatch)
     restored = f"sqlite://{tmp_path / 'restored.db'}"
 
     said = ok("restore", str(backup), store=restored).out.splitlines()
     assert said[-1] == (
-        f"the restored store's schema version 1 is behind this taskq's ({len(shipped)}): "
+        f"the restored store's schema version 1 is behind this taskq's ({newest}): "
         "'taskq migrate' brings it up to date; until then commands that only read refuse it"
     )
     one_error_line(taskq("jobs", store=restored), 1, "schema version 1")

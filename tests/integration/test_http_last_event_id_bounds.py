@@ -10,7 +10,6 @@ the header, never a 500; within them, it is where the output is read from.
 from __future__ import annotations
 
 import json
-import uuid
 
 import httpx
 import pytest
@@ -19,6 +18,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.claims import job_claim
 from taskq.dev.server import ServerProcess
+from tests.support.served_jobs import posted_echo_job
 
 MAX_OFFSET = 2**63 - 1
 # No lease of the test's claim runs out while the test reads the attempt's output.
@@ -29,10 +29,7 @@ LEASE_SECONDS = 600.0
 def job_id(api: httpx.Client, served: tuple[str, ServerProcess]) -> int:
     """A job whose first attempt has begun (claimed here, run by no one): its output is
     read from the store, where an offset past what it holds failed (a 500)."""
-    queue = f"last-event-id-{uuid.uuid4().hex[:8]}"
-    body = {"target": "tests.support.jobs:echo", "queue": queue, "unchecked": True}
-    answer = api.post("/jobs", json=body)
-    assert answer.status_code == 201, answer.text
+    job_id, queue = posted_echo_job(api, "last-event-id")
     store = open_store(served[0], migrate=False)
     try:
         claim = job_claim("last-event-id-test", [queue], limit=1, lease_seconds=LEASE_SECONDS)
@@ -40,7 +37,7 @@ def job_id(api: httpx.Client, served: tuple[str, ServerProcess]) -> int:
     finally:
         store.close()
     assert claimed.attempt == 1
-    return int(answer.json()["id"])
+    return job_id
 
 
 @pytest.mark.parametrize("follow", ["false", "true"])

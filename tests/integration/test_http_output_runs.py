@@ -10,7 +10,6 @@ run after it, whose bytes at the same offset are other output.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +26,7 @@ from taskq.broker.records import Lease
 from taskq.broker.stores.store import Store
 from taskq.dev.server import ServerProcess
 from tests.support.reports import completed, released, report_one
+from tests.support.served_jobs import posted_echo_job
 
 # No lease of the test's claims runs out before the run it began is reported.
 LEASE_SECONDS = 600.0
@@ -43,17 +43,14 @@ def _run(store: Store, queue: str, text: str, end: Callable[[Lease], Report]) ->
 @pytest.fixture
 def job_id(api: httpx.Client, served: tuple[str, ServerProcess]) -> int:
     """A job whose attempt 1 ran twice: handed back after "first run", then succeeded."""
-    queue = f"runs-{uuid.uuid4().hex[:8]}"
-    body = {"target": "tests.support.jobs:echo", "queue": queue, "unchecked": True}
-    answer = api.post("/jobs", json=body)
-    assert answer.status_code == 201, answer.text
+    job_id, queue = posted_echo_job(api, "runs")
     store = open_store(served[0], migrate=False)
     try:
         _run(store, queue, "first run\n", released)
         _run(store, queue, "second run\n", lambda lease: completed(lease, 1))
     finally:
         store.close()
-    return int(answer.json()["id"])
+    return job_id
 
 
 def _frames(api: httpx.Client, job_id: int, resumed: str) -> list[tuple[str, str, dict[str, Any]]]:
