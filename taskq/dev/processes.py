@@ -136,13 +136,13 @@ def free_ports(count: int) -> list[int]:
     simultaneous open), and the client then reads its own request back as the
     answer. Where the range leaves no room below it, the kernel chooses.
     """
-    below = _ephemeral_start()
+    ports = server_ports()
     sockets: list[socket.socket] = []
     try:
         while len(sockets) < count:
             sock = socket.socket()
             sockets.append(sock)
-            port = random.randrange(_LOWEST_PORT, below) if below > _LOWEST_PORT else 0
+            port = random.choice(ports) if ports else 0
             try:
                 sock.bind((HOST, port))
             except OSError:  # taken: try another
@@ -151,6 +151,12 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def server_ports() -> range:
+    """The loopback ports only a server binds: above the privileged ones, below those the
+    kernel gives connections (empty where that range leaves no room)."""
+    return range(_LOWEST_PORT, _ephemeral_start())
 
 
 def _ephemeral_start() -> int:

@@ -17,7 +17,7 @@ import pytest
 
 from taskq.dev.certificates import TlsFiles, TlsSetupFailed, make_test_certificates
 from taskq.dev.cluster import RqliteCluster, RqliteNode, running_cluster
-from taskq.dev.processes import port_is_free, runs_with
+from taskq.dev.processes import port_is_free, runs_with, server_ports
 
 __all__ = [
     "REPO",
@@ -39,12 +39,18 @@ STORE_KINDS = ["sqlite", pytest.param("rqlite", marks=pytest.mark.rqlite)]
 """Params of a fixture that gives each test a store of each kind; the rqlite one is in the tier."""
 
 
-def free_base(ports: int) -> int:
-    """An even port from which ``ports`` ports in a row are free on loopback now: the
-    ``--http-base`` of a ``taskq dev cluster`` whose ports are on a stride."""
+def free_base(count: int) -> int:
+    """An even port from which ``count`` ports in a row are free on loopback now: the
+    ``--http-base`` of a ``taskq dev cluster`` whose ports are on a stride.
+
+    Taken below the ports the kernel gives connections: a node added later binds
+    its port on the stride then, and the suite's many connections would otherwise
+    take one of them meanwhile."""
+    # Where connections may take any port, any run is as good as another.
+    ports = server_ports() if len(server_ports()) > 1000 else range(20_000, 60_000)
     for _ in range(100):
-        base = random.randrange(20_000, 60_000, 2)
-        if all(port_is_free(port) for port in range(base, base + ports)):
+        base = random.randrange(ports.start, ports.stop - count, 2)
+        if all(port_is_free(port) for port in range(base, base + count)):
             return base
     raise RuntimeError("no run of free ports on loopback")
 
