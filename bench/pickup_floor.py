@@ -25,6 +25,7 @@ import ctypes
 import ctypes.util
 import multiprocessing
 import os
+import select
 import sqlite3
 import struct
 import time
@@ -36,7 +37,10 @@ from bench.common import percentile
 _IN_MODIFY = 0x00000002
 _IN_CLOEXEC = 0o2000000
 _STOP = -1
-_SETTLE_SECONDS = 0.005
+# Longer than any fsync: a commit whose fsync outlasts it would never be seen (no later
+# event comes), and the bench would wait forever. A disk whose fsync sometimes takes
+# over 5 ms, the bound before, hung it.
+_SETTLE_SECONDS = 1.0
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -60,18 +64,18 @@ def _worker(path: Path, to_runner: int, ready: Connection) -> None:
     seen = _version(conn)
     ready.send(True)
     while True:
-        events = os.read(watch, 4096)
-        # Only writes to the -wal file; the commit shows once its fsync is done.
-        names = _event_names(events)
-        if path.name + "-wal" not in names:
-            continue
-        # The write comes before the commit's fsync: look until it shows, for a
-        # while (the worker's own commits leave events too, which never show).
-        settle_until = time.monotonic() + _SETTLE_SECONDS
-        while (version := _version(conn)) == seen and time.monotonic() < settle_until:
-            time.sleep(0.0001)
-        if version == seen:
-            continue
+        # A commit made while this one claimed (its events read with its own) shows at once.
+        if (version := _version(conn)) == seen:
+            events = os.read(watch, 4096)
+            # Only writes to the -wal file; the commit shows once its fsync is done.
+            if path.name + "-wal" not in _event_names(events):
+                continue
+            # The write comes before the commit's fsync: look until it shows.
+            settle_until = time.monotonic() + _SETTLE_SECONDS
+            while (version := _version(conn)) == seen and time.monotonic() < settle_until:
+                time.sleep(0.0001)
+            if version == seen:
+                continue
         seen = version
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute(
@@ -79,6 +83,9 @@ def _worker(path: Path, to_runner: int, ready: Connection) -> None:
             "(SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1) RETURNING id"
         ).fetchone()
         conn.execute("COMMIT")
+        # Its own commit's writes left events too, which never show as a change.
+        while select.select([watch], [], [], 0)[0]:
+            os.read(watch, 4096)
         if row is not None:
             os.write(to_runner, struct.pack("q", row[0]))
             if row[0] == _STOP:
