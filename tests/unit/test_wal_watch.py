@@ -23,6 +23,9 @@ from taskq.broker.stores.store import Statement
 
 _LONG_WAIT = 60.0
 _BOUND = 10.0
+# A wait an unmarked commit made meanwhile ends by its timeout: long enough for the commit
+# to land first on a busy machine, short enough for the bound.
+_UNMARKED_TIMEOUT = 3.0
 
 
 def _run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -162,14 +165,58 @@ def test_a_client_that_never_waits_loads_no_watcher(tmp_path: Path) -> None:
     assert shown.stdout.strip() == "False", shown
 
 
-def test_a_commit_by_a_writer_that_marks_nothing_still_ends_the_wait(store: SqliteStore) -> None:
-    _run(lambda: _wait_ended_by_commit(store, commit=_commit_unmarked))
+def test_a_commit_by_a_writer_that_marks_nothing_ends_the_wait(store: SqliteStore) -> None:
+    """Listening to the marks alone, the watcher sees an unmarked commit when its wait ends
+    at its timeout; from then on it listens to the WAL too, and such a commit ends a wait."""
+
+    async def scenario() -> None:
+        await store.wait_for_change(0.01)  # the watcher exists, and the mark file
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                # Ended by its timeout while listening to the marks alone, at once else.
+                tasks.start_soon(store.wait_for_change, _UNMARKED_TIMEOUT)
+                await anyio.wait_all_tasks_blocked()
+                await anyio.to_thread.run_sync(_commit_unmarked, store.path)
+        await _wait_ended_by_commit(store, commit=_commit_unmarked)
+
+    _run(scenario)
+
+
+def test_the_watcher_listens_to_the_marks_alone_again_once_writers_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteStore(tmp_path / "jobs.db")
+    store.execute([Statement("CREATE TABLE marks (at INTEGER)", {})])
+    watcher = wal_watch.WalWatcher(store.path)
+
+    async def scenario() -> None:
+        await watcher.wait(0.01)
+        assert watcher.marks_only
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(watcher.wait, _UNMARKED_TIMEOUT)
+                await anyio.wait_all_tasks_blocked()
+                await anyio.to_thread.run_sync(_commit_unmarked, store.path)
+        for trial_seconds, marks_only in ((60.0, False), (0.0, True)):
+            # A wait begun this long after the last unmarked commit listens to the marks alone.
+            monkeypatch.setattr(wal_watch, "_MARKS_TRIAL_SECONDS", trial_seconds)
+            await anyio.to_thread.run_sync(_commit_elsewhere, store.path)
+            with anyio.fail_after(_BOUND):
+                await watcher.wait(_LONG_WAIT)
+            assert watcher.marks_only is marks_only
+
+    try:
+        _run(scenario)
+    finally:
+        watcher.close()
+        store.close()
 
 
 def test_a_marked_commit_ends_the_wait_without_polling_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A taskq writer's mark is heard: no thread looks at the store while a commit is under way."""
+    """A taskq writer's mark is heard: nothing wakes at the commit's writes to the WAL, and no
+    thread looks at the store while the commit is under way."""
     looked: list[str] = []
 
     def settle(self: wal_watch.WalWatcher, since: int) -> bool:
@@ -180,6 +227,11 @@ def test_a_marked_commit_ends_the_wait_without_polling_for_it(
         looked.append("poll")
         await anyio.sleep(seconds)
 
+    async def mark_heard(self: wal_watch.WalWatcher, inotify: object) -> bool:
+        looked.append("woken by a write to the WAL")
+        return True
+
+    monkeypatch.setattr(wal_watch.WalWatcher, "_mark_heard", mark_heard)
     monkeypatch.setattr(wal_watch.WalWatcher, "_settle", settle)
     monkeypatch.setattr(wal_watch.WalWatcher, "_poll_for_change", poll)
     store = SqliteStore(tmp_path / "jobs.db")

@@ -4,15 +4,23 @@ An idle worker waits for the store to change. SQLite pushes nothing, so
 every taskq process that writes to the file tells of each commit once it has
 committed: it writes a byte to ``<store>-commits`` beside the database
 (:class:`CommitMark`), and on Linux inotify tells the waiting processes of
-that write without any polling. A commit's own writes to the ``-wal`` file
-come before its fsync, before the commit is visible: the watcher takes one
-for a commit under way, and waits for its mark. A commit whose writer marks
-nothing (another program, a taskq older than the mark) is seen all the same:
-when no mark follows a write to the WAL within :data:`_MARK_SECONDS`, the
-watcher looks at ``PRAGMA data_version`` (which moves when any connection
-commits, and costs a read of shared memory) until it moves or the wait ends.
-Where inotify is missing (another system, a full inotify limit) the watcher
-polls ``data_version`` every :data:`_FALLBACK_POLL_SECONDS` instead.
+that write without any polling. The watcher listens to that file alone while
+every writer marks its commits: it wakes once a commit, when the commit
+shows, and not at the commit's own writes to the ``-wal`` file, which come
+before its fsync (two idle workers woken there take CPU from the writer
+while its fsync waits).
+
+A commit whose writer marks nothing (another program, a taskq older than the
+mark) is seen all the same. While listening to the marks alone, the watcher
+sees it when its wait ends at its timeout (a worker's idle poll, a second at
+most) with the store changed; it then listens to the WAL's writes as well,
+for :data:`_MARKS_TRIAL_SECONDS` after the last one that came unmarked. A
+write to the WAL whose mark does not follow within :data:`_MARK_SECONDS`
+makes the watcher look at ``PRAGMA data_version`` (which moves when any
+connection commits, and costs a read of shared memory) until it moves or the
+wait ends. Where inotify is missing (another system, a full inotify limit)
+the watcher polls ``data_version`` every :data:`_FALLBACK_POLL_SECONDS`
+instead.
 
 The watcher lives as long as its store: one connection and one inotify
 descriptor, not one per wait. Writes made between two waits stay queued in
@@ -55,6 +63,9 @@ _SETTLE_PAUSE_SECONDS = 0.00005
 _STEADY_SETTLE_SECONDS = 0.002
 _SETTLE_SECONDS = 0.02
 _MARK_SUFFIX = "-commits"
+# After a commit that came unmarked, the WAL's writes are listened to for this
+# long past the last such commit, then the marks alone again.
+_MARKS_TRIAL_SECONDS = 30.0
 
 
 def commit_mark_path(store: Path) -> Path:
@@ -118,17 +129,26 @@ class WalWatcher:
     """Waits for commits to the SQLite file at ``path``, from any process (see module doc)."""
 
     def __init__(self, path: Path) -> None:
+        self._folder = path.parent
         self._wal_name = path.name + "-wal"
-        self._mark_name = commit_mark_path(path).name
+        self._mark_path = commit_mark_path(path)
         self._conn = sqlite3.connect(path, timeout=1.0, check_same_thread=False)
         self._conn_lock = threading.Lock()
         self._busy = threading.Lock()
         self._seen = self._version()
-        self._inotify = _watch_directory(path.parent)
+        self._inotify = _watch_directory(self._folder)
+        self._mark_watch: asyncinotify.Watch | None = None
+        self._marks_only = False
+        self._unmarked_at = -math.inf  # when a commit last came without its mark (monotonic)
 
     @property
     def uses_inotify(self) -> bool:
         return self._inotify is not None
+
+    @property
+    def marks_only(self) -> bool:
+        """Whether the watcher listens to the commits' marks alone (see module doc)."""
+        return self._marks_only
 
     async def wait(self, timeout: float) -> None:
         """Return once a commit has shown since the last wait returned, or after ``timeout``."""
@@ -137,14 +157,39 @@ class WalWatcher:
             await self._poll_for_change(timeout, self._version())
             return
         try:
-            with anyio.move_on_after(timeout):
+            since = self._seen
+            with anyio.move_on_after(timeout) as waited:
                 if self._inotify is None:
-                    await self._poll_for_change(timeout, self._seen)
+                    await self._poll_for_change(timeout, since)
                 else:
+                    self._listen(self._inotify)
                     await self._wait_for_commit(self._inotify)
             self._seen = self._version()
+            if waited.cancelled_caught and self._seen != since and self._marks_only:
+                # Changed, and no mark said so: a writer that marks nothing.
+                self._unmarked_at = time.monotonic()
         finally:
             self._busy.release()
+
+    def _listen(self, inotify: asyncinotify.Inotify) -> None:
+        """Listen to the marks alone if no commit came unmarked lately, else to the WAL too."""
+        import asyncinotify
+
+        if self._mark_watch is None:
+            with contextlib.suppress(OSError):  # not there yet: no taskq process has committed
+                self._mark_watch = inotify.add_watch(self._mark_path, asyncinotify.Mask.MODIFY)
+        marks_only = (
+            self._mark_watch is not None
+            and time.monotonic() - self._unmarked_at > _MARKS_TRIAL_SECONDS
+        )
+        if marks_only != self._marks_only:
+            # The folder's watch is kept in both: it tells of a mark file made anew.
+            mask = asyncinotify.Mask.CREATE | asyncinotify.Mask.MOVED_TO
+            if not marks_only:
+                mask |= asyncinotify.Mask.MODIFY
+            with contextlib.suppress(OSError):
+                inotify.add_watch(self._folder, mask)
+                self._marks_only = marks_only
 
     async def _wait_for_commit(self, inotify: asyncinotify.Inotify) -> None:
         while self._version() == self._seen:
@@ -155,6 +200,7 @@ class WalWatcher:
             # A write to the WAL and no mark: a writer that marks nothing, or one
             # whose fsync is very slow. In a thread: the event loop's timers
             # (uvloop's) have a millisecond's grain, and a shorter sleep there spins.
+            self._unmarked_at = time.monotonic()
             if not await anyio.to_thread.run_sync(self._settle, self._seen, abandon_on_cancel=True):
                 # Not shown yet: a very slow fsync, or a late event of a commit
                 # already seen. Polling until the wait ends misses neither.
@@ -171,11 +217,20 @@ class WalWatcher:
 
     def _heard(self, inotify: asyncinotify.Inotify) -> _Heard:
         """Read every queued event; the most telling of them (see :class:`_Heard`)."""
+        import asyncinotify
+
         heard = _Heard.NOTHING
         while (event := inotify.sync_get()) is not None:
-            if event.name is None:  # the queue overflowed: a mark may be lost
+            if asyncinotify.Mask.Q_OVERFLOW in event.mask:  # a mark may be lost
                 heard = _Heard.WAL if heard is _Heard.NOTHING else heard
-            elif event.name.name == self._mark_name:
+            elif event.name is None:  # the mark file's own watch, or the folder's end
+                if asyncinotify.Mask.IGNORED not in event.mask:
+                    heard = _Heard.MARK
+                elif event.watch is self._mark_watch:  # gone: watched again once made anew
+                    self._mark_watch = None
+            elif event.name.name == self._mark_path.name:
+                if asyncinotify.Mask.MODIFY not in event.mask:
+                    self._mark_watch = None  # made anew: its new file is watched at the next wait
                 heard = _Heard.MARK
             elif event.name.name == self._wal_name and heard is _Heard.NOTHING:
                 heard = _Heard.WAL
