@@ -59,12 +59,12 @@ async def pool() -> AsyncIterator[PoolSandbox]:
 
 
 def wait_until_gone(pid: int) -> bool:
-    """Whether ``pid`` is dead (gone, or a zombie awaiting its reaper) within two seconds."""
-    deadline = time.monotonic() + 2
+    """Whether ``pid`` is dead (gone, or a zombie awaiting its reaper) within ten seconds."""
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped before, or while, it is read
             return True
         if state == "Z":
             return True
