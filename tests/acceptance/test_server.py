@@ -759,6 +759,11 @@ def test_serve_over_tls(tmp_path: Path) -> None:
             with pytest.raises(errors.ConfigError) as written:
                 in_plain.submit("tests.support.jobs:add", 1, 2, unchecked=True)
             assert str(written.value) == use_https
+            # A body the server has not read when it hangs up: the kernel resets the
+            # connection instead of closing it, and that is the same wrong URL.
+            with pytest.raises(errors.ConfigError) as reset:
+                in_plain.submit("tests.support.jobs:echo", "x" * 1_000_000, unchecked=True)
+            assert str(reset.value) == use_https
 
         async def read_awaited() -> None:
             async with taskq.AsyncClient(plain, token=token, timeout=30) as awaiting:

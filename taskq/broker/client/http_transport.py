@@ -245,11 +245,13 @@ class HttpTransport:
         return type(exc)(text, request=request)
 
     def _hung_up_on_plain_http(self, exc: httpx.TransportError) -> bool:
-        # A mock stands in for the server: there is none to ask.
+        # A mock stands in for the server: there is none to ask. A server that hangs up
+        # with a request's body still unread resets the connection (ReadError) rather than
+        # closing it: a POST to a TLS port often, when the body comes after its first read.
         return (
             self._mock is None
             and self.url.startswith("http://")
-            and isinstance(exc, httpx.RemoteProtocolError)
+            and isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError))
         )
 
     def _built(
