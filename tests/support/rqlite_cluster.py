@@ -47,7 +47,9 @@ def free_base(count: int) -> int:
     its port on the stride then, and the suite's many connections would otherwise
     take one of them meanwhile."""
     # Where connections may take any port, any run is as good as another.
-    ports = server_ports() if len(server_ports()) > 1000 else range(20_000, 60_000)
+    ports = server_ports()
+    if len(ports) <= 1000:
+        ports = range(20_000, 60_000)
     for _ in range(100):
         base = random.randrange(ports.start, ports.stop - count, 2)
         if all(port_is_free(port) for port in range(base, base + count)):

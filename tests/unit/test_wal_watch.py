@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 
 import anyio
@@ -165,18 +165,25 @@ def test_a_client_that_never_waits_loads_no_watcher(tmp_path: Path) -> None:
     assert shown.stdout.strip() == "False", shown
 
 
+async def _unmarked_commit_during(
+    wait: Callable[[float], Coroutine[object, object, None]], path: Path
+) -> None:
+    """An unmarked commit lands while ``wait`` waits: it ends by its timeout while the
+    watcher listens to the marks alone, at once else."""
+    with anyio.fail_after(_BOUND):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(wait, _UNMARKED_TIMEOUT)
+            await anyio.wait_all_tasks_blocked()
+            await anyio.to_thread.run_sync(_commit_unmarked, path)
+
+
 def test_a_commit_by_a_writer_that_marks_nothing_ends_the_wait(store: SqliteStore) -> None:
     """Listening to the marks alone, the watcher sees an unmarked commit when its wait ends
     at its timeout; from then on it listens to the WAL too, and such a commit ends a wait."""
 
     async def scenario() -> None:
         await store.wait_for_change(0.01)  # the watcher exists, and the mark file
-        with anyio.fail_after(_BOUND):
-            async with anyio.create_task_group() as tasks:
-                # Ended by its timeout while listening to the marks alone, at once else.
-                tasks.start_soon(store.wait_for_change, _UNMARKED_TIMEOUT)
-                await anyio.wait_all_tasks_blocked()
-                await anyio.to_thread.run_sync(_commit_unmarked, store.path)
+        await _unmarked_commit_during(store.wait_for_change, store.path)
         await _wait_ended_by_commit(store, commit=_commit_unmarked)
 
     _run(scenario)
@@ -192,11 +199,7 @@ def test_the_watcher_listens_to_the_marks_alone_again_once_writers_mark(
     async def scenario() -> None:
         await watcher.wait(0.01)
         assert watcher.marks_only
-        with anyio.fail_after(_BOUND):
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(watcher.wait, _UNMARKED_TIMEOUT)
-                await anyio.wait_all_tasks_blocked()
-                await anyio.to_thread.run_sync(_commit_unmarked, store.path)
+        await _unmarked_commit_during(watcher.wait, store.path)
         for trial_seconds, marks_only in ((60.0, False), (0.0, True)):
             # A wait begun this long after the last unmarked commit listens to the marks alone.
             monkeypatch.setattr(wal_watch, "_MARKS_TRIAL_SECONDS", trial_seconds)
