@@ -14,14 +14,20 @@ import sys
 from pathlib import Path
 
 
-def _imports_httpx(program: str) -> bool:
+def _modules_after(program: str, *names: str) -> dict[str, bool]:
+    """Which of ``names`` ``program`` has imported, run in a Python of its own."""
+    probe = f"import json, sys\nprint(json.dumps([n in sys.modules for n in {names!r}]))"
     ran = subprocess.run(
-        [sys.executable, "-c", f"{program}\nimport sys\nprint('httpx' in sys.modules)"],
+        [sys.executable, "-c", f"{program}\n{probe}"],
         capture_output=True,
         text=True,
         check=True,
     )
-    return ran.stdout.strip().splitlines()[-1] == "True"
+    return dict(zip(names, json.loads(ran.stdout.strip().splitlines()[-1]), strict=True))
+
+
+def _imports_httpx(program: str) -> bool:
+    return _modules_after(program, "httpx")["httpx"]
 
 
 def test_the_command_line_starts_without_httpx() -> None:
@@ -40,18 +46,6 @@ def test_a_client_on_an_embedded_store_works_without_httpx(tmp_path: Path) -> No
 def test_a_client_of_a_server_imports_httpx() -> None:
     # The other side of the two above: the probe would pass on a renamed module.
     assert _imports_httpx("import taskq\ntaskq.Client('http://127.0.0.1:9')")
-
-
-def _modules_after(program: str, *names: str) -> dict[str, bool]:
-    """Which of ``names`` ``program`` has imported, run in a Python of its own."""
-    probe = f"import json, sys\nprint(json.dumps([n in sys.modules for n in {names!r}]))"
-    ran = subprocess.run(
-        [sys.executable, "-c", f"{program}\n{probe}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(zip(names, json.loads(ran.stdout.strip().splitlines()[-1]), strict=True))
 
 
 def test_a_command_imports_its_own_module_and_not_the_others(tmp_path: Path) -> None:
