@@ -49,7 +49,11 @@ class AckBatcher:
     holds keep its slots busy beyond one round trip (None otherwise): the
     batch waits that long, up to ``max_hold``, for more reports to join, and
     goes at once when it runs out, so that the claim riding with it refills
-    the slots in time.
+    the slots in time. ``linger`` says how much longer than ``max_delay``
+    (up to ``max_hold``) a batch may wait for the reports of the jobs still
+    held: once the queues are drained, one round trip, which a batch split
+    in two would cost the last report (see ``Prefetch.linger``). The batch
+    still goes at once when no held job is left to report.
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class AckBatcher:
         on_outage: Callable[[errors.StoreError], None] | None = None,
         still_running: Callable[[], int] = lambda: 1,
         slack: Callable[[], float | None] = lambda: None,
+        linger: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self._send = send
         self._max_delay = max_delay
@@ -70,6 +75,7 @@ class AckBatcher:
         self._on_outage = on_outage
         self._still_running = still_running
         self._slack = slack
+        self._linger = linger
         self._queue: list[_Pending] = []
         self._wake = anyio.Event()
         # Batches being sent; whether one of them is an urgent one sent beside the
@@ -144,7 +150,10 @@ class AckBatcher:
                 # Let the reports of jobs finishing at about the same time join;
                 # while the slots have jobs claimed ahead, those of the next ones too.
                 slack = self._slack()
-                wait = self._max_delay if slack is None else min(slack, self._max_hold)
+                if slack is None:
+                    wait = self._max_delay + min(self._linger(), self._max_hold)
+                else:
+                    wait = min(slack, self._max_hold)
                 self._wake = anyio.Event()
                 with anyio.move_on_after(wait):
                     await self._wake.wait()

@@ -75,6 +75,29 @@ async def test_without_jobs_claimed_ahead_a_batch_waits_only_the_short_delay() -
         assert await verdict is Fenced.ACCEPTED
 
 
+async def test_once_drained_a_batch_lingers_for_the_held_jobs_and_goes_with_the_last() -> None:
+    sent = Sent()
+    held = [2]
+    batcher = AckBatcher(
+        sent.send,
+        max_delay=0.001,
+        max_hold=10.0,
+        still_running=lambda: held[0],
+        linger=lambda: 10.0,
+    )
+    async with running(batcher):
+        verdicts = [batcher.submit(report(1))]
+        # Fifty times the short delay: without the linger, report 1 would have gone alone.
+        await anyio.sleep(0.05)
+        assert sent.batches == []
+        held[0] = 0  # the last held job ends: its report sends the batch at once
+        changed = sent.changed
+        verdicts.append(batcher.submit(report(2)))
+        await changed.wait()
+        assert sent.batches == [[1, 2]]
+        assert [await v for v in verdicts] == [Fenced.ACCEPTED] * 2
+
+
 async def test_a_report_that_frees_other_jobs_goes_at_once_with_those_gathered() -> None:
     sent = Sent()
     # Held for 10 s as plain reports would be, with jobs claimed ahead.

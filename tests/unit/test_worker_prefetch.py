@@ -59,6 +59,19 @@ def test_no_slack_once_a_claim_found_the_queues_drained() -> None:
     assert prefetch.slack(10) == pytest.approx(0.0)
 
 
+def test_reports_linger_a_round_trip_only_once_the_queues_are_drained() -> None:
+    prefetch = Prefetch(slots=2, most=100)
+    assert prefetch.linger() == 0.0  # no round measured yet
+    prefetch.job_ran(0.002)
+    prefetch.round_took(0.010)
+    prefetch.claim_came(100, 100)
+    assert prefetch.linger() == 0.0  # jobs remain: the claim with the reports refills
+    prefetch.claim_came(3, 100)
+    assert prefetch.linger() == pytest.approx(0.010)
+    prefetch.claim_came(100, 100)
+    assert prefetch.linger() == 0.0
+
+
 def test_long_jobs_get_nothing_claimed_ahead() -> None:
     prefetch = Prefetch(slots=8, most=16)
     prefetch.round_took(0.005)
