@@ -115,7 +115,7 @@ def build_worker(
         # last no longer than its round trip: the claim riding with it refills them.
         slack=slots.held_jobs_slack,
         # Drained, a batch waits a round trip more for the held jobs' reports.
-        linger=slots.reports_linger,
+        linger=slots.prefetch.linger,
     )
     completer = Completer(acks=acks, slots=slots, events=events)
     output = OutputFlusher(run, slots, outage, keep_bytes=settings.output_keep_bytes)

@@ -190,10 +190,6 @@ class Slots:
         """How long the jobs held keep the slots busy past a round trip (``Prefetch.slack``)."""
         return self.prefetch.slack(self.may_report())
 
-    def reports_linger(self) -> float:
-        """How much longer a batch of reports may wait for the held jobs' (``Prefetch.linger``)."""
-        return self.prefetch.linger()
-
     def busy(self) -> int:
         """Slots in use: their jobs, less those queued in a pool child behind another."""
         return self._executing - sum(running.queued for running in self.held.values())
