@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from taskq.broker.stores import wal_watch
+from taskq.broker.stores import sqlite_store, wal_watch
 from taskq.broker.stores.sqlite_store import SqliteStore
 from taskq.broker.stores.store import Statement
 
@@ -258,3 +259,29 @@ def test_a_store_whose_commits_cannot_be_marked_still_commits(tmp_path: Path) ->
         assert store.query(Statement("SELECT count(*) AS n FROM marks", {})) == [{"n": 1}]
     finally:
         store.close()
+
+
+def test_the_first_wait_makes_its_watcher_without_stalling_the_loop(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Making the watcher looks libc up in a subprocess (5-20 ms): meanwhile the loop runs on,
+    as a worker's does with reports to send. Here the making waits for the loop to run a task."""
+    loop_ran = threading.Event()
+    loop_ran_while_making: list[bool] = []
+    make_watcher = sqlite_store.WalWatcher
+
+    def slowly_made(path: Path) -> wal_watch.WalWatcher:
+        loop_ran_while_making.append(loop_ran.wait(_BOUND / 2))
+        return make_watcher(path)
+
+    monkeypatch.setattr(sqlite_store, "WalWatcher", slowly_made)
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(store.wait_for_change, 0.01)
+                await anyio.sleep(0)  # the wait has started: it makes the watcher now
+                loop_ran.set()
+
+    _run(scenario)
+    assert loop_ran_while_making == [True]

@@ -220,7 +220,14 @@ class SqliteStore:
         )
 
     async def wait_for_change(self, timeout: float) -> None:
-        watcher = self._change_watcher()
+        watcher = self._watcher
+        if watcher is None:
+            # The first wait makes the watcher in a thread: making it imports the
+            # inotify bindings, which look libc up with ``ldconfig`` in a subprocess,
+            # 5-20 ms that would stall the loop. A worker's first wait comes while its
+            # first jobs report (a claim that came back short), and their reports go
+            # meanwhile.
+            watcher = await anyio.to_thread.run_sync(self._change_watcher)
         if watcher is None:  # the file cannot be opened now: the caller's look will say why
             await anyio.sleep(timeout)
         else:
