@@ -105,7 +105,11 @@ def build_worker(
     # submit's are; the worker's own socket (opened here, registered at start) is skipped.
     hints = WakeSender(skip=hint_address(store)) if isinstance(store, HintedStore) else None
     claims = ClaimRequests(
-        holder, heartbeat=heartbeat, draining=draining, hints=hints, look=look_runner(store)
+        holder,
+        heartbeat=heartbeat,
+        draining=draining,
+        hints=hints,
+        look=look_runner(store, holding=lambda: bool(slots.held)),
     )
     acks = AckBatcher(
         claims.send_reports,

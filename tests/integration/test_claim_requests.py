@@ -9,6 +9,7 @@ own.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -28,7 +29,7 @@ from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leases import Report, job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import JobState, Lease, WorkflowSubmission
+from taskq.broker.records import ClaimedJob, JobState, Lease, WorkflowSubmission
 from taskq.broker.stores import look_turns
 from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.sqlite_store import SqliteStore
@@ -138,7 +139,7 @@ class _CountingWrites(DelegatingStore):
 async def test_an_idle_look_writes_only_when_a_job_waits(store: Store) -> None:
     queue = f"look-{uuid.uuid4().hex[:8]}"
     counted = _CountingWrites(store)
-    claims, slots = _claims(counted, queue, look=look_runner(counted))
+    claims, slots = _claims(counted, queue, look=look_runner(counted, holding=lambda: False))
     assert await claims.claim_if_claimable(1, time.monotonic()) == 0
     assert counted.writes == 0, "a look that finds nothing sends no claim"
     first, _ = _submit_pairs(store, queue, chained=True)
@@ -166,7 +167,8 @@ async def test_a_look_that_finds_nothing_takes_no_turn(
 ) -> None:
     """Another worker's look holding the turn does not hold up one with nothing to claim."""
     others, ours = turns
-    claims, _ = _claims(store, f"turn-{uuid.uuid4().hex[:8]}", look=look_runner(store))
+    look = look_runner(store, holding=lambda: False)
+    claims, _ = _claims(store, f"turn-{uuid.uuid4().hex[:8]}", look=look)
     with others.turn_if_free() as held, anyio.fail_after(_BOUND):
         assert held
         assert await claims.claim_if_claimable(1, time.monotonic(), turns=ours) == 0
@@ -177,7 +179,7 @@ async def test_a_look_that_finds_work_claims_once_another_gives_the_turn_back(
 ) -> None:
     others, ours = turns
     queue = f"turn-{uuid.uuid4().hex[:8]}"
-    claims, slots = _claims(store, queue, look=look_runner(store))
+    claims, slots = _claims(store, queue, look=look_runner(store, holding=lambda: False))
     [job_id] = plan.run(
         store, job_enqueue([call_spec("tests.support.jobs:echo", [1], queue=queue)])
     )
@@ -196,44 +198,99 @@ async def test_a_look_that_finds_work_claims_once_another_gives_the_turn_back(
     assert (took, list(slots.held)) == ([1], [job_id])
 
 
-async def test_an_idle_look_on_the_embedded_store_goes_to_its_thread_once(tmp_path: Path) -> None:
-    """The read and the claim of a look run in one worker thread, not each in a trip of its own.
-
-    The embedded store's alone: a cluster's look is two requests over async HTTP.
-    """
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[SqliteStore]:
     store = open_store(f"sqlite://{tmp_path / 'taskq.db'}")
+    assert isinstance(store, SqliteStore)
     try:
-        await _look_in_one_thread(store)
+        yield store
     finally:
         store.close()
 
 
-async def _look_in_one_thread(store: Store) -> None:
-    assert isinstance(store, SqliteStore)
+def _traced(op: Op[T], threads: list[int]) -> Op[T]:
+    """``op``, noting the thread that drives it at every step: a plan's code runs there."""
+    step = next(op)
+    while True:
+        threads.append(threading.get_ident())
+        answer = yield step
+        try:
+            step = op.send(answer)
+        except StopIteration as done:
+            threads.append(threading.get_ident())
+            result: T = done.value
+            return result
+
+
+def _one_queued(store: Store) -> Op[list[ClaimedJob] | None]:
+    """A look for the one job queued in a new queue."""
     queue = f"look-{uuid.uuid4().hex[:8]}"
     plan.run(store, job_enqueue([call_spec("tests.support.jobs:echo", [1], queue=queue)]))
+    return job_claimable_then([queue], job_claim("w1", [queue], limit=1, lease_seconds=30))
+
+
+async def test_a_busy_workers_look_on_the_embedded_store_goes_to_its_thread_once(
+    embedded: SqliteStore,
+) -> None:
+    """While the worker holds jobs, the read and the claim of a look run in one worker
+    thread, not each in a trip of its own.
+
+    The embedded store's alone: a cluster's look is two requests over async HTTP.
+    """
     threads: list[int] = []
-
-    def traced(op: Op[T]) -> Op[T]:
-        # A plan's code runs in the thread that drives it: note it at every step.
-        step = next(op)
-        while True:
-            threads.append(threading.get_ident())
-            answer = yield step
-            try:
-                step = op.send(answer)
-            except StopIteration as done:
-                threads.append(threading.get_ident())
-                result: T = done.value
-                return result
-
-    claim = job_claimable_then([queue], job_claim("w1", [queue], limit=1, lease_seconds=30))
-    claimed = await look_runner(store)(traced(claim))
+    claimed = await look_runner(embedded, holding=lambda: True)(
+        _traced(_one_queued(embedded), threads)
+    )
     assert claimed is not None
     assert len(claimed) == 1
     assert len(threads) == 3  # the read, the claim, the answer
     assert len(set(threads)) == 1
     assert threads[0] != threading.get_ident()
+
+
+async def test_the_look_of_a_worker_holding_no_job_runs_on_its_loop(
+    embedded: SqliteStore,
+) -> None:
+    threads: list[int] = []
+    claimed = await look_runner(embedded, holding=lambda: False)(
+        _traced(_one_queued(embedded), threads)
+    )
+    assert claimed is not None
+    assert len(claimed) == 1
+    assert threads == [threading.get_ident()] * 3
+
+
+async def test_a_look_on_the_loop_leaves_a_write_that_must_wait_to_a_thread(
+    embedded: SqliteStore,
+) -> None:
+    """Another process's write lock held: the claim waits in a thread, the loop runs on."""
+    look = _one_queued(embedded)
+    other = sqlite3.connect(embedded.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        done = anyio.Event()
+        claimed: list[ClaimedJob] | None = None
+
+        async def run_look() -> None:
+            nonlocal claimed
+            claimed = await look_runner(embedded, holding=lambda: False)(look)
+            done.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run_look)
+            # The loop still runs this task while the claim waits for the lock.
+            ticks = 0
+            while ticks < 5:
+                await anyio.sleep(0.01)
+                ticks += 1
+            assert not done.is_set(), "the claim was made while another held the write lock"
+            other.execute("COMMIT")
+            with anyio.fail_after(_BOUND):
+                await done.wait()
+    finally:
+        other.close()
+    assert claimed is not None
+    assert len(claimed) == 1
 
 
 def _queued_child(store: Store, queue: str) -> int:

@@ -121,3 +121,51 @@ def test_a_lock_held_past_the_busy_timeout_is_store_unavailable_and_nothing_is_w
     finally:
         other.close()
         store.close()
+
+
+def test_a_write_if_free_does_nothing_while_another_process_holds_the_write_lock(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "jobs.db")
+    other = sqlite3.connect(tmp_path / "jobs.db", isolation_level=None)
+    try:
+        store.execute([Statement("CREATE TABLE t (n INTEGER)")])
+        other.execute("BEGIN IMMEDIATE")
+        assert store.execute_if_free([Statement("INSERT INTO t VALUES (1)")]) is None
+        other.execute("ROLLBACK")
+        assert store.query(Statement("SELECT n FROM t")) == []
+        # Free again, it writes, and the connection took up no transaction of its own meanwhile.
+        [inserted] = store.execute_if_free([Statement("INSERT INTO t VALUES (2)")]) or []
+        assert inserted.rows_affected == 1
+        assert store.query(Statement("SELECT n FROM t")) == [{"n": 2}]
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_step_if_free_does_nothing_while_another_thread_of_the_process_uses_the_store(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "jobs.db")
+    try:
+        store.execute(
+            [Statement("CREATE TABLE t (n INTEGER)"), Statement("INSERT INTO t VALUES (1)")]
+        )
+        with store._lock:  # as held by a write in a worker thread
+            assert store.query_if_free(Statement("SELECT n FROM t")) is None
+            assert store.execute_if_free([Statement("INSERT INTO t VALUES (2)")]) is None
+        assert store.query_if_free(Statement("SELECT n FROM t")) == [{"n": 1}]
+    finally:
+        store.close()
+
+
+def test_a_read_if_free_that_finds_the_file_locked_gives_way(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "jobs.db")
+    try:
+        store.execute([Statement("CREATE TABLE t (n INTEGER)")])
+        conn = store._conn
+        store._conn = _LockedFirst(conn, _busy_error(tmp_path / "scratch.db"))  # type: ignore[assignment]
+        assert store.query_if_free(Statement("SELECT n FROM t")) is None
+        store._conn = conn
+    finally:
+        store.close()

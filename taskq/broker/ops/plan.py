@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Generator, Sequence
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import anyio.to_thread
 import msgspec
@@ -19,6 +19,9 @@ import msgspec
 from taskq import errors
 from taskq.broker.stores.store import Consistency, Row, Statement, StatementResult, Store
 from taskq.broker.stores.trampoline import Pause, drive, drive_async
+
+if TYPE_CHECKING:
+    from taskq.broker.stores.sqlite_store import SqliteStore
 
 T = TypeVar("T")
 
@@ -76,3 +79,26 @@ async def run_in_thread(store: Store, op: Op[T]) -> T:
     its end before a cancellation is seen.
     """
     return await anyio.to_thread.run_sync(run, store, op)
+
+
+async def run_here_unless_waiting(store: SqliteStore, op: Op[T]) -> T:
+    """Carry out ``op`` on the caller's thread, each step that would wait for a lock in a
+    worker thread instead.
+
+    For a caller whose thread has nothing else to do meanwhile (an idle
+    worker's event loop): the trip to a thread and back is two thread
+    switches, and a statement that waits for another's write lock is left to
+    a thread, so the caller never waits for one. The commit's fsync does
+    block the caller.
+    """
+
+    async def carry_out_here(step: StoreStep) -> Answer:
+        if isinstance(step, Write):
+            answer: Answer | None = store.execute_if_free(step.statements)
+        else:
+            answer = store.query_if_free(step.statement)
+        if answer is None:
+            answer = await carry_out_async(store, step)
+        return answer
+
+    return await drive_async(op, carry_out_here, thrown=errors.StoreError)

@@ -145,34 +145,60 @@ class SqliteStore:
                 self._while_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
             except sqlite3.Error as exc:
                 raise self._wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
-            results: list[StatementResult] = []
-            for index, statement in enumerate(statements):
-                try:
-                    cursor = conn.execute(statement.sql, dict(statement.params))
-                    rows = [dict(row) for row in cursor.fetchall()]
-                except sqlite3.Error as exc:
-                    _roll_back(conn)
-                    raise self._wrap(exc, index=index, sql=statement.sql) from exc
-                except BaseException:
-                    # A parameter SQLite cannot hold (OverflowError), an interrupt:
-                    # left open, the transaction would fail every later write with
-                    # "cannot start a transaction within a transaction".
-                    _roll_back(conn)
-                    raise
-                results.append(
-                    StatementResult(
-                        rows=rows,
-                        rows_affected=max(cursor.rowcount, 0),
-                        last_insert_id=cursor.lastrowid,
-                    )
-                )
+            return self._run_and_commit(statements)
+
+    def execute_if_free(self, statements: Sequence[Statement]) -> list[StatementResult] | None:
+        """:meth:`execute`, unless it would wait for a lock: then None, and nothing done.
+
+        For a caller that must not wait (an idle worker's look, on its event
+        loop): another thread of this process, or another process, may hold
+        the write lock for as long as its write takes, and the caller then
+        runs :meth:`execute` where waiting harms nothing.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
             try:
-                conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                if _primary_code(exc) in _BUSY:
+                    return None
+                raise self._wrap(exc, index=0, sql="BEGIN IMMEDIATE") from exc
+            return self._run_and_commit(statements)
+        finally:
+            self._lock.release()
+
+    def _run_and_commit(self, statements: Sequence[Statement]) -> list[StatementResult]:
+        """The statements of a transaction just begun, then its commit (under ``_lock``)."""
+        conn = self._conn
+        results: list[StatementResult] = []
+        for index, statement in enumerate(statements):
+            try:
+                cursor = conn.execute(statement.sql, dict(statement.params))
+                rows = [dict(row) for row in cursor.fetchall()]
             except sqlite3.Error as exc:
                 _roll_back(conn)
-                raise self._wrap(exc, index=len(statements), sql="COMMIT") from exc
-            self._commit_mark.tell()
-            return results
+                raise self._wrap(exc, index=index, sql=statement.sql) from exc
+            except BaseException:
+                # A parameter SQLite cannot hold (OverflowError), an interrupt:
+                # left open, the transaction would fail every later write with
+                # "cannot start a transaction within a transaction".
+                _roll_back(conn)
+                raise
+            results.append(
+                StatementResult(
+                    rows=rows,
+                    rows_affected=max(cursor.rowcount, 0),
+                    last_insert_id=cursor.lastrowid,
+                )
+            )
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _roll_back(conn)
+            raise self._wrap(exc, index=len(statements), sql="COMMIT") from exc
+        self._commit_mark.tell()
+        return results
 
     def _while_locked(self, attempt: Callable[[], _T]) -> _T:
         """``attempt()``, tried again while another process holds the lock it needs (see above)."""
@@ -211,6 +237,21 @@ class SqliteStore:
                 )
             except sqlite3.Error as exc:
                 raise self._wrap(exc, index=0, sql=statement.sql) from exc
+
+    def query_if_free(self, statement: Statement) -> list[Row] | None:
+        """:meth:`query`, unless it would wait for a lock: None then, as for a write."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            cursor = self._conn.execute(statement.sql, dict(statement.params))
+            return [dict(row) for row in cursor.fetchall()]
+        except sqlite3.Error as exc:
+            # A read waits only for a process opening the file or recovering its WAL.
+            if _primary_code(exc) in _BUSY:
+                return None
+            raise self._wrap(exc, index=0, sql=statement.sql) from exc
+        finally:
+            self._lock.release()
 
     async def query_async(
         self, statement: Statement, *, consistency: Consistency = Consistency.WEAK
