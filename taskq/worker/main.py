@@ -112,12 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         turn.give_back()
         print(f"taskq-worker: error: cannot start a sandbox child: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    opened = None
     try:
         from taskq.worker import serving
 
+        opened = serving.open_at_once(store_url)
         declarations = children.module_check.wait()
     except BaseException as exc:
         children.close()
+        if opened is not None:
+            opened.store.close()
         if isinstance(exc, errors.ConfigError):
             return _config_error(exc)
         raise
@@ -129,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         children,
         log_format=args.log_format,
         declarations=declarations,
+        opened=opened,
     )
 
 

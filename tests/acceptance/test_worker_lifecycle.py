@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -370,3 +371,44 @@ def test_a_worker_takes_taskq_store_before_the_config_files_store(tmp_path: Path
         json.loads(line) for line in log.read_text().splitlines() if '"worker_started"' in line
     ]
     assert started["store"] == env_store, started
+
+
+def _has_schema(store: Path) -> bool:
+    """Whether the store file exists with its jobs table (its schema made)."""
+    if not store.exists():
+        return False
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'jobs'").fetchall())
+    except sqlite3.OperationalError:
+        return False  # being made: locked
+    finally:
+        conn.close()
+
+
+def test_a_worker_opens_its_store_while_its_modules_are_imported(tmp_path: Path) -> None:
+    """Both are on the way to the first job, so the store is opened (its schema made)
+    while the first pool child still imports the worker's modules."""
+    go = tmp_path / "go"
+    # Imports until told to go (or for long past the wait below).
+    (tmp_path / "slow_to_import.py").write_text(
+        "import os, time\n"
+        "deadline = time.monotonic() + 300\n"
+        f"while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+    )
+    store = tmp_path / "taskq.db"
+    env = {**worker_environment("w"), "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    log = tmp_path / "worker.log"
+    argv = [sys.executable, "-m", "taskq.worker.main", "--store", f"sqlite://{store}"]
+    argv += ["--modules", "slow_to_import", "--log-format", "json"]
+    with log.open("wb") as out:
+        worker = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        assert wait_until(lambda: _has_schema(store), 60), log.read_text()
+        assert worker.poll() is None, log.read_text()
+        go.touch()
+        assert wait_until(lambda: '"worker_started"' in log.read_text(), 60), log.read_text()
+    finally:
+        worker.kill()
+        worker.wait(30)
