@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         children.close()
         if opened is not None:
-            opened.store.close()
+            opened.close()
         if isinstance(exc, errors.ConfigError):
             return _config_error(exc)
         raise

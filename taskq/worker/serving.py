@@ -12,7 +12,6 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import anyio
 
@@ -29,6 +28,7 @@ from taskq.broker.client.connect import open_store
 from taskq.broker.ops import migrations
 from taskq.broker.ops.functions import Declaration
 from taskq.broker.stores.store import Store
+from taskq.broker.stores.store_url import SqliteTarget, parse_store_url
 from taskq.worker import publishing, suspend
 from taskq.worker.events import EventLog
 from taskq.worker.factory import build_worker
@@ -59,25 +59,22 @@ async def _serve(worker: Worker, store: Store) -> None:
         tasks.cancel_scope.cancel()
 
 
-class OpenedStore(NamedTuple):
-    """A store opened ahead of :func:`serve`, and the migrations that opening applied."""
-
-    store: Store
-    migrated: Sequence[int]
-
-
-def open_at_once(store_url: str | None) -> OpenedStore | None:
+def open_at_once(store_url: str) -> Store | None:
     """The store, opened while the first pool child imports the worker's modules; None
-    when it cannot be had at once (away, full, wrongly named), for :func:`serve` to
-    open, waiting out an outage or saying what is wrong.
+    when opening would write anything (a new SQLite file) or it cannot be had at once
+    (away, wrongly named), for :func:`serve` to open, waiting out an outage or saying
+    what is wrong.
 
     Both are on the way to the first job: the worker waited 13 ms for the child's
-    module check and then took 3 ms to open the store (2 cores, stamped). A store
-    that is away is not waited for here: a worker whose modules do not import
-    stops at once, store or no store.
+    module check and then took 3 ms to open the store (2 cores, stamped). Its schema
+    is left to :func:`serve`, after the check: a worker whose modules do not import
+    stops at once and changes nothing in the store, as before.
     """
     try:
-        return _open(store_url)
+        target = parse_store_url(store_url)
+        if isinstance(target, SqliteTarget) and not target.path.exists():
+            return None
+        return open_store(store_url, migrate=False)
     except errors.TaskqError:
         return None
 
@@ -89,14 +86,15 @@ def serve(
     *,
     log_format: str,
     declarations: Sequence[Declaration] = (),
-    opened: OpenedStore | None = None,
+    opened: Store | None = None,
 ) -> int:
     """Run a worker on ``store_url`` until it is drained; the process's exit status.
 
     ``declarations``: the declared jobs of its modules, published before it registers
     (and again later, should the store fail then). ``children``: those started
     with it, which the worker takes on (or stops, should it not get that far).
-    ``opened``: the store, if :func:`open_at_once` had it; :func:`serve` owns it.
+    ``opened``: the store, if :func:`open_at_once` had it; :func:`serve` owns it, and
+    brings its schema up to date.
     """
     _tune_garbage_collection()
     events = EventLog(format=log_format)
@@ -104,10 +102,9 @@ def serve(
     worker_id = new_worker_id(settings)
     outage = StoreOutage(events, worker_id)
     try:
-        if opened is None:
-            opened = _open_when_there_is_room(store_url, outage, settings.idle_poll_seconds)
-        store = opened.store
-        _tell_migrated(events, opened.migrated)
+        store = _open_when_there_is_room(
+            store_url, outage, settings.idle_poll_seconds, events, opened=opened
+        )
     except BaseException as exc:
         children.close()
         if isinstance(exc, errors.ConfigError):
@@ -155,46 +152,48 @@ def serve(
     return EXIT_OK
 
 
-def _open_when_there_is_room(url: str | None, outage: StoreOutage, pause: float) -> OpenedStore:
-    """The store at ``url``, its schema brought up to date; an outage is waited out.
+def _open_when_there_is_room(
+    url: str | None,
+    outage: StoreOutage,
+    pause: float,
+    events: EventLog,
+    *,
+    opened: Store | None = None,
+) -> Store:
+    """The store at ``url`` (``opened`` already, if given), its schema brought up to
+    date; an outage is waited out.
 
     A full disk, or a cluster without a leader (a quorum lost, an election
     under way): told once, as any outage is (``outage`` tells its end once
     the worker has registered), and the worker starts working once the store
     is back, as a running one carries on. Where nothing listens at any of the
     store's addresses (a wrong URL, a cluster not started), the worker that
-    never reached it stops at once, saying so, rather than wait unheard.
+    never reached it stops at once, saying so, rather than wait unheard. The
+    migrations it applies are logged (``store_migrated``): an operator
+    upgrading a fleet sees which worker moved the schema, and when.
     """
     while True:
         try:
-            return _open(url)
+            store = opened if opened is not None else open_store(url, migrate=False)
+            opened = None
+            try:
+                applied = migrations.migrate(store)
+            except BaseException:
+                store.close()
+                raise
+            if applied:
+                first, last = applied[0], applied[-1]
+                events.emit(
+                    "store_migrated",
+                    schema=last,
+                    applied=str(first) if first == last else f"{first}-{last}",
+                )
+            return store
         except errors.StoreUnreachable:
             raise
         except errors.StoreUnavailable as exc:
             outage.failed(exc)
             time.sleep(pause)
-
-
-def _open(url: str | None) -> OpenedStore:
-    """The store at ``url``, its schema brought up to date."""
-    store = open_store(url, migrate=False)
-    try:
-        return OpenedStore(store, migrations.migrate(store))
-    except BaseException:
-        store.close()
-        raise
-
-
-def _tell_migrated(events: EventLog, applied: Sequence[int]) -> None:
-    """Log the migrations the worker applied (``store_migrated``): an operator upgrading a
-    fleet sees which worker moved the schema, and when."""
-    if applied:
-        first, last = applied[0], applied[-1]
-        events.emit(
-            "store_migrated",
-            schema=last,
-            applied=str(first) if first == last else f"{first}-{last}",
-        )
 
 
 def _first_leaf(group: BaseExceptionGroup[errors.StoreError]) -> errors.StoreError:

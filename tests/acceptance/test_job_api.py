@@ -7,8 +7,6 @@ from ``tests.support`` and runs python_exec and shell jobs too.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import taskq
 from taskq.broker.records import JobState
 from tests.support import cli_runs, declared_jobs
 from tests.support.cli_runs import ok, one_error_line
-from tests.support.worker_process import REPO, WorkerFleet, worker_environment
+from tests.support.worker_process import WorkerFleet, run_worker_to_its_end
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -156,18 +154,7 @@ def test_python_exec_shell_and_seed_json_jobs_from_the_command(
 
 
 def test_a_worker_whose_modules_do_not_import_stops_at_once(store_url: str) -> None:
-    ran = subprocess.run(
-        [
-            *(sys.executable, "-m", "taskq.worker.main", "--store", store_url),
-            *("--modules", "tests.support.jobs,tests.suport"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=worker_environment("bad"),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
+    ran = run_worker_to_its_end(store_url, "--modules", "tests.support.jobs,tests.suport")
     assert ran.returncode == 2, ran
     lines = ran.stderr.strip().splitlines()
     # tests imports: the module it lacks is named, not where to run the worker from.

@@ -8,10 +8,10 @@ whichever worker holds the store's maintenance leader lease, a 10 s lease
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import taskq
+from taskq.broker.client.connect import open_store
 from taskq.broker.ops import plan
 from taskq.broker.ops.workers import worker_list
 from taskq.broker.records import JobState, WorkerInfo
@@ -31,6 +32,7 @@ from tests.support.worker_process import (
     WorkerProcess,
     all_threads_stopped,
     freeze_between_writes,
+    run_worker_to_its_end,
     wait_until,
     worker_environment,
     write_config,
@@ -373,22 +375,18 @@ def test_a_worker_takes_taskq_store_before_the_config_files_store(tmp_path: Path
     assert started["store"] == env_store, started
 
 
-def _has_schema(store: Path) -> bool:
-    """Whether the store file exists with its jobs table (its schema made)."""
-    if not store.exists():
-        return False
-    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-    try:
-        return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'jobs'").fetchall())
-    except sqlite3.OperationalError:
-        return False  # being made: locked
-    finally:
-        conn.close()
+def _holds_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has the file ``path`` open."""
+    held = False
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+            held = held or os.readlink(fd) == str(path)
+    return held
 
 
 def test_a_worker_opens_its_store_while_its_modules_are_imported(tmp_path: Path) -> None:
-    """Both are on the way to the first job, so the store is opened (its schema made)
-    while the first pool child still imports the worker's modules."""
+    """Both are on the way to the first job, so the store is opened while the first
+    pool child still imports the worker's modules."""
     go = tmp_path / "go"
     # Imports until told to go (or for long past the wait below).
     (tmp_path / "slow_to_import.py").write_text(
@@ -398,6 +396,7 @@ def test_a_worker_opens_its_store_while_its_modules_are_imported(tmp_path: Path)
         "    time.sleep(0.01)\n"
     )
     store = tmp_path / "taskq.db"
+    open_store(f"sqlite://{store}").close()
     env = {**worker_environment("w"), "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     log = tmp_path / "worker.log"
     argv = [sys.executable, "-m", "taskq.worker.main", "--store", f"sqlite://{store}"]
@@ -405,10 +404,17 @@ def test_a_worker_opens_its_store_while_its_modules_are_imported(tmp_path: Path)
     with log.open("wb") as out:
         worker = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     try:
-        assert wait_until(lambda: _has_schema(store), 60), log.read_text()
+        assert wait_until(lambda: _holds_open(worker.pid, store), 60), log.read_text()
         assert worker.poll() is None, log.read_text()
         go.touch()
         assert wait_until(lambda: '"worker_started"' in log.read_text(), 60), log.read_text()
     finally:
         worker.kill()
         worker.wait(30)
+
+
+def test_a_worker_whose_modules_do_not_import_makes_no_store(tmp_path: Path) -> None:
+    store = tmp_path / "taskq.db"
+    ran = run_worker_to_its_end(f"sqlite://{store}", "--modules", "tests.suport")
+    assert ran.returncode == 2, ran
+    assert list(tmp_path.iterdir()) == [], "a worker that stops at once changes nothing"

@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -95,6 +97,20 @@ def worker_environment(tag: str) -> dict[str, str]:
     )
     env[WORKER_TAG_ENV] = tag
     return env
+
+
+def run_worker_to_its_end(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``taskq-worker --store STORE_URL ARGS`` run until it stops by itself (a worker that
+    cannot start), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "taskq.worker.main", "--store", store_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=worker_environment("bad"),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 class WorkerFleet:
