@@ -34,17 +34,29 @@ class OutputPanel(VerticalScroll, inherit_bindings=False):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._drawn: tuple[object, ...] | None = None
+        self._following = False
+        """Whether the panel keeps to the end of the text: it opened there, or the reader
+        came back to it, and has not scrolled up since."""
 
     def compose(self) -> ComposeResult:
         yield AttemptOutput()
 
     def on_mount(self) -> None:
         self.border_title = "Output"
-        for moves in ("scroll_y", "has_focus"):
-            self.watch(self, moves, self._hint, init=False)
+        self.watch(self, "scroll_y", self._moved, init=False)
+        self.watch(self, "has_focus", self._hint, init=False)
 
     def on_resize(self) -> None:
-        # The text or the panel changed size: it may now fit, or no longer.
+        # The text or the panel changed size: it may now fit, or no longer. A scroll to the
+        # end made before the layout had measured a new text stopped at the old end: the
+        # end is known now.
+        if self._following and not self.is_vertical_scroll_end:
+            self.scroll_end(animate=False, x_axis=False, immediate=True)
+        self._hint()
+
+    def _moved(self) -> None:
+        """The reader (or the panel itself) scrolled: it follows while at the end."""
+        self._following = self.is_vertical_scroll_end
         self._hint()
 
     def show(self, execution: Execution | None) -> None:
@@ -57,7 +69,7 @@ class OutputPanel(VerticalScroll, inherit_bindings=False):
         # Another attempt's output opens at its end, whatever was scrolled in the last; the
         # same attempt's is followed only by a reader at its end, not one who scrolled up.
         another = self._drawn is None or drawn[0] != self._drawn[0]
-        follow = another or self.is_vertical_scroll_end
+        follow = another or self._following or self.is_vertical_scroll_end
         self._drawn = drawn
         if execution is None:
             self.border_title = "Output"
@@ -65,8 +77,10 @@ class OutputPanel(VerticalScroll, inherit_bindings=False):
             self.border_title = f"Attempt {execution.attempt} on {execution.worker_id}"
         self.query_one(AttemptOutput).show(execution)
         if follow:
-            # Once the layout has measured the new text, so as to know where it ends. Not
+            # Once the layout has measured the new text, so as to know where it ends (and
+            # again on the resize that measure brings, should it come later). Not
             # Widget.anchor(): it draws a text shorter than the panel at the panel's bottom.
+            self._following = True
             self.scroll_end(animate=False, x_axis=False)
 
     def _hint(self) -> None:
