@@ -22,6 +22,7 @@ from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
 from taskq.broker.stores.store import Store
+from taskq.dev.processes import descendants
 
 # The directory that holds the bench package: workers import its jobs from there.
 IMPORT_ROOT = Path(__file__).resolve().parents[1]
@@ -163,6 +164,19 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def cpu_below(pid: int) -> float:
+    """CPU seconds of every process under ``pid``, the ended ones included.
+
+    Each live one's own time and what it has reaped, and what ``pid`` has
+    reaped: an ended process's time joins its parent's once reaped.
+    """
+    # A pool child is two processes, its keeper and, under it, the job process
+    # that runs the jobs: the worker's children alone miss the jobs' CPU.
+    return reaped_children_cpu(pid) + sum(
+        process_cpu(child) + reaped_children_cpu(child) for child in descendants(pid)
+    )
+
+
 @dataclass
 class CpuSample:
     """CPU seconds so far, by who used them."""
@@ -187,16 +201,16 @@ class CpuSample:
 def cpu_sample(worker_pids: list[int], server_pids: list[int]) -> CpuSample:
     """Who has used how much CPU: workers (main thread, other threads), sandboxes, store, bench.
 
-    A sandbox child's time counts while it lives and, once its worker reaped
-    it, in the worker's children total; so retired pool children are counted too.
+    A sandbox child's time counts while it lives and, once reaped, in its
+    parent's children total; so the job processes under the pool children's
+    keepers, and retired pool children, are counted too.
     """
     sample = CpuSample()
     for pid in worker_pids:
         main = main_thread_cpu(pid)
         sample.worker_main += main
         sample.worker_threads += process_cpu(pid) - main
-        sample.sandboxes += reaped_children_cpu(pid)
-        sample.sandboxes += sum(process_cpu(child) for child in children_of(pid))
+        sample.sandboxes += cpu_below(pid)
     sample.store_server = sum(process_cpu(pid) for pid in server_pids)
     usage = os.times()
     sample.bench = usage.user + usage.system
