@@ -1,4 +1,5 @@
-"""How soon the first result comes after workers are launched onto a queued backlog.
+"""How soon the first result comes after workers are launched onto a queued backlog,
+and the CPU their start costs.
 
 The peers' harness (``../shared/peers-bench``) times a drain from the launch
 of 2 workers with their default settings, and its first result is mostly
@@ -11,25 +12,45 @@ time just before the launch: the first job's report is part of it. Beside it,
 the first job's own end (its ``finished_at``, the worker's measure). A few
 launches, each on a queue of its own; the workers are stopped after each,
 and the jobs they left are cancelled.
+
+On 2 busy cores a drain from launch is the CPU it costs, and start-up is a
+large part of it (a third of a 5,000-job drain on 2 cores, 2026-12-02):
+:func:`start_cpu` launches the same 2 workers onto an empty queue and
+takes the CPU they and their pool children used once all have started.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import finished_count, jobs_pythonpath, jobs_since, wait_until
+from bench.common import (
+    children_of,
+    cpu_sample,
+    finished_count,
+    jobs_pythonpath,
+    jobs_since,
+    wait_until,
+)
 from bench.end_to_end import WORKERS, enqueue_echo, worker_config
 from bench.stores import BenchStore
 from taskq.broker.client.client import Client
 from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_cancel
+from taskq.dev.processes import descendants
 from taskq.dev.workers import WorkerFleet, environment_without
 
 BACKLOG = 100  # enough for both workers' first claims
 POLL_SECONDS = 0.010  # as the peers' harness polls
+# Started: the processes under the workers the same, and their CPU still,
+# over a window this long (a worker starts its other pool children 0.1 s
+# after it registered).
+SETTLE_SECONDS = 0.2
+SETTLED_CPU_SECONDS = 0.005
 
 
 def first_result_after_launch(
@@ -41,15 +62,7 @@ def first_result_after_launch(
     for launch in range(launches):
         queue = f"bench-first-result-{launch}"
         first_id = enqueue_echo(client, queue, 0, BACKLOG)
-        directory = root / queue
-        directory.mkdir(parents=True, exist_ok=True)
-        args = ["--queues", queue, "--config", str(worker_config(directory))]
-        env = {**environment_without("TASKQ_"), "PYTHONPATH": jobs_pythonpath()}
-        fleet = WorkerFleet(directory, env=env)
-        try:
-            launched = time.time()
-            for index in range(WORKERS):
-                fleet.start(store.url, tag=f"first-result-{launch}-{index + 1}", args=args)
+        with _default_workers(store, root, queue) as (_, launched):
             wait_until(
                 lambda: finished_count(client.store, queue) >= 1,  # noqa: B023 (called at once)
                 60.0,
@@ -57,8 +70,6 @@ def first_result_after_launch(
                 interval=POLL_SECONDS,
             )
             seen = time.time()
-        finally:
-            fleet.close()
         jobs = list(jobs_since(client.store, queue, first_id))
         first = min(job.finished_at for job in jobs if job.finished_at is not None)
         taken.append(1000 * (seen - launched))
@@ -73,3 +84,71 @@ def first_result_after_launch(
         "ms": [round(value, 1) for value in taken],
         "ended_p50_ms": statistics.median(ended),
     }
+
+
+def start_cpu(store: BenchStore, root: Path, *, launches: int) -> dict[str, Any]:
+    """CPU milliseconds 2 default workers and their pool children use to start, for each
+    of ``launches``: until every worker has its pool children and they have gone idle."""
+    totals: list[float] = []
+    children: list[float] = []
+    for launch in range(launches):
+        with _default_workers(store, root, f"bench-start-cpu-{launch}") as (fleet, _):
+            seen: list[tuple[int, float]] = []
+            wait_until(
+                lambda: _started(fleet.pids, seen),  # noqa: B023 (called at once)
+                60.0,
+                "the workers' start",
+                interval=SETTLE_SECONDS,
+            )
+            total, sandboxes = _fleet_cpu(fleet.pids)
+        totals.append(1000 * total)
+        children.append(1000 * sandboxes)
+    return {
+        "launches": launches,
+        "p50_ms": statistics.median(totals),
+        "min_ms": min(totals),
+        "max_ms": max(totals),
+        "children_p50_ms": statistics.median(children),
+        "ms": [round(value, 1) for value in totals],
+    }
+
+
+@contextmanager
+def _default_workers(
+    store: BenchStore, root: Path, queue: str
+) -> Iterator[tuple[WorkerFleet, float]]:
+    """2 workers with default settings serving ``queue``, and the wall time just before
+    their launch; stopped on the way out."""
+    directory = root / queue
+    directory.mkdir(parents=True, exist_ok=True)
+    args = ["--queues", queue, "--config", str(worker_config(directory))]
+    env = {**environment_without("TASKQ_"), "PYTHONPATH": jobs_pythonpath()}
+    fleet = WorkerFleet(directory, env=env)
+    try:
+        launched = time.time()
+        for index in range(WORKERS):
+            fleet.start(store.url, tag=f"{queue}-{index + 1}", args=args)
+        yield fleet, launched
+    finally:
+        fleet.close()
+
+
+def _started(pids: list[int], seen: list[tuple[int, float]]) -> bool:
+    """Whether every worker has pool children, and the processes under the workers and
+    their CPU are as at the last look (``seen``, appended to).
+
+    The children's CPU, not the workers': an idle worker on rqlite polls.
+    """
+    if not all(children_of(pid) for pid in pids):
+        return False
+    seen.append((sum(len(descendants(pid)) for pid in pids), _fleet_cpu(pids)[1]))
+    if len(seen) < 2:
+        return False
+    (processes_before, cpu_before), (processes, cpu) = seen[-2:]
+    return processes == processes_before and cpu - cpu_before < SETTLED_CPU_SECONDS
+
+
+def _fleet_cpu(pids: list[int]) -> tuple[float, float]:
+    """CPU seconds of the workers with every process under them, and of those processes."""
+    used = cpu_sample(pids, [])
+    return used.worker_main + used.worker_threads + used.sandboxes, used.sandboxes

@@ -45,7 +45,8 @@ ports (and kills by pid when done), it measures:
    ``PoolSandbox.run`` / ``Sandbox.run`` with no store;
 9. the first result after launch: 2 workers with default settings started
    onto a queued backlog, as the peers' harness starts them, a few times
-   (:mod:`bench.first_result`); on SQLite, beside it, the same launch of 2
+   (:mod:`bench.first_result`), and the CPU the same 2 workers and their
+   pool children use to start; on SQLite, beside it, the same launch of 2
    bare Python workers in taskq's shape (:mod:`bench.first_result_floor`);
 10. submitting over HTTP on a fresh store of its own: ``POST /jobs`` on one
    connection beside ``Client.submit``, the request's floor (``GET
@@ -181,6 +182,7 @@ ROWS: list[tuple[str, str]] = [
     ("ratio.bulk_vs_jobs_table", "bulk enqueue / raw jobs-table insert"),
     ("start.first_result", "first result after launch, 2 workers"),
     ("raw.first_result_floor", "  the same with bare Python workers"),
+    ("start.cpu", "  CPU of the 2 workers' start"),
     ("ratio.first_result_vs_floor", "  first result / its floor"),
     ("drain.broker_only", "drain, broker only (no worker)"),
     ("drain.pool", "drain, pool (first claim -> last)"),

@@ -38,7 +38,7 @@ from bench.end_to_end import (
     pickup,
     steady,
 )
-from bench.first_result import first_result_after_launch
+from bench.first_result import first_result_after_launch, start_cpu
 from bench.stores import BenchStore, open_bench_store, payload_text
 from taskq.broker.client.client import Client, call_spec
 from taskq.worker.settings import WorkerSettings
@@ -359,6 +359,17 @@ def _first_result(
     say(f"first result after launch: {launches} launches of {WORKERS} default workers")
     directory = root / f"{store.name}-first-result"
     found = first_result_after_launch(store, client, directory, launches=launches)
+    started = start_cpu(store, directory, launches=launches)
+    add(
+        "start.cpu",
+        started["p50_ms"],
+        "ms",
+        f"median of {launches} launches of {WORKERS} taskq-worker with default settings onto "
+        f"an empty queue: CPU of the workers and every process under them once all started "
+        f"(min {started['min_ms']:.0f}, max {started['max_ms']:.0f} ms; the pool children "
+        f"{started['children_p50_ms']:.0f} ms)",
+        **started,
+    )
     return add(
         "start.first_result",
         found["p50_ms"],
