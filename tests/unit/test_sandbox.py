@@ -229,7 +229,10 @@ async def test_a_missing_working_directory_is_named_and_not_worth_a_retry(
 
 
 async def test_memory_hog_hits_the_memory_limit(sandbox: Sandbox) -> None:
-    outcome = await sandbox.run(call("hog_memory"), LIMITS)
+    # Room to spare on the CPU and the clock: on a loaded machine the page faults
+    # of 256 MiB once took more than LIMITS' 1 s of CPU, which stopped the hog first.
+    limits = Limits(memory_bytes=256 << 20, cpu_seconds=20, wall_seconds=30)
+    outcome = await sandbox.run(call("hog_memory"), limits)
     assert outcome.status is Status.MEMORY
     assert outcome.error is not None
     assert outcome.error["type"] == "MemoryError"
