@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    children_of,
     cpu_sample,
     finished_count,
     jobs_pythonpath,
@@ -139,9 +138,10 @@ def _started(pids: list[int], seen: list[tuple[int, float]]) -> bool:
 
     The children's CPU, not the workers': an idle worker on rqlite polls.
     """
-    if not all(children_of(pid) for pid in pids):
+    below = [len(descendants(pid)) for pid in pids]
+    if not all(below):
         return False
-    seen.append((sum(len(descendants(pid)) for pid in pids), _fleet_cpu(pids)[1]))
+    seen.append((sum(below), _fleet_cpu(pids)[1]))
     if len(seen) < 2:
         return False
     (processes_before, cpu_before), (processes, cpu) = seen[-2:]
