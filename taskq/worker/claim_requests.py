@@ -7,6 +7,11 @@ jobs, for the slots those jobs free: one atomic write
 (``job_report_and_claim``) where a claim of its own would be a second. The
 jobs a claim brings are held (``Slots.hold``) until their reports are answered.
 
+A report that ends every job the worker holds is written from its event loop,
+which has nothing else to do meanwhile, on the embedded store: the trip to a
+thread and back is two thread switches on the way from a pipeline step's end
+to its next step's start (``store_runner.here_runner``).
+
 A report that releases jobs waiting on it, or spawns jobs, leaves work that
 this worker's claim may not take. On a cluster, where idle workers hear of
 new jobs only by a hint (``taskq.broker.stores.wake_hints``), the worker
@@ -46,14 +51,18 @@ class ClaimRequests:
         draining: anyio.Event,
         hints: WakeSender | None = None,
         look: Run | None = None,
+        here: Run | None = None,
     ) -> None:
         """``hints``: on a cluster, how to tell idle workers of jobs a report left them.
 
         ``look``: how an idle worker's look is run (``store_runner.look_runner``);
-        by default as every other operation.
+        by default as every other operation. ``here``: how a report that ends
+        every job the worker holds is run (``store_runner.here_runner``); by
+        default as every other operation.
         """
         self._holder = holder
         self._look = holder.run if look is None else look
+        self._here = here
         self._heartbeat = heartbeat
         self._draining = draining
         self._hints = hints
@@ -80,7 +89,8 @@ class ClaimRequests:
             # frees in time (``Executor.hand_back_overdue``), as any job claimed ahead.
             free = max(free, 1)
         if self._draining.is_set() or free <= 0:
-            answer: ReportAnswer = await self._holder.run(job_report_claim(reports, None))
+            run = self._report_runner(reports)
+            answer: ReportAnswer = await run(job_report_claim(reports, None))
             await self._hint(answer)
             return answer.fenced
         sent_at = time.monotonic()
@@ -94,6 +104,17 @@ class ClaimRequests:
             self._leaving_in_flight -= leaving
         self._holder.slots.prefetch.round_took(time.monotonic() - sent_at)
         return verdicts
+
+    def _report_runner(self, reports: list[Report]) -> Run:
+        """How the write of ``reports`` runs: from the event loop when they end every job the
+        worker holds, so that no other job's start or end waits behind it; else as every
+        other operation."""
+        if self._here is None:
+            return self._holder.run
+        ending = {report.lease.job_id for report in reports}
+        if any(job_id not in ending for job_id in self._holder.slots.held):
+            return self._holder.run
+        return self._here
 
     def _may_release_jobs(self, reports: list[Report]) -> bool:
         """Whether one of ``reports`` may queue other jobs: a spawn, or the end of a job with
@@ -128,7 +149,8 @@ class ClaimRequests:
         parents' outcomes. Returns the reports' verdicts and how many jobs came.
         """
         request = self._claim_request(free, releasing=releasing)
-        answer: ReportAnswer = await self._holder.run(job_report_claim(reports, request))
+        run = self._report_runner(reports)
+        answer: ReportAnswer = await run(job_report_claim(reports, request))
         await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
 

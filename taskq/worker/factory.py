@@ -35,7 +35,7 @@ from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
 from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import look_runner, store_runner
+from taskq.worker.store_runner import here_runner, look_runner, store_runner
 
 
 def build_worker(
@@ -110,6 +110,7 @@ def build_worker(
         draining=draining,
         hints=hints,
         look=look_runner(store, holding=lambda: bool(slots.held)),
+        here=here_runner(store),
     )
     acks = AckBatcher(
         claims.send_reports,

@@ -29,7 +29,7 @@ from taskq.broker.ops.jobs import job_get
 from taskq.broker.ops.leases import Report, job_report
 from taskq.broker.ops.plan import Op
 from taskq.broker.ops.workflows import workflow_submit
-from taskq.broker.records import ClaimedJob, JobState, Lease, WorkflowSubmission
+from taskq.broker.records import ClaimedJob, Fenced, JobState, Lease, WorkflowSubmission
 from taskq.broker.stores import look_turns
 from taskq.broker.stores.look_turns import LookTurns
 from taskq.broker.stores.sqlite_store import SqliteStore
@@ -42,7 +42,7 @@ from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
 from taskq.worker.store_outage import StoreOutage
-from taskq.worker.store_runner import Run, look_runner, store_runner
+from taskq.worker.store_runner import Run, here_runner, look_runner, store_runner
 from tests.support.delegating_store import DelegatingStore
 from tests.support.reports import completed, released
 
@@ -53,20 +53,23 @@ T = TypeVar("T")
 _BOUND = 10.0
 
 
-def _claims(store: Store, queue: str, look: Run | None = None) -> tuple[ClaimRequests, Slots]:
+def _claims(
+    store: Store, queue: str, look: Run | None = None, *, here: Run | None = None, slots: int = 1
+) -> tuple[ClaimRequests, Slots]:
     settings = WorkerSettings(queues=(queue,))
-    slots = Slots(1, Prefetch(slots=1, most=0))
+    held = Slots(slots, Prefetch(slots=slots, most=0))
     deadline = LeaseDeadline(
         lease_seconds=settings.lease_seconds, margin_seconds=settings.lease_margin_seconds
     )
     holder = LeaseHolder(
-        run=store_runner(store), worker_id="w1", settings=settings, slots=slots, deadline=deadline
+        run=store_runner(store), worker_id="w1", settings=settings, slots=held, deadline=deadline
     )
     events = EventLog()
     draining = anyio.Event()
     outage = StoreOutage(events, "w1")
     heartbeat = Heartbeat(holder, outage=outage, events=events, maintainer=None, draining=draining)
-    return ClaimRequests(holder, heartbeat=heartbeat, draining=draining, look=look), slots
+    claims = ClaimRequests(holder, heartbeat=heartbeat, draining=draining, look=look, here=here)
+    return claims, held
 
 
 def _submit_pairs(store: Store, queue: str, *, chained: bool) -> tuple[int, int]:
@@ -291,6 +294,60 @@ async def test_a_look_on_the_loop_leaves_a_write_that_must_wait_to_a_thread(
         other.close()
     assert claimed is not None
     assert len(claimed) == 1
+
+
+class _NotingThreads(SqliteStore):
+    """The embedded store, noting the thread of each write it makes."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.write_threads: list[int] = []
+
+    def _run_and_commit(self, statements: Sequence[Statement]) -> list[StatementResult]:
+        self.write_threads.append(threading.get_ident())
+        return super()._run_and_commit(statements)
+
+
+@pytest.fixture
+def noting(embedded: SqliteStore) -> Iterator[_NotingThreads]:
+    """The ``embedded`` store's file (migrated), opened by a store that notes its writes'
+    threads."""
+    store = _NotingThreads(embedded.path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+async def test_a_report_of_every_job_the_worker_holds_is_written_from_its_loop(
+    noting: _NotingThreads,
+) -> None:
+    """Nothing else held, the loop has nothing else to do: no trip to a thread and back."""
+    queue = f"here-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(noting, queue, here=here_runner(noting))
+    first, _ = _submit_pairs(noting, queue, chained=False)
+    _, took = await claims.report_and_claim([], 1, time.monotonic())
+    assert (took, list(slots.held)) == (1, [first])
+    noting.write_threads.clear()
+    [verdict] = await claims.send_reports([completed(slots.held[first].job.lease, "done")])
+    assert verdict is Fenced.ACCEPTED
+    assert noting.write_threads == [threading.get_ident()]
+
+
+async def test_a_report_while_another_job_is_held_is_written_from_a_thread(
+    noting: _NotingThreads,
+) -> None:
+    """Another job held: its start or its end must not wait behind this write's fsync."""
+    queue = f"here-{uuid.uuid4().hex[:8]}"
+    claims, slots = _claims(noting, queue, here=here_runner(noting), slots=2)
+    first, second = _submit_pairs(noting, queue, chained=False)
+    _, took = await claims.report_and_claim([], 2, time.monotonic())
+    assert (took, sorted(slots.held)) == (2, sorted([first, second]))
+    noting.write_threads.clear()
+    [verdict] = await claims.send_reports([completed(slots.held[first].job.lease, "done")])
+    assert verdict is Fenced.ACCEPTED
+    assert len(noting.write_threads) == 1
+    assert noting.write_threads[0] != threading.get_ident()
 
 
 def _queued_child(store: Store, queue: str) -> int:
