@@ -107,8 +107,8 @@ class ClaimRequests:
 
     def _report_runner(self, reports: list[Report]) -> Run:
         """How the write of ``reports`` runs: from the event loop when they end every job the
-        worker holds, so that no other job's start or end waits behind it; else as every
-        other operation."""
+        worker holds, as the loop then has nothing else to do; else as every other operation,
+        so that no other job's start or end waits behind the write's fsync."""
         if self._here is None:
             return self._holder.run
         ending = {report.lease.job_id for report in reports}
