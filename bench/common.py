@@ -22,7 +22,7 @@ from taskq.broker.ops.jobs import job_list
 from taskq.broker.ops.queues import job_counts
 from taskq.broker.records import Job, JobState
 from taskq.broker.stores.store import Store
-from taskq.dev.processes import descendants
+from taskq.dev.processes import descendants, runs_with
 
 # The directory that holds the bench package: workers import its jobs from there.
 IMPORT_ROOT = Path(__file__).resolve().parents[1]
@@ -175,6 +175,40 @@ def cpu_below(pid: int) -> float:
     return reaped_children_cpu(pid) + sum(
         process_cpu(child) + reaped_children_cpu(child) for child in descendants(pid)
     )
+
+
+def pool_children_idle(pids: Iterable[int], *, least_each: int) -> Callable[[], bool]:
+    """A condition for :func:`wait_until`: each worker of ``pids`` has ``least_each`` pool
+    children or more, and the processes under the workers, and the CPU they have used,
+    are as at the last look.
+
+    The CPU is that of every process under the workers (:func:`cpu_below`): a pool
+    child's keeper idles while the job process under it still imports. Not the
+    workers' own: an idle worker on rqlite polls.
+    """
+    workers = list(pids)
+    last: list[tuple[list[int], float]] = []
+
+    def idle() -> bool:
+        pool = [
+            [child for child in children_of(pid) if runs_with(child, _POOL_CHILD)]
+            for pid in workers
+        ]
+        if any(len(children) < least_each for children in pool):
+            return False
+        below = sorted(process for pid in workers for process in descendants(pid))
+        cpu = sum(cpu_below(pid) for pid in workers)
+        settled = bool(last) and last[-1][0] == below and cpu - last[-1][1] < _SETTLED_CPU
+        last[:] = [(below, cpu)]
+        return settled
+
+    return idle
+
+
+# A pool child's keeper, as its command line names it.
+_POOL_CHILD = "taskq.worker.sandbox.child pool"
+# Less than a clock tick of /proc's: no CPU used since the last look.
+_SETTLED_CPU = 0.005
 
 
 @dataclass

@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import children_of, jobs_pythonpath, percentile, process_cpu, wait_until
+from bench.common import jobs_pythonpath, percentile, pool_children_idle, wait_until
 from bench.end_to_end import pickup
 from bench.stores import BenchStore
 from taskq.broker.client.client import Client
 from taskq.broker.client.flows import group, step
-from taskq.dev.processes import runs_with
 from taskq.dev.workers import WorkerFleet, WorkerProcess, environment_without
 
 PARENTS = 50
@@ -236,24 +235,5 @@ def _wait_for_idle_pools(workers: Sequence[WorkerProcess], slots: int) -> None:
     30 interpreters importing at once held both cores for about a second,
     and the first pickups measured then took 0.3-0.7 s (traced).
     """
-    children_seen: list[int] = []
-    cpu_seen = -1.0
-
-    def settled() -> bool:
-        nonlocal children_seen, cpu_seen
-        children = [
-            child
-            for worker in workers
-            for child in children_of(worker.pid)
-            if runs_with(child, "taskq.worker.sandbox.child pool")
-        ]
-        cpu = sum(process_cpu(child) for child in children)
-        # Idle: no more children, and no CPU used by them since the last look.
-        done = len(children) >= slots * len(workers) and (children, cpu) == (
-            children_seen,
-            cpu_seen,
-        )
-        children_seen, cpu_seen = children, cpu
-        return done
-
-    wait_until(settled, 60.0, "the workers' pool children starting", interval=0.1)
+    idle = pool_children_idle([worker.pid for worker in workers], least_each=slots)
+    wait_until(idle, 60.0, "the workers' pool children starting", interval=0.1)

@@ -33,6 +33,7 @@ from bench.common import (
     finished_count,
     jobs_pythonpath,
     jobs_since,
+    pool_children_idle,
     wait_until,
 )
 from bench.end_to_end import WORKERS, enqueue_echo, worker_config
@@ -40,7 +41,6 @@ from bench.stores import BenchStore
 from taskq.broker.client.client import Client
 from taskq.broker.ops import plan
 from taskq.broker.ops.jobs import job_cancel
-from taskq.dev.processes import descendants
 from taskq.dev.workers import WorkerFleet, environment_without
 
 BACKLOG = 100  # enough for both workers' first claims
@@ -49,7 +49,6 @@ POLL_SECONDS = 0.010  # as the peers' harness polls
 # over a window this long (a worker starts its other pool children 0.1 s
 # after it registered).
 SETTLE_SECONDS = 0.2
-SETTLED_CPU_SECONDS = 0.005
 
 
 def first_result_after_launch(
@@ -92,13 +91,8 @@ def start_cpu(store: BenchStore, root: Path, *, launches: int) -> dict[str, Any]
     children: list[float] = []
     for launch in range(launches):
         with _default_workers(store, root, f"bench-start-cpu-{launch}") as (fleet, _):
-            seen: list[tuple[int, float]] = []
-            wait_until(
-                lambda: _started(fleet.pids, seen),  # noqa: B023 (called at once)
-                60.0,
-                "the workers' start",
-                interval=SETTLE_SECONDS,
-            )
+            started = pool_children_idle(fleet.pids, least_each=1)
+            wait_until(started, 60.0, "the workers' start", interval=SETTLE_SECONDS)
             total, sandboxes = _fleet_cpu(fleet.pids)
         totals.append(1000 * total)
         children.append(1000 * sandboxes)
@@ -130,22 +124,6 @@ def _default_workers(
         yield fleet, launched
     finally:
         fleet.close()
-
-
-def _started(pids: list[int], seen: list[tuple[int, float]]) -> bool:
-    """Whether every worker has pool children, and the processes under the workers and
-    their CPU are as at the last look (``seen``, appended to).
-
-    The children's CPU, not the workers': an idle worker on rqlite polls.
-    """
-    below = [len(descendants(pid)) for pid in pids]
-    if not all(below):
-        return False
-    seen.append((sum(below), _fleet_cpu(pids)[1]))
-    if len(seen) < 2:
-        return False
-    (processes_before, cpu_before), (processes, cpu) = seen[-2:]
-    return processes == processes_before and cpu - cpu_before < SETTLED_CPU_SECONDS
 
 
 def _fleet_cpu(pids: list[int]) -> tuple[float, float]:
