@@ -331,6 +331,26 @@ def test_a_run_anyway_child_runs_after_a_failed_parent(run: Run, queue: str) -> 
     assert claimed_child.first_parents == tuple(results)
 
 
+def test_a_claim_hands_over_any_json_result_as_the_read_gives_it(run: Run, queue: str) -> None:
+    awkward = [
+        2**70,  # past 64 bits: a decoder that reads it as a float loses digits
+        {"name": "caf\u00e9 \U0001f600", "quote": '"', "nested": [[], {}, None]},
+        None,
+        0.1 + 0.2,
+        -(2**63) - 1,
+    ]
+    ids = _submit(run, queue, [*[()] * len(awkward), range(len(awkward))])
+    claimed = _claim(run, queue)
+    for job_id, result in zip(ids, awkward, strict=False):
+        _complete(run, claimed[job_id], result)
+    [claimed_child] = _claim(run, queue).values()
+    assert claimed_child.lease.job_id == ids[-1]
+    handed_over = claimed_child.first_parents
+    assert handed_over == tuple(run(job_parent_results(ids[-1])))
+    assert [r.result for r in handed_over] == awkward
+    assert all(type(r.result) is type(value) for r, value in zip(handed_over, awkward, strict=True))
+
+
 def test_a_claim_hands_over_parents_results_only_up_to_its_byte_budget(
     run: Run, queue: str
 ) -> None:

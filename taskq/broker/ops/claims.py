@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from taskq import errors
+from taskq import errors, fast_json
 from taskq.broker.ops import queries
-from taskq.broker.ops.common import clock_tick, from_json, parent_result
+from taskq.broker.ops.common import clock_tick, from_json
 from taskq.broker.ops.plan import Op, Read, Write
-from taskq.broker.records import ClaimedJob, Lease, ParentResult, PayloadKind
+from taskq.broker.records import JOB_STATES, ClaimedJob, Lease, ParentResult, PayloadKind
 from taskq.broker.stores.store import Consistency, Row, Statement
 
 T = TypeVar("T")
@@ -84,7 +84,15 @@ def _first_parents(text: str | None) -> tuple[ParentResult, ...] | None:
     """The parents' outcomes a claim returned with a job (None for a job without parents)."""
     if text is None:
         return None
-    return tuple(parent_result(*item) for item in json.loads(text))
+    # The whole array in one decode: each parent's result and error decoded on
+    # its own, and its state by ``JobState(...)``, took 150 us for 50 parents
+    # (hot), against 36 us.
+    return tuple(
+        ParentResult(
+            position=position, job_id=job_id, state=JOB_STATES[state], result=result, error=error
+        )
+        for position, job_id, state, result, error in fast_json.loads(text)
+    )
 
 
 def _claimed(row: Row) -> ClaimedJob:

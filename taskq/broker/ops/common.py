@@ -9,7 +9,7 @@ from typing import Any
 from taskq import errors, fast_json
 from taskq.broker.ops import queries
 from taskq.broker.ops.plan import Op, Read
-from taskq.broker.records import JobState, ParentResult
+from taskq.broker.records import JOB_STATES, ParentResult
 from taskq.broker.stores.store import Consistency, Statement
 
 KEYSET_START = 2**62
@@ -45,7 +45,7 @@ def parent_result(position: Any, job_id: Any, state: Any, result: Any, error: An
     return ParentResult(
         position=int(position),
         job_id=int(job_id),
-        state=JobState(state),
+        state=JOB_STATES[state],
         result=from_json(result),
         error=from_json(error),
     )

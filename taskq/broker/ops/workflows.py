@@ -33,6 +33,7 @@ from taskq.broker.ops.enqueue import (
 from taskq.broker.ops.jobs import cancel_chosen, job_retry_reviving
 from taskq.broker.ops.plan import Op, Read
 from taskq.broker.records import (
+    JOB_STATES,
     JobBrief,
     JobEdge,
     JobState,
@@ -394,14 +395,12 @@ def workflow_jobs(workflow_id: int) -> Op[list[JobBrief]]:
     )
     if not rows:
         yield from workflow_get(workflow_id)  # WorkflowNotFound
-    # A dict, not ``JobState(...)``: an enum's call costs a microsecond a job.
     return [
-        JobBrief(id=int(row["id"]), state=_STATES[row["state"]], submitted=bool(row["submitted"]))
+        JobBrief(
+            id=int(row["id"]), state=JOB_STATES[row["state"]], submitted=bool(row["submitted"])
+        )
         for row in rows
     ]
-
-
-_STATES = {state.value: state for state in JobState}
 
 
 def workflow_edges(workflow_id: int) -> Op[list[JobEdge]]:
