@@ -86,7 +86,7 @@ def _first_parents(text: str | None) -> tuple[ParentResult, ...] | None:
         return None
     # The whole array in one decode: each parent's result and error decoded on
     # its own, and its state by ``JobState(...)``, took 150 us for 50 parents
-    # (hot), against 36 us.
+    # (hot), against 31 us.
     return tuple(
         ParentResult(
             position=position, job_id=job_id, state=JOB_STATES[state], result=result, error=error
