@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -489,6 +490,17 @@ async def test_a_pool_job_is_charged_the_cpu_of_the_processes_it_waited_for(
     assert burning.status is Status.SUCCEEDED
     assert burning.cpu_seconds >= 0.3
     assert after.cpu_seconds < 0.1  # the job before it is not carried over
+
+
+async def test_a_pool_childs_slow_imports_do_not_count_towards_its_first_jobs_cpu() -> None:
+    # The job is sent while the child still imports: its CPU counts from the
+    # child's ``ready``, for the keeper as for RLIMIT_CPU.
+    heavy = "tests.support.burns_cpu_on_import"
+    setup = ChildSetup(env=job_environment(os.environ), modules=(heavy,), import_path=sys.path)
+    async with PoolSandbox(preparer=JobPreparer(policy=TEST_JOBS), setup=setup) as pool:
+        outcome = await pool.run(call("is_imported", heavy), LIMITS)
+    assert outcome.status is Status.SUCCEEDED, outcome.error
+    assert outcome.result_json == "true"
 
 
 async def test_pool_keeps_its_child_after_an_exception(pool: PoolSandbox) -> None:

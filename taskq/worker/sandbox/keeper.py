@@ -25,8 +25,9 @@ every process the job started, the moment any of these happens:
   handed over on the keeper's socket, received after the fork, so no job
   code ever maps it). The keeper measures the CPU time of everything below
   it, the job's control group where it has one (``JobGroups.cpu_seconds``),
-  else the processes in /proc, from when it first sees the job, and kills
-  the job once that passes the limit plus the grace RLIMIT_CPU gives
+  else the processes in /proc, from when it first sees the job (a pool
+  child's first job: once the child has said ``ready``), and kills the job
+  once that passes the budget plus the grace RLIMIT_CPU gives
   (``CPU_GRACE_SECONDS``). RLIMIT_CPU, set inside the job, normally
   stops it first; this holds when the job raised its own limit.
 - **The worker asks** (it closes its side of the socket; SIGTERM works too),

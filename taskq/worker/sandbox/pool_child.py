@@ -49,6 +49,7 @@ from taskq.worker.sandbox.output import OutputTail
 from taskq.worker.sandbox.output_pipes import OutputPipes
 from taskq.worker.sandbox.payloads import ShellPayload
 from taskq.worker.sandbox.pool_job import PoolJob
+from taskq.worker.sandbox.rlimits import POOL_CPU_ROUNDING_SECONDS
 from taskq.worker.sandbox.stopping import StopRequest
 from taskq.worker.sandbox.supervision import EndReason, Supervised, keeper_reason
 
@@ -270,7 +271,10 @@ class PoolChild:
         """``job`` is first in line: the child is running it, or is about to."""
         job.started = time.monotonic()
         job.cpu_before = self._cpu_before_job
-        self._child.hold_to_cpu(job.limits.cpu_seconds)
+        if self._ready_heard or self._one_job:
+            # Not before ``ready``: the keeper would count the child's imports
+            # as the job's CPU time, which RLIMIT_CPU does not.
+            self._child.hold_to_cpu(job.limits.cpu_seconds + POOL_CPU_ROUNDING_SECONDS)
         job.timer = self._loop.call_later(job.limits.wall_seconds, job.end, EndReason.TIMEOUT)
 
     def _let_go(self, job: PoolJob) -> None:

@@ -19,10 +19,10 @@ root may raise a hard limit (``setrlimit(2)``). Two ways to apply them:
 
 RLIMIT_CPU counts the process's whole life, so a pool job's CPU limit is
 ``cpu used so far + job limit``, rounded up to whole seconds (the job may get
-up to one second more). A pool child's hard CPU limit stays unlimited, since
-the next job needs more than this one, so a pool job could raise its soft
-one: the keeper, outside the job, measures the job's CPU time and kills it
-past its limit and ``keeper.CPU_GRACE_SECONDS``, in either isolation.
+up to ``POOL_CPU_ROUNDING_SECONDS`` more). A pool child's hard CPU limit stays
+unlimited, since the next job needs more than this one, so a pool job could
+raise its soft one: the keeper, outside the job, measures the job's CPU time
+and kills it past its limit, that rounding and ``keeper.CPU_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ from taskq.worker.sandbox.keeper import CPU_GRACE_SECONDS
 
 KIB = 1024
 """The unit of ``ru_maxrss`` and of /proc's memory figures on Linux."""
+POOL_CPU_ROUNDING_SECONDS = 1
+"""At most this much more CPU time than its limit reaches a pool job before
+its soft RLIMIT_CPU, a whole number of seconds, sends SIGXCPU. The keeper's
+watch allows it on top of its grace: without it, a child that had used
+1.01 s before a 1 s job got SIGXCPU at 1.99 s and the keeper's SIGKILL at
+2 s, and on a busy machine the keeper's came first."""
 # RLIMIT_CORE is always 0: a crashing job's core dumps (SIGSEGV, SIGXCPU and
 # SIGABRT all dump) would otherwise pile up on the worker's disk.
 
