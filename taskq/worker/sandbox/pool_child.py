@@ -271,7 +271,9 @@ class PoolChild:
         """``job`` is first in line: the child is running it, or is about to."""
         job.started = time.monotonic()
         job.cpu_before = self._cpu_before_job
-        if self._ready_heard or self._one_job:
+        if self._one_job:
+            self._child.hold_to_cpu(job.limits.cpu_seconds)
+        elif self._ready_heard:
             # Not before ``ready``: the keeper would count the child's imports
             # as the job's CPU time, which RLIMIT_CPU does not.
             self._child.hold_to_cpu(job.limits.cpu_seconds + POOL_CPU_ROUNDING_SECONDS)
