@@ -496,7 +496,9 @@ async def test_a_pool_childs_slow_imports_do_not_count_towards_its_first_jobs_cp
     # The job is sent while the child still imports: its CPU counts from the
     # child's ``ready``, for the keeper as for RLIMIT_CPU.
     heavy = "tests.support.burns_cpu_on_import"
-    setup = ChildSetup(env=job_environment(os.environ), modules=(heavy,), import_path=sys.path)
+    setup = ChildSetup(
+        env=job_environment(os.environ), modules=(heavy,), import_path=tuple(sys.path)
+    )
     async with PoolSandbox(preparer=JobPreparer(policy=TEST_JOBS), setup=setup) as pool:
         outcome = await pool.run(call("is_imported", heavy), LIMITS)
     assert outcome.status is Status.SUCCEEDED, outcome.error

@@ -44,8 +44,9 @@ POOL_CPU_ROUNDING_SECONDS = 1
 """At most this much more CPU time than its limit reaches a pool job before
 its soft RLIMIT_CPU, a whole number of seconds, sends SIGXCPU. The keeper's
 watch allows it on top of its grace: without it, a child that had used
-1.01 s before a 1 s job got SIGXCPU at 1.99 s and the keeper's SIGKILL at
-2 s, and on a busy machine the keeper's came first."""
+1.01 s before a 1 s job sent that job SIGXCPU at 1.99 s of its CPU and the
+keeper SIGKILL at 2 s, within one of the keeper's looks of each other (CI
+once saw a spinning pool job end by SIGKILL)."""
 # RLIMIT_CORE is always 0: a crashing job's core dumps (SIGSEGV, SIGXCPU and
 # SIGABRT all dump) would otherwise pile up on the worker's disk.
 
