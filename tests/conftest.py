@@ -10,7 +10,12 @@ import pytest
 
 from taskq.broker.client.connect import open_store
 from taskq.broker.stores.store import Store
-from tests.support.rqlite_cluster import STORE_KINDS, RqliteCluster, running_cluster
+from tests.support.rqlite_cluster import (
+    QUIET_IDLE_ARGS,
+    STORE_KINDS,
+    RqliteCluster,
+    running_cluster,
+)
 
 # The rqlite tier: run whole where rqlited is found, else reported as not run.
 pytest_plugins = ["tests.support.rqlite_tier"]
@@ -18,8 +23,12 @@ pytest_plugins = ["tests.support.rqlite_tier"]
 
 @pytest.fixture(scope="session")
 def rqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RqliteCluster]:
-    """One 3-node cluster for the session; tests that kill nodes start their own."""
-    with running_cluster(tmp_path_factory.mktemp("rqlite-shared")) as cluster:
+    """One 3-node cluster for the session; tests that kill nodes start their own.
+
+    Each pytest worker keeps one for its whole run, idle most of the time: quiet
+    raft timings spare the suite's CPU (a minute of it on 2 cores)."""
+    shared = tmp_path_factory.mktemp("rqlite-shared")
+    with running_cluster(shared, raft_timing=QUIET_IDLE_ARGS) as cluster:
         yield cluster
 
 

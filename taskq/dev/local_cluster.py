@@ -137,7 +137,7 @@ class LocalCluster:
             extra_args=list(self.rqlited_args),
             http_base=self.http_base,
             raft_base=self.raft_base,
-            quick_failover=False,
+            raft_timing=(),
         )
         for node in cluster.nodes:
             for port, variable in (

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from taskq.dev.certificates import TlsFiles, TlsSetupFailed, make_test_certificates
-from taskq.dev.cluster import RqliteCluster, RqliteNode, running_cluster
+from taskq.dev.cluster import QUIET_IDLE_ARGS, RqliteCluster, RqliteNode, running_cluster
 from taskq.dev.processes import port_is_free, runs_with, server_ports
 
 __all__ = [
+    "QUIET_IDLE_ARGS",
     "REPO",
     "STORE_KINDS",
     "RqliteCluster",
