@@ -15,7 +15,9 @@ starts one real ``taskq serve`` (uvicorn, one process) and measures jobs/s of:
 5. the server's own share: its CPU per ``POST /jobs`` (the store write
    included), and the floor and ``POST /jobs`` again from ``http.client`` (the
    standard library), whose requests cost a fraction of httpx's, so what
-   remains of the floor is the server's.
+   remains of the floor is the server's;
+6. the floor under every server, a loopback TCP round trip to a process that
+   only echoes (``socket_floor``), and the ratio it leaves within reach.
 
 Each HTTP request carries a bearer token, so the server checks it and names
 the submitter, as in production. Every job lands in a queue no worker
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from bench import socket_floor
 from bench.common import Result, percentile, process_cpu, say
 from bench.stores import open_bench_store
 from taskq.broker.client.client import Client, call_spec
@@ -218,6 +221,7 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
                 "the same with a client whose own cost is small",
             )
         )
+        results += _socket_floor(store_name, single["submit.client_single"], jobs)
         finished = client.submit(TARGET, queue="bench-ended", unchecked=True)
         client.cancel(finished.id)
         for key, who in (("result.client_ms", client), ("result.http_client_ms", remote)):
@@ -225,6 +229,31 @@ def measure(store_name: str, root: Path, jobs: int, batch: int, connections: int
             results.append(Result(store_name, key, latency, "ms", "p50 of 200 waits"))
             say(f"{store_name} {key}: {latency:.2f} ms p50")
     return results
+
+
+def _socket_floor(store_name: str, client_rate: float, count: int) -> list[Result]:
+    """The kernel's round trip under any request, and the ratio it leaves within reach."""
+    floor = socket_floor.round_trip_ms(count)
+    reachable = socket_floor.reachable_ratio(client_rate, floor)
+    say(f"{store_name} socket round trip {floor:.3f} ms p50; within reach: {reachable:.2f}x")
+    return [
+        Result(
+            store_name,
+            "request.floor_socket_ms",
+            floor,
+            "ms",
+            f"p50 of {count:,} round trips of {socket_floor.MESSAGE_BYTES} bytes to a process "
+            "that only echoes, one loopback TCP connection",
+        ),
+        Result(
+            store_name,
+            "ratio.http_reachable",
+            reachable,
+            "ratio",
+            "POST /jobs / Client.submit for a server that cost nothing: Client.submit's time "
+            "over the same plus one socket round trip",
+        ),
+    ]
 
 
 def _bare_measures(store_name: str, url: str, jobs: int) -> list[Result]:

@@ -214,6 +214,8 @@ ROWS: list[tuple[str, str]] = [
     ("http.request.floor_ms", "  GET /healthz p50 (httpx)"),
     ("http.request.floor_bare_ms", "  GET /healthz p50 (http.client)"),
     ("http.server.cpu_per_post_us", "  server CPU per POST /jobs"),
+    ("http.request.floor_socket_ms", "  loopback TCP round trip p50"),
+    ("http.ratio.http_reachable", "  POST /jobs / Client.submit within reach"),
     ("sandbox.pool", "sandbox, pool, per job"),
     ("sandbox.pool_recycled", "sandbox, pool recycled /200, per job"),
     ("sandbox.process", "sandbox, process, per job"),
