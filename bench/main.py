@@ -88,7 +88,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import end_to_end
+from bench import end_to_end, host_cpu
 from bench.common import (
     Result,
     cpu_note,
@@ -161,6 +161,16 @@ def machine_facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "load_average_before": [round(value, 2) for value in os.getloadavg()],
     }
+
+
+def _host_said(host: dict[str, float]) -> str:
+    """The run's steal and idle shares, as the footer says them (nothing without /proc)."""
+    if not host:
+        return ""
+    return (
+        f"; of the machine's CPU time over the run, {host['steal']:.1%} stolen by its host "
+        f"and {host['idle']:.1%} idle (each figure's own in the JSON: host_steal, host_idle)"
+    )
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -413,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                 profile(name, args.profile, root, sizes.backlog, slots[name])
             return 0
         started = time.monotonic()
+        host_before = host_cpu.read()
         results: list[Result] = []
         say(
             f"sandbox overhead: {sizes.sandbox_pool:,} pool jobs, "
@@ -437,7 +448,9 @@ def main(argv: list[str] | None = None) -> int:
             found, details[name] = bench_store(name, root, sizes, slots[name], args.steady_rate)
             results += found
         elapsed = time.monotonic() - started
+        host = host_cpu.shares(host_before, host_cpu.read())
     facts["load_average_after"] = [round(value, 2) for value in os.getloadavg()]
+    facts["host_cpu_over_the_run"] = {kind: round(share, 3) for kind, share in host.items()}
     print()
     print(table(results, stores))
     print()
@@ -453,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(heartbeat {WorkerSettings().heartbeat_seconds:g} s, pool child recycled after "
         f"{WorkerSettings().pool_recycle_after} jobs); "
         f"{'quick' if args.quick else 'full'} run in {elapsed:.0f} s; load average after: "
-        f"{' '.join(map(str, facts['load_average_after']))}"
+        f"{' '.join(map(str, facts['load_average_after']))}" + _host_said(host)
     )
     summary = {
         "quick": args.quick,

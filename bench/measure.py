@@ -39,6 +39,7 @@ from bench.end_to_end import (
     steady,
 )
 from bench.first_result import first_result_after_launch, start_cpu
+from bench.host_cpu import HostWindow
 from bench.stores import BenchStore, open_bench_store, payload_text
 from taskq.broker.client.client import Client, call_spec
 from taskq.worker.settings import WorkerSettings
@@ -101,8 +102,10 @@ def bench_store(
     results: list[Result] = []
     details: dict[str, Any] = {}
 
+    host = HostWindow()
+
     def add(key: str, value: float | None, unit: str, note: str = "", **extra: Any) -> Result:
-        result = Result(name, key, value, unit, note, extra)
+        result = Result(name, key, value, unit, note, {**extra, **host.shares_of_last_measure()})
         results.append(result)
         return result
 
@@ -148,16 +151,22 @@ def bench_store(
         # Claims last: the huge backlog must not slow the other measurements.
         details["claims"] = _claims(store, root, name, sizes, add)
     # On a fresh store of its own, with this one stopped.
-    results += _over_http(name, root / f"{name}-http", sizes)
+    results += _over_http(name, root / f"{name}-http", sizes, host)
     return results, details
 
 
-def _over_http(name: str, root: Path, sizes: Sizes) -> list[Result]:
+def _over_http(name: str, root: Path, sizes: Sizes, host: HostWindow) -> list[Result]:
     """``POST /jobs`` beside ``Client.submit`` through one ``taskq serve`` (``bench.http``)."""
     say(f"over HTTP: {sizes.http_jobs:,} jobs each way through taskq serve")
     root.mkdir(parents=True, exist_ok=True)
+    host.shares_of_last_measure()  # what came before is not the server's
     found = http_submits.measure(name, root, sizes.http_jobs, batch=500, connections=8)
-    return [replace(result, key=f"http.{result.key}") for result in found]
+    # The whole of bench.http is one window: its figures come back together.
+    shares = host.shares_of_last_measure()
+    return [
+        replace(result, key=f"http.{result.key}", extra={**result.extra, **shares})
+        for result in found
+    ]
 
 
 def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:

@@ -44,7 +44,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench import claim_latency, fan_in
+from bench import claim_latency, fan_in, host_cpu
 from bench.measure import DEFAULT_CONCURRENCY
 from bench.stores import BenchStore, open_bench_store
 from taskq.broker.client.client import call_spec
@@ -311,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no part {sorted(unknown)}")
     report: dict[str, Any] = {"machine_before": machine()}
+    host_before = host_cpu.read()
     with tempfile.TemporaryDirectory(prefix="taskq-bench-workflows-") as directory:
         run = Run(args, Path(directory))
         for name in args.stores.split(","):
@@ -320,7 +321,12 @@ def main(argv: list[str] | None = None) -> int:
                 bench_rqlite(run, args.rqlite_waiting)
             else:
                 parser.error(f"no store kind {name!r}")
-    report |= {"machine_after": machine(), "stores": run.figures}
+    host = host_cpu.shares(host_before, host_cpu.read())
+    report |= {
+        "machine_after": machine(),
+        "host_cpu_over_the_run": {kind: round(share, 3) for kind, share in host.items()},
+        "stores": run.figures,
+    }
     print(
         f"machine: {report['machine_before']['cpus']} CPUs, {report['machine_before']['cpu_model']}"
     )
@@ -328,6 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         f"load average (1, 5, 15 min) before {report['machine_before']['load_average']}, "
         f"after {report['machine_after']['load_average']}"
     )
+    if host:
+        print(
+            f"of the machine's CPU time over the run: {host['steal']:.1%} stolen by its host, "
+            f"{host['idle']:.1%} idle"
+        )
     for name, figures in run.figures.items():
         _report(name, figures)
     if args.json is not None:
