@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,28 +52,31 @@ SETTLE_SECONDS = 0.2
 
 
 def first_result_after_launch(
-    store: BenchStore, client: Client, root: Path, *, launches: int
+    store: BenchStore,
+    client: Client,
+    root: Path,
+    *,
+    launches: int,
+    beside: Callable[[int], float] | None = None,
 ) -> dict[str, Any]:
-    """Milliseconds from launch to the first result, for each of ``launches``, and their median."""
+    """Milliseconds from launch to the first result, for each of ``launches``, and their median.
+
+    ``beside``: another launch (the floor's) taken in turn with each of these,
+    given the launch's number and giving its milliseconds: the host's share
+    of the machine moves within seconds on a virtual machine (``host_cpu``),
+    so a ratio of launches taken side by side holds where one of two runs a
+    minute apart would not. Its times and each pair's ratio come back too.
+    """
     taken: list[float] = []
     ended: list[float] = []
+    besides: list[float] = []
     for launch in range(launches):
-        queue = f"bench-first-result-{launch}"
-        first_id = enqueue_echo(client, queue, 0, BACKLOG)
-        with _default_workers(store, root, queue) as (_, launched):
-            wait_until(
-                lambda: finished_count(client.store, queue) >= 1,  # noqa: B023 (called at once)
-                60.0,
-                "the first result after launch",
-                interval=POLL_SECONDS,
-            )
-            seen = time.time()
-        jobs = list(jobs_since(client.store, queue, first_id))
-        first = min(job.finished_at for job in jobs if job.finished_at is not None)
-        taken.append(1000 * (seen - launched))
-        ended.append(1000 * (first - launched))
-        plan.run(client.store, job_cancel([job.id for job in jobs if job.finished_at is None]))
-    return {
+        seen, first = _launch_once(store, client, root, launch)
+        taken.append(seen)
+        ended.append(first)
+        if beside is not None:
+            besides.append(beside(launch))
+    found: dict[str, Any] = {
         "launches": launches,
         "backlog": BACKLOG,
         "p50_ms": statistics.median(taken),
@@ -82,6 +85,31 @@ def first_result_after_launch(
         "ms": [round(value, 1) for value in taken],
         "ended_p50_ms": statistics.median(ended),
     }
+    if besides:
+        found["beside_ms"] = [round(value, 1) for value in besides]
+        found["beside_p50_ms"] = statistics.median(besides)
+        found["ratio_p50"] = statistics.median(
+            ours / theirs for ours, theirs in zip(taken, besides, strict=True)
+        )
+    return found
+
+
+def _launch_once(store: BenchStore, client: Client, root: Path, launch: int) -> tuple[float, float]:
+    """One launch onto a backlog of its own: ms to the first result seen, and to its end."""
+    queue = f"bench-first-result-{launch}"
+    first_id = enqueue_echo(client, queue, 0, BACKLOG)
+    with _default_workers(store, root, queue) as (_, launched):
+        wait_until(
+            lambda: finished_count(client.store, queue) >= 1,
+            60.0,
+            "the first result after launch",
+            interval=POLL_SECONDS,
+        )
+        seen = time.time()
+    jobs = list(jobs_since(client.store, queue, first_id))
+    first = min(job.finished_at for job in jobs if job.finished_at is not None)
+    plan.run(client.store, job_cancel([job.id for job in jobs if job.finished_at is None]))
+    return 1000 * (seen - launched), 1000 * (first - launched)
 
 
 def start_cpu(store: BenchStore, root: Path, *, launches: int) -> dict[str, Any]:

@@ -18,12 +18,10 @@ settings, its roles and its messages.
 from __future__ import annotations
 
 import sqlite3
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 # The child: the imports a pool child cannot do without, then a job's id in,
 # its result out, as a pool child takes a job from its worker.
@@ -65,30 +63,20 @@ BACKLOG = 100
 POLL_SECONDS = 0.010  # as start.first_result polls
 
 
-def first_result_floor(directory: Path, *, launches: int) -> dict[str, Any]:
-    """Milliseconds from the launch of 2 bare workers to their first result, per launch."""
+def launch_once(directory: Path, launch: int) -> float:
+    """Milliseconds from the launch of 2 bare workers to their first result, once
+    (``launch`` names its store file), for the bench to take in turn with taskq's."""
     directory.mkdir(parents=True, exist_ok=True)
     script = f"CHILD = {_CHILD!r}\n{_WORKER}"
-    taken: list[float] = []
-    for launch in range(launches):
-        path = directory / f"floor-{launch}.db"
-        _queue_backlog(path)
-        launched = time.time()
-        workers = [
-            subprocess.Popen([sys.executable, "-c", script, str(path)]) for _ in range(WORKERS)
-        ]
-        seen = _first_seen(path, launched + 60)
-        for worker in workers:
-            if worker.wait(timeout=60) != 0:
-                raise RuntimeError(f"a floor worker failed with status {worker.returncode}")
-        taken.append(1000 * (seen - launched))
-    return {
-        "launches": launches,
-        "p50_ms": statistics.median(taken),
-        "min_ms": min(taken),
-        "max_ms": max(taken),
-        "ms": [round(value, 1) for value in taken],
-    }
+    path = directory / f"floor-{launch}.db"
+    _queue_backlog(path)
+    launched = time.time()
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(path)]) for _ in range(WORKERS)]
+    seen = _first_seen(path, launched + 60)
+    for worker in workers:
+        if worker.wait(timeout=60) != 0:
+            raise RuntimeError(f"a floor worker failed with status {worker.returncode}")
+    return 1000 * (seen - launched)
 
 
 def _first_seen(path: Path, deadline: float) -> float:

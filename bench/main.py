@@ -47,7 +47,8 @@ ports (and kills by pid when done), it measures:
    onto a queued backlog, as the peers' harness starts them, a few times
    (:mod:`bench.first_result`), and the CPU the same 2 workers and their
    pool children use to start; on SQLite, beside it, the same launch of 2
-   bare Python workers in taskq's shape (:mod:`bench.first_result_floor`);
+   bare Python workers in taskq's shape (:mod:`bench.first_result_floor`),
+   one after each of taskq's;
 10. submitting over HTTP on a fresh store of its own: ``POST /jobs`` on one
    connection beside ``Client.submit``, the request's floor (``GET
    /healthz``) and the server's CPU per request (:mod:`bench.http`, its

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +131,7 @@ def bench_store(
                 "broker bulk enqueue / raw insert into taskq's jobs table",
             )
             _broker_only(client, name, sizes, concurrency, add)
-            first_result = _first_result(store, client, root, sizes, add)
-            if name == "sqlite":
-                _first_result_floor(root / "first-result-floor", sizes, first_result, add)
+            _first_result(store, client, root, sizes, add)
             _pool_phase(store, client, root, name, sizes, concurrency, steady_rate, first_id, add)
             drained = next(r for r in results if r.key == "drain.pool").value or math.nan
             add("ratio.drain_vs_raw", drained / raw, "ratio", "pool drain / raw insert")
@@ -363,11 +362,20 @@ def _broker_only(
 
 def _first_result(
     store: BenchStore, client: Client, root: Path, sizes: Sizes, add: Callable[..., Result]
-) -> Result:
+) -> None:
+    """The first result after launch, its start's CPU, and on SQLite its floor: launches of
+    bare workers in taskq's shape, taken in turn with taskq's."""
     launches = sizes.first_result_launches
-    say(f"first result after launch: {launches} launches of {WORKERS} default workers")
+    floor = store.name == "sqlite"
+    say(
+        f"first result after launch: {launches} launches of {WORKERS} default workers"
+        + (f", each followed by one of {WORKERS} bare workers (the floor)" if floor else "")
+    )
     directory = root / f"{store.name}-first-result"
-    found = first_result_after_launch(store, client, directory, launches=launches)
+    beside = partial(first_result_floor.launch_once, root / "first-result-floor")
+    found = first_result_after_launch(
+        store, client, directory, launches=launches, beside=beside if floor else None
+    )
     started = start_cpu(store, directory, launches=launches)
     add(
         "start.cpu",
@@ -379,7 +387,7 @@ def _first_result(
         f"{started['children_p50_ms']:.0f} ms)",
         **started,
     )
-    return add(
+    add(
         "start.first_result",
         found["p50_ms"],
         "ms",
@@ -389,31 +397,25 @@ def _first_result(
         f"the first job itself ended at {found['ended_p50_ms']:.0f} ms)",
         **found,
     )
-
-
-def _first_result_floor(
-    directory: Path, sizes: Sizes, first_result: Result, add: Callable[..., Result]
-) -> Result:
-    launches = sizes.first_result_launches
-    say(f"first result's floor: {launches} launches of {WORKERS} bare workers")
-    found = first_result_floor.first_result_floor(directory, launches=launches)
-    add(
-        "raw.first_result_floor",
-        found["p50_ms"],
-        "ms",
-        f"median of {launches} launches of {WORKERS} bare Python workers in taskq's shape: "
-        "each imports msgspec, asyncio and sqlite3, starts a fresh interpreter that imports "
-        "msgspec, claims a row and commits its result, seen by a poll every 10 ms "
-        "(bench/first_result_floor.py): "
-        f"min {found['min_ms']:.0f} max {found['max_ms']:.0f} ms",
-        **found,
-    )
-    return add(
-        "ratio.first_result_vs_floor",
-        (first_result.value or math.nan) / found["p50_ms"],
-        "ratio",
-        "first result after launch / the same shape with bare Python",
-    )
+    if floor:
+        add(
+            "raw.first_result_floor",
+            found["beside_p50_ms"],
+            "ms",
+            f"median of {launches} launches of {WORKERS} bare Python workers in taskq's shape, "
+            "each right after one of taskq's: each imports msgspec, asyncio and sqlite3, starts "
+            "a fresh interpreter that imports msgspec, claims a row and commits its result, "
+            "seen by a poll every 10 ms (bench/first_result_floor.py): "
+            f"min {min(found['beside_ms']):.0f} max {max(found['beside_ms']):.0f} ms",
+            ms=found["beside_ms"],
+        )
+        add(
+            "ratio.first_result_vs_floor",
+            found["ratio_p50"],
+            "ratio",
+            "first result after launch / the same shape with bare Python: the median of each "
+            "launch's ratio to the floor's launched right after it",
+        )
 
 
 def _drain_results(
