@@ -9,7 +9,7 @@ regression by the steal beside it.
 
 ``shares(before, after)`` gives each kind of time as a fraction of all the
 machine's time between two ``read()`` snapshots; the bench writes the steal
-and idle shares beside each of its figures and over its whole run.
+and idle shares beside each figure it measures and over its whole run.
 """
 
 from __future__ import annotations

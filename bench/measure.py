@@ -106,7 +106,9 @@ def bench_store(
     host = HostWindow()
 
     def add(key: str, value: float | None, unit: str, note: str = "", **extra: Any) -> Result:
-        result = Result(name, key, value, unit, note, {**extra, **host.shares_of_last_measure()})
+        # A ratio is worked out from figures measured before, each with its own shares.
+        shares = {} if unit == "ratio" else host.shares_of_last_measure()
+        result = Result(name, key, value, unit, note, {**extra, **shares})
         results.append(result)
         return result
 
