@@ -81,6 +81,15 @@ class BenchStore:
             return _sqlite_raw_jobs(path, full, batch)
         return _rqlite_raw_jobs(self._leader_url(), full, batch)
 
+    def raw_commits_jobs_table(self, count: int) -> list[float]:
+        """SQLite: ``count`` one-job commits straight into taskq's own ``jobs`` table, back
+        to back (its indexes, its UNIQUE key, its count trigger; no broker logic), each
+        one's seconds: what the schema costs a single submit."""
+        assert self.sqlite_path is not None, "the jobs table's commits are timed on SQLite"
+        path = self.sqlite_path.with_name("raw-jobs-commits.db")
+        open_store(f"sqlite://{path}").close()  # the schema, through the migrations
+        return _sqlite_raw_jobs_commits(path, count)
+
     def raw_commits(self, count: int, *, gap: float = 0.0) -> list[float]:
         """Commit ``count`` one-row transactions, ``gap`` seconds apart; each one's seconds."""
         if self.name == "sqlite":
@@ -232,6 +241,23 @@ def _sqlite_raw_jobs(path: Path, rows: list[tuple[Any, ...]], batch: int) -> flo
     conn.execute("PRAGMA synchronous = FULL")
     sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
     return _timed_batches(conn, sql, rows, batch)
+
+
+def _sqlite_raw_jobs_commits(path: Path, count: int) -> list[float]:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = FULL")
+    sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
+
+    def commit(number: int) -> None:
+        now = time.time()
+        # A rising key, as a submit's own: it goes at the end of the key's index.
+        key = f"raw:{time.time_ns():016x}{number:08x}"
+        conn.execute(sql, ("bench-raw", "call", payload_text(number), now, key, now))
+
+    try:
+        return _timed_one_by_one(commit, count, 0.0)
+    finally:
+        conn.close()
 
 
 def _sqlite_raw_commits(path: Path, count: int, gap: float) -> list[float]:
