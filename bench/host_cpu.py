@@ -61,9 +61,9 @@ def shares(before: CpuTimes | None, after: CpuTimes | None) -> dict[str, float]:
     return {kind: ticks / total for kind, ticks in zip(KINDS, spent, strict=True)}
 
 
-# A figure added sooner than this after the last (a ratio worked out from
-# two others, a p99 beside its p50) is given the shares of the measure before
-# it: the clock ticks of /proc/stat are 10 ms apart.
+# A figure added sooner than this after the last (a p99 beside its p50) is
+# given the shares of the measure before it: the clock ticks of /proc/stat
+# are 10 ms apart.
 MEASURE_SECONDS = 0.1
 
 
