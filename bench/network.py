@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import host_cpu
 from bench.common import cpu_sample, process_cpu, say
 from bench.disk import disk_probe
 from bench.netns import Lan
@@ -49,14 +50,6 @@ def probe(cluster: NetworkCluster, *args: str, timeout: float = 600.0) -> dict[s
     return answer
 
 
-def _machine_busy() -> tuple[float, float]:
-    """(busy, all) jiffies of the whole machine, from ``/proc/stat``."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
-
-
 def sustained(cluster: NetworkCluster, rate: float, seconds: float, disk: Path) -> dict[str, Any]:
     """One offered rate, with the CPU of the leader, the other nodes, workers, forwarders,
     and the disk's fsync time beside the Raft log's fsyncs (``disk``: the nodes' folder).
@@ -73,10 +66,10 @@ def sustained(cluster: NetworkCluster, rate: float, seconds: float, disk: Path) 
     proxies_before = sum(process_cpu(pid) for pid in proxy_pids)
     workers_before = cpu_sample(workers, [])
     client_before = os.times()
-    machine_before = _machine_busy()
+    machine_before = host_cpu.read()
     with disk_probe(disk, interval=0.050) as fsyncs:
         answer = probe(cluster, "sustain", "--rate", str(rate), "--seconds", str(seconds))
-    busy, total = (now - then for now, then in zip(_machine_busy(), machine_before, strict=True))
+    machine = host_cpu.shares(machine_before, host_cpu.read())
     wall = answer["window"]  # the CPU below also covers the wait for the backlog
     nodes = {
         address: process_cpu(pid) - nodes_before[address] for address, pid in node_pids.items()
@@ -99,7 +92,10 @@ def sustained(cluster: NetworkCluster, rate: float, seconds: float, disk: Path) 
             2,
         ),
     }
-    answer["machine_busy_fraction"] = round(busy / total, 3) if total else None
+    # Busy: neither idle nor waiting for the disk (the host's steal counts as busy).
+    answer["machine_busy_fraction"] = (
+        round(1 - machine["idle"] - machine["iowait"], 3) if machine else None
+    )
     answer["leader_cpu_per_window_second"] = round(nodes.get(leader, 0.0) / wall, 2)
     disk_figures = fsyncs.summary()
     answer["disk"] = disk_figures

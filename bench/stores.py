@@ -234,25 +234,24 @@ def _sqlite_raw_insert(path: Path, rows: list[tuple[str, str]], batch: int) -> f
 
 
 _JOBS_COLUMNS = "(queue, kind, payload, run_at, idempotency_key, created_at)"
+_JOBS_INSERT = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
 
 
 def _sqlite_raw_jobs(path: Path, rows: list[tuple[Any, ...]], batch: int) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
-    sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
-    return _timed_batches(conn, sql, rows, batch)
+    return _timed_batches(conn, _JOBS_INSERT, rows, batch)
 
 
 def _sqlite_raw_jobs_commits(path: Path, count: int) -> list[float]:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
-    sql = f"INSERT INTO jobs {_JOBS_COLUMNS} VALUES (?, ?, ?, ?, ?, ?)"
 
     def commit(number: int) -> None:
         now = time.time()
         # A rising key, as a submit's own: it goes at the end of the key's index.
         key = f"raw:{time.time_ns():016x}{number:08x}"
-        conn.execute(sql, ("bench-raw", "call", payload_text(number), now, key, now))
+        conn.execute(_JOBS_INSERT, ("bench-raw", "call", payload_text(number), now, key, now))
 
     try:
         return _timed_one_by_one(commit, count, 0.0)
