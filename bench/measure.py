@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench import claim_latency, end_to_end, first_result_floor, pickup_floor
+from bench import claim_latency, end_to_end, first_result_floor, pickup_floor, submit_parts
 from bench import http as http_submits
 from bench.common import (
     Result,
@@ -193,6 +193,13 @@ def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
             "share of a single submit, the schema's left out",
         )
     add(
+        "ratio.single_vs_write",
+        value("enqueue.single") / value("enqueue.single_write"),
+        "ratio",
+        "one submit() per job / its store write alone: the share of a submit's time that is "
+        "its write, the rest the Python that checks and builds the job",
+    )
+    add(
         "ratio.pickup_vs_floor",
         value("pickup.pool.p50") / (2 * value("raw.commit_idle.p50")),
         "ratio",
@@ -303,6 +310,16 @@ def _enqueue_single(
         "us",
         "CPU of the submitting process per submit() (SQLite's work and the kernel's included "
         "on the embedded store; not the nodes' on rqlite)",
+    )
+    say(f"enqueue: {count:,} writes of a one-job submit alone, the job checked and built once")
+    alone = submit_parts.write_alone(client, ECHO, "bench-single", count)
+    add(
+        "enqueue.single_write",
+        count / sum(alone),
+        "jobs/s",
+        f"{count:,} one-job writes through the client's store (the clock's tick, the rate "
+        "spend, the INSERT), each job checked and built once before the loop "
+        "(bench/submit_parts.py)",
     )
     if store.name == "sqlite":
         # What each submit writes, which load does not change: Huey on SQLite writes 2 pages.

@@ -1,0 +1,35 @@
+"""A single submit taken apart: its store write alone, beside the whole submit.
+
+``enqueue.single`` times the whole ``Client.submit``: the call checked and
+its job built (``checked_row``: every field's check, the payload's JSON, its
+key), the client's group commit and plan runner, then the write
+(``jobs_write``: the clock's tick, the rate spend and the job's INSERT in one
+transaction, through the store). :func:`write_alone` times that write alone,
+for a job built and checked once before the loop, each with a key of its
+own, so that the two figures' ratio is the share of a submit's time that
+is its write: what is left is the Python that checks and builds the job.
+On a disk whose fsync puts the process to sleep that Python runs cold, and
+costs several times what it costs back to back (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+from taskq.broker.client.client import Client, call_spec
+from taskq.broker.ops import plan
+from taskq.broker.ops.enqueue import auto_key, checked_row, jobs_write
+
+
+def write_alone(client: Client, target: str, queue: str, count: int) -> list[float]:
+    """``count`` writes of a one-job submit, back to back, without the job's checks and
+    building: each one's seconds. The job calls ``target`` in ``queue``."""
+    row = checked_row(call_spec(target, [0], queue=queue, submitter=client.submitter))
+    timings = []
+    for _ in range(count):
+        # A key of its own, as every submit has: the same one would insert nothing.
+        job = {**row, "key": auto_key()}
+        tick = time.perf_counter()
+        plan.run(client.store, jobs_write([job], now=None))
+        timings.append(time.perf_counter() - tick)
+    return timings
