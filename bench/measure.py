@@ -197,7 +197,7 @@ def _against_floors(results: list[Result], add: Callable[..., Result]) -> None:
         value("enqueue.single") / value("enqueue.single_write"),
         "ratio",
         "one submit() per job / its store write alone: the share of a submit's time that is "
-        "its write, the rest the Python that checks and builds the job",
+        "its write; the rest is the client's Python, most of it checking and building the job",
     )
     add(
         "ratio.pickup_vs_floor",
