@@ -7,9 +7,12 @@ key), the client's group commit and plan runner, then the write
 transaction, through the store). :func:`write_alone` times that write alone,
 for a job built and checked once before the loop, each with a key of its
 own, so that the two figures' ratio is the share of a submit's time that
-is its write: what is left is the Python that checks and builds the job.
-On a disk whose fsync puts the process to sleep that Python runs cold, and
-costs several times what it costs back to back (docs/performance.md).
+is its write: what is left is the client's Python, most of it checking and
+building the job. On a disk whose fsync puts the process to sleep that
+Python runs cold, and costs several times what it costs back to back
+(docs/performance.md). :func:`in_turn` takes the two in blocks, one after
+the other, since the fsync under both moves by half from one second to
+the next on a small machine's disk.
 """
 
 from __future__ import annotations
@@ -33,3 +36,20 @@ def write_alone(client: Client, target: str, queue: str, count: int) -> list[flo
         plan.run(client.store, jobs_write([job], now=None))
         timings.append(time.perf_counter() - tick)
     return timings
+
+
+def in_turn(
+    client: Client, target: str, queue: str, count: int, blocks: int = 10
+) -> tuple[list[float], list[float]]:
+    """``count`` single submits (unchecked, by name) and ``count`` writes alone, in ``blocks``
+    blocks each way taken in turn: the seconds of each block of submits, and of each
+    block of writes, in order."""
+    each = max(1, count // blocks)
+    submits, writes = [], []
+    for _ in range(blocks):
+        tick = time.perf_counter()
+        for number in range(each):
+            client.submit(target, number, queue=queue, unchecked=True)
+        submits.append(time.perf_counter() - tick)
+        writes.append(sum(write_alone(client, target, queue, each)))
+    return submits, writes
