@@ -41,9 +41,9 @@ def write_alone(client: Client, target: str, queue: str, count: int) -> list[flo
 def in_turn(
     client: Client, target: str, queue: str, count: int, blocks: int = 10
 ) -> tuple[list[float], list[float]]:
-    """``count`` single submits (unchecked, by name) and ``count`` writes alone, in ``blocks``
-    blocks each way taken in turn: the seconds of each block of submits, and of each
-    block of writes, in order."""
+    """Single submits (unchecked, by name) and writes alone, ``count // blocks`` a block,
+    ``blocks`` blocks each way taken in turn (the remainder of ``count`` is not run): the
+    seconds of each block of submits, and of each block of writes, in order."""
     each = max(1, count // blocks)
     submits, writes = [], []
     for _ in range(blocks):
