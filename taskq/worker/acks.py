@@ -132,19 +132,27 @@ class AckBatcher:
         self._stop = stop
         async with anyio.create_task_group() as sends:
             self._sends = sends
+            # The stop wakes an idle batcher as a report does: an idle worker's
+            # loop then sleeps until one of them comes, not a timer's tick.
+            sends.start_soon(self._wake_on_stop, stop)
             try:
                 await self._run(stop)
             finally:
                 self._sends = None
 
+    async def _wake_on_stop(self, stop: anyio.Event) -> None:
+        await stop.wait()
+        self._wake.set()
+
     async def _run(self, stop: anyio.Event) -> None:
         while True:
             if not self._queue:
+                # No await between this check and the wait's new event: a stop
+                # set after it sets that event.
                 if stop.is_set():
                     return
                 self._wake = anyio.Event()
-                with anyio.move_on_after(0.05):
-                    await self._wake.wait()
+                await self._wake.wait()
                 continue
             if not self._batch_is_ready():
                 # Let the reports of jobs finishing at about the same time join;

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import pytest
@@ -199,3 +201,32 @@ async def test_a_report_is_tried_until_the_store_answers_and_given_up_only_at_st
             assert not verdict.done()
             stop.set()
     assert verdict.result() is Fenced.LEASE_LOST
+
+
+async def test_an_idle_batcher_sets_no_timer_and_its_stop_ends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An idle worker's batcher sleeps until a report or the stop comes: a timer
+    # of its own would wake the worker's loop many times a second for nothing.
+    loop = asyncio.get_running_loop()
+    deadlines: list[object] = []
+    call_at = loop.call_at
+
+    def counted(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        # anyio's cancel scopes (move_on_after, fail_after) set their deadlines so.
+        if isinstance(getattr(callback, "__self__", None), anyio.CancelScope):
+            deadlines.append(callback.__self__)
+        return call_at(when, callback, *args, **kwargs)
+
+    sent = Sent()
+    batcher = AckBatcher(sent.send)
+    async with running(batcher):
+        await anyio.wait_all_tasks_blocked()
+        monkeypatch.setattr(loop, "call_at", counted)
+        # Longer than any idle tick the batcher could have: its timer would fire first.
+        await anyio.sleep(0.2)
+        assert deadlines == []
+        monkeypatch.undo()
+        verdict = batcher.submit(report(1))
+        assert await verdict is Fenced.ACCEPTED
+    assert sent.batches == [[1]]
