@@ -99,6 +99,28 @@ def test_with_no_hint_the_wait_ends_at_its_timeout(listener: wake_hints.WakeList
     _run(scenario)
 
 
+def test_an_idle_worker_looks_seldom_until_a_hint_and_often_after_it(
+    listener: wake_hints.WakeListener,
+) -> None:
+    # Listening: its looks only catch what no hint told of. Soon after a hint:
+    # the node it reads may not have the job yet. With no socket: it must poll.
+    idle = wake_hints.look_seconds(_LONG_WAIT, listener)
+    assert wake_hints.look_seconds(_LONG_WAIT, None) < idle
+    assert wake_hints.look_seconds(0.001, listener) == 0.001  # never past the caller's wait
+
+    async def hint() -> None:
+        _send(listener.address, wake_hints.HINT)
+
+    async def scenario() -> None:
+        with anyio.fail_after(_BOUND):
+            assert not listener.hinted_within(_LONG_WAIT)
+            assert await _ended_by(listener, hint)
+        assert listener.hinted_within(_LONG_WAIT)
+        assert wake_hints.look_seconds(_LONG_WAIT, listener) < idle
+
+    _run(scenario)
+
+
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     opened = open_store(f"sqlite://{tmp_path / 'taskq.db'}")

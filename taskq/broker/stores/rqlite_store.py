@@ -44,9 +44,8 @@ from taskq.broker.stores.rqlite_protocol import AnswerKind
 from taskq.broker.stores.store import Consistency, NodeInfo, Row, Statement, StatementResult
 from taskq.broker.stores.store_url import RqliteTarget, mask_password
 from taskq.broker.stores.trampoline import Pause
-from taskq.broker.stores.wake_hints import WakeListener, host_facing
+from taskq.broker.stores.wake_hints import WakeListener, host_facing, look_seconds
 
-_CHANGE_POLL_SECONDS = 0.02
 # The requests of one store ask who leads about once a poll between them:
 # at least this long after the last look, a little less than a poll, so that
 # a request's own pause of one poll always ends in a look.
@@ -153,10 +152,9 @@ class RqliteStore:
         return run_http_plan(self._remove_plan(node_id), self._transport)
 
     async def wait_for_change(self, timeout: float) -> None:
-        # rqlite pushes nothing to clients: wait a short poll interval, or
-        # less when a submitting client sends a hint, and let the caller's
-        # cheap read (at consistency none) decide.
-        seconds = min(timeout, _CHANGE_POLL_SECONDS)
+        # rqlite pushes nothing to clients: wait a poll interval, or less when
+        # a hint comes, and let the caller's cheap read (at consistency none) decide.
+        seconds = look_seconds(timeout, self._wake_listener)
         if self._wake_listener is None:
             await anyio.sleep(seconds)
         else:
