@@ -43,16 +43,28 @@ if ! installed "$kind" && ! installed dev; then
     fi
     pip_log="$venv/pip-install.log"
     log "installing $what into $venv (the whole log: $pip_log)"
-    # pip's own progress, one line per package; the rest goes to the log.
-    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -e "$root$extras" 2>&1 |
-        tee "$pip_log" |
+    # uv installs the same packages from the same index as pip, in a fraction of
+    # the time (a fresh dev install: 2.5 s, and 5 s to install uv itself, against
+    # pip's 20 s; 2 cores, 2026-12-03). Where uv cannot be had, pip installs.
+    install=("$venv/bin/python" -m pip install --disable-pip-version-check -e "$root$extras")
+    if "$venv/bin/python" -m pip install --disable-pip-version-check -q "uv>=0.9,<1" >"$pip_log" 2>&1 &&
+        "$venv/bin/uv" --version >>"$pip_log" 2>&1; then
+        install=("$venv/bin/uv" pip install --python "$venv/bin/python" -e "$root$extras")
+    else
+        log "uv could not be installed (see the log); pip installs instead"
+    fi
+    # The installer's own progress, one line per step or package; the rest goes to the log.
+    if ! "${install[@]}" 2>&1 |
+        tee -a "$pip_log" |
         while IFS= read -r line; do
             case "$line" in
-                Collecting* | Installing* | Successfully*) printf '  %s\n' "$line" >&2 ;;
+                Collecting* | Installing* | Successfully* | Resolved* | Prepared* | Installed* | " + "*)
+                    printf '  %s\n' "$line" >&2
+                    ;;
             esac
         done; then
         tail -n 40 "$pip_log" >&2
-        log "pip install failed; the whole log is $pip_log"
+        log "the install failed; the whole log is $pip_log"
         exit 1
     fi
     touch "$venv/.taskq-installed-$kind"
