@@ -31,6 +31,28 @@ installed() {
     [[ -f "$venv/.taskq-installed-$1" && ! "$root/pyproject.toml" -nt "$venv/.taskq-installed-$1" ]]
 }
 
+# Run an installer, its whole output into the log and its progress (one line
+# per step or package, pip's or uv's) on stderr; its exit status.
+install_with() {
+    "$@" 2>&1 |
+        tee -a "$pip_log" |
+        while IFS= read -r line; do
+            case "$line" in
+                Collecting* | Installing* | Successfully* | Resolved* | Prepared* | Installed* | " + "*)
+                    printf '  %s\n' "$line" >&2
+                    ;;
+            esac
+        done
+}
+
+install_with_pip_or_fail() {
+    if ! install_with "$venv/bin/python" -m pip install --disable-pip-version-check -e "$root$extras"; then
+        tail -n 40 "$pip_log" >&2
+        log "the install failed; the whole log is $pip_log"
+        exit 1
+    fi
+}
+
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     log "taskq needs Python >= 3.11; $python is $("$python" -V 2>&1)"
     exit 1
@@ -43,32 +65,24 @@ if ! installed "$kind" && ! installed dev; then
     fi
     pip_log="$venv/pip-install.log"
     log "installing $what into $venv (the whole log: $pip_log)"
-    # uv installs the same packages from the same index as pip, in less time (a
-    # fresh dev install, uv's own install included: 13 s against pip's 20 s; 2
-    # cores, 2026-12-03). Where uv cannot be had, pip installs. Both write the
+    # uv installs the same packages as pip, in less time (a fresh dev install,
+    # uv's own install included: 13 s against pip's 20 s; 2 cores, 2026-12-03).
+    # uv reads no pip configuration (an index or mirror set for pip), so where
+    # uv cannot be had, or its install fails, pip installs. Both write the
     # packages' bytecode, which PYTHONDONTWRITEBYTECODE would otherwise leave
-    # every process to compile again (uv alone does not: the suite took 37 s more
-    # CPU without it).
-    install=("$venv/bin/python" -m pip install --disable-pip-version-check -e "$root$extras")
-    if "$venv/bin/python" -m pip install --disable-pip-version-check -q "uv>=0.9,<1" >"$pip_log" 2>&1 &&
+    # every process to compile again (uv alone does not: the suite took 37 s
+    # more CPU without it).
+    : >"$pip_log"
+    if "$venv/bin/python" -m pip install --disable-pip-version-check -q "uv>=0.9,<1" >>"$pip_log" 2>&1 &&
         "$venv/bin/uv" --version >>"$pip_log" 2>&1; then
-        install=("$venv/bin/uv" pip install --compile-bytecode --python "$venv/bin/python" -e "$root$extras")
+        if ! install_with "$venv/bin/uv" pip install --compile-bytecode --python "$venv/bin/python" \
+            -e "$root$extras"; then
+            log "uv's install failed (see the log); pip installs instead"
+            install_with_pip_or_fail
+        fi
     else
         log "uv could not be installed (see the log); pip installs instead"
-    fi
-    # The installer's own progress, one line per step or package; the rest goes to the log.
-    if ! "${install[@]}" 2>&1 |
-        tee -a "$pip_log" |
-        while IFS= read -r line; do
-            case "$line" in
-                Collecting* | Installing* | Successfully* | Resolved* | Prepared* | Installed* | " + "*)
-                    printf '  %s\n' "$line" >&2
-                    ;;
-            esac
-        done; then
-        tail -n 40 "$pip_log" >&2
-        log "the install failed; the whole log is $pip_log"
-        exit 1
+        install_with_pip_or_fail
     fi
     touch "$venv/.taskq-installed-$kind"
     log "ready in $((SECONDS - started)) s"
