@@ -41,6 +41,7 @@ from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
 from taskq.worker.spawn_names import SpawnNames
 from taskq.worker.store_runner import Run
+from taskq.worker.waiting import first_of
 
 # A slot's jobs handed to its sandbox, with what the sandbox made of each.
 _Taken: TypeAlias = collections.deque[tuple[RunningJob, StartedJob | Outcome]]
@@ -124,6 +125,11 @@ class Executor:
         drain hands back every job claimed ahead by itself.
         """
         while not stopped.is_set():
+            if not self._slots.held and not self._taken_by_slots:
+                # No job held, none can wait: an idle worker's loop sleeps until one is
+                # (a look four times a second was half of an idle worker's CPU).
+                await first_of(stopped, self._slots.next_hold())
+                continue
             with anyio.move_on_after(HAND_BACK_SECONDS / 2):
                 await stopped.wait()
             if self._draining.is_set():

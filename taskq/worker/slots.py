@@ -49,6 +49,8 @@ class Slots:
         self._running_since: dict[object, float] = {}
         self._changed = anyio.Event()
         self._on_wake: Callable[[], object] | None = None
+        # Set by the next hold, while a loop waits for one (``next_hold``).
+        self._next_hold: anyio.Event | None = None
 
     # -- claiming
 
@@ -117,6 +119,15 @@ class Slots:
         """A job was claimed: it waits for a slot."""
         self.held[running.job.lease.job_id] = running
         self._waiting.put_nowait(running)
+        if self._next_hold is not None:
+            self._next_hold.set()
+            self._next_hold = None
+
+    def next_hold(self) -> anyio.Event:
+        """An event the next :meth:`hold` sets."""
+        if self._next_hold is None:
+            self._next_hold = anyio.Event()
+        return self._next_hold
 
     def release(self, running: RunningJob) -> None:
         """The store has the job's report (or the job was dropped): it is no longer held."""

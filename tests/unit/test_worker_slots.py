@@ -47,6 +47,17 @@ async def test_releasing_an_older_attempt_keeps_the_job_held_again() -> None:
     assert changed.is_set()
 
 
+async def test_the_next_job_held_sets_the_event_its_waiters_took() -> None:
+    # The hand-back of jobs claimed ahead sleeps on it while the worker holds none.
+    slots = Slots(1, Prefetch(slots=1, most=0))
+    waiting = slots.next_hold()
+    assert slots.next_hold() is waiting
+    assert not waiting.is_set()
+    slots.hold(claimed(1))
+    assert waiting.is_set()
+    assert not slots.next_hold().is_set()  # a new one, for the hold after
+
+
 async def test_a_busy_slot_queues_only_what_the_idle_slots_will_not_take() -> None:
     prefetch = Prefetch(slots=1, most=4)
     prefetch.job_ran(0.001)
