@@ -309,7 +309,7 @@ def _enqueue_single(
         say(f"enqueue: {count:,} submits and as many writes alone, in blocks in turn")
         submits, writes = submit_parts.in_turn(client, ECHO, "bench-single", count)
         pairs = sorted(write / submit for submit, write in zip(submits, writes, strict=True))
-        ran = len(writes) * (count // len(writes))  # each way: whole blocks only
+        ran = len(writes) * max(1, count // len(writes))  # each way, as in_turn runs them
         add(
             "enqueue.single_write",
             ran / sum(writes),
