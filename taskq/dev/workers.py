@@ -38,7 +38,7 @@ def worker_command() -> list[str]:
     script = Path(sys.executable).with_name("taskq-worker")
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
-    return [sys.executable, "-m", "taskq.worker.main"]
+    return [sys.executable, "-m", "taskq.worker.launch"]
 
 
 class WorkerProcess:

@@ -89,7 +89,9 @@ def flag_values(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     # What the start allocates lives as long as the worker (its modules, its
     # settings): collecting cycles meanwhile finds none, and took 5% of the
-    # CPU of its imports. ``serving.serve`` turns collection back on.
+    # CPU of its imports. The command's entry (``launch``) turns it off before
+    # them; this, for ``python -m`` and callers in-process. ``serving.serve``
+    # turns collection back on.
     gc.disable()
     args = build_parser().parse_args(argv)
     try:
