@@ -145,3 +145,45 @@ WHERE state IN ('stopped', 'lost')
         FROM retention
     )
 RETURNING id
+
+-- name: offer_drop_idle
+-- By maintenance: the offers of workers that no longer take jobs (lost,
+-- draining, stopped or gone), which no fill would take.
+DELETE FROM worker_offers WHERE worker_id NOT IN (SELECT id FROM workers WHERE state = 'active')
+
+-- name: execution_untaken
+-- The attempts of jobs handed to an idle worker's offer that its worker did
+-- not take in time (frozen or gone before its first heartbeat): given back,
+-- as a report that hands a job back unrun is.
+UPDATE executions SET
+    finished_at = (SELECT now FROM taskq_clock),
+    outcome = 'released',
+    error = json_object(
+        'type', 'NotTaken',
+        'message', 'handed to worker ' || worker_id || ', which did not take it in time'
+    )
+WHERE finished_at IS NULL AND lease_token IN (
+    SELECT lease_token FROM jobs
+    WHERE state = 'running' AND handed_until < (SELECT now FROM taskq_clock)
+)
+
+-- name: job_requeue_untaken
+-- Those jobs, back in their queue as job_release puts a job handed back unrun
+-- (the attempt not counted), or cancelled if a cancel was asked meanwhile;
+-- their lease token goes, as on expiry, so that the worker cannot report late.
+UPDATE jobs SET
+    state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' END,
+    attempts = CASE WHEN cancel_requested = 1 THEN attempts ELSE attempts - 1 END,
+    finished_at = CASE WHEN cancel_requested = 1 THEN (SELECT now FROM taskq_clock) END,
+    error = CASE WHEN cancel_requested = 1 THEN COALESCE(
+        error,
+        json_object('type', 'Cancelled', 'message', 'cancelled by request before its worker took it')
+    ) ELSE error END,
+    worker_id = CASE WHEN cancel_requested = 1 THEN worker_id END,
+    claimed_at = CASE WHEN cancel_requested = 1 THEN claimed_at END,
+    started_at = CASE WHEN cancel_requested = 1 THEN started_at END,
+    lease_until = NULL,
+    lease_token = NULL,
+    handed_until = NULL
+WHERE state = 'running' AND handed_until < (SELECT now FROM taskq_clock)
+RETURNING id, state
