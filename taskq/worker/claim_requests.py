@@ -215,9 +215,9 @@ class ClaimRequests:
             assert offer is not None
             # Filled at some time since it was last seen unfilled: its lease runs from then.
             sent_at = offer.unfilled_at
+            # Taken by the next heartbeat, due within one of the two the offer's
+            # worker has to take it (a beat of its own would be a write per job).
             offer.gone()
-            # Taken once the store hears of it (a heartbeat), or it goes back to its queue.
-            self._heartbeat.beat_soon()
         else:
             self._withdrew(request)
         if offer is not None and answer.offer_made and request.offer is not None:
@@ -271,7 +271,15 @@ class ClaimRequests:
         ``asked``: how many the claim asked for (fewer came: the queues are drained).
         """
         self._holder.slots.prefetch.claim_came(len(answer.claimed), asked)
+        held = self._holder.slots.held
         for job in answer.claimed:
+            holding = held.get(job.lease.job_id)
+            if holding is not None and holding.job.lease == job.lease:
+                # Read once handed to the worker's offer, then brought again by a claim
+                # that withdrew the offer before it knew: held once, run once. (The same
+                # job under a new lease is a new attempt: claimed by the write that
+                # reported the last one.)
+                continue
             if job.parent_count:
                 self._parents_seen = time.monotonic()
             running = RunningJob(job, renewed_at=sent_at)

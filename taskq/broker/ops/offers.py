@@ -17,7 +17,7 @@ withdraws it and reads what it held (``ClaimRequest.withdraw``), as does
 its drain (:func:`offer_withdraw`). Its heartbeats keep it fresh
 (``fresh_until``): a worker killed or frozen stops being handed jobs within
 that time. A job handed to it is its worker's once taken: the worker's next
-heartbeat (sent at once) or its report says so, by the job's
+heartbeat, its next claim or its report says so, by the job's
 ``handed_until``; a job not taken by then goes back to its queue, the attempt
 not counted (maintenance), so a worker frozen while idle costs the job that
 wait and nothing more.

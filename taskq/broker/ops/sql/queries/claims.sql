@@ -117,11 +117,11 @@ ORDER BY priority DESC, run_at, id
 
 -- name: job_take_handed
 -- In a write (a claim that withdraws the worker's offer, or its drain): the jobs
--- filled into the offer of :claim_token, taken (handed_until cleared: see
--- offers.sql), returned as a claim returns its own. An UPDATE for its
+-- filled into the offer of :claim_token and not taken yet, taken (handed_until
+-- cleared: see offers.sql), returned as a claim returns its own. An UPDATE for its
 -- RETURNING, since rqlite returns no rows for a SELECT in a write.
 UPDATE jobs SET handed_until = NULL
-WHERE state = 'running' AND worker_id = :worker_id
+WHERE state = 'running' AND worker_id = :worker_id AND handed_until IS NOT NULL
     AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
 -- RETURNING stays on one line: rqlite recognises it by the text 'returning '.
 RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count, has_children, {first_parents}
