@@ -21,7 +21,6 @@ sends the workers of those queues the hint a submitting client sends.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -29,15 +28,12 @@ from contextlib import AbstractContextManager
 import anyio
 
 from taskq.broker.client.wake_sender import WakeSender
-from taskq.broker.ops import offers
 from taskq.broker.ops.claims import ClaimRequest, job_backlog, job_claimable_then
 from taskq.broker.ops.leases import Report, ReportAnswer, ReportKind, job_report_claim
-from taskq.broker.ops.plan import Op
 from taskq.broker.records import Fenced
 from taskq.broker.stores.look_turns import NO_TURNS, LookTurns
 from taskq.worker.heartbeat import Heartbeat, LeaseHolder
 from taskq.worker.running import RunningJob
-from taskq.worker.standing_offer import StandingOffer
 from taskq.worker.store_runner import Run
 
 PARENTS_SEEN_SECONDS = 300.0
@@ -56,19 +52,15 @@ class ClaimRequests:
         hints: WakeSender | None = None,
         look: Run | None = None,
         here: Run | None = None,
-        offer: StandingOffer | None = None,
     ) -> None:
         """``hints``: on a cluster, how to tell idle workers of jobs a report left them.
 
         ``look``: how an idle worker's look is run (``store_runner.look_runner``);
         by default as every other operation. ``here``: how a report that ends
         every job the worker holds is run (``store_runner.here_runner``); by
-        default as every other operation. ``offer``: the worker's offer
-        (``taskq.broker.ops.offers``), which its idle looks leave and read;
-        None: it leaves none.
+        default as every other operation.
         """
         self._holder = holder
-        self._offer = offer
         self._look = holder.run if look is None else look
         self._here = here
         self._heartbeat = heartbeat
@@ -98,7 +90,7 @@ class ClaimRequests:
             free = max(free, 1)
         if self._draining.is_set() or free <= 0:
             run = self._report_runner(reports)
-            answer: ReportAnswer = await run(job_report_claim(reports, None, fill=releasing))
+            answer: ReportAnswer = await run(job_report_claim(reports, None))
             await self._hint(answer)
             return answer.fenced
         sent_at = time.monotonic()
@@ -158,8 +150,7 @@ class ClaimRequests:
         """
         request = self._claim_request(free, releasing=releasing)
         run = self._report_runner(reports)
-        answer: ReportAnswer = await run(job_report_claim(reports, request, fill=releasing))
-        self._withdrew(request)
+        answer: ReportAnswer = await run(job_report_claim(reports, request))
         await self._hold(answer, sent_at, asked=free)
         return answer.fenced, len(answer.claimed)
 
@@ -201,69 +192,17 @@ class ClaimRequests:
                     yield free_now
 
             gate = in_turn
-        offer = self._offer
-        # Nothing held and no offer out: the claim leaves one if it takes nothing.
-        offering = offer is not None and offer.token is None and not self._holder.slots.held
-        request = self._claim_request(free, offering=offering)
-        found = await self._look(self._look_op(request, fresh=fresh, gate=gate))
-        if offer is not None and request.withdraw is not None and (found is None or not found[1]):
-            offer.looked(sent_at)
-        if found is None:
+        op = job_claimable_then(
+            self._holder.settings.queues,
+            job_report_claim([], self._claim_request(free)),
+            fresh=fresh,
+            gate=gate,
+        )
+        answer: ReportAnswer | None = await self._look(op)
+        if answer is None:
             return None if turn_taken else 0
-        answer, handed = found
-        if handed:
-            assert offer is not None
-            # Filled at some time since it was last seen unfilled: its lease runs from then.
-            sent_at = offer.unfilled_at
-            # Taken by the next heartbeat, due within one of the two the offer's
-            # worker has to take it (a beat of its own would be a write per job).
-            offer.gone()
-        else:
-            self._withdrew(request)
-        if offer is not None and answer.offer_made and request.offer is not None:
-            offer.made(request.offer, sent_at)
         await self._hold(answer, sent_at, asked=free)
         return len(answer.claimed)
-
-    def _look_op(
-        self,
-        request: ClaimRequest,
-        *,
-        fresh: bool,
-        gate: Callable[[], AbstractContextManager[bool]] | None,
-    ) -> Op[tuple[ReportAnswer, bool] | None]:
-        """An idle look, in one trip to the store: what the worker's offer was handed (a
-        read), else a claim if a read finds work, or if it would leave an offer; with
-        whether the jobs were handed."""
-        if request.withdraw is not None:
-            handed = yield from offers.job_handed(request, request.withdraw)
-            if handed:
-                return ReportAnswer(fenced=[], claimed=handed), True
-        claim = job_report_claim([], request)
-        if request.offer is not None:
-            # Once an idle spell: the write that leaves the offer claims what it finds.
-            return (yield from claim), False
-        answer = yield from job_claimable_then(
-            self._holder.settings.queues, claim, fresh=fresh, gate=gate
-        )
-        return None if answer is None else (answer, False)
-
-    async def withdraw_offer(self) -> None:
-        """Withdraw the worker's offer, if it has one out (its drain), and hold what it
-        was handed before, which the drain hands back unrun."""
-        offer = self._offer
-        if offer is None or offer.token is None:
-            return
-        request = self._claim_request(1)
-        handed = await self._holder.run(offers.offer_withdraw(request, offer.token))
-        since = offer.unfilled_at
-        offer.gone()
-        await self._hold(ReportAnswer(fenced=[], claimed=handed), since, asked=1)
-
-    def _withdrew(self, request: ClaimRequest) -> None:
-        """After a claim's write: its offer, if it withdrew one, is gone."""
-        if self._offer is not None and request.withdraw is not None:
-            self._offer.gone()
 
     async def _hold(self, answer: ReportAnswer, sent_at: float, *, asked: int) -> None:
         """Hold the jobs ``answer`` claimed (their leases from ``sent_at``); hint the rest.
@@ -271,15 +210,7 @@ class ClaimRequests:
         ``asked``: how many the claim asked for (fewer came: the queues are drained).
         """
         self._holder.slots.prefetch.claim_came(len(answer.claimed), asked)
-        held = self._holder.slots.held
         for job in answer.claimed:
-            holding = held.get(job.lease.job_id)
-            if holding is not None and holding.job.lease == job.lease:
-                # Read once handed to the worker's offer, then brought again by a claim
-                # that withdrew the offer before it knew: held once, run once. (The same
-                # job under a new lease is a new attempt: claimed by the write that
-                # reported the last one.)
-                continue
             if job.parent_count:
                 self._parents_seen = time.monotonic()
             running = RunningJob(job, renewed_at=sent_at)
@@ -308,12 +239,7 @@ class ClaimRequests:
         )
         return count
 
-    def _claim_request(
-        self, limit: int, *, releasing: bool = False, offering: bool = False
-    ) -> ClaimRequest:
-        """A claim of ``limit`` jobs; it withdraws the worker's offer out, and with
-        ``offering`` leaves a new one if it takes nothing."""
-        offer = self._offer
+    def _claim_request(self, limit: int, *, releasing: bool = False) -> ClaimRequest:
         return ClaimRequest(
             worker_id=self._holder.worker_id,
             queues=self._holder.settings.queues,
@@ -321,9 +247,6 @@ class ClaimRequests:
             lease_seconds=self._holder.settings.lease_seconds,
             labels=self._holder.settings.labels,
             with_parents=releasing or self._with_parents(),
-            withdraw=None if offer is None else offer.token,
-            offer=os.urandom(8).hex() if offer is not None and offering else None,
-            offer_fresh_seconds=0.0 if offer is None else offer.fresh_seconds,
         )
 
     def _with_parents(self) -> bool:

@@ -100,19 +100,6 @@ class Claimer:
             if since < interval:
                 await self._pause(interval - since)
             idle = min(idle * 2, self._settings.idle_poll_seconds)
-        await self._withdraw_offer()
-
-    async def _withdraw_offer(self) -> None:
-        """A draining worker takes no job: its offer goes, and what it was handed goes back."""
-        # Until the store answers: left out, the offer would hand it a job it would
-        # not run, which would wait for its lease to run out.
-        while True:
-            try:
-                await self._claims.withdraw_offer()
-                return
-            except errors.StoreError as exc:
-                self._outage.failed(exc)
-                await anyio.sleep(min(0.05, self._settings.idle_poll_seconds))
 
     def _held_jobs_outlast_a_round(self) -> bool:
         slack = self._slots.held_jobs_slack()

@@ -34,7 +34,6 @@ from taskq.worker.settings import WorkerSettings
 from taskq.worker.slot_sandboxes import SlotSandboxes
 from taskq.worker.slots import Slots
 from taskq.worker.spawn_names import SpawnNames
-from taskq.worker.standing_offer import StandingOffer
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import here_runner, look_runner, store_runner
 
@@ -84,18 +83,8 @@ def build_worker(
     holder = LeaseHolder(
         run=run, worker_id=worker_id, settings=settings, slots=slots, deadline=deadline
     )
-    # A heartbeat late by as much again leaves the offer stale: no write fills it. A job
-    # handed to it must be taken (a heartbeat at once) within as long: before its lease
-    # runs out (settings hold the lease to two heartbeats and a margin at least), so
-    # one not taken goes back uncounted, not as an attempt whose lease expired.
-    offer = StandingOffer(fresh_seconds=2 * settings.heartbeat_seconds)
     heartbeat = Heartbeat(
-        holder,
-        outage=outage,
-        events=events,
-        maintainer=maintainer,
-        draining=draining,
-        offer=offer,
+        holder, outage=outage, events=events, maintainer=maintainer, draining=draining
     )
     autoscaler = (
         Autoscaler(
@@ -122,7 +111,6 @@ def build_worker(
         hints=hints,
         look=look_runner(store, holding=lambda: bool(slots.held)),
         here=here_runner(store),
-        offer=offer,
     )
     acks = AckBatcher(
         claims.send_reports,

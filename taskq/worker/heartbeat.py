@@ -22,7 +22,6 @@ from taskq.worker.running import StopReason, note_renewals, stop_expired
 from taskq.worker.sandbox.lease_deadline import LeaseDeadline
 from taskq.worker.settings import WorkerSettings
 from taskq.worker.slots import Slots
-from taskq.worker.standing_offer import StandingOffer
 from taskq.worker.store_outage import StoreOutage
 from taskq.worker.store_runner import Run
 from taskq.worker.waiting import first_of
@@ -54,15 +53,12 @@ class Heartbeat:
         events: EventLog,
         maintainer: Maintainer | None,
         draining: anyio.Event,
-        offer: StandingOffer | None = None,
     ) -> None:
         """``maintainer``: the worker's maintenance services, whose leader lease rides
         with each beat (None when the worker runs none). ``draining``: set once the
         worker drains; each beat after says so, so that a worker marked lost meanwhile
-        comes back draining, not active. ``offer``: the worker's offer, which each beat
-        keeps fresh while it is out."""
+        comes back draining, not active."""
         self._holder = holder
-        self._offer = offer
         self._outage = outage
         self._events = events
         self._maintainer = maintainer
@@ -82,10 +78,6 @@ class Heartbeat:
             if self._beat_now.is_set():
                 self._beat_now = anyio.Event()
 
-    def _offer_fresh_seconds(self) -> float | None:
-        offer = self._offer
-        return None if offer is None or offer.token is None else offer.fresh_seconds
-
     async def _beat(self) -> None:
         held = self._holder.slots.held
         leases = [running.job.lease for running in held.values()]
@@ -104,7 +96,6 @@ class Heartbeat:
                     slots=self._holder.slots.count,
                     draining=self._draining.is_set(),
                     renew=renew,
-                    offer_fresh_seconds=self._offer_fresh_seconds(),
                 )
             )
         except errors.StoreError as exc:

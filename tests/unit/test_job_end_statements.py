@@ -14,7 +14,6 @@ from taskq.broker.ops import queries
 _OPEN_MOVES = {
     "job_claim": "queued to running",
     "job_release_ready": "waiting to queued",
-    "offer_fill": "queued to running",
 }
 # The SET clause of an UPDATE of jobs: up to its WHERE or FROM, which start a line.
 _UPDATE_JOBS = re.compile(

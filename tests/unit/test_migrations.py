@@ -146,7 +146,7 @@ def test_a_store_at_0011_gains_inline_output_and_keeps_its_chunks(tmp_path: Path
             "finished_at, outcome, output_bytes) VALUES (1, 1, 'w', 't', 1, 2, 'succeeded', 4)"
         )
         conn.execute("INSERT INTO job_output VALUES (1, 0, 4, 'old\n')")
-    assert migrate(store) == [12, 13, 14, 15, 16, 17]
+    assert migrate(store) == [12, 13, 14, 15, 16]
     [execution] = plan.run(store, execution_list(job_id=1))
     assert (execution.log_tail, execution.output_bytes) == ("old\n", 4)
     events = plan.run(store, OutputReader(1).next_page())
@@ -200,7 +200,7 @@ def test_the_counting_triggers_made_anew_count_on_from_where_the_old_ones_left(
             )
         conn.execute("UPDATE jobs SET state = 'succeeded' WHERE idempotency_key = 'p1'")
         assert _counters(conn) == [("c1", 1, 0), ("c2", 1, 0), ("c3", 1, 0)]
-    assert migrate(store) == [13, 14, 15, 16, 17]
+    assert migrate(store) == [13, 14, 15, 16]
     store.close()
     with sqlite3.connect(path) as conn:
         # As the store's own statements do (0014), an end sets finished_at, a retry clears it.
@@ -222,7 +222,7 @@ def test_after_0014_the_counting_triggers_follow_ends_not_every_change_of_state(
     """0014 puts the parent-counting triggers on finished_at: a claim is prepared without them."""
     path = tmp_path / "old.db"
     store = _store_at(path, 13)
-    assert migrate(store) == [14, 15, 16, 17]
+    assert migrate(store) == [14, 15, 16]
     store.close()
     with sqlite3.connect(path) as conn:
         _insert_jobs(conn, [("p1", "queued", 1, 0), ("c1", "waiting", 0, 1)])
@@ -248,7 +248,7 @@ def test_after_0015_a_store_prunes_as_before_until_its_retention_is_set(tmp_path
         _insert_jobs(conn, [("old", "dead", 0, 0), ("new", "succeeded", 0, 0)])
         conn.execute("UPDATE jobs SET finished_at = 1000 WHERE idempotency_key = 'old'")
         conn.execute("UPDATE jobs SET finished_at = 1000 + 6 * 86400 WHERE idempotency_key = 'new'")
-    assert migrate(store) == [15, 16, 17]
+    assert migrate(store) == [15, 16]
     assert plan.run(store, retention_get()) == Retention(7 * 86400.0, 7 * 86400.0)
     assert maintenance.run_once(store, Pruner(), now=1000 + 8 * 86400) == {"pruned": 1}
     [row] = store.query(Statement("SELECT idempotency_key FROM jobs"))
@@ -271,7 +271,7 @@ def test_after_0016_a_worker_registered_before_serves_what_it_declares(tmp_path:
             "INSERT INTO function_servers (worker_id, name, fingerprint) "
             "VALUES ('older', 'pkg.tasks:resize', 'f')"
         )
-    assert migrate(store) == [16, 17]
+    assert migrate(store) == [16]
 
     def served(kind: PayloadKind, payload: dict[str, Any]) -> bool:
         job = ClaimedJob(Lease(1, "t"), kind, payload, "q", 1, 1, None, {}, 0.0)

@@ -22,7 +22,7 @@ from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick, from_json
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JOB_STATES, ClaimedJob, Lease, ParentResult, PayloadKind
-from taskq.broker.stores.store import Consistency, Row, Statement, StatementResult
+from taskq.broker.stores.store import Consistency, Row, Statement
 
 T = TypeVar("T")
 
@@ -43,13 +43,6 @@ class ClaimRequest(msgspec.Struct, frozen=True):
     every statement anew. Without it a job with parents comes with
     ``first_parents`` None, and whoever runs it reads them
     (``ops.relatives.job_parent_results``)."""
-    withdraw: str | None = None
-    """The token of the worker's offer, if it has one: the claim withdraws it and brings
-    the jobs it was handed (``taskq.broker.ops.offers``)."""
-    offer: str | None = None
-    """A token for an offer the claim leaves if it takes no job, fresh for
-    ``offer_fresh_seconds`` (``taskq.broker.ops.offers``); None: it leaves none."""
-    offer_fresh_seconds: float = 0.0
 
 
 # The time in a claim (a write): the store's clock, as every write has it.
@@ -122,9 +115,7 @@ def _claimed(row: Row) -> ClaimedJob:
 
 
 def claim_statements(request: ClaimRequest, claim_token: str) -> list[Statement]:
-    """The claim, its execution rows and its rate-limit spending: three statements; then
-    the offer withdrawn and the jobs it was handed (``request.withdraw``), then the offer
-    left if the claim took nothing (``request.offer``). :func:`claimed_from` reads them."""
+    """The claim, its execution rows and its rate-limit spending: three statements."""
     queues = list(dict.fromkeys(request.queues))
     params: dict[str, Any] = {
         "worker_id": request.worker_id,
@@ -137,56 +128,13 @@ def claim_statements(request: ClaimRequest, claim_token: str) -> list[Statement]
         params |= _FIRST_PARENTS_PARAMS
     params.update({f"queue_{index}": queue for index, queue in enumerate(queues)})
     token_params = {"worker_id": request.worker_id, "claim_token": claim_token}
-    statements = [
+    return [
         Statement(_claim_sql(len(queues), request.with_parents), params),
         Statement(queries.query("execution_start"), token_params),
         Statement(
             queries.query("queue_rate_spend"), {**token_params, "queues": json.dumps(queues)}
         ),
     ]
-    if request.withdraw is not None:
-        statements += [
-            offer_withdraw_statement(request.worker_id),
-            take_handed_statement(request, request.withdraw),
-        ]
-    if request.offer is not None:
-        statements.append(
-            Statement(
-                queries.query("offer_make"),
-                {
-                    "worker_id": request.worker_id,
-                    "offer_token": request.offer,
-                    "queues": json.dumps(queues),
-                    "labels": params["labels"],
-                    "lease_seconds": params["lease_seconds"],
-                    "fresh_seconds": float(request.offer_fresh_seconds),
-                },
-            )
-        )
-    return statements
-
-
-def offer_withdraw_statement(worker_id: str) -> Statement:
-    """The worker's offer withdrawn (``taskq.broker.ops.offers``), if it has one out."""
-    return Statement(queries.query("offer_withdraw"), {"worker_id": worker_id})
-
-
-def claimed_from(
-    results: Sequence[StatementResult], at: int, request: ClaimRequest
-) -> list[ClaimedJob]:
-    """The jobs the claim of :func:`claim_statements` took, its statements' answers from
-    ``at`` on: those it claimed and those its withdrawn offer held, in job id order."""
-    rows = list(results[at].rows)
-    if request.withdraw is not None:
-        rows += results[at + 4].rows
-    return claimed_rows(rows)
-
-
-def offer_made(results: Sequence[StatementResult], at: int, request: ClaimRequest) -> bool:
-    """Whether the claim of :func:`claim_statements` (answers from ``at`` on) left an offer."""
-    if request.offer is None:
-        return False
-    return bool(results[at + (5 if request.withdraw is not None else 3)].rows)
 
 
 def claimed_rows(rows: list[Row]) -> list[ClaimedJob]:
@@ -194,31 +142,20 @@ def claimed_rows(rows: list[Row]) -> list[ClaimedJob]:
     return sorted((_claimed(row) for row in rows), key=lambda job: job.lease.job_id)
 
 
-def claimed_by_token_statement(request: ClaimRequest, token: str) -> Statement:
-    """The read of the jobs that run for the worker under lease tokens of ``token``'s."""
-    return _by_token("job_claimed_by_token", request, token)
-
-
-def take_handed_statement(request: ClaimRequest, offer_token: str) -> Statement:
-    """In a write: the jobs filled into the worker's offer of ``offer_token``, taken."""
-    return _by_token("job_take_handed", request, offer_token)
-
-
-def _by_token(name: str, request: ClaimRequest, token: str) -> Statement:
-    params: dict[str, Any] = {"worker_id": request.worker_id, "claim_token": token}
+def claimed_by_token(request: ClaimRequest, claim_token: str) -> Op[list[ClaimedJob]]:
+    """What a claim whose outcome is unknown did claim (nothing, if it was not applied)."""
+    params: dict[str, Any] = {"worker_id": request.worker_id, "claim_token": claim_token}
     if request.with_parents:
         params |= _FIRST_PARENTS_PARAMS
-    sql = queries.query(name).format(first_parents=_first_parents_sql(request.with_parents))
-    return Statement(sql, params)
-
-
-def claimed_by_token(request: ClaimRequest, claim_token: str) -> Op[list[ClaimedJob]]:
-    """What a claim whose outcome is unknown did claim (nothing, if it was not applied), with
-    what its withdrawn offer held (``request.withdraw``)."""
-    tokens = [claim_token] if request.withdraw is None else [claim_token, request.withdraw]
-    rows: list[Row] = []
-    for token in tokens:
-        rows += yield Read(claimed_by_token_statement(request, token), Consistency.LINEARIZABLE)
+    rows = yield Read(
+        Statement(
+            queries.query("job_claimed_by_token").format(
+                first_parents=_first_parents_sql(request.with_parents)
+            ),
+            params,
+        ),
+        Consistency.LINEARIZABLE,
+    )
     return claimed_rows(rows)
 
 
@@ -251,7 +188,7 @@ def job_claim(
         results = yield Write([clock_tick(now), *claim_statements(request, claim_token)])
     except errors.OutcomeUnknown:
         return (yield from claimed_by_token(request, claim_token))
-    return claimed_from(results, 1, request)
+    return claimed_rows(results[1].rows)
 
 
 def job_claimable(queues: Sequence[str], *, fresh: bool = False) -> Op[bool]:

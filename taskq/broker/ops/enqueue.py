@@ -13,7 +13,7 @@ import msgspec
 
 from taskq import errors, fast_json
 from taskq.broker import job_validation
-from taskq.broker.ops import dependencies, offers, queries
+from taskq.broker.ops import dependencies, queries
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.plan import Op, Read, Write
 from taskq.broker.records import JobSpec, PayloadKind
@@ -250,13 +250,13 @@ def jobs_write(
     The request is the clock's tick, ``before``, the rate spends, the jobs'
     INSERT (``job_insert_one`` for a lone job on its own, else
     :func:`job_insert_sql`, ``in_workflow`` with ``workflow_key``), then
-    ``after``, then the fill of an idle worker's offer (``offers.fill_statements``).
-    A submitter over its rate is :class:`taskq.errors.RateLimited`, a key
-    stored with another request :class:`taskq.errors.IdempotencyConflict`; a
-    constraint that ``before`` or ``after`` broke is raised as it is, its
-    index counting from the tick (so ``before`` is 1 to ``len(before)``).
-    Returns the jobs' ids in order, those of keys already stored read back,
-    and what each statement of the write answered (the tick's first).
+    ``after``. A submitter over its rate is
+    :class:`taskq.errors.RateLimited`, a key stored with another request
+    :class:`taskq.errors.IdempotencyConflict`; a constraint that ``before``
+    or ``after`` broke is raised as it is, its index counting from the tick
+    (so ``before`` is 1 to ``len(before)``). Returns the jobs' ids in order,
+    those of keys already stored read back, and what each statement of the
+    write answered (the tick's first).
 
     ``positional``: the rows are keyed by position (they carry no key nor
     fingerprint, and ``in_workflow`` is implied).
@@ -291,8 +291,6 @@ def jobs_write(
         *(spend for _, _, spend in spends),
         Statement(sql, params),
         *after,
-        # The last: an idle worker's offer takes one of the jobs (ops/offers.py).
-        *offers.fill_statements(keys=keys),
     ]
     try:
         results = yield Write(batch, idempotent=True)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import msgspec
 
 from taskq import errors
-from taskq.broker.ops import offers, queries
+from taskq.broker.ops import queries
 from taskq.broker.ops.common import clock_tick
 from taskq.broker.ops.leader import LeaderRenewal
 from taskq.broker.ops.plan import Op, Write
@@ -41,7 +41,6 @@ def job_heartbeat(
     slots: int | None = None,
     draining: bool = False,
     renew: LeaderRenewal | None = None,
-    offer_fresh_seconds: float | None = None,
     now: float | None = None,
 ) -> Op[HeartbeatResult]:
     """Extend every lease the worker still holds, in one statement; report the lost ones.
@@ -55,8 +54,6 @@ def job_heartbeat(
     given, is how many slots the worker has now (an autoscaling one changes).
     ``draining``: whether the worker drains; one that maintenance marked lost
     meanwhile (which overwrites its draining state) comes back draining, not active.
-    ``offer_fresh_seconds``: the worker has an offer out (``ops.offers``), kept fresh
-    that much longer.
     """
     tokens = json.dumps([lease.token for lease in leases])
     batch = [
@@ -77,8 +74,6 @@ def job_heartbeat(
     ]
     if renew is not None:
         batch.append(renew.elect_statement(worker_id))
-    if offer_fresh_seconds is not None:
-        batch.append(offers.refresh_statement(worker_id, offer_fresh_seconds))
     results = yield Write(batch, idempotent=True)
     renewed = {str(row["lease_token"]): not row["cancel_requested"] for row in results[1].rows}
     kept = frozenset(lease for lease in leases if renewed.get(lease.token))

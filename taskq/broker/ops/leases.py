@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from taskq import errors, fast_json
-from taskq.broker.ops import claims, dependencies, offers, queries, workflows
+from taskq.broker.ops import claims, dependencies, queries, workflows
 from taskq.broker.ops.common import clock_tick, to_json
 from taskq.broker.ops.heartbeats import MAX_PROGRESS_MESSAGE
 from taskq.broker.ops.output import AttemptOutput, inline_text, output_statements
@@ -228,8 +228,6 @@ class ReportAnswer(msgspec.Struct, frozen=True):
     freed_queues: frozenset[str] = frozenset()
     """The queues where the write left jobs ready that its own claim did not take: released
     by the reports' ends, or spawned by them. Idle workers of these queues have work."""
-    offer_made: bool = False
-    """Whether the claim left the worker's offer (``ClaimRequest.offer``)."""
 
 
 def job_report(
@@ -268,16 +266,11 @@ def job_report_claim(
     reports: Sequence[Report],
     claim: claims.ClaimRequest | None,
     *,
-    fill: bool = False,
     backoff: Backoff = DEFAULT_BACKOFF,
     now: float | None = None,
 ) -> Op[ReportAnswer]:
     """:func:`job_report_and_claim` (with no claim when ``claim`` is None), and where the
     write left jobs ready for other workers (``ReportAnswer.freed_queues``).
-
-    ``fill``: the reports may release jobs waiting on theirs, so the write ends
-    with the fill of an idle worker's offer by one of those (``offers``), after
-    the claim, which takes what the reporting worker serves first.
 
     Those are known only from a write whose outcome is known: after an unknown
     one the queues are left out, and the jobs are found by polling.
@@ -286,7 +279,6 @@ def job_report_claim(
     fenced: dict[Lease, Fenced] = {}
     claimed: list[ClaimedJob] = []
     freed: set[str] = set()
-    offered = False
     if claim is not None and (claim.limit < 1 or not claim.queues):
         claim = None
     for _ in range(3):
@@ -320,16 +312,11 @@ def job_report_claim(
         claim_at = len(batch)
         if claim is not None:
             batch += claims.claim_statements(claim, claim_token)
-        if fill and pending:
-            batch += offers.fill_statements(parents=[report.lease.job_id for report in pending])
         try:
             results = yield Write(batch)
         except errors.OutcomeUnknown:
             if claim is not None:
                 claimed = yield from claims.claimed_by_token(claim, claim_token)
-                # Whether it was left is unknown: taken as left, it is read and
-                # withdrawn as an offer would be, which costs nothing if it was not.
-                offered = claim.offer is not None
                 claim = None
             if not pending:
                 break
@@ -346,8 +333,7 @@ def job_report_claim(
                 Fenced.ACCEPTED if (lease.job_id, lease.token) in taken else Fenced.LEASE_LOST
             )
         if claim is not None:
-            claimed = claims.claimed_from(results, claim_at, claim)
-            offered = claims.offer_made(results, claim_at, claim)
+            claimed = claims.claimed_rows(results[claim_at].rows)
         if release_at is not None:
             freed |= _freed_queues(pending, fenced, results[release_at].rows, claimed)
         pending, claim = [], None
@@ -359,7 +345,6 @@ def job_report_claim(
         fenced=[fenced[report.lease] for report in reports],
         claimed=claimed,
         freed_queues=frozenset(freed),
-        offer_made=offered,
     )
 
 

@@ -88,18 +88,10 @@ class RequeueResult(msgspec.Struct, frozen=True):
 
 
 def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
-    """Give back jobs whose lease ran out; the attempt counts, dead when attempts are spent.
-
-    And jobs handed to an idle worker's offer that it did not take in time
-    (``ops.offers``): queued again, the attempt not counted.
-    """
+    """Give back jobs whose lease ran out; the attempt counts, dead when attempts are spent."""
     results = yield Write(
         [
             clock_tick(now),
-            # First the jobs handed to an idle worker that did not take them in time
-            # (ops/offers.py): given back, the attempt not counted.
-            Statement(queries.query("execution_untaken")),
-            Statement(queries.query("job_requeue_untaken")),
             Statement(queries.query("execution_expire")),
             Statement(queries.query("job_requeue_expired")),
             # A job that ends dead or cancelled here settles the jobs waiting on it.
@@ -108,7 +100,7 @@ def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
         idempotent=True,
     )
     moved: dict[str, list[int]] = {"queued": [], "dead": [], "cancelled": []}
-    for row in [*results[2].rows, *results[4].rows]:
+    for row in results[2].rows:
         moved[row["state"]].append(int(row["id"]))
     return RequeueResult(
         requeued=tuple(sorted(moved["queued"])),
@@ -118,13 +110,11 @@ def job_requeue_expired(*, now: float | None = None) -> Op[RequeueResult]:
 
 
 def worker_mark_lost(*, grace_seconds: float, now: float | None = None) -> Op[list[str]]:
-    """Mark workers lost whose last heartbeat is older than ``grace_seconds``; drop the
-    offers (``ops.offers``) of workers no longer active, which no write fills."""
+    """Mark workers lost whose last heartbeat is older than ``grace_seconds``."""
     results = yield Write(
         [
             clock_tick(now),
             Statement(queries.query("worker_mark_lost"), {"grace_seconds": float(grace_seconds)}),
-            Statement(queries.query("offer_drop_idle")),
         ],
         idempotent=True,
     )

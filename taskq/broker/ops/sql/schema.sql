@@ -77,10 +77,6 @@ CREATE TABLE jobs (
     -- in children (the triggers' WHEN reads it; a job's ends cost nothing more
     -- while it has none).
     has_children INTEGER NOT NULL DEFAULT 0,
-    -- Handed to an idle worker's offer (ops/offers.py) and not yet taken: by
-    -- this time its worker's heartbeat or report must say it took it, or it
-    -- goes back to its queue, the attempt not counted. NULL: taken, or claimed.
-    handed_until REAL,
     CHECK (attempts <= max_attempts)
 );
 
@@ -404,18 +400,3 @@ CREATE TABLE retention (
 );
 
 INSERT INTO retention (id, succeeded_seconds, failed_seconds) VALUES (1, 604800, 604800);
-
--- An idle worker's offer to take the next job that fits it (ops/offers.py),
--- filled by the write that readies a job; one a worker at most, filled only
--- while fresh_until, which its heartbeats move, lies ahead. The job it is
--- handed must be taken within take_seconds (jobs.handed_until).
-CREATE TABLE worker_offers (
-    worker_id TEXT PRIMARY KEY,
-    token TEXT NOT NULL,
-    queues TEXT NOT NULL,
-    labels TEXT NOT NULL,
-    lease_seconds REAL NOT NULL,
-    offered_at REAL NOT NULL,
-    fresh_until REAL NOT NULL,
-    take_seconds REAL NOT NULL
-);

@@ -15,8 +15,7 @@ UPDATE jobs SET
     started_at = (SELECT now FROM taskq_clock),
     cancel_requested = 0,
     progress = NULL,
-    progress_message = NULL,
-    handed_until = NULL
+    progress_message = NULL
 WHERE id IN (
     SELECT id FROM ({candidates})
     ORDER BY priority DESC, run_at, id
@@ -115,17 +114,6 @@ WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
 ORDER BY priority DESC, run_at, id
 
--- name: job_take_handed
--- In a write (a claim that withdraws the worker's offer, or its drain): the jobs
--- filled into the offer of :claim_token and not taken yet, taken (handed_until
--- cleared: see offers.sql), returned as a claim returns its own. An UPDATE for its
--- RETURNING, since rqlite returns no rows for a SELECT in a write.
-UPDATE jobs SET handed_until = NULL
-WHERE state = 'running' AND worker_id = :worker_id AND handed_until IS NOT NULL
-    AND lease_token > :claim_token || '.' AND lease_token < :claim_token || '/'
--- RETURNING stays on one line: rqlite recognises it by the text 'returning '.
-RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lease_token, lease_until, retry, checkpoint, parent_count, has_children, {first_parents}
-
 -- name: job_claim_first_parents
 -- In place of {first_parents} in what a claim returns: for a job with parents,
 -- how its first ones ended, as a JSON array of [position, id, state, result,
@@ -142,30 +130,3 @@ RETURNING id, kind, payload, queue, attempts, max_attempts, timeout, limits, lea
 -- into the claim's RETURNING clause. The parents' subquery is written out
 -- twice because a WITH here made rqlite's claims return no rows (tried).
 CASE WHEN parent_count > 0 THEN (SELECT CASE WHEN sum(first.bytes) <= :first_parents_bytes THEN json_group_array(json_array(first.position, first.id, first.state, json(first.result), json(first.error))) ELSE (SELECT json_group_array(json_array(capped.position, capped.id, capped.state, json(capped.result), json(capped.error))) FROM (SELECT edge.position, parent.id, parent.state, parent.result, parent.error, sum(coalesce(length(parent.result), 0) + coalesce(length(parent.error), 0)) OVER (ORDER BY edge.position) AS bytes_so_far FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id WHERE edge.child_id = jobs.id ORDER BY edge.position LIMIT :first_parents_count) AS capped WHERE capped.bytes_so_far <= :first_parents_bytes ORDER BY capped.position) END FROM (SELECT edge.position, parent.id, parent.state, parent.result, parent.error, coalesce(length(parent.result), 0) + coalesce(length(parent.error), 0) AS bytes FROM job_parents AS edge JOIN jobs AS parent ON parent.id = edge.parent_id WHERE edge.child_id = jobs.id ORDER BY edge.position LIMIT :first_parents_count) AS first) END AS first_parents
-
--- name: offer_make
--- An idle worker's offer (taskq/broker/ops/offers.py, offers.sql).
--- In the write of an idle worker's claim, after it: only a worker that holds
--- no job then (none running under its id, the claim's included) leaves an
--- offer, so a job readied between its look and this write is claimed, not
--- offered for, and a busy worker is never handed one beyond its slots.
--- Returns a row when the offer was made.
-INSERT INTO worker_offers (
-    worker_id, token, queues, labels, lease_seconds, offered_at, fresh_until, take_seconds
-)
-SELECT :worker_id, :offer_token, :queues, :labels, :lease_seconds,
-    (SELECT now FROM taskq_clock), (SELECT now FROM taskq_clock) + :fresh_seconds,
-    :fresh_seconds
-WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'running' AND worker_id = :worker_id)
-ON CONFLICT (worker_id) DO UPDATE SET
-    token = excluded.token,
-    queues = excluded.queues,
-    labels = excluded.labels,
-    lease_seconds = excluded.lease_seconds,
-    offered_at = excluded.offered_at,
-    fresh_until = excluded.fresh_until,
-    take_seconds = excluded.take_seconds
-RETURNING worker_id
-
--- name: offer_withdraw
-DELETE FROM worker_offers WHERE worker_id = :worker_id

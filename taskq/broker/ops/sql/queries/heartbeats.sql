@@ -3,10 +3,8 @@
 -- name: job_heartbeat
 -- A job whose cancel was requested keeps its lease as it was (it is not
 -- renewed) but is returned too, so that the worker can say why it stops it.
--- A job handed to the worker's offer is taken with it (handed_until).
 UPDATE jobs SET lease_until = CASE WHEN cancel_requested = 0
-    THEN (SELECT now FROM taskq_clock) + :lease_seconds ELSE lease_until END,
-    handed_until = NULL
+    THEN (SELECT now FROM taskq_clock) + :lease_seconds ELSE lease_until END
 WHERE state = 'running' AND worker_id = :worker_id
     AND lease_token IN (SELECT value FROM json_each(:tokens))
 RETURNING id, lease_token, lease_until, cancel_requested
