@@ -358,7 +358,7 @@ def test_a_worker_takes_taskq_store_before_the_config_files_store(tmp_path: Path
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "taskq.worker.main", "--log-format", "json"],
+            [sys.executable, "-m", "taskq.worker.launch", "--log-format", "json"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -399,7 +399,7 @@ def test_a_worker_opens_its_store_while_its_modules_are_imported(tmp_path: Path)
     open_store(f"sqlite://{store}").close()
     env = {**worker_environment("w"), "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     log = tmp_path / "worker.log"
-    argv = [sys.executable, "-m", "taskq.worker.main", "--store", f"sqlite://{store}"]
+    argv = [sys.executable, "-m", "taskq.worker.launch", "--store", f"sqlite://{store}"]
     argv += ["--modules", "slow_to_import", "--log-format", "json"]
     with log.open("wb") as out:
         worker = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)

@@ -20,7 +20,7 @@ COMMAND_TIMEOUT = 90.0
 # Each command's module, run as ``python -m``: the console scripts' own code.
 _MODULES = {
     "taskq": "taskq.cli",
-    "taskq-worker": "taskq.worker.main",
+    "taskq-worker": "taskq.worker.launch",
     "taskq-tui": "taskq.app.main",
 }
 

@@ -103,7 +103,7 @@ def run_worker_to_its_end(store_url: str, *args: str) -> subprocess.CompletedPro
     """``taskq-worker --store STORE_URL ARGS`` run until it stops by itself (a worker that
     cannot start), its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "taskq.worker.main", "--store", store_url, *args],
+        [sys.executable, "-m", "taskq.worker.launch", "--store", store_url, *args],
         capture_output=True,
         text=True,
         timeout=60,
